@@ -1,0 +1,33 @@
+# llmhost_layer(NAME DEPS ...): a static library `llmhost_NAME` from every .cpp
+# in src/NAME. Sources are globbed so that adding a file needs no CMake edit.
+function(llmhost_layer name)
+  cmake_parse_arguments(ARG "" "" "DEPS" ${ARGN})
+  file(GLOB srcs CONFIGURE_DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/*.cpp)
+  if(srcs)
+    add_library(llmhost_${name} STATIC ${srcs})
+    target_include_directories(llmhost_${name} PUBLIC ${PROJECT_SOURCE_DIR}/src)
+    target_link_libraries(llmhost_${name} PUBLIC ${ARG_DEPS})
+  else()  # a layer with headers only (so far)
+    add_library(llmhost_${name} INTERFACE)
+    target_include_directories(llmhost_${name} INTERFACE ${PROJECT_SOURCE_DIR}/src)
+    target_link_libraries(llmhost_${name} INTERFACE ${ARG_DEPS})
+  endif()
+endfunction()
+
+# llmhost_test(LAYER DEPS ...): one GoogleTest binary per layer from
+# tests/LAYER/*_test.cpp, registered with CTest.
+function(llmhost_test layer)
+  cmake_parse_arguments(ARG "" "" "DEPS" ${ARGN})
+  file(GLOB srcs CONFIGURE_DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/${layer}/*_test.cpp)
+  if(NOT srcs)
+    return()
+  endif()
+  add_executable(${layer}_tests ${srcs})
+  target_include_directories(${layer}_tests PRIVATE ${CMAKE_CURRENT_SOURCE_DIR})
+  target_link_libraries(${layer}_tests PRIVATE ${ARG_DEPS} GTest::gtest GTest::gtest_main GTest::gmock)
+  target_compile_definitions(${layer}_tests PRIVATE
+    LLMHOST_SOURCE_DIR="${PROJECT_SOURCE_DIR}"
+    LLMHOST_BINARY_DIR="${PROJECT_BINARY_DIR}")
+  add_test(NAME ${layer} COMMAND ${layer}_tests --gtest_brief=1)
+  set_tests_properties(${layer} PROPERTIES TIMEOUT 1200)
+endfunction()

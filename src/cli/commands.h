@@ -1,0 +1,17 @@
+// Sub-command registration. Each Register* function adds one group of
+// sub-commands to the app; the callback of each sub-command runs it and exits
+// with its status (0 success, 1 failure with a message on stderr, 2 usage).
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+namespace llmhost::cli {
+
+void RegisterTokenizerCommands(CLI::App& app);  // tokenize, detokenize
+void RegisterTemplateCommands(CLI::App& app);   // render-template
+void RegisterInspectCommands(CLI::App& app);    // inspect
+
+// Sub-commands set this from their callbacks; main() returns it.
+int& ExitCode();
+
+}  // namespace llmhost::cli

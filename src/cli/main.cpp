@@ -1,0 +1,24 @@
+// llmhost: one binary, sub-commands for serving and for debugging models.
+#include <cstdio>
+#include <exception>
+
+#include "cli/commands.h"
+
+int main(int argc, char** argv) {
+  CLI::App app{"llmhost: an LLM inference server for Linux (CPU and NVIDIA GPUs).\n"
+               "Serves a folder of models behind OpenAI- and Anthropic-compatible APIs."};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", "llmhost 0.1.0");
+  llmhost::cli::RegisterTokenizerCommands(app);
+  llmhost::cli::RegisterTemplateCommands(app);
+  llmhost::cli::RegisterInspectCommands(app);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "llmhost: %s\n", e.what());
+    return 1;
+  }
+  return llmhost::cli::ExitCode();
+}

@@ -1,0 +1,40 @@
+// Helpers shared by all test binaries.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <stdlib.h>
+
+#include <string>
+
+#include "util/file.h"
+
+namespace llmhost::testing {
+
+// ../shared beside the source tree (LLMHOST_SHARED_DIR overrides), or "" when
+// it is absent: tests that need it skip.
+inline std::string SharedDir() {
+  if (const char* env = std::getenv("LLMHOST_SHARED_DIR")) return IsDirectory(env) ? env : "";
+  std::string dir = std::string(LLMHOST_SOURCE_DIR) + "/../shared";
+  return IsDirectory(dir) ? dir : "";
+}
+
+// Fixtures copied into the project (tests/data), always present.
+inline std::string TestDataDir() { return std::string(LLMHOST_SOURCE_DIR) + "/tests/data"; }
+
+// A fresh, empty temporary directory for one test (under $TMPDIR or /tmp).
+inline std::string MakeTempDir() {
+  const char* base = std::getenv("TMPDIR");
+  std::string tmpl = std::string(base ? base : "/tmp") + "/llmhost_test_XXXXXX";
+  char* p = ::mkdtemp(tmpl.data());
+  return p ? std::string(p) : std::string();
+}
+
+}  // namespace llmhost::testing
+
+#define SKIP_IF_NO_SHARED()                                              \
+  do {                                                                   \
+    if (::llmhost::testing::SharedDir().empty())                         \
+      GTEST_SKIP() << "../shared is absent: reference data unavailable"; \
+  } while (0)
