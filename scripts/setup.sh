@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# One-command set-up on Debian 12: installs every package the build and the
+# tests need, then builds llmhost (Release) into build/.
+#   scripts/setup.sh            install + build
+#   SKIP_APT=1 scripts/setup.sh build only
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+PACKAGES=(
+  build-essential cmake ninja-build pkg-config git python3
+  nlohmann-json3-dev libpcre2-dev libicu-dev libssl-dev libcli11-dev libcpp-httplib-dev
+  libgtest-dev libgmock-dev libbenchmark-dev
+  clang-14 libclang-rt-14-dev   # ASan/UBSan and libFuzzer builds
+)
+
+if [[ "${SKIP_APT:-0}" != 1 ]]; then
+  SUDO=""
+  [[ $(id -u) -ne 0 ]] && SUDO=sudo
+  export DEBIAN_FRONTEND=noninteractive
+  $SUDO apt-get update -qq
+  $SUDO apt-get install -y -qq --no-install-recommends "${PACKAGES[@]}"
+fi
+
+cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release
+ninja -C build
+echo "setup: built $(pwd)/build/llmhost"

@@ -1,0 +1,50 @@
+#include "tokenizer/stream_decoder.h"
+
+#include <span>
+
+#include "util/utf8.h"
+
+namespace llmhost {
+
+namespace {
+// U+FFFD at the end means the decoder met bytes of a character whose rest has
+// not arrived yet (decoders replace incomplete UTF-8 lossily).
+bool EndsIncomplete(const std::string& s) {
+  static const std::string kReplacement = utf8::Encode(utf8::kReplacement);
+  return (s.size() >= 3 && s.compare(s.size() - 3, 3, kReplacement) == 0) ||
+         utf8::IncompleteTailLength(s) > 0;
+}
+}  // namespace
+
+StreamDecoder::StreamDecoder(const Tokenizer& tokenizer, bool skip_special)
+    : tokenizer_(tokenizer), skip_special_(skip_special) {}
+
+std::string StreamDecoder::DecodeRange(size_t begin, size_t end) const {
+  return tokenizer_.Decode(std::span<const TokenId>(ids_.data() + begin, end - begin), skip_special_);
+}
+
+std::string StreamDecoder::Add(TokenId id) {
+  ids_.push_back(id);
+  std::string prefix_text = DecodeRange(prefix_, read_);
+  std::string new_text = DecodeRange(prefix_, ids_.size());
+  if (new_text.size() <= prefix_text.size() || EndsIncomplete(new_text)) {
+    return "";  // nothing final yet: wait for more ids
+  }
+  std::string delta = new_text.substr(prefix_text.size());
+  prefix_ = read_;
+  read_ = ids_.size();
+  text_ += delta;
+  return delta;
+}
+
+std::string StreamDecoder::Finish() {
+  if (read_ == ids_.size()) return "";
+  std::string prefix_text = DecodeRange(prefix_, read_);
+  std::string new_text = DecodeRange(prefix_, ids_.size());
+  std::string delta = new_text.size() > prefix_text.size() ? new_text.substr(prefix_text.size()) : "";
+  prefix_ = read_ = ids_.size();
+  text_ += delta;
+  return delta;
+}
+
+}  // namespace llmhost
