@@ -56,6 +56,8 @@ class GgufFile {
   uint32_t version() const;
   uint64_t alignment() const;
   const std::string& path() const;
+  uint64_t size() const;         // bytes in the file (or image)
+  uint64_t data_offset() const;  // start of the data section (aligned)
 
   // Metadata access. Each getter fails with NotFound when the key is absent
   // and InvalidArgument when it has another type; integer getters accept any
