@@ -23,6 +23,13 @@ namespace llmhost {
 
 using TokenId = int32_t;
 
+// An added token of the vocabulary (tokenizer.json "added_tokens").
+struct AddedTokenInfo {
+  TokenId id = 0;
+  std::string content;
+  bool special = false;
+};
+
 class Tokenizer {
  public:
   virtual ~Tokenizer() = default;
@@ -48,6 +55,23 @@ class Tokenizer {
   virtual std::optional<TokenId> TokenToId(std::string_view token) const = 0;
   // True for added tokens marked `special` (control tokens).
   virtual bool IsSpecial(TokenId id) const = 0;
+
+  // Encodes a pair (e.g. query + document for a cross-encoder) as HF does:
+  // each text alone, then the post-processor's pair template when
+  // `add_special` (else the two id lists concatenated).
+  virtual std::vector<TokenId> EncodePair(std::string_view a, std::string_view b,
+                                          bool add_special) const {
+    std::vector<TokenId> ids = Encode(a, add_special);
+    std::vector<TokenId> second = Encode(b, add_special);
+    ids.insert(ids.end(), second.begin(), second.end());
+    return ids;
+  }
+  // The added tokens (empty when the vocabulary has none).
+  virtual std::vector<AddedTokenInfo> AddedTokens() const { return {}; }
+  // The ids the post-processor puts before / after a single sequence when
+  // add_special is set (e.g. {BOS} / {}, or {[CLS]} / {[SEP]}).
+  virtual std::vector<TokenId> SpecialPrefixIds() const { return {}; }
+  virtual std::vector<TokenId> SpecialSuffixIds() const { return {}; }
 };
 
 }  // namespace llmhost

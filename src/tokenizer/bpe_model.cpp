@@ -1,0 +1,225 @@
+// Byte-pair encoding as HF tokenizers' BPE model: characters (with optional
+// continuing-subword prefix / end-of-word suffix) become symbols, unknown
+// characters go to byte-fallback tokens or (fused) unk, then merges are
+// applied lowest rank first (leftmost on ties) with a priority queue over a
+// linked list of symbols: O(n log n) per piece.
+#include <queue>
+
+#include "tokenizer/model.h"
+#include "tokenizer/unicode.h"
+#include "tokenizer/word_cache.h"
+
+namespace llmhost::tok {
+namespace {
+
+struct MergeInfo {
+  uint32_t rank;
+  TokenId new_id;
+};
+
+inline uint64_t PairKey(TokenId a, TokenId b) {
+  return (static_cast<uint64_t>(static_cast<uint32_t>(a)) << 32) | static_cast<uint32_t>(b);
+}
+
+class BpeModel : public Model {
+ public:
+  Status Load(const Json& j, const std::string& ctx);
+  void Tokenize(std::string_view piece, std::vector<TokenId>* out) const override;
+
+ private:
+  void MergeWord(std::string_view w, std::vector<TokenId>* out) const;
+
+  std::unordered_map<uint64_t, MergeInfo> merges_;
+  std::optional<std::string> unk_token_;
+  std::optional<TokenId> unk_id_;
+  std::string prefix_;  // continuing_subword_prefix
+  std::string suffix_;  // end_of_word_suffix
+  bool fuse_unk_ = false;
+  bool byte_fallback_ = false;
+  bool ignore_merges_ = false;
+  TokenId byte_ids_[256];  // <0xAB> tokens, -1 when absent
+  WordCache cache_;
+};
+
+Status BpeModel::Load(const Json& j, const std::string& ctx) {
+  std::vector<std::pair<std::string, TokenId>> vocab;
+  const Json* v = Field(j, "vocab");
+  if (v == nullptr) return Status::InvalidArgument(ctx + ": missing field 'vocab'");
+  RETURN_IF_ERROR(ReadVocabObject(*v, ctx + ".vocab", &vocab));
+  vocab_.reserve(vocab.size());
+  for (auto& [tok, id] : vocab) AddToVocab(std::move(tok), id);
+
+  std::string s;
+  if (Field(j, "unk_token") != nullptr) {
+    RETURN_IF_ERROR(ReadString(j, "unk_token", ctx, &s));
+    unk_token_ = s;
+    if (auto id = TokenToId(s)) unk_id_ = *id;
+  }
+  RETURN_IF_ERROR(ReadString(j, "continuing_subword_prefix", ctx, &prefix_));
+  RETURN_IF_ERROR(ReadString(j, "end_of_word_suffix", ctx, &suffix_));
+  RETURN_IF_ERROR(ReadBool(j, "fuse_unk", ctx, &fuse_unk_));
+  RETURN_IF_ERROR(ReadBool(j, "byte_fallback", ctx, &byte_fallback_));
+  RETURN_IF_ERROR(ReadBool(j, "ignore_merges", ctx, &ignore_merges_));
+  for (int b = 0; b < 256; ++b) {
+    char name[8];
+    snprintf(name, sizeof(name), "<0x%02X>", b);
+    auto id = TokenToId(name);
+    byte_ids_[b] = id ? *id : -1;
+  }
+
+  const Json* m = Field(j, "merges");
+  if (m == nullptr) return Status::OK();
+  if (!m->is_array()) return Status::InvalidArgument(ctx + ".merges: expected an array");
+  merges_.reserve(m->size());
+  std::string merged;
+  for (size_t i = 0; i < m->size(); ++i) {
+    const Json& e = (*m)[i];
+    std::string_view a, b;
+    if (e.is_string()) {
+      const std::string& line = e.get_ref<const std::string&>();
+      size_t sp = line.find(' ');
+      if (sp == std::string::npos || line.find(' ', sp + 1) != std::string::npos)
+        return Status::InvalidArgument(ctx + ".merges[" + std::to_string(i) +
+                                       "]: expected \"a b\", got \"" + line + "\"");
+      a = std::string_view(line).substr(0, sp);
+      b = std::string_view(line).substr(sp + 1);
+    } else if (e.is_array() && e.size() == 2 && e[0].is_string() && e[1].is_string()) {
+      a = e[0].get_ref<const std::string&>();
+      b = e[1].get_ref<const std::string&>();
+    } else {
+      return Status::InvalidArgument(ctx + ".merges[" + std::to_string(i) +
+                                     "]: expected \"a b\" or [\"a\", \"b\"]");
+    }
+    auto ia = TokenToId(a), ib = TokenToId(b);
+    if (!ia || !ib)
+      return Status::InvalidArgument(ctx + ".merges[" + std::to_string(i) + "]: token '" +
+                                     std::string(!ia ? a : b) + "' is not in the vocabulary");
+    // The merged token drops b's continuing-subword prefix.
+    std::string_view b_body = b;
+    if (!prefix_.empty() && b_body.substr(0, prefix_.size()) == prefix_)
+      b_body.remove_prefix(prefix_.size());
+    merged.assign(a);
+    merged.append(b_body);
+    auto inew = TokenToId(merged);
+    if (!inew)
+      return Status::InvalidArgument(ctx + ".merges[" + std::to_string(i) + "]: merged token '" +
+                                     merged + "' is not in the vocabulary");
+    merges_[PairKey(*ia, *ib)] = MergeInfo{static_cast<uint32_t>(i), *inew};
+  }
+  return Status::OK();
+}
+
+void BpeModel::Tokenize(std::string_view piece, std::vector<TokenId>* out) const {
+  if (piece.empty()) return;
+  if (ignore_merges_) {
+    if (auto id = TokenToId(piece)) {
+      out->push_back(*id);
+      return;
+    }
+  }
+  if (cache_.Get(piece, out)) return;
+  size_t before = out->size();
+  MergeWord(piece, out);
+  cache_.Put(piece, out->data() + before, out->size() - before);
+}
+
+void BpeModel::MergeWord(std::string_view w, std::vector<TokenId>* out) const {
+  struct Symbol {
+    TokenId id;
+    int32_t prev, next;
+    bool alive;
+  };
+  std::vector<Symbol> sym;
+  sym.reserve(w.size());
+  auto add = [&](TokenId id) {
+    int32_t n = static_cast<int32_t>(sym.size());
+    sym.push_back(Symbol{id, n - 1, n + 1, true});
+  };
+  TokenId pending_unk = -1;  // an unk not yet emitted (fuse_unk grows it)
+  std::string s;
+  size_t pos = 0;
+  while (pos < w.size()) {
+    size_t start = pos;
+    NextCodePoint(w, &pos);
+    bool is_first = start == 0, is_last = pos == w.size();
+    std::string_view ch = w.substr(start, pos - start);
+    s.clear();
+    if (!is_first) s += prefix_;
+    s += ch;
+    if (is_last) s += suffix_;
+    if (auto id = TokenToId(s)) {
+      if (pending_unk >= 0) {
+        add(pending_unk);
+        pending_unk = -1;
+      }
+      add(*id);
+      continue;
+    }
+    if (byte_fallback_) {
+      bool all = true;
+      for (char c : s) all = all && byte_ids_[static_cast<uint8_t>(c)] >= 0;
+      if (all) {
+        // As HF, byte tokens do not flush a pending unk (it follows them).
+        for (char c : s) add(byte_ids_[static_cast<uint8_t>(c)]);
+        continue;
+      }
+    }
+    if (unk_id_) {
+      if (pending_unk >= 0 && !fuse_unk_) add(pending_unk);
+      pending_unk = *unk_id_;
+    }
+  }
+  if (pending_unk >= 0) add(pending_unk);
+  if (!sym.empty()) sym.back().next = -1;
+
+  struct Cand {
+    uint32_t rank;
+    int32_t pos;
+    TokenId new_id;
+    bool operator<(const Cand& o) const {  // max-heap: lowest rank, then leftmost, on top
+      return rank != o.rank ? rank > o.rank : pos > o.pos;
+    }
+  };
+  auto lookup = [&](TokenId a, TokenId b) -> const MergeInfo* {
+    auto it = merges_.find(PairKey(a, b));
+    return it == merges_.end() ? nullptr : &it->second;
+  };
+  std::vector<Cand> heap_storage;
+  heap_storage.reserve(sym.size());
+  std::priority_queue<Cand> queue(std::less<Cand>(), std::move(heap_storage));
+  for (size_t i = 0; i + 1 < sym.size(); ++i)
+    if (const MergeInfo* m = lookup(sym[i].id, sym[i + 1].id))
+      queue.push(Cand{m->rank, static_cast<int32_t>(i), m->new_id});
+
+  while (!queue.empty()) {
+    Cand top = queue.top();
+    queue.pop();
+    Symbol& cur = sym[top.pos];
+    if (!cur.alive || cur.next < 0) continue;
+    Symbol& right = sym[cur.next];
+    const MergeInfo* m = lookup(cur.id, right.id);
+    if (m == nullptr || m->new_id != top.new_id) continue;  // stale entry
+    cur.id = top.new_id;
+    right.alive = false;
+    cur.next = right.next;
+    if (cur.next >= 0) sym[cur.next].prev = top.pos;
+    if (cur.prev >= 0)
+      if (const MergeInfo* pm = lookup(sym[cur.prev].id, cur.id))
+        queue.push(Cand{pm->rank, cur.prev, pm->new_id});
+    if (cur.next >= 0)
+      if (const MergeInfo* nm = lookup(cur.id, sym[cur.next].id))
+        queue.push(Cand{nm->rank, top.pos, nm->new_id});
+  }
+  for (const Symbol& sy : sym)
+    if (sy.alive) out->push_back(sy.id);
+}
+
+}  // namespace
+
+Result<std::unique_ptr<Model>> ParseBpe(const Json& j, const std::string& ctx) {
+  auto model = std::make_unique<BpeModel>();
+  RETURN_IF_ERROR(model->Load(j, ctx));
+  return std::unique_ptr<Model>(std::move(model));
+}
+
+}  // namespace llmhost::tok
