@@ -289,7 +289,8 @@ Result<std::unique_ptr<PreTokenizer>> ParsePreTokenizer(const Json& j, const std
   if (type == "Digits") {
     bool individual = false;
     RETURN_IF_ERROR(ReadBool(j, "individual_digits", ctx, &individual));
-    return Ptr(new CharSplitPre([](char32_t c) { return c >= '0' && c <= '9'; },
+    return Ptr(new CharSplitPre(IsNumeric,  // Rust char::is_numeric (all of N)
+
                                 individual ? SplitBehavior::kIsolated : SplitBehavior::kContiguous));
   }
   if (type == "CharDelimiterSplit") {

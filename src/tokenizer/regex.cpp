@@ -7,9 +7,11 @@ namespace llmhost::tok {
 namespace {
 
 // Oniguruma (Ruby syntax, Unicode) treats \s as White_Space, \d as Nd and \w
-// as Letter|Mark|Nd|Pc. PCRE2 with UCP differs slightly (\w also takes all N,
-// no marks), so rewrite those escapes to explicit property classes. Inside a
-// character class the bracket is dropped.
+// as Alphabetic|Mark|Nd|Pc plus the Latin-1 digits-like ²³¹¼½¾ (checked
+// against HF tokenizers). PCRE2 with UCP differs (its \w is L|N|_), so these
+// escapes are rewritten to explicit property classes. Inside a character
+// class the bracket is dropped.
+constexpr const char* kWord = "\\p{Alphabetic}\\p{M}\\p{Nd}\\p{Pc}\\x{B2}\\x{B3}\\x{B9}\\x{BC}-\\x{BE}";
 std::string Translate(std::string_view p) {
   std::string out;
   out.reserve(p.size() + 16);
@@ -23,8 +25,8 @@ std::string Translate(std::string_view p) {
       switch (n) {
         case 's': body = "\\p{White_Space}"; break;
         case 'S': body = "\\p{White_Space}"; negated = true; break;
-        case 'w': body = "\\p{L}\\p{M}\\p{Nd}\\p{Pc}"; break;
-        case 'W': body = "\\p{L}\\p{M}\\p{Nd}\\p{Pc}"; negated = true; break;
+        case 'w': body = kWord; break;
+        case 'W': body = kWord; negated = true; break;
         case 'd': body = "\\p{Nd}"; break;
         case 'D': body = "\\p{Nd}"; negated = true; break;
         default: break;
