@@ -60,6 +60,7 @@ const AddedToken* HfTokenizer::FindAdded(TokenId id) const {
 
 void HfTokenizer::EncodeSegment(std::string_view normalized, bool at_start,
                                 std::vector<TokenId>* ids) const {
+  if (normalized.empty()) return;
   std::vector<Piece> pieces;
   pieces.push_back(Piece{std::string(normalized), at_start});
   if (pre_tokenizer_) pre_tokenizer_->PreTokenize(&pieces);
@@ -86,6 +87,7 @@ std::vector<TokenId> HfTokenizer::EncodeSequence(std::string_view input) const {
     std::string_view part = text.substr(seg.begin, seg.end - seg.begin);
     if (part.empty()) continue;
     std::string normalized = normalizer_ ? normalizer_->Normalize(part) : std::string(part);
+    if (normalized.empty()) continue;  // HF drops splits that normalize to ""
     if (normalized_matcher_.empty()) {
       EncodeSegment(normalized, seg.begin == 0, &ids);
       continue;

@@ -1,6 +1,7 @@
 #include "tokenizer/unicode.h"
 
 #include <unicode/uchar.h>
+#include <unicode/uset.h>
 #include <unicode/unorm2.h>
 #include <unicode/ustring.h>
 
@@ -40,6 +41,17 @@ bool IsAlphabetic(char32_t c) {
 
 static uint32_t CategoryMask(char32_t c) { return U_MASK(u_charType(static_cast<UChar32>(c))); }
 
+// True when c was assigned in Unicode <= major.minor. HF's category helpers
+// come from crates with old tables: unicode_categories (Unicode 8.0: BERT's
+// punctuation, control and accent tests) and unicode-normalization-alignments
+// (Unicode 9.0: NFC/NFD/NFKC/NFKD, StripAccents). Newer characters are
+// "unknown" there (checked against HF tokenizers 0.23.2).
+static bool AssignedBy(char32_t c, int major) {
+  UVersionInfo v;
+  u_charAge(static_cast<UChar32>(c), v);
+  return v[0] != 0 && v[0] <= major;
+}
+
 bool IsNumeric(char32_t c) {
   if (c < 0x80) return c >= '0' && c <= '9';
   return (CategoryMask(c) & U_GC_N_MASK) != 0;
@@ -47,13 +59,22 @@ bool IsNumeric(char32_t c) {
 
 bool IsAlphanumeric(char32_t c) { return IsAlphabetic(c) || IsNumeric(c); }
 
-bool IsPunctuation(char32_t c) { return (CategoryMask(c) & U_GC_P_MASK) != 0; }
+bool IsPunctuation(char32_t c) {
+  return (CategoryMask(c) & U_GC_P_MASK) != 0 && (c < 0x80 || AssignedBy(c, 8));
+}
 
-bool IsOther(char32_t c) { return (CategoryMask(c) & U_GC_C_MASK) != 0; }
+bool IsOther(char32_t c) {
+  // Cc Cf Co Cs; unassigned code points (Cn) are kept, as HF's BERT
+  // normalizer keeps them (checked against HF tokenizers).
+  return (CategoryMask(c) & (U_GC_CC_MASK | U_GC_CF_MASK | U_GC_CO_MASK | U_GC_CS_MASK)) != 0 &&
+         (c < 0x80 || AssignedBy(c, 8));
+}
 
-bool IsMarkNonspacing(char32_t c) { return (CategoryMask(c) & U_GC_MN_MASK) != 0; }
+bool IsMarkNonspacing(char32_t c) {
+  return (CategoryMask(c) & U_GC_MN_MASK) != 0 && AssignedBy(c, 8);
+}
 
-bool IsMark(char32_t c) { return (CategoryMask(c) & U_GC_M_MASK) != 0; }
+bool IsMark(char32_t c) { return (CategoryMask(c) & U_GC_M_MASK) != 0 && AssignedBy(c, 9); }
 
 bool IsCjk(char32_t c) {
   return (c >= 0x4E00 && c <= 0x9FFF) || (c >= 0x3400 && c <= 0x4DBF) ||
@@ -100,17 +121,38 @@ static bool IsAscii(std::string_view s) {
   return true;
 }
 
+// The normalizer for `form` restricted to Unicode 9.0 characters (newer ones
+// pass through unchanged, as in HF's tables). Built once; ICU normalizers are
+// safe to share between threads.
+static const UNormalizer2* Unicode9Normalizer(NormalForm form) {
+  struct Filtered {
+    USet* set = nullptr;
+    UNormalizer2* norms[4] = {};
+    Filtered() {
+      UErrorCode err = U_ZERO_ERROR;
+      static const UChar kPattern[] = u"[:age=9.0:]";
+      set = uset_openPattern(kPattern, -1, &err);
+      if (U_FAILURE(err)) return;
+      uset_freeze(set);
+      const UNormalizer2* base[4] = {unorm2_getNFCInstance(&err), unorm2_getNFDInstance(&err),
+                                     unorm2_getNFKCInstance(&err), unorm2_getNFKDInstance(&err)};
+      if (U_FAILURE(err)) return;
+      for (int i = 0; i < 4; ++i) {
+        norms[i] = unorm2_openFiltered(base[i], set, &err);
+        if (U_FAILURE(err)) norms[i] = nullptr;
+      }
+    }
+  };
+  static const Filtered filtered;
+  return filtered.norms[static_cast<int>(form)];
+}
+
 std::string NormalizeForm(std::string_view s, NormalForm form) {
   if (IsAscii(s)) return std::string(s);  // ASCII is invariant in all forms
+  if (s.size() > (1u << 28)) return std::string(s);  // ICU lengths are int32
+  const UNormalizer2* norm = Unicode9Normalizer(form);
+  if (norm == nullptr) return std::string(s);
   UErrorCode err = U_ZERO_ERROR;
-  const UNormalizer2* norm = nullptr;
-  switch (form) {
-    case NormalForm::kNFC: norm = unorm2_getNFCInstance(&err); break;
-    case NormalForm::kNFD: norm = unorm2_getNFDInstance(&err); break;
-    case NormalForm::kNFKC: norm = unorm2_getNFKCInstance(&err); break;
-    case NormalForm::kNFKD: norm = unorm2_getNFKDInstance(&err); break;
-  }
-  if (U_FAILURE(err) || norm == nullptr) return std::string(s);
   // UTF-8 -> UTF-16 -> normalize -> UTF-8.
   std::vector<UChar> src(s.size() + 1);
   int32_t src_len = 0;

@@ -21,7 +21,7 @@ bool IsAlphabetic(char32_t c);      // Alphabetic
 bool IsNumeric(char32_t c);         // general category N*
 bool IsAlphanumeric(char32_t c);    // Rust char::is_alphanumeric
 bool IsPunctuation(char32_t c);     // general category P*
-bool IsOther(char32_t c);           // general category C* (Cc Cf Cn Co Cs)
+bool IsOther(char32_t c);           // general category Cc Cf Co Cs (not Cn)
 bool IsMarkNonspacing(char32_t c);  // Mn
 bool IsMark(char32_t c);            // M* (Mn Mc Me)
 bool IsCjk(char32_t c);             // the CJK ideograph blocks BERT pads

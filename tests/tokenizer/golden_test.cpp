@@ -25,14 +25,17 @@ struct GoldenCounts {
   int failures = 0;
 };
 
-// Checks every case of golden file `dir/name.json`; returns counts.
-GoldenCounts CheckGolden(const std::string& dir, const std::string& name) {
+// Checks every case of golden file `dir/name.json` (its tokenizer file is
+// looked up in `tok_dir`, default `dir`); returns counts.
+GoldenCounts CheckGolden(const std::string& dir, const std::string& name,
+                         std::string tok_dir = "") {
+  if (tok_dir.empty()) tok_dir = dir;
   GoldenCounts counts;
   auto text = ReadFileToString(JoinPath(dir, name + ".json"));
   EXPECT_TRUE(text.ok()) << text.status().ToString();
   if (!text.ok()) return counts;
   nlohmann::json golden = nlohmann::json::parse(*text);
-  std::string tok_path = JoinPath(dir, golden["tokenizer"].get<std::string>());
+  std::string tok_path = JoinPath(tok_dir, golden["tokenizer"].get<std::string>());
   auto tok = Tokenizer::FromPath(tok_path);
   EXPECT_TRUE(tok.ok()) << tok.status().ToString();
   if (!tok.ok()) return counts;
@@ -80,7 +83,24 @@ TEST_P(LocalGolden, MatchesHuggingFace) {
   EXPECT_EQ(c.failures, 0);
 }
 
-INSTANTIATE_TEST_SUITE_P(InRepo, LocalGolden, ::testing::Values("wordpiece", "unigram"));
+INSTANTIATE_TEST_SUITE_P(InRepo, LocalGolden,
+                         ::testing::Values("wordpiece", "unigram", "random_wordpiece",
+                                           "random_unigram"));
+
+// Random texts (make_random_goldens.js) for the real tokenizers, which stay in
+// ../shared: the goldens live in the repo, the tokenizer files do not.
+class RandomSharedGolden : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(RandomSharedGolden, MatchesHuggingFace) {
+  SKIP_IF_NO_SHARED();
+  GoldenCounts c = CheckGolden(testing::TestDataDir() + "/tokenizer", GetParam(),
+                               testing::SharedDir() + "/reference/tokenizers");
+  EXPECT_GT(c.cases, 200);
+  EXPECT_EQ(c.failures, 0);
+}
+
+INSTANTIATE_TEST_SUITE_P(RealTokenizers, RandomSharedGolden,
+                         ::testing::Values("random_llama3", "random_qwen3", "random_llama2"));
 
 }  // namespace
 }  // namespace llmhost

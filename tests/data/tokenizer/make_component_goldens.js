@@ -11,6 +11,8 @@ const TEXTS = [
   '中文字符 and 日本語', 'e\u0301 A\u030A \u0344', 'x² ab_c x\u200dy', "don't stop-believing!!! (ok)",
   '3.14159 and 12345 ٣٤ ½', '▁already▁metaspace', 'emoji 👍🏽 🤖', '$$ ¿Qué? «quotes» — dash',
   '', ' ', 'a  b   c', "I'm you're HE'S We'LL", '\u2028line\u2029para\u0085nel',
+  // Characters newer than the Unicode tables of HF's crates (8.0 / 9.0).
+  'a\u08D4b\u0AFAc \u2E43 x\u2E52y \u0604\u08E2z \u32FF a\u07FD\u0316 a\u0301\u0316 \uA7F2 \u{11938}',
 ];
 
 function base(extra) {
