@@ -2,7 +2,7 @@
 # in src/NAME. Sources are globbed so that adding a file needs no CMake edit.
 function(llmhost_layer name)
   cmake_parse_arguments(ARG "" "" "DEPS" ${ARGN})
-  file(GLOB srcs CONFIGURE_DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/*.cpp)
+  file(GLOB_RECURSE srcs CONFIGURE_DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/*.cpp)
   if(srcs)
     add_library(llmhost_${name} STATIC ${srcs})
     target_include_directories(llmhost_${name} PUBLIC ${PROJECT_SOURCE_DIR}/src)

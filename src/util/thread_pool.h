@@ -1,0 +1,55 @@
+// ThreadPool: a fork-join pool for data-parallel kernels.
+//
+// ParallelFor splits [0, n) into contiguous chunks, runs them on the pool's
+// workers plus the calling thread, and returns when all are done. Workers
+// persist between calls (spawning threads per matmul would cost more than a
+// small matmul). One ParallelFor at a time per pool: the compute executor owns
+// its pool; calls from several threads are serialised.
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace llmhost {
+
+class ThreadPool {
+ public:
+  // n_threads includes the calling thread; 0 = hardware concurrency.
+  explicit ThreadPool(int n_threads = 0);
+  ~ThreadPool();
+  ThreadPool(const ThreadPool&) = delete;
+  ThreadPool& operator=(const ThreadPool&) = delete;
+
+  int size() const { return static_cast<int>(workers_.size()) + 1; }
+
+  // Calls fn(begin, end) over disjoint chunks covering [0, n), each at least
+  // `grain` long (except the last). fn must be safe to run concurrently.
+  void ParallelFor(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& fn);
+
+  // A process-wide pool sized to the machine (LLMHOST_THREADS overrides).
+  static ThreadPool& Default();
+
+ private:
+  void WorkerLoop(int index);
+  void RunChunks();
+
+  std::vector<std::thread> workers_;
+  std::mutex call_mu_;  // serialises ParallelFor callers
+  std::mutex mu_;
+  std::condition_variable wake_;
+  std::condition_variable done_;
+  uint64_t generation_ = 0;  // bumped per ParallelFor call
+  bool stop_ = false;
+  // The current job (valid while a ParallelFor runs).
+  const std::function<void(int64_t, int64_t)>* fn_ = nullptr;
+  int64_t n_ = 0;
+  int64_t chunk_ = 0;
+  int64_t next_ = 0;      // next chunk start, guarded by mu_
+  int pending_ = 0;       // workers still inside this job
+};
+
+}  // namespace llmhost

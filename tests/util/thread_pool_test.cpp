@@ -1,0 +1,45 @@
+#include "util/thread_pool.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <vector>
+
+namespace llmhost {
+namespace {
+
+TEST(ThreadPoolTest, CoversEveryIndexExactlyOnce) {
+  ThreadPool pool(4);
+  for (int64_t n : {1, 7, 64, 1000, 12345}) {
+    std::vector<std::atomic<int>> hits(n);
+    pool.ParallelFor(n, 1, [&](int64_t b, int64_t e) {
+      for (int64_t i = b; i < e; ++i) hits[i]++;
+    });
+    for (int64_t i = 0; i < n; ++i) ASSERT_EQ(hits[i].load(), 1) << "n=" << n << " i=" << i;
+  }
+}
+
+TEST(ThreadPoolTest, RespectsGrainAndRepeatsManyTimes) {
+  ThreadPool pool(3);
+  std::atomic<int64_t> sum{0};
+  for (int rep = 0; rep < 200; ++rep) {
+    pool.ParallelFor(100, 30, [&](int64_t b, int64_t e) {
+      EXPECT_TRUE(e - b >= 30 || e == 100);
+      int64_t local = 0;
+      for (int64_t i = b; i < e; ++i) local += i;
+      sum += local;
+    });
+  }
+  EXPECT_EQ(sum.load(), 200 * 4950);
+}
+
+TEST(ThreadPoolTest, SingleThreadPoolRunsInline) {
+  ThreadPool pool(1);
+  EXPECT_EQ(pool.size(), 1);
+  int64_t total = 0;  // no atomics needed: runs on this thread
+  pool.ParallelFor(10, 1, [&](int64_t b, int64_t e) { total += e - b; });
+  EXPECT_EQ(total, 10);
+}
+
+}  // namespace
+}  // namespace llmhost
