@@ -23,6 +23,16 @@ std::string StreamDecoder::DecodeRange(size_t begin, size_t end) const {
   return tokenizer_.Decode(std::span<const TokenId>(ids_.data() + begin, end - begin), skip_special_);
 }
 
+std::string StreamDecoder::Delta(const std::string& prefix_text, const std::string& new_text) const {
+  if (new_text.compare(0, prefix_text.size(), prefix_text) == 0) return new_text.substr(prefix_text.size());
+  // The new ids changed text already emitted: HF's ByteFallback decoder turns
+  // a whole run of byte tokens into U+FFFDs once the run ends in a broken
+  // character, including bytes of characters that were complete. Emitted text
+  // cannot be taken back (and cutting new_text at prefix_text.size() could
+  // split a character), so emit the new ids decoded on their own.
+  return DecodeRange(read_, ids_.size());
+}
+
 std::string StreamDecoder::Add(TokenId id) {
   ids_.push_back(id);
   std::string prefix_text = DecodeRange(prefix_, read_);
@@ -30,7 +40,7 @@ std::string StreamDecoder::Add(TokenId id) {
   if (new_text.size() <= prefix_text.size() || EndsIncomplete(new_text)) {
     return "";  // nothing final yet: wait for more ids
   }
-  std::string delta = new_text.substr(prefix_text.size());
+  std::string delta = Delta(prefix_text, new_text);
   prefix_ = read_;
   read_ = ids_.size();
   text_ += delta;
@@ -41,7 +51,7 @@ std::string StreamDecoder::Finish() {
   if (read_ == ids_.size()) return "";
   std::string prefix_text = DecodeRange(prefix_, read_);
   std::string new_text = DecodeRange(prefix_, ids_.size());
-  std::string delta = new_text.size() > prefix_text.size() ? new_text.substr(prefix_text.size()) : "";
+  std::string delta = Delta(prefix_text, new_text);
   prefix_ = read_ = ids_.size();
   text_ += delta;
   return delta;

@@ -4,7 +4,10 @@
 // back while it ends in an incomplete UTF-8 character (a byte-level or
 // byte-fallback token can carry part of one), so the output never splits a
 // character, and the concatenation of every Add() plus Finish() equals
-// Tokenizer::Decode() of all the ids.
+// Tokenizer::Decode() of all the ids. One exception: when byte-fallback
+// tokens complete a character and then start one that never completes, HF's
+// decode replaces the whole run (the complete character too) with U+FFFDs;
+// the stream has already emitted that character and keeps it.
 //
 // How: decode a short window [prefix, end) and subtract the decode of
 // [prefix, read). Decoding with one token of left context makes
@@ -37,6 +40,8 @@ class StreamDecoder {
 
  private:
   std::string DecodeRange(size_t begin, size_t end) const;
+  // The text of ids [read_, end) given the window decodes before/after them.
+  std::string Delta(const std::string& prefix_text, const std::string& new_text) const;
 
   const Tokenizer& tokenizer_;
   bool skip_special_;
