@@ -1,0 +1,771 @@
+#include "chat/jinja_eval.h"
+
+#include "chat/jinja_builtins.h"
+#include "chat/jinja_ops.h"
+#include "chat/jinja_unicode.h"
+
+namespace llmhost::jinja {
+
+// ---- frames ----
+
+const Value* Frame::Lookup(std::string_view name) const {
+  for (const Frame* f = this; f; f = f->parent_.get()) {
+    for (const auto& [k, v] : f->vars_) {
+      if (k == name) return &v;
+    }
+  }
+  return nullptr;
+}
+
+void Frame::Set(const std::string& name, Value value) {
+  for (auto& [k, v] : vars_) {
+    if (k == name) {
+      v = std::move(value);
+      return;
+    }
+  }
+  vars_.emplace_back(name, std::move(value));
+}
+
+// ---- namespace ----
+
+std::string NamespaceObj::Repr() const {
+  std::string out = "<Namespace {";
+  bool first = true;
+  for (const auto& [k, v] : attrs_) {
+    if (!first) out += ", ";
+    first = false;
+    AppendStrRepr(k, &out);
+    out += ": ";
+    out += jinja::Repr(v);
+  }
+  return out + "}>";
+}
+
+bool NamespaceObj::GetAttr(std::string_view name, Value* out) {
+  for (const auto& [k, v] : attrs_) {
+    if (k == name) {
+      *out = v;
+      return true;
+    }
+  }
+  return false;
+}
+
+void NamespaceObj::SetAttr(const std::string& name, Value value) {
+  for (auto& [k, v] : attrs_) {
+    if (k == name) {
+      v = std::move(value);
+      return;
+    }
+  }
+  attrs_.emplace_back(name, std::move(value));
+}
+
+// ---- builtin callables ----
+
+namespace {
+
+Value ToMarkup(const Value& v) {
+  if (v.is_string()) return v.is_markup() ? v : Value::Markup(v.s());
+  if (v.is_list()) {
+    std::vector<Value> items;
+    for (const Value& item : v.seq().items) items.push_back(ToMarkup(item));
+    return Value::Seq(v.seq().kind, std::move(items));
+  }
+  return v;
+}
+
+Value EscapeArg(const Value& v) {
+  if (v.is_string() && !v.is_markup()) return Value::Markup(HtmlEscape(v.s()));
+  if (v.is_list()) {
+    std::vector<Value> items;
+    for (const Value& item : v.seq().items) items.push_back(EscapeArg(item));
+    return Value::Seq(v.seq().kind, std::move(items));
+  }
+  return v;
+}
+
+}  // namespace
+
+Value BuiltinObj::Call(Renderer& r, CallArgs& args) {
+  if (!markup_) return fn_(r, self_, args);
+  for (Value& v : args.pos) v = EscapeArg(v);
+  for (auto& kv : args.kw) kv.second = EscapeArg(kv.second);
+  return ToMarkup(fn_(r, self_, args));
+}
+
+namespace {
+
+// A macro, or the `caller` of a call block.
+class MacroObj final : public Object {
+ public:
+  MacroObj(const Stmt* def, std::string name, std::weak_ptr<Frame> scope)
+      : def_(def), name_(std::move(name)), scope_(std::move(scope)) {}
+  std::string TypeName() const override { return "Macro"; }
+  std::string Repr() const override { return "<Macro '" + name_ + "'>"; }
+  bool IsCallable() const override { return true; }
+  Value Call(Renderer& r, CallArgs& args) override { return r.CallMacro(*def_, name_, scope_, args); }
+  bool GetAttr(std::string_view name, Value* out) override {
+    if (name == "name") {
+      *out = Value::Str(name_);
+    } else if (name == "arguments") {
+      std::vector<Value> names;
+      for (const auto& p : def_->params) names.push_back(Value::Str(p.name));
+      *out = Value::Tuple(std::move(names));
+    } else if (name == "catch_kwargs") {
+      *out = Value::Bool(def_->uses_kwargs);
+    } else if (name == "catch_varargs") {
+      *out = Value::Bool(def_->uses_varargs);
+    } else if (name == "caller") {
+      *out = Value::Bool(def_->uses_caller);
+    } else {
+      return false;
+    }
+    return true;
+  }
+
+ private:
+  const Stmt* def_;
+  std::string name_;
+  std::weak_ptr<Frame> scope_;
+};
+
+// The `loop` variable. One object per loop, advanced each iteration, as
+// Jinja's LoopContext is.
+class LoopObj final : public Object {
+ public:
+  LoopObj(const Stmt* def, std::weak_ptr<Frame> scope, std::shared_ptr<const std::vector<Value>> items, int depth)
+      : def_(def), scope_(std::move(scope)), items_(std::move(items)), depth_(depth) {}
+  std::string TypeName() const override { return "LoopContext"; }
+  std::string Repr() const override {
+    return "<LoopContext " + std::to_string(index_ + 1) + "/" + std::to_string(items_->size()) + ">";
+  }
+  bool IsCallable() const override { return def_->recursive; }
+  int64_t Length() const override { return static_cast<int64_t>(items_->size()); }
+  bool MayHoldNamespace() const override { return true; }
+  void set_index(size_t i) { index_ = i; }
+
+  bool GetAttr(std::string_view name, Value* out) override {
+    int64_t n = static_cast<int64_t>(items_->size());
+    int64_t i = static_cast<int64_t>(index_);
+    if (name == "index") *out = Value::Int(i + 1);
+    else if (name == "index0") *out = Value::Int(i);
+    else if (name == "revindex") *out = Value::Int(n - i);
+    else if (name == "revindex0") *out = Value::Int(n - i - 1);
+    else if (name == "first") *out = Value::Bool(i == 0);
+    else if (name == "last") *out = Value::Bool(i == n - 1);
+    else if (name == "length") *out = Value::Int(n);
+    else if (name == "depth") *out = Value::Int(depth_ + 1);
+    else if (name == "depth0") *out = Value::Int(depth_);
+    else if (name == "previtem") *out = i > 0 ? (*items_)[i - 1] : Value::Undefined("there is no previous item");
+    else if (name == "nextitem") *out = i + 1 < n ? (*items_)[i + 1] : Value::Undefined("there is no next item");
+    else if (name == "cycle") *out = Value::Obj(std::make_shared<BuiltinObj>("cycle", &Cycle, Value::Int(i)));
+    else if (name == "changed") *out = Value::Obj(std::make_shared<BuiltinObj>("changed", &Changed, Value::Obj(self_.lock())));
+    else return false;
+    return true;
+  }
+
+  Value Call(Renderer& r, CallArgs& args) override {
+    if (!def_->recursive) return Object::Call(r, args);
+    if (args.pos.size() != 1 || !args.kw.empty()) ThrowTypeError("loop() takes exactly one argument");
+    return r.CallLoop(*def_, scope_, args.pos[0], depth_ + 1);
+  }
+
+  void set_self(const std::shared_ptr<LoopObj>& self) { self_ = self; }
+
+ private:
+  static Value Cycle(Renderer&, const Value& index, CallArgs& args) {
+    if (args.pos.empty()) ThrowTypeError("no items for cycling given");
+    return args.pos[static_cast<size_t>(index.i()) % args.pos.size()];
+  }
+  static Value Changed(Renderer&, const Value& self, CallArgs& args) {
+    auto* loop = static_cast<LoopObj*>(&self.obj());
+    Value now = Value::List(args.pos);
+    bool changed = !loop->has_last_changed_ || !Equals(now, loop->last_changed_);
+    loop->last_changed_ = now;
+    loop->has_last_changed_ = true;
+    return Value::Bool(changed);
+  }
+
+  const Stmt* def_;
+  std::weak_ptr<Frame> scope_;
+  std::shared_ptr<const std::vector<Value>> items_;
+  int depth_;
+  size_t index_ = 0;
+  std::weak_ptr<LoopObj> self_;
+  Value last_changed_;
+  bool has_last_changed_ = false;
+};
+
+struct DepthGuard {
+  DepthGuard(int* counter, int limit, const char* what) : counter(counter) {
+    if (++*counter > limit) {
+      --*counter;
+      Throw("RecursionError", std::string("maximum ") + what + " depth exceeded");
+    }
+  }
+  ~DepthGuard() { --*counter; }
+  int* counter;
+};
+
+std::string ObjectTypeRepr(const Value& v) {
+  if (v.is_none()) return "'None'";
+  return "'" + v.TypeName() + " object'";
+}
+
+}  // namespace
+
+// ---- limits ----
+
+void Renderer::Charge(uint64_t steps) {
+  steps_ += steps;
+  if (steps_ > limits_.max_steps) {
+    Throw("ResourceExhausted", "template exceeded its work limit (" + std::to_string(limits_.max_steps) + " steps)");
+  }
+}
+
+void Renderer::CheckStringSize(size_t bytes) {
+  if (bytes > kMaxStringBytes) Throw("ResourceExhausted", "string too large (" + std::to_string(bytes) + " bytes)");
+}
+
+void Renderer::CheckSeqSize(size_t items) {
+  if (items > kMaxSeqItems) Throw("ResourceExhausted", "sequence too large (" + std::to_string(items) + " items)");
+}
+
+void Renderer::Append(std::string* out, std::string_view text) {
+  if (out->size() + text.size() > limits_.max_output) {
+    Throw("ResourceExhausted", "rendered output exceeds " + std::to_string(limits_.max_output) + " bytes");
+  }
+  out->append(text);
+}
+
+Value Renderer::MakeNamespace(CallArgs& args) {
+  if (++namespaces_ > limits_.max_namespaces) Throw("ResourceExhausted", "too many namespace objects");
+  auto ns = std::make_shared<NamespaceObj>();
+  for (const Value& p : args.pos) {  // namespace(dict) / namespace(pairs)
+    if (p.is_dict()) {
+      for (const auto& [k, v] : p.dict().items()) {
+        if (!k.is_string()) ThrowTypeError("keywords must be strings");
+        ns->SetAttr(k.s(), v);
+      }
+    } else {
+      for (const Value& pair : Iterate(p)) {
+        std::vector<Value> kv = Iterate(pair);
+        if (kv.size() != 2 || !kv[0].is_string()) Throw("ValueError", "dictionary update sequence element has wrong length");
+        ns->SetAttr(kv[0].s(), kv[1]);
+      }
+    }
+  }
+  for (auto& [k, v] : args.kw) ns->SetAttr(k, v);
+  return Value::Obj(std::move(ns));
+}
+
+// ---- rendering ----
+
+std::string Renderer::Render(const Program& program, std::vector<std::pair<std::string, Value>> context) {
+  auto root = std::make_shared<Frame>(nullptr);
+  for (auto& [k, v] : context) root->Set(k, std::move(v));
+  std::string out;
+  ExecBody(program.body, root, &out);
+  return out;
+}
+
+Renderer::Flow Renderer::ExecBody(const Body& body, const FramePtr& frame, std::string* out) {
+  for (const auto& s : body) {
+    Flow f;
+    try {
+      f = Exec(*s, frame, out);
+    } catch (Error& e) {
+      if (e.line() == 0) e.set_line(s->line);
+      throw;
+    }
+    if (f != Flow::kNormal) return f;
+  }
+  return Flow::kNormal;
+}
+
+Renderer::Flow Renderer::Exec(const Stmt& s, const FramePtr& frame, std::string* out) {
+  Charge(1);
+  switch (s.kind) {
+    case StmtKind::kText: Append(out, s.text); return Flow::kNormal;
+    case StmtKind::kPrint: {
+      Value v = Eval(*s.expr, frame);
+      if (v.is_string()) {
+        Append(out, v.s());
+      } else {
+        std::string text;
+        AppendStr(v, &text);
+        Append(out, text);
+      }
+      return Flow::kNormal;
+    }
+    case StmtKind::kIf:
+      for (size_t i = 0; i < s.conds.size(); ++i) {
+        if (Eval(*s.conds[i], frame).Truthy()) return ExecBody(s.bodies[i], frame, out);
+      }
+      return ExecBody(s.else_body, frame, out);
+    case StmtKind::kFor: ExecFor(s, frame, Eval(*s.expr, frame), 0, out); return Flow::kNormal;
+    case StmtKind::kSet: Assign(s.target, Eval(*s.expr, frame), frame); return Flow::kNormal;
+    case StmtKind::kSetBlock: {
+      auto inner = std::make_shared<Frame>(frame);
+      std::string text;
+      ExecBody(s.body, inner, &text);
+      Value v = Value::Str(std::move(text));
+      if (s.expr) v = EvalFilterChain(*s.expr, frame, &v);
+      Assign(s.target, v, frame);
+      return Flow::kNormal;
+    }
+    case StmtKind::kMacro:
+      frame->Set(s.text, Value::Obj(std::make_shared<MacroObj>(&s, s.text, frame)));
+      return Flow::kNormal;
+    case StmtKind::kCallBlock: ExecCallBlock(s, frame, out); return Flow::kNormal;
+    case StmtKind::kFilterBlock: {
+      auto inner = std::make_shared<Frame>(frame);
+      std::string text;
+      ExecBody(s.body, inner, &text);
+      Value subject = Value::Str(std::move(text));
+      Value v = EvalFilterChain(*s.expr, frame, &subject);
+      Append(out, ToStr(v));
+      return Flow::kNormal;
+    }
+    case StmtKind::kWith: {
+      std::vector<Value> values;
+      for (const auto& e : s.values) values.push_back(Eval(*e, frame));
+      auto inner = std::make_shared<Frame>(frame);
+      for (size_t i = 0; i < s.targets.size(); ++i) Assign(s.targets[i], values[i], inner);
+      return ExecBody(s.body, inner, out);
+    }
+    case StmtKind::kBreak: return Flow::kBreak;
+    case StmtKind::kContinue: return Flow::kContinue;
+    case StmtKind::kScope: return ExecBody(s.body, frame, out);
+  }
+  return Flow::kNormal;
+}
+
+void Renderer::ExecFor(const Stmt& s, const FramePtr& frame, const Value& iterable, int depth, std::string* out) {
+  std::vector<Value> items = Iterate(iterable);
+  if (s.cond) {
+    std::vector<Value> kept;
+    for (Value& item : items) {
+      Charge(1);
+      auto probe = std::make_shared<Frame>(frame);
+      Assign(s.target, item, probe);
+      if (Eval(*s.cond, probe).Truthy()) kept.push_back(std::move(item));
+    }
+    items = std::move(kept);
+  }
+  if (items.empty()) {
+    auto inner = std::make_shared<Frame>(frame);
+    ExecBody(s.else_body, inner, out);
+    return;
+  }
+  auto shared_items = std::make_shared<const std::vector<Value>>(std::move(items));
+  auto loop = std::make_shared<LoopObj>(&s, frame, shared_items, depth);
+  loop->set_self(loop);
+  Value loop_value = Value::Obj(loop);
+  for (size_t i = 0; i < shared_items->size(); ++i) {
+    Charge(1);
+    loop->set_index(i);
+    auto inner = std::make_shared<Frame>(frame);
+    inner->Set("loop", loop_value);
+    Assign(s.target, (*shared_items)[i], inner);
+    if (ExecBody(s.body, inner, out) == Flow::kBreak) break;
+  }
+}
+
+Value Renderer::CallLoop(const Stmt& loop, const std::weak_ptr<Frame>& scope, const Value& iterable, int depth) {
+  DepthGuard guard(&call_depth_, limits_.max_call_depth, "recursion");
+  FramePtr frame = scope.lock();
+  if (!frame) Throw("RuntimeError", "recursive loop called after its loop ended");
+  std::string out;
+  ExecFor(loop, frame, iterable, depth, &out);
+  return Value::Str(std::move(out));
+}
+
+void Renderer::ExecCallBlock(const Stmt& s, const FramePtr& frame, std::string* out) {
+  const Expr& call = *s.expr;
+  Value callee = Eval(*call.args[0], frame);
+  CallArgs args;
+  EvalCallArgs(call, 1, frame, &args);
+  args.kw.emplace_back("caller", Value::Obj(std::make_shared<MacroObj>(&s, "caller", frame)));
+  Value v = CallValue(callee, args);
+  Append(out, ToStr(v));
+}
+
+Value Renderer::CallMacro(const Stmt& def, const std::string& name, const std::weak_ptr<Frame>& scope,
+                          CallArgs& args) {
+  DepthGuard guard(&call_depth_, limits_.max_call_depth, "recursion");
+  FramePtr parent = scope.lock();
+  if (!parent) Throw("RuntimeError", "macro '" + name + "' called after its scope ended");
+  auto frame = std::make_shared<Frame>(parent);
+  size_t nparams = def.params.size();
+  std::vector<std::pair<std::string, Value>> kwargs = std::move(args.kw);
+  auto pop_kw = [&](const std::string& key, Value* out) {
+    for (auto it = kwargs.begin(); it != kwargs.end(); ++it) {
+      if (it->first == key) {
+        *out = std::move(it->second);
+        kwargs.erase(it);
+        return true;
+      }
+    }
+    return false;
+  };
+  bool found_caller = false;
+  for (size_t i = 0; i < nparams; ++i) {
+    const MacroParam& p = def.params[i];
+    Value v;
+    if (i < args.pos.size()) {
+      v = args.pos[i];
+    } else if (pop_kw(p.name, &v)) {
+      // given by keyword
+    } else if (p.default_value) {
+      v = Eval(*p.default_value, frame);
+    } else {
+      v = Value::Undefined("parameter '" + p.name + "' was not provided");
+    }
+    if (p.name == "caller") found_caller = true;
+    frame->Set(p.name, std::move(v));
+  }
+  if (def.uses_caller && !found_caller) {
+    Value caller;
+    if (!pop_kw("caller", &caller)) caller = Value::Undefined("No caller defined");
+    frame->Set("caller", std::move(caller));
+  }
+  if (def.uses_kwargs) {
+    auto d = std::make_shared<DictObj>();
+    for (auto& [k, v] : kwargs) d->Set(Value::Str(k), std::move(v));
+    frame->Set("kwargs", Value::Dict(std::move(d)));
+  } else if (!kwargs.empty()) {
+    ThrowTypeError("macro '" + name + "' takes no keyword argument '" + kwargs.front().first + "'");
+  }
+  if (def.uses_varargs) {
+    std::vector<Value> rest;
+    for (size_t i = nparams; i < args.pos.size(); ++i) rest.push_back(args.pos[i]);
+    frame->Set("varargs", Value::Tuple(std::move(rest)));
+  } else if (args.pos.size() > nparams) {
+    ThrowTypeError("macro '" + name + "' takes not more than " + std::to_string(nparams) + " argument(s)");
+  }
+  std::string out;
+  ExecBody(def.body, frame, &out);
+  return Value::Str(std::move(out));
+}
+
+void Renderer::Assign(const Target& t, const Value& v, const FramePtr& frame) {
+  switch (t.kind) {
+    case Target::kName: frame->Set(t.name, v); return;
+    case Target::kTuple: {
+      std::vector<Value> items = Iterate(v);
+      if (items.size() != t.items.size()) {
+        if (items.size() > t.items.size()) {
+          Throw("ValueError", "too many values to unpack (expected " + std::to_string(t.items.size()) + ")");
+        }
+        Throw("ValueError", "not enough values to unpack (expected " + std::to_string(t.items.size()) + ", got " +
+                                std::to_string(items.size()) + ")");
+      }
+      for (size_t i = 0; i < items.size(); ++i) Assign(t.items[i], items[i], frame);
+      return;
+    }
+    case Target::kNamespaceAttr: {
+      const Value* ns = frame->Lookup(t.name);
+      if (!ns || !ns->is_object() || !ns->obj().IsNamespace()) {
+        Throw("TemplateRuntimeError", "cannot assign attribute on non-namespace object");
+      }
+      // Namespaces must never (transitively) contain a namespace: no cycles.
+      if (v.MayHoldNamespace()) Throw("SecurityError", "a namespace cannot hold a namespace, loop or macro scope");
+      static_cast<NamespaceObj&>(ns->obj()).SetAttr(t.attr, v);
+      return;
+    }
+  }
+}
+
+// ---- expressions ----
+
+Value Renderer::LookupName(const std::string& name, const FramePtr& frame) {
+  if (const Value* v = frame->Lookup(name)) return *v;
+  for (const auto& [k, v] : globals_) {
+    if (k == name) return v;
+  }
+  Value g;
+  if (GetGlobal(name, &g)) return g;
+  return Value::Undefined("'" + name + "' is undefined");
+}
+
+Value Renderer::Eval(const Expr& e, const FramePtr& frame) {
+  DepthGuard guard(&eval_depth_, limits_.max_eval_depth, "evaluation");
+  Charge(1);
+  return EvalInner(e, frame);
+}
+
+Value Renderer::EvalInner(const Expr& e, const FramePtr& frame) {
+  switch (e.kind) {
+    case ExprKind::kConst: return e.value;
+    case ExprKind::kName: return LookupName(e.name, frame);
+    case ExprKind::kList:
+    case ExprKind::kTuple: {
+      std::vector<Value> items;
+      items.reserve(e.args.size());
+      for (const auto& a : e.args) items.push_back(Eval(*a, frame));
+      return e.kind == ExprKind::kList ? Value::List(std::move(items)) : Value::Tuple(std::move(items));
+    }
+    case ExprKind::kDict: {
+      auto d = std::make_shared<DictObj>();
+      for (size_t i = 0; i + 1 < e.args.size(); i += 2) {
+        Value k = Eval(*e.args[i], frame);
+        d->Set(std::move(k), Eval(*e.args[i + 1], frame));
+      }
+      return Value::Dict(std::move(d));
+    }
+    case ExprKind::kGetAttr: return GetAttr(Eval(*e.args[0], frame), e.name);
+    case ExprKind::kGetItem: {
+      Value obj = Eval(*e.args[0], frame);
+      if (e.args[1]->kind == ExprKind::kSlice) return EvalSlice(obj, *e.args[1], frame);
+      return GetItem(obj, Eval(*e.args[1], frame));
+    }
+    case ExprKind::kSlice: Throw("TypeError", "slice outside subscript");
+    case ExprKind::kCall: {
+      Value callee = Eval(*e.args[0], frame);
+      CallArgs args;
+      EvalCallArgs(e, 1, frame, &args);
+      return CallValue(callee, args);
+    }
+    case ExprKind::kFilter: return EvalFilterChain(e, frame, nullptr);
+    case ExprKind::kTest: {
+      Value subject = Eval(*e.args[0], frame);
+      CallArgs args;
+      EvalCallArgs(e, 1, frame, &args);
+      return Value::Bool(e.test(*this, subject, args));
+    }
+    case ExprKind::kNot: return Value::Bool(!Eval(*e.args[0], frame).Truthy());
+    case ExprKind::kNeg: return UnaryMinus(Eval(*e.args[0], frame));
+    case ExprKind::kPos: return UnaryPlus(Eval(*e.args[0], frame));
+    case ExprKind::kBinary: {
+      Value a = Eval(*e.args[0], frame);
+      Value b = Eval(*e.args[1], frame);
+      return BinaryOp(*this, e.op, a, b);
+    }
+    case ExprKind::kAnd: {
+      Value a = Eval(*e.args[0], frame);
+      if (!a.Truthy()) return a;
+      return Eval(*e.args[1], frame);
+    }
+    case ExprKind::kOr: {
+      Value a = Eval(*e.args[0], frame);
+      if (a.Truthy()) return a;
+      return Eval(*e.args[1], frame);
+    }
+    case ExprKind::kConcat: {
+      std::string out;
+      for (const auto& a : e.args) {
+        Value v = Eval(*a, frame);
+        if (v.is_string()) {
+          CheckStringSize(out.size() + v.s().size());
+          out += v.s();
+        } else {
+          AppendStr(v, &out);
+          CheckStringSize(out.size());
+        }
+      }
+      Charge(out.size() / 64);
+      return Value::Str(std::move(out));
+    }
+    case ExprKind::kCompare: {
+      Value left = Eval(*e.args[0], frame);
+      for (size_t i = 0; i < e.cmp_ops.size(); ++i) {
+        Value right = Eval(*e.args[i + 1], frame);
+        CmpOp op = e.cmp_ops[i];
+        bool ok;
+        if (op == CmpOp::kIn || op == CmpOp::kNotIn) {
+          ok = Contains(*this, right, left) == (op == CmpOp::kIn);
+        } else {
+          ok = CompareValues(op, left, right);
+        }
+        if (!ok) return Value::Bool(false);
+        left = std::move(right);
+      }
+      return Value::Bool(true);
+    }
+    case ExprKind::kCondExpr: {
+      if (Eval(*e.args[0], frame).Truthy()) return Eval(*e.args[1], frame);
+      if (e.args[2]) return Eval(*e.args[2], frame);
+      return Value::Undefined("the inline if-expression on line " + std::to_string(e.line) +
+                              " evaluated to false and no else section was defined.");
+    }
+  }
+  return Value();
+}
+
+Value Renderer::EvalFilterChain(const Expr& e, const FramePtr& frame, const Value* subject) {
+  Value input;
+  if (e.args[0]) {
+    input = (e.args[0]->kind == ExprKind::kFilter) ? EvalFilterChain(*e.args[0], frame, subject)
+                                                   : Eval(*e.args[0], frame);
+  } else if (subject) {
+    input = *subject;
+  }
+  CallArgs args;
+  EvalCallArgs(e, 1, frame, &args);
+  Charge(1);
+  return e.filter(*this, input, args);
+}
+
+void Renderer::EvalCallArgs(const Expr& e, size_t first, const FramePtr& frame, CallArgs* out) {
+  for (size_t i = first; i < e.args.size(); ++i) out->pos.push_back(Eval(*e.args[i], frame));
+  for (const auto& [k, v] : e.kwargs) out->kw.emplace_back(k, Eval(*v, frame));
+  if (e.dyn_args) {
+    for (Value& v : Iterate(Eval(*e.dyn_args, frame))) out->pos.push_back(std::move(v));
+  }
+  if (e.dyn_kwargs) {
+    Value d = Eval(*e.dyn_kwargs, frame);
+    if (!d.is_dict()) ThrowTypeError("argument after ** must be a mapping, not " + d.TypeName());
+    for (const auto& [k, v] : d.dict().items()) {
+      if (!k.is_string()) ThrowTypeError("keywords must be strings");
+      for (const auto& existing : out->kw) {
+        if (existing.first == k.s()) ThrowTypeError("got multiple values for keyword argument '" + k.s() + "'");
+      }
+      out->kw.emplace_back(k.s(), v);
+    }
+  }
+}
+
+Value Renderer::EvalSlice(const Value& obj, const Expr& slice, const FramePtr& frame) {
+  FailIfUndefined(obj);
+  Value parts[3];
+  for (int i = 0; i < 3; ++i) {
+    if (slice.args[i]) parts[i] = Eval(*slice.args[i], frame);
+    else parts[i] = Value::None();
+  }
+  if (auto v = SliceValue(*this, obj, parts[0], parts[1], parts[2])) return *v;
+  return Value::Undefined(ObjectTypeRepr(obj) + " has no element slice");
+}
+
+// ---- attribute and item access (Jinja's sandboxed getattr/getitem) ----
+
+Value Renderer::GetAttr(const Value& obj, std::string_view name) {
+  FailIfUndefined(obj);
+  if (name.size() >= 2 && name[0] == '_' && name[1] == '_') {
+    return Value::Undefined("access to attribute '" + std::string(name) + "' of '" + obj.TypeName() +
+                                "' object is unsafe.",
+                            true);
+  }
+  Value out;
+  if (obj.is_object() && obj.obj().GetAttr(name, &out)) return out;
+  if (GetBuiltinAttr(obj, name, &out)) return out;
+  if (obj.is_dict()) {
+    if (const Value* v = obj.dict().FindStr(name)) return *v;
+  }
+  return Value::Undefined(ObjectTypeRepr(obj) + " has no attribute '" + std::string(name) + "'");
+}
+
+Value Renderer::GetItem(const Value& obj, const Value& key) {
+  FailIfUndefined(obj);
+  switch (obj.kind()) {
+    case Kind::kDict:
+      if (IsHashable(key)) {
+        if (const Value* v = obj.dict().Find(key)) return *v;
+      }
+      break;
+    case Kind::kSeq:
+      if ((obj.is_list() || obj.seq().kind == SeqKind::kRange) && key.is_integral()) {
+        const auto& items = obj.seq().items;
+        int64_t i = key.i();
+        int64_t n = static_cast<int64_t>(items.size());
+        if (i < 0) i += n;
+        if (i >= 0 && i < n) return items[i];
+      }
+      break;
+    case Kind::kString:
+      if (key.is_integral()) {
+        const std::string& s = obj.s();
+        int64_t i = key.i();
+        if (IsAsciiStr(s)) {
+          int64_t n = static_cast<int64_t>(s.size());
+          if (i < 0) i += n;
+          if (i >= 0 && i < n) return obj.is_markup() ? Value::Markup(std::string(1, s[i])) : Value::Str(std::string(1, s[i]));
+        } else {
+          int64_t n = static_cast<int64_t>(CodePointLen(s));
+          if (i < 0) i += n;
+          if (i >= 0 && i < n) {
+            size_t b = ByteOffsetOf(s, i);
+            size_t p = b;
+            DecodeCodePoint(s, &p);
+            return obj.is_markup() ? Value::Markup(s.substr(b, p - b)) : Value::Str(s.substr(b, p - b));
+          }
+        }
+      }
+      break;
+    default: break;
+  }
+  if (key.is_string()) {
+    // obj["name"] falls back to the attribute (a method, a loop field, ...).
+    std::string_view name = key.s();
+    if (name.size() >= 2 && name[0] == '_' && name[1] == '_') {
+      return Value::Undefined("access to attribute '" + key.s() + "' is unsafe.", true);
+    }
+    Value out;
+    if (obj.is_object() && obj.obj().GetAttr(name, &out)) return out;
+    if (GetBuiltinAttr(obj, name, &out)) return out;
+    return Value::Undefined(ObjectTypeRepr(obj) + " has no attribute '" + key.s() + "'");
+  }
+  return Value::Undefined(ObjectTypeRepr(obj) + " has no element " + Repr(key));
+}
+
+Value Renderer::CallValue(const Value& callee, CallArgs& args) {
+  FailIfUndefined(callee);
+  if (callee.is_object() && callee.obj().IsCallable()) return callee.obj().Call(*this, args);
+  ThrowTypeError("'" + callee.TypeName() + "' object is not callable");
+}
+
+Value Renderer::CallFilter(std::string_view name, const Value& subject, CallArgs& args) {
+  FilterFn f = FindFilter(name);
+  if (!f) Throw("TemplateRuntimeError", "No filter named '" + std::string(name) + "' found.");
+  Charge(1);
+  return f(*this, subject, args);
+}
+
+bool Renderer::CallTest(std::string_view name, const Value& subject, CallArgs& args) {
+  TestFn t = FindTest(name);
+  if (!t) Throw("TemplateRuntimeError", "No test named '" + std::string(name) + "' found.");
+  Charge(1);
+  return t(*this, subject, args);
+}
+
+std::vector<Value> Renderer::Iterate(const Value& v) {
+  switch (v.kind()) {
+    case Kind::kUndefined: return {};
+    case Kind::kString: {
+      const std::string& s = v.s();
+      Charge(s.size());
+      std::vector<Value> out;
+      out.reserve(s.size());
+      size_t pos = 0;
+      while (pos < s.size()) {
+        size_t start = pos;
+        DecodeCodePoint(s, &pos);
+        out.push_back(Value::Str(s.substr(start, pos - start)));
+      }
+      return out;
+    }
+    case Kind::kSeq: {
+      const SeqObj& sq = v.seq();
+      Charge(sq.items.size() / 8);
+      if (sq.kind == SeqKind::kGenerator) {
+        // A generator runs once: later iterations see it empty.
+        auto& mut = const_cast<SeqObj&>(sq);
+        std::vector<Value> out = std::move(mut.items);
+        mut.items.clear();
+        return out;
+      }
+      return sq.items;
+    }
+    case Kind::kDict: {
+      std::vector<Value> out;
+      out.reserve(v.dict().size());
+      for (const auto& kv : v.dict().items()) out.push_back(kv.first);
+      return out;
+    }
+    default: ThrowTypeError("'" + v.TypeName() + "' object is not iterable");
+  }
+}
+
+}  // namespace llmhost::jinja
