@@ -1,5 +1,7 @@
 #include "chat/jinja_eval.h"
 
+#include <algorithm>
+
 #include "chat/jinja_builtins.h"
 #include "chat/jinja_ops.h"
 #include "chat/jinja_unicode.h"
@@ -30,6 +32,13 @@ void Frame::Set(const std::string& name, Value value) {
 // ---- namespace ----
 
 std::string NamespaceObj::Repr() const {
+  // Python's dict repr prints a dict that contains itself as {...}.
+  thread_local std::vector<const NamespaceObj*> active;
+  if (std::find(active.begin(), active.end(), this) != active.end()) return "<Namespace {...}>";
+  active.push_back(this);
+  struct Pop {
+    ~Pop() { active.pop_back(); }
+  } pop;
   std::string out = "<Namespace {";
   bool first = true;
   for (const auto& [k, v] : attrs_) {
@@ -241,8 +250,11 @@ void Renderer::Append(std::string* out, std::string_view text) {
 }
 
 Value Renderer::MakeNamespace(CallArgs& args) {
-  if (++namespaces_ > limits_.max_namespaces) Throw("ResourceExhausted", "too many namespace objects");
+  if (static_cast<int>(namespaces_.size()) >= limits_.max_namespaces) {
+    Throw("ResourceExhausted", "too many namespace objects");
+  }
   auto ns = std::make_shared<NamespaceObj>();
+  namespaces_.push_back(ns);
   for (const Value& p : args.pos) {  // namespace(dict) / namespace(pairs)
     if (p.is_dict()) {
       for (const auto& [k, v] : p.dict().items()) {
@@ -263,8 +275,25 @@ Value Renderer::MakeNamespace(CallArgs& args) {
 
 // ---- rendering ----
 
+Renderer::~Renderer() { ReleaseNamespaces(); }
+
+// Namespaces are the only mutable objects, so every reference cycle passes
+// through one: emptying them (oldest first, so that nothing deep is freed
+// recursively) frees everything a render built.
+void Renderer::ReleaseNamespaces() {
+  for (auto& weak : namespaces_) {
+    if (auto ns = weak.lock()) ns->Clear();
+  }
+  namespaces_.clear();
+}
+
 std::string Renderer::Render(const Program& program, std::vector<std::pair<std::string, Value>> context) {
+  struct Release {
+    Renderer* r;
+    ~Release() { r->ReleaseNamespaces(); }
+  };
   auto root = std::make_shared<Frame>(nullptr);
+  Release release{this};
   for (auto& [k, v] : context) root->Set(k, std::move(v));
   std::string out;
   ExecBody(program.body, root, &out);
@@ -471,8 +500,6 @@ void Renderer::Assign(const Target& t, const Value& v, const FramePtr& frame) {
       if (!ns || !ns->is_object() || !ns->obj().IsNamespace()) {
         Throw("TemplateRuntimeError", "cannot assign attribute on non-namespace object");
       }
-      // Namespaces must never (transitively) contain a namespace: no cycles.
-      if (v.MayHoldNamespace()) Throw("SecurityError", "a namespace cannot hold a namespace, loop or macro scope");
       static_cast<NamespaceObj&>(ns->obj()).SetAttr(t.attr, v);
       return;
     }
@@ -534,6 +561,7 @@ Value Renderer::EvalInner(const Expr& e, const FramePtr& frame) {
       Value subject = Eval(*e.args[0], frame);
       CallArgs args;
       EvalCallArgs(e, 1, frame, &args);
+      if (!e.test) Throw("TemplateRuntimeError", "No test named '" + e.name + "' found.");
       return Value::Bool(e.test(*this, subject, args));
     }
     case ExprKind::kNot: return Value::Bool(!Eval(*e.args[0], frame).Truthy());
@@ -606,6 +634,7 @@ Value Renderer::EvalFilterChain(const Expr& e, const FramePtr& frame, const Valu
   CallArgs args;
   EvalCallArgs(e, 1, frame, &args);
   Charge(1);
+  if (!e.filter) Throw("TemplateRuntimeError", "No filter named '" + e.name + "' found.");
   return e.filter(*this, input, args);
 }
 

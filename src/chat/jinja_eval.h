@@ -51,6 +51,7 @@ class NamespaceObj final : public Object {
   bool IsNamespace() const override { return true; }
   bool MayHoldNamespace() const override { return true; }
   void SetAttr(const std::string& name, Value value);
+  void Clear() { attrs_.clear(); }
   const std::vector<std::pair<std::string, Value>>& attrs() const { return attrs_; }
 
  private:
@@ -82,6 +83,9 @@ class BuiltinObj final : public Object {
 class Renderer {
  public:
   explicit Renderer(const RenderLimits& limits) : limits_(limits) {}
+  ~Renderer();
+  Renderer(const Renderer&) = delete;
+  Renderer& operator=(const Renderer&) = delete;
 
   // Extra globals (raise_exception, strftime_now, ...), looked up after the
   // context and before the builtin globals.
@@ -131,7 +135,8 @@ class Renderer {
   uint64_t steps_ = 0;
   int call_depth_ = 0;
   int eval_depth_ = 0;
-  int namespaces_ = 0;
+  std::vector<std::weak_ptr<NamespaceObj>> namespaces_;  // created by this render, oldest first
+  void ReleaseNamespaces();
 };
 
 }  // namespace llmhost::jinja

@@ -540,9 +540,28 @@ Value FFilesizeformat(Renderer&, const Value& v, CallArgs& args) {
   return Value::Str(buf);
 }
 
+// pprint.pformat's key order: dicts sorted (line wrapping not reproduced).
+Value SortedDicts(const Value& v) {
+  if (v.is_dict()) {
+    std::vector<std::pair<Value, Value>> items = v.dict().items();
+    std::stable_sort(items.begin(), items.end(), [](const auto& a, const auto& b) {
+      return Orderable(a.first, b.first) && Compare(a.first, b.first) < 0;
+    });
+    auto d = std::make_shared<DictObj>();
+    for (auto& [k, val] : items) d->Set(k, SortedDicts(val));
+    return Value::Dict(std::move(d));
+  }
+  if (v.is_list()) {
+    std::vector<Value> items;
+    for (const Value& item : v.seq().items) items.push_back(SortedDicts(item));
+    return Value::Seq(v.seq().kind, std::move(items));
+  }
+  return v;
+}
+
 Value FPprint(Renderer&, const Value& v, CallArgs& args) {
   Args a("pprint", args, {});
-  return Value::Str(Repr(v));
+  return Value::Str(Repr(SortedDicts(v)));
 }
 
 Value FUrlencode(Renderer& r, const Value& v, CallArgs& args) {
@@ -553,6 +572,8 @@ Value FUrlencode(Renderer& r, const Value& v, CallArgs& args) {
       bool safe = std::isalnum(c) || c == '_' || c == '.' || c == '-' || c == '~' || (!for_query && c == '/');
       if (safe) {
         out.push_back(static_cast<char>(c));
+      } else if (for_query && c == ' ') {
+        out.push_back('+');
       } else {
         char buf[4];
         std::snprintf(buf, sizeof(buf), "%%%02X", c);

@@ -833,8 +833,7 @@ class Parser {
       while (SkipOp(".")) name += "." + ExpectName();
       auto e = NewExpr(ExprKind::kFilter, line);
       e->name = name;
-      e->filter = FindFilter(name);
-      if (!e->filter) Fail("No filter named '" + name + "'.", line);
+      e->filter = FindFilter(name);  // unknown: checked by Validate()
       e->args.push_back(std::move(node));
       if (IsOp("(")) ParseCallArgs(e.get());
       node = std::move(e);
@@ -851,8 +850,7 @@ class Parser {
     while (SkipOp(".")) name += "." + ExpectName();
     auto e = NewExpr(ExprKind::kTest, line);
     e->name = name;
-    e->test = FindTest(name);
-    if (!e->test) Fail("No test named '" + name + "'.", line);
+    e->test = FindTest(name);  // unknown: checked by Validate()
     e->args.push_back(std::move(node));
     const Token& t = Cur();
     if (IsOp("(")) {
@@ -875,11 +873,70 @@ class Parser {
   int loop_depth_ = 0;
 };
 
+// Unknown filters and tests are compile errors in Jinja2, except inside an
+// `if` statement or an inline if-expression (a "soft" frame), where they
+// fail only when executed. Loops, macros and blocks open hard frames again.
+void ValidateExpr(const Expr* e, bool soft) {
+  if (!e) return;
+  if (e->kind == ExprKind::kCondExpr) soft = true;
+  if (!soft && e->kind == ExprKind::kFilter && !e->filter) {
+    throw Error("TemplateSyntaxError", "No filter named '" + e->name + "'.", e->line);
+  }
+  if (!soft && e->kind == ExprKind::kTest && !e->test) {
+    throw Error("TemplateSyntaxError", "No test named '" + e->name + "'.", e->line);
+  }
+  for (const auto& a : e->args) ValidateExpr(a.get(), soft);
+  for (const auto& kw : e->kwargs) ValidateExpr(kw.second.get(), soft);
+  ValidateExpr(e->dyn_args.get(), soft);
+  ValidateExpr(e->dyn_kwargs.get(), soft);
+}
+
+void ValidateBody(const Body& body, bool soft) {
+  for (const auto& s : body) {
+    switch (s->kind) {
+      case StmtKind::kIf:
+        for (const auto& c : s->conds) ValidateExpr(c.get(), true);
+        for (const auto& b : s->bodies) ValidateBody(b, true);
+        ValidateBody(s->else_body, true);
+        break;
+      case StmtKind::kFor:
+        ValidateExpr(s->expr.get(), soft);
+        ValidateExpr(s->cond.get(), false);
+        ValidateBody(s->body, false);
+        ValidateBody(s->else_body, false);
+        break;
+      case StmtKind::kPrint:
+      case StmtKind::kSet:
+        ValidateExpr(s->expr.get(), soft);
+        break;
+      case StmtKind::kCallBlock:
+        ValidateExpr(s->expr.get(), soft);
+        for (const auto& p : s->params) ValidateExpr(p.default_value.get(), false);
+        ValidateBody(s->body, false);
+        break;
+      case StmtKind::kWith:
+        for (const auto& v : s->values) ValidateExpr(v.get(), soft);
+        ValidateBody(s->body, false);
+        break;
+      case StmtKind::kMacro:
+        for (const auto& p : s->params) ValidateExpr(p.default_value.get(), false);
+        ValidateBody(s->body, false);
+        break;
+      default:
+        ValidateExpr(s->expr.get(), false);
+        ValidateBody(s->body, false);
+        break;
+    }
+  }
+}
+
 }  // namespace
 
 std::unique_ptr<Program> ParseTemplate(std::string_view source) {
   Parser parser(Tokenize(source));
-  return parser.Run();
+  std::unique_ptr<Program> program = parser.Run();
+  ValidateBody(program->body, false);
+  return program;
 }
 
 }  // namespace llmhost::jinja

@@ -26,7 +26,7 @@ bool TFloat(Renderer&, const Value& v, CallArgs& a) { NoArgs("float", a); return
 bool TNumber(Renderer&, const Value& v, CallArgs& a) { NoArgs("number", a); return v.is_number(); }
 bool TString(Renderer&, const Value& v, CallArgs& a) { NoArgs("string", a); return v.is_string(); }
 bool TMapping(Renderer&, const Value& v, CallArgs& a) { NoArgs("mapping", a); return v.is_dict(); }
-bool TEscaped(Renderer&, const Value&, CallArgs& a) { NoArgs("escaped", a); return false; }
+bool TEscaped(Renderer&, const Value& v, CallArgs& a) { NoArgs("escaped", a); return v.is_markup(); }
 
 bool TIterable(Renderer&, const Value& v, CallArgs& a) {
   NoArgs("iterable", a);

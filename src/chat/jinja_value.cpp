@@ -324,6 +324,18 @@ static void AppendItems(const std::vector<Value>& items, std::string* out) {
 }
 
 static void AppendRepr(const Value& v, std::string* out) {
+  // Containers nest at most kMaxValueDepth, but namespaces can chain them.
+  thread_local int depth = 0;
+  struct Guard {
+    Guard() {
+      if (++depth > 4 * kMaxValueDepth) {
+        --depth;
+        Throw("RecursionError", "maximum recursion depth exceeded while getting the repr of an object");
+      }
+    }
+    ~Guard() { --depth; }
+  } guard;
+  if (out->size() > (64u << 20)) Throw("ResourceExhausted", "value too large to print");
   switch (v.kind()) {
     case Kind::kUndefined: out->append("Undefined"); return;
     case Kind::kString:
@@ -463,7 +475,7 @@ bool Equals(const Value& a, const Value& b) {
   }
 }
 
-static bool Orderable(const Value& a, const Value& b) {
+bool Orderable(const Value& a, const Value& b) {
   if (a.is_number() && b.is_number()) return true;
   if (a.is_string() && b.is_string()) return true;
   return a.is_seq() && b.is_seq() && a.seq().kind == b.seq().kind &&

@@ -200,6 +200,8 @@ void AppendStrRepr(std::string_view s, std::string* out);
 
 // Python ==.
 bool Equals(const Value& a, const Value& b);
+// True when Python can order a and b with < (numbers, strs, lists, tuples).
+bool Orderable(const Value& a, const Value& b);
 // Python <, as -1/0/1; throws TypeError for unorderable types.
 int Compare(const Value& a, const Value& b);
 // True when the value may be a dict key (str, numbers, None, tuples of those).
