@@ -1,5 +1,7 @@
 #include "tokenizer/model.h"
 
+#include <algorithm>
+
 namespace llmhost::tok {
 
 void Model::AddToVocab(std::string token, TokenId id) {
@@ -25,6 +27,13 @@ Status ReadVocabObject(const Json& j, const std::string& ctx,
                                      " out of range");
     out->emplace_back(it.key(), static_cast<TokenId>(id));
   }
+  // The reverse map is a vector indexed by id: refuse wildly sparse ids
+  // (a corrupt file) rather than allocate for them.
+  int64_t max_id = -1;
+  for (const auto& [tok, id] : *out) max_id = std::max<int64_t>(max_id, id);
+  if (max_id >= 4 * static_cast<int64_t>(out->size()) + 1024)
+    return Status::InvalidArgument(ctx + ": id " + std::to_string(max_id) + " is far beyond the " +
+                                   std::to_string(out->size()) + " entries (corrupt vocabulary?)");
   return Status::OK();
 }
 

@@ -50,8 +50,8 @@ GgufVocab SmallSpm() {
 }
 
 std::unique_ptr<Tokenizer> Load(const GgufVocab& v, const std::string& name = "vocab.gguf") {
-  std::string dir = testing::MakeTempDir();
-  std::string path = testing::WriteVocabGguf(dir, name, v);
+  testing::ScopedTempDir dir;
+  std::string path = testing::WriteVocabGguf(dir.path(), name, v);
   auto tok = TokenizerFromGguf(path);
   EXPECT_TRUE(tok.ok()) << tok.status().ToString();
   return tok.ok() ? std::move(tok).value() : nullptr;
@@ -192,7 +192,8 @@ TEST(GgufSmallGpt2, PreTokenizerFollowsTokenizerGgmlPre) {
 }
 
 TEST(GgufSmallGpt2, FromPathFindsTheOnlyGgufInADirectory) {
-  std::string dir = testing::MakeTempDir();
+  testing::ScopedTempDir tmp;
+  const std::string& dir = tmp.path();
   ASSERT_FALSE(testing::WriteVocabGguf(dir, "model.gguf", SmallGpt2("gpt-2")).empty());
   auto tok = Tokenizer::FromPath(dir);
   ASSERT_TRUE(tok.ok()) << tok.status().ToString();
@@ -205,8 +206,8 @@ TEST(GgufSmallGpt2, FromPathFindsTheOnlyGgufInADirectory) {
 
 // Loads `v` and expects an error whose text contains `want`.
 void ExpectError(const GgufVocab& v, const std::string& want) {
-  std::string dir = testing::MakeTempDir();
-  std::string path = testing::WriteVocabGguf(dir, "bad.gguf", v);
+  testing::ScopedTempDir dir;
+  std::string path = testing::WriteVocabGguf(dir.path(), "bad.gguf", v);
   auto tok = TokenizerFromGguf(path);
   ASSERT_FALSE(tok.ok()) << "expected an error containing '" << want << "'";
   EXPECT_NE(tok.status().message().find(want), std::string::npos) << tok.status().ToString();
@@ -246,7 +247,8 @@ TEST(GgufVocabErrors, MergesOfUnknownTokensAreDropped) {
 }
 
 TEST(GgufVocabErrors, NotAGgufOrTruncated) {
-  std::string dir = testing::MakeTempDir();
+  testing::ScopedTempDir tmp;
+  const std::string& dir = tmp.path();
   std::string image = testing::GgufImageOf(SmallSpm());
   std::string path = JoinPath(dir, "cut.gguf");
   ASSERT_TRUE(WriteFileAtomic(path, std::string_view(image).substr(0, image.size() / 2)).ok());

@@ -290,7 +290,8 @@ TEST_P(GgufFromRealTokenizer, MatchesHuggingFaceGolden) {
   v.bos_id = rc.bos;
   v.eos_id = rc.eos;
   v.add_bos = rc.add_bos;
-  std::string path = testing::WriteVocabGguf(testing::MakeTempDir(), std::string(rc.golden) + ".gguf", v);
+  testing::ScopedTempDir tmp;  // a few MB: removed after loading
+  std::string path = testing::WriteVocabGguf(tmp.path(), std::string(rc.golden) + ".gguf", v);
   auto tok = TokenizerFromGguf(path);
   ASSERT_TRUE(tok.ok()) << tok.status().ToString();
   int cases = 0, failures = 0;

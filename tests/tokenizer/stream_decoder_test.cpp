@@ -183,7 +183,8 @@ std::unique_ptr<Tokenizer> ByteLevelOnly() {
   v.tokens.push_back("<|end|>");
   v.token_types.assign(v.tokens.size(), kGgufTokenNormal);
   v.token_types.back() = kGgufTokenControl;
-  auto tok = TokenizerFromGguf(testing::WriteVocabGguf(testing::MakeTempDir(), "bl.gguf", v));
+  testing::ScopedTempDir tmp;
+  auto tok = TokenizerFromGguf(testing::WriteVocabGguf(tmp.path(), "bl.gguf", v));
   EXPECT_TRUE(tok.ok()) << tok.status().ToString();
   return tok.ok() ? std::move(tok).value() : nullptr;
 }
@@ -208,7 +209,8 @@ std::unique_ptr<Tokenizer> SpmBytesOnly() {
     v.token_types.push_back(kGgufTokenNormal);
   }
   v.scores.assign(v.tokens.size(), -1.0f);
-  auto tok = TokenizerFromGguf(testing::WriteVocabGguf(testing::MakeTempDir(), "spm.gguf", v));
+  testing::ScopedTempDir tmp;
+  auto tok = TokenizerFromGguf(testing::WriteVocabGguf(tmp.path(), "spm.gguf", v));
   EXPECT_TRUE(tok.ok()) << tok.status().ToString();
   return tok.ok() ? std::move(tok).value() : nullptr;
 }
