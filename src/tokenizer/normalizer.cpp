@@ -225,7 +225,7 @@ Result<std::unique_ptr<Normalizer>> ParseNormalizer(const Json& j, const std::st
     return std::unique_ptr<Normalizer>(new BertNorm(clean, chinese, strip, lower));
   }
   if (type == "Precompiled") {
-    std::string charsmap;
+    std::string charsmap;  // base64; null or "" means identity
     RETURN_IF_ERROR(ReadString(j, "precompiled_charsmap", ctx, &charsmap));
     return MakePrecompiledNormalizer(charsmap, ctx);
   }

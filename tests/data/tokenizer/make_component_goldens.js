@@ -40,6 +40,7 @@ function bpeModel(chars, merges, extra) {
 }
 
 const suites = [];
+const PRECOMPILED_CUSTOM = 'AAQAAAAAAQBBAAEAEgAAgEIFAAANAACAgQ0AABYAAICgPQAAAAAAgJcNAAACAACAlhgCAIERAACscAIAgAQCAIAdAACBBQAADwAAgKEFAAAHAACAggkAAIMJAAAJAACACwAAgBkAAICeCQAAvnQCAB0AAIC9KAIAvLgCACEAAIC+9AIAtuEAACUAAICA8QAAn3QCAAQAAIBlhQAAmDgCAIUZAACAMQAAKAAAACsAAAAqAAAALQAAACwAAAAvAAAALgAAADEAAAAwAAAAMwAAADIAAAA1AAAANAAAADcAAAA2AAAAOQAAADgAAAA7AAAAOgAAAD0AAAA8AAAAPwAAAD4AAABBAAAAQAAAAEMAAABCAAAARQAAAEQAAABHAAAARgAAAEkAAABIAAAASwAAAEoAAABNAAAATAAAAE8AAABOAAAAUQAAAFAAAABTAAAAUgAAAFUAAABUAAAAVwAAAFYAAABZAAAAWAAAAFsAAABaAAAAXQAAAFwAAABfAAAAXgAAAGEAAABgAAAAYwAAAGIAAABlAAAAZAAAAGcAAABmAAAAaQAAAGgAAABrAAAAagAAAG0AAABsAAAAbwAAAG4AAABxAAAAcAAAAHMAAAByAAAAdQAAAHQAAAB3AAAAdgAAAHkAAAB4AAAAewAAAHoAAAB9AAAAfAAAAH8AAAB+AAAAgQAAAIAAAADClAAAw3QAAIUAAACEAAAAhwAAAIYAAACJAAAAiAAAAIsAAACKAAAAjQAAAIwAAACPAAAAjgAAAJEAAACQAAAAkwAAAJIAAACVAAAAlAAAAJcAAACWAAAAmQAAAJgAAACbAAAAmgAAAJ0AAACcAAAAnwAAAJ4AAAChAAAAoAAAAOL8AADjtAAApQAAAKQAAACnAAAApgAAAKkAAACoAAAAqwAAAKoAAACtAAAArAAAAK8AAADvOAAA8DAAALAAAACzAAAAsgAAALUAAAC0AAAAtwAAALYAAAC5AAAAuAAAALsAAAC6AAAAvQAAALwAAAC/AAAAvgAAAMEAAADAAAAAwwAAAMIAAADFAAAAxAAAAMcAAADGAAAAzDABAMgAAADLAAAAygAAAM0AAADMAAAAzwAAAM4AAADRAAAA0AAAANMAAADSAAAA1QAAANQAAADXAAAA1gAAANkAAADYAAAA2wAAANoAAADdAAAA3AAAAN8AAADeAAAA4QAAAOAAAADjAAAA4gAAAOUAAADkAAAA5wAAAOYAAADpAAAA6AAAAOsAAADqAAAA7QAAAOwAAADvAAAA7gAAAPEAAADwAAAA8wAAAPIAAAD1AAAA9AAAAPcAAADvTAEA+QAAAPgAAAD7AAAA+gAAAP0AAAD8AAAA/wAAAP4AAAAgACoAOikAQQBiAGMAZQBmaQB4eXoAw6kA44KrAOOCrADjgr8A44OKAA==';
 
 async function runTokenizer(name, tok, texts, opts) {
   // HF assigns ids to added tokens that are not in the model vocab in order
@@ -79,9 +80,9 @@ async function runTokenizer(name, tok, texts, opts) {
   suites.push({name, kind: 'tokenizer', tokenizer: tok, cases, pairs});
 }
 
-function addNormalizer(name, normalizer) {
+function addNormalizer(name, normalizer, extraTexts) {
   const t = Tokenizer.fromString(JSON.stringify(base({normalizer})));
-  const cases = TEXTS.map(text => ({text, normalized: t.getNormalizer().normalizeString(text)}));
+  const cases = TEXTS.concat(extraTexts || []).map(text => ({text, normalized: t.getNormalizer().normalizeString(text)}));
   suites.push({name, kind: 'normalizer', component: normalizer, cases});
 }
 
@@ -118,6 +119,14 @@ function addDecoder(name, decoder, token_lists) {
     {type: 'NFD'}, {type: 'StripAccents'}, {type: 'Lowercase'}]});
   addNormalizer('Sequence-Nmt-NFKC-Replace', {type: 'Sequence', normalizers: [
     {type: 'Nmt'}, {type: 'NFKC'}, {type: 'Replace', pattern: {Regex: ' {2,}'}, content: ' '}]});
+
+  // A SentencePiece precompiled charsmap built by spm_train (sentencepiece
+  // 0.1.97) from custom rules: fullwidth A/b/c, ligature fi, "e"->"e" and
+  // "e"+U+0301 -> "é" (a key that prefixes another), halfwidth katakana with a
+  // two-character key, odd spaces -> " ", "AB" -> "xyz", U+1F600 -> ":)", × -> *.
+  addNormalizer('Precompiled-custom', {type: 'Precompiled', precompiled_charsmap: PRECOMPILED_CUSTOM}, [
+    'Ａｂｃ ﬁne café cafe\u0301 ｶﾞｶﾀﾅ AB ABC 😀 ×\u3000x', 'e\u0301\u0301', 'ee\u0301', 'A\u0301B', 'ｶﾞ', 'ｶ',
+    '🏳️‍🌈 👍🏽 x\u0308\u0301y क्षि ก่ \r\n', 'AAB ABAB Ａ\u0301']);
 
   // ---- pre-tokenizers
   addPreTokenizer('ByteLevel-prefix-regex', {type: 'ByteLevel', add_prefix_space: true, trim_offsets: true, use_regex: true});
