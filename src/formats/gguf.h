@@ -1,6 +1,16 @@
 // GGUF (v2/v3) reader over a memory map: metadata of every type, tensor
 // infos, alignment, and zero-copy views of tensor data.
 // Spec: https://github.com/ggml-org/ggml/blob/master/docs/gguf.md
+//
+// Opening reads only the header (metadata values are decoded on access).
+// Validation, for untrusted files: little-endian v2/v3 only (v1 and
+// big-endian files are NotSupported); every count and length is bounded by
+// the bytes left; arrays nest at most 8 deep; no duplicate keys or tensor
+// names; general.alignment (default 32) a power of two; at most 4 dimensions,
+// each <= INT64_MAX and their product too; ne[0] a multiple of the type's
+// block size (ggml quantizes rows); unknown tensor types are NotSupported
+// naming the tensor and the number; offsets aligned; tensor data inside the
+// file and not overlapping.
 #pragma once
 
 #include <cstdint>
