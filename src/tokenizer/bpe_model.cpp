@@ -6,20 +6,13 @@
 #include <queue>
 
 #include "tokenizer/model.h"
+#include "tokenizer/pair_map.h"
 #include "tokenizer/unicode.h"
 #include "tokenizer/word_cache.h"
 
 namespace llmhost::tok {
 namespace {
 
-struct MergeInfo {
-  uint32_t rank;
-  TokenId new_id;
-};
-
-inline uint64_t PairKey(TokenId a, TokenId b) {
-  return (static_cast<uint64_t>(static_cast<uint32_t>(a)) << 32) | static_cast<uint32_t>(b);
-}
 
 class BpeModel : public Model {
  public:
@@ -29,7 +22,7 @@ class BpeModel : public Model {
  private:
   void MergeWord(std::string_view w, std::vector<TokenId>* out) const;
 
-  std::unordered_map<uint64_t, MergeInfo> merges_;
+  PairMap merges_;
   std::optional<std::string> unk_token_;
   std::optional<TokenId> unk_id_;
   std::string prefix_;  // continuing_subword_prefix
@@ -70,7 +63,7 @@ Status BpeModel::Load(const Json& j, const std::string& ctx) {
   const Json* m = Field(j, "merges");
   if (m == nullptr) return Status::OK();
   if (!m->is_array()) return Status::InvalidArgument(ctx + ".merges: expected an array");
-  merges_.reserve(m->size());
+  merges_.Reserve(m->size());
   std::string merged;
   for (size_t i = 0; i < m->size(); ++i) {
     const Json& e = (*m)[i];
@@ -104,7 +97,7 @@ Status BpeModel::Load(const Json& j, const std::string& ctx) {
     if (!inew)
       return Status::InvalidArgument(ctx + ".merges[" + std::to_string(i) + "]: merged token '" +
                                      merged + "' is not in the vocabulary");
-    merges_[PairKey(*ia, *ib)] = MergeInfo{static_cast<uint32_t>(i), *inew};
+    merges_.Put(PairMap::Key(*ia, *ib), MergeInfo{static_cast<uint32_t>(i), *inew});
   }
   return Status::OK();
 }
@@ -181,8 +174,7 @@ void BpeModel::MergeWord(std::string_view w, std::vector<TokenId>* out) const {
     }
   };
   auto lookup = [&](TokenId a, TokenId b) -> const MergeInfo* {
-    auto it = merges_.find(PairKey(a, b));
-    return it == merges_.end() ? nullptr : &it->second;
+    return merges_.Get(PairMap::Key(a, b));
   };
   std::vector<Cand> heap_storage;
   heap_storage.reserve(sym.size());
