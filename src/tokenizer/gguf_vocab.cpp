@@ -278,7 +278,11 @@ Result<Json> Gpt2TokenizerJson(const GgufVocab& v) {
   // "a b" split at the first space after the first byte (as llama.cpp), so a
   // token that is itself a space still parses. Merges whose parts or result
   // are not tokens can never apply: they are dropped (keeping rank order).
+  std::unordered_map<std::string_view, int32_t> ids;  // faster than the Json object
+  ids.reserve(n);
+  for (size_t i = 0; i < n; ++i) ids.emplace(v.tokens[i], static_cast<int32_t>(i));
   Json merges = Json::array();
+  merges.get_ref<Json::array_t&>().reserve(v.merges.size());
   size_t dropped = 0;
   std::string merged;
   for (size_t i = 0; i < v.merges.size(); ++i) {
@@ -287,13 +291,15 @@ Result<Json> Gpt2TokenizerJson(const GgufVocab& v) {
     if (sp == std::string::npos)
       return Status::InvalidArgument("tokenizer.ggml.merges[" + std::to_string(i) + "]: expected \"a b\", got \"" +
                                      m + "\"");
-    std::string a = m.substr(0, sp), b = m.substr(sp + 1);
-    merged = a + b;
-    if (!vocab.contains(a) || !vocab.contains(b) || !vocab.contains(merged)) {
+    std::string_view a = std::string_view(m).substr(0, sp), b = std::string_view(m).substr(sp + 1);
+    merged.assign(a).append(b);
+    if (!ids.count(a) || !ids.count(b) || !ids.count(merged)) {
       ++dropped;
       continue;
     }
-    merges.push_back(Json::array({std::move(a), std::move(b)}));
+    // "a b" is unambiguous unless a token holds a space (byte-level ones never do).
+    if (m[0] != ' ' && b.find(' ') == std::string_view::npos) merges.push_back(m);
+    else merges.push_back(Json::array({std::string(a), std::string(b)}));
   }
   if (dropped > 0) LOG_WARN("GGUF tokenizer.ggml.merges: " << dropped << " merges name tokens not in the vocabulary");
 
