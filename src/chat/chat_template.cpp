@@ -100,6 +100,8 @@ Result<ChatTemplate> ChatTemplate::Parse(std::string_view source) {
     return ToStatus(e);
   } catch (const std::bad_alloc&) {
     return Status::ResourceExhausted("out of memory while parsing the chat template");
+  } catch (const std::exception& e) {
+    return Status::Internal(std::string("chat template: unexpected failure: ") + e.what());
   }
 }
 
@@ -142,6 +144,8 @@ Result<std::string> ChatTemplate::Render(const ChatTemplateInput& input, const j
     return Status::ResourceExhausted("out of memory while rendering the chat template");
   } catch (const std::length_error&) {
     return Status::ResourceExhausted("value too large while rendering the chat template");
+  } catch (const std::exception& e) {
+    return Status::Internal(std::string("chat template: unexpected failure: ") + e.what());
   }
 }
 

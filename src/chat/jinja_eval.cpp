@@ -301,6 +301,8 @@ std::string Renderer::Render(const Program& program, std::vector<std::pair<std::
 }
 
 Renderer::Flow Renderer::ExecBody(const Body& body, const FramePtr& frame, std::string* out) {
+  // Statement nesting counts with expression nesting against one stack budget.
+  DepthGuard guard(&eval_depth_, limits_.max_eval_depth, "evaluation");
   for (const auto& s : body) {
     Flow f;
     try {

@@ -482,6 +482,7 @@ Value FRound(Renderer&, const Value& v, CallArgs& args) {
   if (method == "common") {
     if (v.is_integral()) {
       if (precision >= 0) return Value::Int(v.i());
+      if (precision < -18) return Value::Int(0);
       double scale = std::pow(10.0, static_cast<double>(-precision));
       double q = std::nearbyint(static_cast<double>(v.i()) / scale) * scale;
       return Value::Int(static_cast<int64_t>(q));

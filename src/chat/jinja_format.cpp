@@ -127,7 +127,7 @@ std::string PercentFormat(Renderer& r, std::string_view fmt, const Value& args, 
     if (i < fmt.size() && fmt[i] == '*') {
       Value w = take();
       if (!w.is_integral()) ThrowTypeError("* wants int");
-      width = w.i();
+      width = std::clamp<int64_t>(w.i(), -static_cast<int64_t>(kMaxStringBytes) - 1, kMaxStringBytes + 1);
       if (width < 0) {
         left = true;
         width = -width;

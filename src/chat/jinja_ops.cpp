@@ -292,10 +292,11 @@ bool SliceIndices(const Value& start, const Value& stop, const Value& step, int6
 
 template <typename F>
 void ForSlice(int64_t b, int64_t e, int64_t st, F f) {
+  // 128-bit index: a huge step must not overflow.
   if (st > 0) {
-    for (int64_t i = b; i < e; i += st) f(i);
+    for (__int128 i = b; i < e; i += st) f(static_cast<int64_t>(i));
   } else {
-    for (int64_t i = b; i > e; i += st) f(i);
+    for (__int128 i = b; i > e; i += st) f(static_cast<int64_t>(i));
   }
 }
 

@@ -9,8 +9,10 @@
 
 namespace llmhost::jinja {
 
-// Deepest nesting of expressions/statements the parser accepts.
-constexpr int kMaxParseDepth = 100;
+// Deepest nesting the parser accepts, in units of statement blocks and
+// expression levels (a parenthesised sub-expression costs three): about what
+// Jinja2 reaches before Python's recursion limit.
+constexpr int kMaxParseDepth = 300;
 
 // Throws Error("TemplateSyntaxError", ...) with a line number.
 std::unique_ptr<Program> ParseTemplate(std::string_view source);

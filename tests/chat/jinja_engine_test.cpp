@@ -242,6 +242,19 @@ TEST(JinjaLimits, DeepNestingIsRejected) {
   std::string deep_list = "{{ " + std::string(5000, '[') + std::string(5000, ']') + " }}";
   EXPECT_FALSE(ChatTemplate::Parse(deep_list).ok());
   EXPECT_FALSE(RenderWith("{% set ns = namespace(x=1) %}{% for i in range(1000) %}{% set ns.x = [ns.x] %}{% endfor %}").ok());
+  // Deep statements and expressions inside deep recursion: an error, not a
+  // stack overflow.
+  std::string ifs, endifs;
+  for (int i = 0; i < 90; ++i) {
+    ifs += "{% if true %}";
+    endifs += "{% endif %}";
+  }
+  std::string parens;
+  for (int i = 0; i < 60; ++i) parens += "(1 + ";
+  parens += "m(n + 1)|int" + std::string(60, ')');
+  auto r = RenderWith("{% macro m(n) %}" + ifs + "{{ " + parens + " }}" + endifs + "{% endmacro %}{{ m(0) }}");
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kResourceExhausted) << r.status().ToString();
   // A namespace may hold itself, as in Jinja2; printing shows the cycle.
   EXPECT_EQ(R("{% set ns = namespace() %}{% set ns.me = ns %}{{ ns }}"), "<Namespace {'me': <Namespace {...}>}>");
 }
