@@ -1,0 +1,200 @@
+// Backend: the device interface the model layer computes through.
+//
+// Written for a CUDA backend to follow the CPU one:
+//   - Device memory is owned by the backend: Allocate/Free return and take
+//     DeviceBuffers, and the backend accounts for what it holds (bytes now,
+//     peak). The memory pool (issue 5) reads "device-active bytes" from
+//     memory_stats().
+//   - Weights reach a kernel only through PrepareWeight: CPU returns a
+//     zero-copy view of the mapped file; CUDA will upload and return a view
+//     of device memory (counted in memory_stats().weight_bytes).
+//   - Ops are enqueued on the backend's stream and may run asynchronously;
+//     host reads of device data (CopyToHost) happen after Synchronize().
+//     The CPU backend executes each op before returning.
+//   - Every pointer an op takes is a device address inside a buffer of this
+//     backend (or a prepared weight), never host memory such as a
+//     std::vector. Small POD parameters travel by value (as kernel launch
+//     arguments do); per-token or per-sequence arrays live in device buffers.
+//   - Backends are asked, never assumed: SupportsOp / CheckWeight.
+//
+// Layouts: activations are row-major f32 [rows, cols] with an explicit row
+// stride (in elements) where an op can read a slice of a wider row (fused
+// qkv, fused gate_up).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "backend/weight_matrix.h"
+#include "util/status.h"
+
+namespace llmhost {
+
+enum class DeviceKind { kCpu, kCuda };
+
+// Compute precision of the weight ops (MatMul). kReference: every weight
+// dequantized exactly to f32, f32 accumulation; the path the golden tests
+// hold to 1e-4. kFast: the fastest kernels this device has (SIMD, possibly
+// quantized activations for GGUF types). Cheap ops have one f32 path.
+enum class Precision { kReference, kFast };
+
+// A region of device memory owned by a Backend. Plain value; the backend
+// keeps the bookkeeping. `data` is a device address (CPU: host memory).
+struct DeviceBuffer {
+  void* data = nullptr;
+  size_t bytes = 0;
+  uint64_t id = 0;  // 0: no buffer
+  bool valid() const { return id != 0; }
+  template <typename T>
+  T* as(size_t element_offset = 0) const {
+    return static_cast<T*>(data) + element_offset;
+  }
+};
+
+struct MemoryStats {
+  uint64_t bytes_in_use = 0;   // device bytes held now (buffers + uploaded weights)
+  uint64_t peak_bytes = 0;     // high-water mark of bytes_in_use
+  uint64_t buffer_count = 0;   // live buffers
+  uint64_t weight_bytes = 0;   // of bytes_in_use: weights copied into device memory
+  uint64_t mapped_weight_bytes = 0;  // weights used in place (CPU zero-copy views)
+};
+
+// Op families, for SupportsOp.
+enum class OpKind {
+  kMatMul, kEmbedding, kRmsNorm, kRope, kStoreKv, kAttention, kGatedActivation,
+  kAdd, kAddBias, kScale, kFill, kSoftcap, kTopKRouting, kGatherRows, kScatterAddRows,
+};
+
+enum class Activation { kSilu, kGeluTanh };
+
+// How RoPE pairs the dimensions of a head it rotates (the first rot_dim).
+enum class RopePairing {
+  kHalfSplit,    // (i, i + rot_dim/2): Hugging Face's rotate_half
+  kInterleaved,  // (2i, 2i+1): GGUF / llama.cpp "normal" mode, llama2.c
+};
+
+struct RopeParams {
+  int64_t n_heads = 0;
+  int64_t head_dim = 0;
+  int64_t rot_dim = 0;          // even, <= head_dim; the rest passes through
+  int64_t row_stride = 0;       // elements between tokens (>= n_heads * head_dim)
+  float attention_scaling = 1;  // multiplies cos and sin (YaRN, LongRoPE)
+  RopePairing pairing = RopePairing::kHalfSplit;
+};
+
+struct AttentionParams {
+  int64_t n_heads = 0;
+  int64_t n_kv_heads = 0;   // n_heads % n_kv_heads == 0 (GQA)
+  int64_t head_dim = 0;
+  int64_t q_stride = 0;     // elements between tokens in q
+  int64_t out_stride = 0;   // elements between tokens in out
+  int64_t block_size = 0;   // tokens per KV block
+  float scale = 1;          // multiplies q·k (1/sqrt(head_dim) or an override)
+  float softcap = 0;        // > 0: scores become softcap * tanh(scores / softcap)
+  int64_t window = 0;       // > 0: a query at position p sees keys at positions > p - window
+};
+
+// One sequence of an attention batch. Its new tokens are q rows
+// [q_row, q_row + n_new) at positions [kv_len - n_new, kv_len); the cache
+// already holds the K/V of positions [0, kv_len) (the new ones included).
+// block_table: device int32[ceil(kv_len / block_size)], physical block ids.
+struct AttentionSeq {
+  int64_t q_row = 0;
+  int64_t n_new = 0;
+  int64_t kv_len = 0;
+  const int32_t* block_table = nullptr;
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+
+  virtual std::string name() const = 0;
+  virtual DeviceKind kind() const = 0;
+  virtual bool SupportsOp(OpKind op) const = 0;
+  // OK when MatMul/Embedding can use this weight (format, type, shape).
+  virtual Status CheckWeight(const WeightMatrix& w) const = 0;
+
+  // ---- memory -------------------------------------------------------------
+  // ResourceExhausted when the device cannot hold `bytes` more. Contents are
+  // undefined. `tag` names the use in error messages ("kv cache layer 3").
+  virtual Result<DeviceBuffer> Allocate(size_t bytes, const std::string& tag) = 0;
+  // Frees a buffer of this backend (no-op for an invalid one); resets `buf`.
+  virtual void Free(DeviceBuffer& buf) = 0;
+  virtual MemoryStats memory_stats() const = 0;
+
+  // Host <-> device copies (CPU: memcpy). CopyToDevice may return before the
+  // copy is done only if the host data is not touched until Synchronize().
+  virtual void CopyToDevice(const DeviceBuffer& dst, size_t dst_offset, const void* src,
+                            size_t bytes) = 0;
+  virtual void CopyToHost(void* dst, const DeviceBuffer& src, size_t src_offset, size_t bytes) = 0;
+  virtual void CopyDeviceToDevice(const DeviceBuffer& dst, size_t dst_offset,
+                                  const DeviceBuffer& src, size_t src_offset, size_t bytes) = 0;
+  // Waits until every enqueued op and copy has finished.
+  virtual void Synchronize() = 0;
+
+  // ---- weights -------------------------------------------------------------
+  // A view of `host` usable by this backend's kernels: CPU returns `host`
+  // itself (zero-copy; it must outlive the model), CUDA copies it to device.
+  virtual Result<WeightMatrix> PrepareWeight(const WeightMatrix& host) = 0;
+  // Releases what PrepareWeight allocated for `w` (CPU: nothing).
+  virtual void ReleaseWeight(const WeightMatrix& w) = 0;
+
+  virtual Precision precision() const = 0;
+  virtual void set_precision(Precision p) = 0;
+
+  // ---- ops (all pointers are device addresses) ------------------------------
+  // y[n, w.rows] = x[n, w.cols] · Wᵀ, at precision().
+  virtual void MatMul(const WeightMatrix& w, const float* x, int64_t n, float* y) = 0;
+  // out[i, :] = row ids[i] of w (dequantized) * scale; ids in [0, w.rows).
+  virtual void Embedding(const WeightMatrix& w, const int32_t* ids, int64_t n, float scale,
+                         float* out) = 0;
+  // out[r, :] = x[r, :] / sqrt(mean(x[r, :]²) + eps) * (add_one ? 1 + w : w)
+  // over `rows` rows of `dim` values at `stride` (in and out alike); in place allowed.
+  virtual void RmsNorm(const float* x, int64_t rows, int64_t dim, int64_t stride,
+                       const float* weight, float eps, bool add_one, float* out) = 0;
+  // Rotates x[n_tokens, row_stride] in place: head h of token t at position
+  // positions[t] by angles positions[t] * inv_freq[i] (inv_freq: rot_dim/2).
+  virtual void Rope(float* x, int64_t n_tokens, const int32_t* positions, const float* inv_freq,
+                    const RopeParams& p) = 0;
+  // Writes k/v[n, kv_dim] (row strides k_stride/v_stride) into cache rows
+  // slots[i] of k_cache/v_cache ([n_slots, kv_dim], slot = block * block_size + offset).
+  virtual void StoreKv(const float* k, int64_t k_stride, const float* v, int64_t v_stride,
+                       int64_t n, int64_t kv_dim, const int32_t* slots, float* k_cache,
+                       float* v_cache) = 0;
+  // Causal attention for a batch of sequences reading K/V through block
+  // tables. out[q_row + i, h * head_dim ...] for every head h.
+  virtual void Attention(const float* q, const float* k_cache, const float* v_cache,
+                         const AttentionSeq* seqs, int64_t n_seqs, const AttentionParams& p,
+                         float* out) = 0;
+  // out[r, c] = act(gate[r, c]) * up[r, c], r < rows, c < cols; row strides given.
+  virtual void GatedActivation(Activation act, const float* gate, int64_t gate_stride,
+                               const float* up, int64_t up_stride, int64_t rows, int64_t cols,
+                               float* out, int64_t out_stride) = 0;
+  // out[i] = a[i] + b[i], i < n (out may alias a or b).
+  virtual void Add(const float* a, const float* b, int64_t n, float* out) = 0;
+  // x[r, c] += bias[c] for rows of `cols` values at `stride`.
+  virtual void AddBias(float* x, int64_t rows, int64_t cols, int64_t stride,
+                       const float* bias) = 0;
+  // x[i] *= s.
+  virtual void Scale(float* x, int64_t n, float s) = 0;
+  // x[i] = value.
+  virtual void Fill(float* x, int64_t n, float value) = 0;
+  // x[i] = cap * tanh(x[i] / cap).
+  virtual void Softcap(float* x, int64_t n, float cap) = 0;
+  // MoE routing over logits[rows, n_experts]: probabilities by softmax over
+  // all experts, the k largest (ties: lower id first) into ids/weights
+  // [rows, k] in descending order, renormalized to sum 1 when `renormalize`.
+  virtual void TopKRouting(const float* logits, int64_t rows, int64_t n_experts, int64_t k,
+                           bool renormalize, int32_t* ids, float* weights) = 0;
+  // dst[i, :] = src[rows[i], :], i < n; `cols` values per row, rows dense.
+  virtual void GatherRows(const float* src, int64_t cols, const int32_t* rows, int64_t n,
+                          float* dst) = 0;
+  // dst[rows[i], :] += scales[i] * src[i, :], i in order (deterministic);
+  // rows[] are distinct within one call.
+  virtual void ScatterAddRows(const float* src, int64_t cols, const int32_t* rows,
+                              const float* scales, int64_t n, float* dst) = 0;
+};
+
+}  // namespace llmhost

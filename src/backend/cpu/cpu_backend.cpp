@@ -1,0 +1,198 @@
+#include "backend/cpu/cpu_backend.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+
+#include "backend/cpu/matmul.h"
+#include "backend/cpu/ops_activation.h"
+#include "backend/cpu/ops_attention.h"
+#include "backend/cpu/ops_elementwise.h"
+#include "backend/cpu/ops_embedding.h"
+#include "backend/cpu/ops_moe.h"
+#include "backend/cpu/ops_norm.h"
+#include "backend/cpu/ops_rope.h"
+
+namespace llmhost {
+
+namespace {
+constexpr size_t kAlignment = 64;
+}  // namespace
+
+uint64_t WeightMatrixBytes(const WeightMatrix& w) {
+  const uint64_t n = static_cast<uint64_t>(w.rows) * static_cast<uint64_t>(w.cols);
+  switch (w.format) {
+    case WeightFormat::kF32: return n * 4;
+    case WeightFormat::kF16:
+    case WeightFormat::kBF16: return n * 2;
+    case WeightFormat::kMlxAffine: {
+      if (w.group_size <= 0) return 0;
+      const uint64_t groups = n / static_cast<uint64_t>(w.group_size);
+      return n * static_cast<uint64_t>(w.bits) / 8 + 2 * groups * DTypeSize(w.scale_dtype);
+    }
+    case WeightFormat::kGgml: {
+      auto info = GgmlTypeInfo(static_cast<uint32_t>(w.ggml_type));
+      if (!info || info->block_size == 0) return 0;
+      return n / info->block_size * info->type_size;
+    }
+  }
+  return 0;
+}
+
+CpuBackend::CpuBackend(ThreadPool* pool, Precision precision, uint64_t memory_limit_bytes)
+    : pool_(pool), precision_(precision), limit_(memory_limit_bytes) {}
+
+CpuBackend::~CpuBackend() = default;  // buffers not freed by their owners leak by design
+
+bool CpuBackend::SupportsOp(OpKind) const { return true; }
+
+Status CpuBackend::CheckWeight(const WeightMatrix& w) const { return llmhost::CheckWeight(w); }
+
+Result<DeviceBuffer> CpuBackend::Allocate(size_t bytes, const std::string& tag) {
+  const size_t rounded = (std::max<size_t>(bytes, 1) + kAlignment - 1) / kAlignment * kAlignment;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (limit_ != 0 && stats_.bytes_in_use + rounded > limit_) {
+      return Status::ResourceExhausted("cpu backend: allocating " + std::to_string(bytes) +
+                                       " bytes for " + tag + " exceeds the limit of " +
+                                       std::to_string(limit_) + " bytes (" +
+                                       std::to_string(stats_.bytes_in_use) + " in use)");
+    }
+  }
+  void* p = std::aligned_alloc(kAlignment, rounded);
+  if (!p) {
+    return Status::ResourceExhausted("cpu backend: out of memory allocating " +
+                                     std::to_string(bytes) + " bytes for " + tag);
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  DeviceBuffer b;
+  b.data = p;
+  b.bytes = bytes;
+  b.id = next_id_++;
+  live_[b.id] = rounded;
+  stats_.bytes_in_use += rounded;
+  stats_.buffer_count = live_.size();
+  stats_.peak_bytes = std::max(stats_.peak_bytes, stats_.bytes_in_use);
+  return b;
+}
+
+void CpuBackend::Free(DeviceBuffer& buf) {
+  if (!buf.valid()) return;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = live_.find(buf.id);
+    if (it == live_.end()) return;  // not ours, or freed twice: ignore
+    stats_.bytes_in_use -= it->second;
+    live_.erase(it);
+    stats_.buffer_count = live_.size();
+  }
+  std::free(buf.data);
+  buf = DeviceBuffer{};
+}
+
+MemoryStats CpuBackend::memory_stats() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return stats_;
+}
+
+void CpuBackend::CopyToDevice(const DeviceBuffer& dst, size_t dst_offset, const void* src,
+                              size_t bytes) {
+  if (bytes) std::memcpy(static_cast<char*>(dst.data) + dst_offset, src, bytes);
+}
+
+void CpuBackend::CopyToHost(void* dst, const DeviceBuffer& src, size_t src_offset, size_t bytes) {
+  if (bytes) std::memcpy(dst, static_cast<const char*>(src.data) + src_offset, bytes);
+}
+
+void CpuBackend::CopyDeviceToDevice(const DeviceBuffer& dst, size_t dst_offset,
+                                    const DeviceBuffer& src, size_t src_offset, size_t bytes) {
+  if (bytes) {
+    std::memmove(static_cast<char*>(dst.data) + dst_offset,
+                 static_cast<const char*>(src.data) + src_offset, bytes);
+  }
+}
+
+Result<WeightMatrix> CpuBackend::PrepareWeight(const WeightMatrix& host) {
+  RETURN_IF_ERROR(llmhost::CheckWeight(host));
+  std::lock_guard<std::mutex> lock(mu_);
+  stats_.mapped_weight_bytes += WeightMatrixBytes(host);
+  return host;  // zero-copy: kernels read the mapped file
+}
+
+void CpuBackend::ReleaseWeight(const WeightMatrix& w) {
+  std::lock_guard<std::mutex> lock(mu_);
+  const uint64_t b = WeightMatrixBytes(w);
+  stats_.mapped_weight_bytes -= std::min(stats_.mapped_weight_bytes, b);
+}
+
+void CpuBackend::MatMul(const WeightMatrix& w, const float* x, int64_t n, float* y) {
+  llmhost::MatMul(w, x, n, y,
+                  precision_ == Precision::kFast ? MatMulPrecision::kFast
+                                                 : MatMulPrecision::kReference,
+                  pool_);
+}
+
+void CpuBackend::Embedding(const WeightMatrix& w, const int32_t* ids, int64_t n, float scale,
+                           float* out) {
+  cpu::Embedding(w, ids, n, scale, out, pool_);
+}
+
+void CpuBackend::RmsNorm(const float* x, int64_t rows, int64_t dim, int64_t stride,
+                         const float* weight, float eps, bool add_one, float* out) {
+  cpu::RmsNorm(x, rows, dim, stride, weight, eps, add_one, out, pool_);
+}
+
+void CpuBackend::Rope(float* x, int64_t n_tokens, const int32_t* positions, const float* inv_freq,
+                      const RopeParams& p) {
+  cpu::Rope(x, n_tokens, positions, inv_freq, p, pool_);
+}
+
+void CpuBackend::StoreKv(const float* k, int64_t k_stride, const float* v, int64_t v_stride,
+                         int64_t n, int64_t kv_dim, const int32_t* slots, float* k_cache,
+                         float* v_cache) {
+  cpu::StoreKv(k, k_stride, v, v_stride, n, kv_dim, slots, k_cache, v_cache, pool_);
+}
+
+void CpuBackend::Attention(const float* q, const float* k_cache, const float* v_cache,
+                           const AttentionSeq* seqs, int64_t n_seqs, const AttentionParams& p,
+                           float* out) {
+  cpu::Attention(q, k_cache, v_cache, seqs, n_seqs, p, out, pool_);
+}
+
+void CpuBackend::GatedActivation(Activation act, const float* gate, int64_t gate_stride,
+                                 const float* up, int64_t up_stride, int64_t rows, int64_t cols,
+                                 float* out, int64_t out_stride) {
+  cpu::GatedActivation(act, gate, gate_stride, up, up_stride, rows, cols, out, out_stride, pool_);
+}
+
+void CpuBackend::Add(const float* a, const float* b, int64_t n, float* out) {
+  cpu::Add(a, b, n, out);
+}
+
+void CpuBackend::AddBias(float* x, int64_t rows, int64_t cols, int64_t stride,
+                         const float* bias) {
+  cpu::AddBias(x, rows, cols, stride, bias);
+}
+
+void CpuBackend::Scale(float* x, int64_t n, float s) { cpu::Scale(x, n, s); }
+
+void CpuBackend::Fill(float* x, int64_t n, float value) { std::fill(x, x + n, value); }
+
+void CpuBackend::Softcap(float* x, int64_t n, float cap) { cpu::Softcap(x, n, cap); }
+
+void CpuBackend::TopKRouting(const float* logits, int64_t rows, int64_t n_experts, int64_t k,
+                             bool renormalize, int32_t* ids, float* weights) {
+  cpu::TopKRouting(logits, rows, n_experts, k, renormalize, ids, weights);
+}
+
+void CpuBackend::GatherRows(const float* src, int64_t cols, const int32_t* rows, int64_t n,
+                            float* dst) {
+  cpu::GatherRows(src, cols, rows, n, dst);
+}
+
+void CpuBackend::ScatterAddRows(const float* src, int64_t cols, const int32_t* rows,
+                                const float* scales, int64_t n, float* dst) {
+  cpu::ScatterAddRows(src, cols, rows, scales, n, dst);
+}
+
+}  // namespace llmhost

@@ -1,0 +1,23 @@
+// Gated activations and logit soft-capping on the CPU (f32).
+#pragma once
+
+#include <cstdint>
+
+#include "backend/backend.h"
+#include "util/thread_pool.h"
+
+namespace llmhost::cpu {
+
+// act(x): SiLU x·σ(x), or GELU with the tanh approximation (transformers'
+// gelu_pytorch_tanh): 0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³))).
+float ApplyActivation(Activation act, float x);
+
+// out[r, c] = act(gate[r, c]) * up[r, c]; rows at the given strides.
+void GatedActivation(Activation act, const float* gate, int64_t gate_stride, const float* up,
+                     int64_t up_stride, int64_t rows, int64_t cols, float* out,
+                     int64_t out_stride, ThreadPool* pool);
+
+// x[i] = cap · tanh(x[i] / cap).
+void Softcap(float* x, int64_t n, float cap);
+
+}  // namespace llmhost::cpu

@@ -1,0 +1,439 @@
+// The generic decoder's forward step over a batch of sequences.
+//
+// Per layer (N = new tokens of all sequences, rows independent):
+//   h = norm(x) · q/k/v (+bias) → [q/k norm] → RoPE → K/V into the cache
+//   attention through block tables → o_proj (+bias) → [post-attn norm] → x += .
+//   h = norm(x) → gated MLP or MoE → [post-FFN norm] → x += .
+// then the final norm and the output head on the rows that want logits.
+#include <algorithm>
+#include <unordered_set>
+
+#include "model/model.h"
+#include "model/rope_freqs.h"
+
+namespace llmhost {
+
+namespace {
+
+constexpr size_t kAlign = 64;
+
+// Carves typed arrays out of one buffer; with base == nullptr it only
+// measures (first pass), so the layout is written once.
+class Arena {
+ public:
+  explicit Arena(char* base) : base_(base) {}
+  template <typename T>
+  T* Take(int64_t n) {
+    T* p = base_ ? reinterpret_cast<T*>(base_ + used_) : nullptr;
+    used_ += (static_cast<size_t>(std::max<int64_t>(n, 1)) * sizeof(T) + kAlign - 1) / kAlign * kAlign;
+    return p;
+  }
+  size_t used() const { return used_; }
+
+ private:
+  char* base_;
+  size_t used_ = 0;
+};
+
+}  // namespace
+
+// One Forward call's state: sizes, the workspace layout, and the steps.
+class ForwardPass {
+ public:
+  ForwardPass(Model& m, KvCache& cache, std::span<const ForwardItem> items)
+      : m_(m), s_(m.spec_), b_(*m.backend_), cache_(cache), items_(items) {}
+
+  Status Run(ForwardOutput* out);
+
+ private:
+  struct Ptrs {
+    int32_t *ids, *pos, *slots, *tables, *logit_rows;
+    AttentionSeq* seqs;
+    float* dyn_rope;
+    float *x, *h, *qkv, *q, *k, *v, *attn, *t;
+    float *gate, *up, *act;                   // dense MLP
+    float *router, *topk_w, *moe_scale;       // MoE
+    int32_t *topk_ids, *moe_idx;
+    float *xe, *ge, *ue, *ye;
+    float *hsel, *logits;
+  };
+  void Layout(Arena& a);
+  Status Prepare();
+  void UploadMetadata();
+  void Layer(int64_t li);
+  void ApplyRope(float* x, int64_t heads, int64_t stride, int rope_index);
+  void DenseMlp(const LayerWeights& w);
+  void MoeMlp(const LayerWeights& w);
+  template <typename T>
+  void Upload(const T* dev, const std::vector<T>& host) {
+    if (host.empty()) return;
+    b_.CopyToDevice(m_.workspace_, reinterpret_cast<const char*>(dev) - m_.workspace_.as<char>(),
+                    host.data(), host.size() * sizeof(T));
+  }
+
+  Model& m_;
+  const ModelSpec& s_;
+  Backend& b_;
+  KvCache& cache_;
+  std::span<const ForwardItem> items_;
+
+  int64_t n_ = 0;                  // new tokens in the batch
+  int64_t n_rows_ = 0;             // logits rows
+  std::vector<int64_t> new_len_;   // per item: length after this step
+  std::vector<int64_t> q_row_;     // per item: its first token row
+  std::vector<int> dyn_index_;     // per rope: index among length-dependent ropes, or -1
+  int n_dyn_ = 0;
+  int64_t half_ = 0;               // rot_dim / 2 upper bound (head_dim / 2)
+  int64_t table_entries_ = 0;
+  bool any_moe_ = false, any_dense_ = false;
+  int64_t qkv_stride_ = 0, k_stride_ = 0, v_stride_ = 0;
+  Ptrs p_{};
+};
+
+void ForwardPass::Layout(Arena& a) {
+  const int64_t N = n_, H = s_.hidden, S = static_cast<int64_t>(items_.size());
+  const int64_t qd = s_.q_dim(), kvd = s_.kv_dim();
+  p_.ids = a.Take<int32_t>(N);
+  p_.pos = a.Take<int32_t>(N);
+  p_.slots = a.Take<int32_t>(N);
+  p_.tables = a.Take<int32_t>(table_entries_);
+  p_.logit_rows = a.Take<int32_t>(n_rows_);
+  p_.seqs = a.Take<AttentionSeq>(S);
+  p_.dyn_rope = a.Take<float>(n_dyn_ * S * half_);
+  p_.x = a.Take<float>(N * H);
+  p_.h = a.Take<float>(N * H);
+  if (s_.fused_qkv) {
+    p_.qkv = a.Take<float>(N * (qd + 2 * kvd));
+    p_.q = p_.qkv;
+    p_.k = p_.qkv ? p_.qkv + qd : nullptr;
+    p_.v = p_.qkv ? p_.qkv + qd + kvd : nullptr;
+  } else {
+    p_.q = a.Take<float>(N * qd);
+    p_.k = a.Take<float>(N * kvd);
+    p_.v = a.Take<float>(N * kvd);
+  }
+  p_.attn = a.Take<float>(N * qd);
+  p_.t = a.Take<float>(N * H);
+  if (any_dense_) {
+    const int64_t I = s_.intermediate;
+    if (s_.fused_gate_up) {
+      p_.gate = a.Take<float>(N * 2 * I);
+      p_.up = p_.gate ? p_.gate + I : nullptr;
+    } else {
+      p_.gate = a.Take<float>(N * I);
+      p_.up = a.Take<float>(N * I);
+    }
+    p_.act = a.Take<float>(N * I);
+  }
+  if (any_moe_) {
+    const int64_t E = s_.n_experts, K = s_.experts_per_token, I = s_.moe_intermediate;
+    p_.router = a.Take<float>(N * E);
+    p_.topk_ids = a.Take<int32_t>(N * K);
+    p_.topk_w = a.Take<float>(N * K);
+    p_.moe_idx = a.Take<int32_t>(N * K);
+    p_.moe_scale = a.Take<float>(N * K);
+    p_.xe = a.Take<float>(N * H);
+    p_.ge = a.Take<float>(N * I);
+    p_.ue = a.Take<float>(N * I);
+    p_.ye = a.Take<float>(N * H);
+  }
+  p_.hsel = a.Take<float>(n_rows_ * H);
+  p_.logits = a.Take<float>(n_rows_ * s_.vocab);
+}
+
+Status ForwardPass::Prepare() {
+  if (cache_.n_layers() != s_.n_layers || cache_.kv_dim() != s_.kv_dim()) {
+    return Status::InvalidArgument("forward: the KV cache was made for another model shape");
+  }
+  std::unordered_set<const KvSequence*> seen;
+  int64_t blocks_needed = 0;
+  for (size_t i = 0; i < items_.size(); ++i) {
+    const ForwardItem& it = items_[i];
+    if (!it.seq) return Status::InvalidArgument("forward: item " + std::to_string(i) + " has no sequence");
+    if (it.tokens.empty()) return Status::InvalidArgument("forward: item " + std::to_string(i) + " has no tokens");
+    if (!seen.insert(it.seq).second) {
+      return Status::InvalidArgument("forward: a sequence appears twice in one batch");
+    }
+    for (int32_t t : it.tokens) {
+      if (t < 0 || t >= s_.vocab) {
+        return Status::InvalidArgument("forward: token id " + std::to_string(t) +
+                                       " outside the vocabulary [0, " + std::to_string(s_.vocab) + ")");
+      }
+    }
+    const int64_t len = it.seq->length + static_cast<int64_t>(it.tokens.size());
+    if (len > (int64_t{1} << 30)) return Status::InvalidArgument("forward: sequence too long");
+    new_len_.push_back(len);
+    q_row_.push_back(n_);
+    n_ += static_cast<int64_t>(it.tokens.size());
+    n_rows_ += it.logits == LogitsRows::kAll ? static_cast<int64_t>(it.tokens.size())
+               : it.logits == LogitsRows::kLast ? 1 : 0;
+    blocks_needed += cache_.BlocksNeeded(*it.seq, len);
+    table_entries_ += cache_.BlocksFor(len);
+  }
+  if (blocks_needed > cache_.allocator().free_blocks()) {
+    return Status::ResourceExhausted("forward: the KV cache has " +
+                                     std::to_string(cache_.allocator().free_blocks()) +
+                                     " free blocks, this batch needs " + std::to_string(blocks_needed));
+  }
+  for (size_t i = 0; i < items_.size(); ++i) {
+    RETURN_IF_ERROR(cache_.Reserve(items_[i].seq, new_len_[i]));
+  }
+  for (const LayerSpec& l : s_.layers) (l.moe ? any_moe_ : any_dense_) = true;
+  half_ = s_.head_dim / 2;
+  for (const RopeConfig& r : s_.ropes) dyn_index_.push_back(RopeDependsOnLength(r) ? n_dyn_++ : -1);
+  const int64_t qd = s_.q_dim(), kvd = s_.kv_dim();
+  qkv_stride_ = s_.fused_qkv ? qd + 2 * kvd : qd;
+  k_stride_ = v_stride_ = s_.fused_qkv ? qd + 2 * kvd : kvd;
+
+  Arena measure(nullptr);
+  Layout(measure);
+  if (m_.workspace_.bytes < measure.used()) {
+    b_.Free(m_.workspace_);
+    ASSIGN_OR_RETURN(m_.workspace_, b_.Allocate(measure.used(), "forward workspace"));
+  }
+  Arena arena(m_.workspace_.as<char>());
+  Layout(arena);
+  return Status::OK();
+}
+
+void ForwardPass::UploadMetadata() {
+  const int64_t bs = cache_.block_size();
+  std::vector<int32_t> ids, pos, slots, tables, logit_rows;
+  std::vector<AttentionSeq> seqs;
+  std::vector<float> dyn(static_cast<size_t>(n_dyn_) * items_.size() * half_, 0.0f);
+  for (size_t i = 0; i < items_.size(); ++i) {
+    const ForwardItem& it = items_[i];
+    const KvSequence& sq = *it.seq;
+    const int64_t n = static_cast<int64_t>(it.tokens.size());
+    AttentionSeq as;
+    as.q_row = q_row_[i];
+    as.n_new = n;
+    as.kv_len = new_len_[i];
+    as.block_table = p_.tables + tables.size();
+    seqs.push_back(as);
+    for (int64_t b = 0; b < cache_.BlocksFor(new_len_[i]); ++b) tables.push_back(sq.block_table[b]);
+    for (int64_t j = 0; j < n; ++j) {
+      const int64_t position = sq.length + j;
+      ids.push_back(it.tokens[j]);
+      pos.push_back(static_cast<int32_t>(position));
+      slots.push_back(static_cast<int32_t>(sq.block_table[position / bs] * bs + position % bs));
+    }
+    if (it.logits == LogitsRows::kAll) {
+      for (int64_t j = 0; j < n; ++j) logit_rows.push_back(static_cast<int32_t>(q_row_[i] + j));
+    } else if (it.logits == LogitsRows::kLast) {
+      logit_rows.push_back(static_cast<int32_t>(q_row_[i] + n - 1));
+    }
+    // Length-dependent RoPE: frequencies for this sequence's length (as
+    // transformers: the step's largest position + 1).
+    for (size_t r = 0; r < dyn_index_.size(); ++r) {
+      if (dyn_index_[r] < 0) continue;
+      auto table = m_.RopeTable(static_cast<int>(r), new_len_[i]);
+      if (!table.ok()) continue;  // validated at load (seq_len 0); same inputs otherwise
+      std::copy(table->begin(), table->end(),
+                dyn.begin() + (static_cast<size_t>(dyn_index_[r]) * items_.size() + i) * half_);
+    }
+  }
+  Upload(p_.ids, ids);
+  Upload(p_.pos, pos);
+  Upload(p_.slots, slots);
+  Upload(p_.tables, tables);
+  Upload(p_.logit_rows, logit_rows);
+  Upload(p_.seqs, seqs);
+  Upload(p_.dyn_rope, dyn);
+}
+
+void ForwardPass::ApplyRope(float* x, int64_t heads, int64_t stride, int rope_index) {
+  RopeParams rp;
+  rp.n_heads = heads;
+  rp.head_dim = s_.head_dim;
+  rp.rot_dim = m_.rope_rot_dim_[static_cast<size_t>(rope_index)];
+  rp.row_stride = stride;
+  rp.attention_scaling = m_.rope_scaling_[static_cast<size_t>(rope_index)];
+  rp.pairing = s_.rope_pairing;
+  const int d = dyn_index_[static_cast<size_t>(rope_index)];
+  if (d < 0) {
+    b_.Rope(x, n_, p_.pos, m_.rope_tables_[static_cast<size_t>(rope_index)].as<float>(), rp);
+    return;
+  }
+  for (size_t i = 0; i < items_.size(); ++i) {
+    const float* table = p_.dyn_rope + (static_cast<size_t>(d) * items_.size() + i) * half_;
+    b_.Rope(x + q_row_[i] * stride, static_cast<int64_t>(items_[i].tokens.size()),
+            p_.pos + q_row_[i], table, rp);
+  }
+}
+
+void ForwardPass::DenseMlp(const LayerWeights& w) {
+  const int64_t N = n_, I = s_.intermediate;
+  if (s_.fused_gate_up) {
+    b_.MatMul(w.gate_up, p_.h, N, p_.gate);  // [N, 2I]: gate | up
+    b_.GatedActivation(s_.activation, p_.gate, 2 * I, p_.up, 2 * I, N, I, p_.act, I);
+  } else {
+    b_.MatMul(w.gate, p_.h, N, p_.gate);
+    b_.MatMul(w.up, p_.h, N, p_.up);
+    if (w.gate_bias.valid()) b_.AddBias(p_.gate, N, I, I, w.gate_bias.as<float>());
+    if (w.up_bias.valid()) b_.AddBias(p_.up, N, I, I, w.up_bias.as<float>());
+    b_.GatedActivation(s_.activation, p_.gate, I, p_.up, I, N, I, p_.act, I);
+  }
+  b_.MatMul(w.down, p_.act, N, p_.t);
+  if (w.down_bias.valid()) b_.AddBias(p_.t, N, s_.hidden, s_.hidden, w.down_bias.as<float>());
+}
+
+void ForwardPass::MoeMlp(const LayerWeights& w) {
+  const int64_t N = n_, H = s_.hidden, E = s_.n_experts, K = s_.experts_per_token;
+  const int64_t I = s_.moe_intermediate;
+  b_.MatMul(w.router, p_.h, N, p_.router);
+  b_.TopKRouting(p_.router, N, E, K, s_.norm_topk_prob, p_.topk_ids, p_.topk_w);
+  // Dispatch is decided on the host: which tokens go to which expert.
+  std::vector<int32_t> ids(static_cast<size_t>(N * K));
+  std::vector<float> wts(static_cast<size_t>(N * K));
+  b_.Synchronize();
+  b_.CopyToHost(ids.data(), m_.workspace_,
+                reinterpret_cast<char*>(p_.topk_ids) - m_.workspace_.as<char>(), ids.size() * 4);
+  b_.CopyToHost(wts.data(), m_.workspace_,
+                reinterpret_cast<char*>(p_.topk_w) - m_.workspace_.as<char>(), wts.size() * 4);
+  std::vector<std::vector<std::pair<int32_t, float>>> per_expert(static_cast<size_t>(E));
+  for (int64_t t = 0; t < N; ++t) {
+    for (int64_t j = 0; j < K; ++j) {
+      per_expert[ids[t * K + j]].push_back({static_cast<int32_t>(t), wts[t * K + j]});
+    }
+  }
+  std::vector<int32_t> idx;
+  std::vector<float> scale;
+  std::vector<int64_t> begin;
+  for (const auto& list : per_expert) {
+    begin.push_back(static_cast<int64_t>(idx.size()));
+    for (auto [t, wt] : list) {
+      idx.push_back(t);
+      scale.push_back(wt);
+    }
+  }
+  Upload(p_.moe_idx, idx);
+  Upload(p_.moe_scale, scale);
+  b_.Fill(p_.t, N * H, 0.0f);
+  for (int64_t e = 0; e < E; ++e) {
+    const int64_t cnt = static_cast<int64_t>(per_expert[e].size());
+    if (cnt == 0) continue;
+    const LayerWeights::Expert& x = w.experts[e];
+    const int32_t* rows = p_.moe_idx + begin[e];
+    b_.GatherRows(p_.h, H, rows, cnt, p_.xe);
+    b_.MatMul(x.gate, p_.xe, cnt, p_.ge);
+    b_.MatMul(x.up, p_.xe, cnt, p_.ue);
+    b_.GatedActivation(s_.activation, p_.ge, I, p_.ue, I, cnt, I, p_.ge, I);
+    b_.MatMul(x.down, p_.ge, cnt, p_.ye);
+    b_.ScatterAddRows(p_.ye, H, rows, p_.moe_scale + begin[e], cnt, p_.t);
+  }
+}
+
+void ForwardPass::Layer(int64_t li) {
+  const LayerSpec& ls = s_.layers[li];
+  const LayerWeights& w = m_.layers_[li];
+  const int64_t N = n_, H = s_.hidden, hd = s_.head_dim, qd = s_.q_dim(), kvd = s_.kv_dim();
+  const float eps = s_.rms_eps;
+  const bool one = s_.norm_add_one;
+
+  b_.RmsNorm(p_.x, N, H, H, w.attn_norm.as<float>(), eps, one, p_.h);
+  if (s_.fused_qkv) {
+    b_.MatMul(w.qkv, p_.h, N, p_.qkv);
+  } else {
+    b_.MatMul(w.q, p_.h, N, p_.q);
+    b_.MatMul(w.k, p_.h, N, p_.k);
+    b_.MatMul(w.v, p_.h, N, p_.v);
+    if (w.q_bias.valid()) b_.AddBias(p_.q, N, qd, qd, w.q_bias.as<float>());
+    if (w.k_bias.valid()) b_.AddBias(p_.k, N, kvd, kvd, w.k_bias.as<float>());
+    if (w.v_bias.valid()) b_.AddBias(p_.v, N, kvd, kvd, w.v_bias.as<float>());
+  }
+  if (w.q_norm.valid()) {
+    if (qkv_stride_ == qd && k_stride_ == kvd) {  // dense: one row per (token, head)
+      b_.RmsNorm(p_.q, N * s_.n_heads, hd, hd, w.q_norm.as<float>(), eps, one, p_.q);
+      b_.RmsNorm(p_.k, N * s_.n_kv_heads, hd, hd, w.k_norm.as<float>(), eps, one, p_.k);
+    } else {
+      for (int64_t t = 0; t < N; ++t) {
+        b_.RmsNorm(p_.q + t * qkv_stride_, s_.n_heads, hd, hd, w.q_norm.as<float>(), eps, one,
+                   p_.q + t * qkv_stride_);
+        b_.RmsNorm(p_.k + t * k_stride_, s_.n_kv_heads, hd, hd, w.k_norm.as<float>(), eps, one,
+                   p_.k + t * k_stride_);
+      }
+    }
+  }
+  ApplyRope(p_.q, s_.n_heads, qkv_stride_, ls.rope_index);
+  ApplyRope(p_.k, s_.n_kv_heads, k_stride_, ls.rope_index);
+  b_.StoreKv(p_.k, k_stride_, p_.v, v_stride_, N, kvd, p_.slots, cache_.k(li), cache_.v(li));
+
+  AttentionParams ap;
+  ap.n_heads = s_.n_heads;
+  ap.n_kv_heads = s_.n_kv_heads;
+  ap.head_dim = hd;
+  ap.q_stride = qkv_stride_;
+  ap.out_stride = qd;
+  ap.block_size = cache_.block_size();
+  ap.scale = s_.attn_scale;
+  ap.softcap = s_.attn_softcap;
+  ap.window = ls.window;
+  b_.Attention(p_.q, cache_.k(li), cache_.v(li), p_.seqs, static_cast<int64_t>(items_.size()), ap,
+               p_.attn);
+  b_.MatMul(w.o, p_.attn, N, p_.t);
+  if (w.o_bias.valid()) b_.AddBias(p_.t, N, H, H, w.o_bias.as<float>());
+  if (w.post_attn_norm.valid()) {
+    b_.RmsNorm(p_.t, N, H, H, w.post_attn_norm.as<float>(), eps, one, p_.t);
+  }
+  b_.Add(p_.x, p_.t, N * H, p_.x);
+
+  b_.RmsNorm(p_.x, N, H, H, w.pre_ffn_norm.as<float>(), eps, one, p_.h);
+  if (ls.moe) {
+    MoeMlp(w);
+  } else {
+    DenseMlp(w);
+  }
+  if (w.post_ffn_norm.valid()) {
+    b_.RmsNorm(p_.t, N, H, H, w.post_ffn_norm.as<float>(), eps, one, p_.t);
+  }
+  b_.Add(p_.x, p_.t, N * H, p_.x);
+}
+
+Status ForwardPass::Run(ForwardOutput* out) {
+  RETURN_IF_ERROR(Prepare());
+  UploadMetadata();
+  const int64_t H = s_.hidden, V = s_.vocab;
+  b_.Embedding(m_.embed_, p_.ids, n_, m_.embed_scale_, p_.x);
+  for (int64_t li = 0; li < s_.n_layers; ++li) Layer(li);
+
+  out->vocab = V;
+  out->first_row.clear();
+  out->n_rows.clear();
+  int64_t row = 0;
+  for (const ForwardItem& it : items_) {
+    const int64_t n = it.logits == LogitsRows::kAll ? static_cast<int64_t>(it.tokens.size())
+                      : it.logits == LogitsRows::kLast ? 1 : 0;
+    out->first_row.push_back(n ? row : -1);
+    out->n_rows.push_back(n);
+    row += n;
+  }
+  out->logits.resize(static_cast<size_t>(n_rows_ * V));
+  if (n_rows_ > 0) {
+    b_.GatherRows(p_.x, H, p_.logit_rows, n_rows_, p_.hsel);
+    b_.RmsNorm(p_.hsel, n_rows_, H, H, m_.final_norm_.as<float>(), s_.rms_eps, s_.norm_add_one,
+               p_.hsel);
+    b_.MatMul(m_.lm_head_, p_.hsel, n_rows_, p_.logits);
+    if (s_.final_softcap > 0) b_.Softcap(p_.logits, n_rows_ * V, s_.final_softcap);
+  }
+  b_.Synchronize();
+  if (n_rows_ > 0) {
+    b_.CopyToHost(out->logits.data(), m_.workspace_,
+                  reinterpret_cast<char*>(p_.logits) - m_.workspace_.as<char>(),
+                  out->logits.size() * sizeof(float));
+  }
+  for (size_t i = 0; i < items_.size(); ++i) items_[i].seq->length = new_len_[i];
+  return Status::OK();
+}
+
+Status Model::Forward(std::span<const ForwardItem> items, KvCache& cache, ForwardOutput* out) {
+  if (items.empty()) {
+    *out = ForwardOutput{};
+    out->vocab = spec_.vocab;
+    return Status::OK();
+  }
+  ForwardPass pass(*this, cache, items);
+  return pass.Run(out);
+}
+
+}  // namespace llmhost

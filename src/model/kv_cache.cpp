@@ -1,0 +1,120 @@
+#include "model/kv_cache.h"
+
+#include <algorithm>
+#include <string>
+
+namespace llmhost {
+
+BlockAllocator::BlockAllocator(int32_t n_blocks) : refs_(static_cast<size_t>(n_blocks), 0) {
+  free_.reserve(static_cast<size_t>(n_blocks));
+  for (int32_t i = n_blocks - 1; i >= 0; --i) free_.push_back(i);  // block 0 comes out first
+}
+
+std::optional<int32_t> BlockAllocator::Allocate() {
+  if (free_.empty()) return std::nullopt;
+  const int32_t id = free_.back();
+  free_.pop_back();
+  refs_[static_cast<size_t>(id)] = 1;
+  return id;
+}
+
+void BlockAllocator::Ref(int32_t id) { ++refs_[static_cast<size_t>(id)]; }
+
+void BlockAllocator::Unref(int32_t id) {
+  int32_t& r = refs_[static_cast<size_t>(id)];
+  if (r > 0 && --r == 0) free_.push_back(id);
+}
+
+Result<std::unique_ptr<KvCache>> KvCache::Create(Backend* backend, int64_t n_layers,
+                                                 int64_t kv_dim, int64_t block_size,
+                                                 int64_t n_blocks) {
+  if (n_layers <= 0 || kv_dim <= 0 || block_size <= 0 || n_blocks <= 0 || n_blocks > (1 << 30)) {
+    return Status::InvalidArgument("kv cache: layers, kv_dim, block_size and blocks must be positive");
+  }
+  std::unique_ptr<KvCache> c(
+      new KvCache(backend, n_layers, kv_dim, block_size, static_cast<int32_t>(n_blocks)));
+  const size_t bytes = static_cast<size_t>(n_blocks * block_size * kv_dim) * sizeof(float);
+  for (int64_t l = 0; l < n_layers; ++l) {
+    LayerBuffers b;
+    ASSIGN_OR_RETURN(b.k, backend->Allocate(bytes, "kv cache K, layer " + std::to_string(l)));
+    auto v = backend->Allocate(bytes, "kv cache V, layer " + std::to_string(l));
+    if (!v.ok()) {
+      backend->Free(b.k);
+      return v.status();
+    }
+    b.v = *v;
+    c->layers_.push_back(b);
+    c->bytes_ += 2 * bytes;
+  }
+  return c;
+}
+
+KvCache::~KvCache() {
+  for (LayerBuffers& b : layers_) {
+    backend_->Free(b.k);
+    backend_->Free(b.v);
+  }
+}
+
+int64_t KvCache::BlocksNeeded(const KvSequence& seq, int64_t new_length) const {
+  int64_t need = std::max<int64_t>(0, BlocksFor(new_length) -
+                                          static_cast<int64_t>(seq.block_table.size()));
+  // A shared block that the next write lands in must be copied first.
+  if (new_length > seq.length && seq.length % block_size_ != 0) {
+    const int32_t b = seq.block_table[static_cast<size_t>(seq.length / block_size_)];
+    if (alloc_.refcount(b) > 1) ++need;
+  }
+  return need;
+}
+
+Status KvCache::Reserve(KvSequence* seq, int64_t new_length) {
+  if (new_length <= seq->length) return Status::OK();
+  const int64_t need = BlocksNeeded(*seq, new_length);
+  if (need > alloc_.free_blocks()) {
+    return Status::ResourceExhausted("kv cache: " + std::to_string(need) + " blocks needed, " +
+                                     std::to_string(alloc_.free_blocks()) + " free");
+  }
+  if (seq->length % block_size_ != 0) {
+    int32_t& b = seq->block_table[static_cast<size_t>(seq->length / block_size_)];
+    if (alloc_.refcount(b) > 1) {
+      const int32_t fresh = *alloc_.Allocate();
+      CopyBlock(b, fresh);
+      alloc_.Unref(b);
+      b = fresh;
+    }
+  }
+  while (static_cast<int64_t>(seq->block_table.size()) < BlocksFor(new_length)) {
+    seq->block_table.push_back(*alloc_.Allocate());
+  }
+  return Status::OK();
+}
+
+KvSequence KvCache::Fork(const KvSequence& src, int64_t length) {
+  KvSequence out;
+  out.length = std::min(length, src.length);
+  for (int64_t i = 0; i < BlocksFor(out.length); ++i) {
+    const int32_t b = src.block_table[static_cast<size_t>(i)];
+    alloc_.Ref(b);
+    out.block_table.push_back(b);
+  }
+  return out;
+}
+
+void KvCache::Release(KvSequence* seq) {
+  for (int32_t b : seq->block_table) alloc_.Unref(b);
+  seq->block_table.clear();
+  seq->length = 0;
+}
+
+void KvCache::CopyBlock(int32_t from, int32_t to) {
+  const size_t row = static_cast<size_t>(kv_dim_) * sizeof(float);
+  const size_t block_bytes = row * static_cast<size_t>(block_size_);
+  for (LayerBuffers& b : layers_) {
+    backend_->CopyDeviceToDevice(b.k, static_cast<size_t>(to) * block_bytes, b.k,
+                                 static_cast<size_t>(from) * block_bytes, block_bytes);
+    backend_->CopyDeviceToDevice(b.v, static_cast<size_t>(to) * block_bytes, b.v,
+                                 static_cast<size_t>(from) * block_bytes, block_bytes);
+  }
+}
+
+}  // namespace llmhost

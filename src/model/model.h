@@ -1,0 +1,144 @@
+// Model: a decoder-only language model bound to a Backend, and its batched
+// forward step.
+//
+//   auto model = Model::Load("models/qwen3", &backend);
+//   auto cache = model->CreateKvCache(n_blocks);
+//   KvSequence a, b;
+//   ForwardItem items[] = {{&a, prompt_a, LogitsRows::kLast},   // prefill
+//                          {&b, {next_b}, LogitsRows::kLast}};  // decode
+//   ForwardOutput out;
+//   model->Forward(items, *cache, &out);   // out.Row(0, 0): a's next-token logits
+//
+// One Forward call runs any mix of prefills (many new tokens) and decodes
+// (one new token) of distinct sequences. Each sequence's results depend only
+// on its own tokens and cache: rows are computed independently of what else
+// is in the batch (continuous batching relies on it).
+//
+// Thread safety: Forward calls on one Model are serialised by the caller
+// (the engine's executor thread); the weights are immutable.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "backend/backend.h"
+#include "formats/hf_config.h"
+#include "model/arch.h"
+#include "model/kv_cache.h"
+#include "model/weight_source.h"
+#include "util/status.h"
+
+namespace llmhost {
+
+enum class LogitsRows { kNone, kLast, kAll };
+
+struct ForwardItem {
+  KvSequence* seq = nullptr;           // appended to: positions seq->length ...
+  std::span<const int32_t> tokens;     // the new tokens (at least one)
+  LogitsRows logits = LogitsRows::kLast;
+};
+
+struct ForwardOutput {
+  int64_t vocab = 0;
+  std::vector<float> logits;       // [rows, vocab], host memory
+  std::vector<int64_t> first_row;  // per item: its first row in `logits` (-1: none)
+  std::vector<int64_t> n_rows;     // per item: 0, 1 (kLast) or its token count (kAll)
+  const float* Row(size_t item, int64_t j) const {
+    return logits.data() + (first_row[item] + j) * vocab;
+  }
+};
+
+// Per-layer weights: matrices are prepared views (zero-copy on the CPU),
+// norms and biases f32 device buffers (invalid when the model has none).
+struct LayerWeights {
+  DeviceBuffer attn_norm, post_attn_norm, pre_ffn_norm, post_ffn_norm, q_norm, k_norm;
+  WeightMatrix q, k, v, qkv, o;  // qkv when fused (q, k, v unused)
+  DeviceBuffer q_bias, k_bias, v_bias, o_bias;
+  WeightMatrix gate, up, gate_up, down;  // gate_up when fused
+  DeviceBuffer gate_bias, up_bias, down_bias;
+  WeightMatrix router;                   // MoE: [n_experts, hidden]
+  struct Expert {
+    WeightMatrix gate, up, down;
+  };
+  std::vector<Expert> experts;
+};
+
+class Model {
+ public:
+  // PATH: a model directory (config.json + safetensors, MLX-quantized or
+  // not) or a .gguf file. `backend` must outlive the model.
+  static Result<std::unique_ptr<Model>> Load(const std::string& path, Backend* backend);
+  ~Model();
+  Model(const Model&) = delete;
+  Model& operator=(const Model&) = delete;
+
+  const ModelSpec& spec() const { return spec_; }
+  const ModelConfig& config() const { return config_; }
+  Backend* backend() const { return backend_; }
+  const std::string& path() const { return path_; }
+  bool is_gguf() const { return gguf_; }
+  int64_t vocab_size() const { return spec_.vocab; }
+  // Bytes of the weight tensors in the files (what the forward pass reads).
+  uint64_t weight_bytes() const { return weight_bytes_; }
+  // Embedding scale actually applied (Gemma: sqrt(hidden) in the table's dtype).
+  float embedding_scale() const { return embed_scale_; }
+
+  // A cache sized for this model: n_blocks blocks of block_size positions.
+  Result<std::unique_ptr<KvCache>> CreateKvCache(int64_t n_blocks,
+                                                 int64_t block_size = kDefaultKvBlockSize) const;
+
+  // Runs the new tokens of every item through the model, storing their K/V
+  // in `cache` (blocks are reserved as needed; ResourceExhausted leaves every
+  // sequence unchanged), and returns the requested logits rows. Items must
+  // name distinct sequences. InvalidArgument for an empty item, a token id
+  // outside [0, vocab) or a sequence past the cache's reach.
+  Status Forward(std::span<const ForwardItem> items, KvCache& cache, ForwardOutput* out);
+  // Frees the activation workspace (it is re-allocated by the next Forward).
+  void ReleaseWorkspace() { backend_->Free(workspace_); }
+
+ private:
+  Model() = default;
+  Status Bind(WeightSource& src);
+  Status BindLayer(WeightSource& src, int64_t i, LayerWeights* w);
+  Result<WeightMatrix> Prepare(WeightSource& src, const std::string& module, int64_t rows,
+                               int64_t cols);
+  Result<DeviceBuffer> Upload(const std::vector<float>& host, const std::string& tag);
+  Result<DeviceBuffer> LoadVector(WeightSource& src, const std::string& name, int64_t n);
+  Result<DeviceBuffer> OptionalVector(WeightSource& src, const std::string& name, int64_t n);
+  Status UploadRopeTables();
+  // inv_freq of ropes[rope_index] for a sequence of seq_len positions, with
+  // the GGUF frequency factors applied.
+  Result<std::vector<float>> RopeTable(int rope_index, int64_t seq_len) const;
+
+  Backend* backend_ = nullptr;
+  std::string path_;
+  bool gguf_ = false;
+  ModelConfig config_;
+  ModelSpec spec_;
+  std::unique_ptr<WeightSource> source_;  // keeps the mapped files alive
+  uint64_t weight_bytes_ = 0;
+  float embed_scale_ = 1;
+
+  WeightMatrix embed_, lm_head_;
+  DeviceBuffer final_norm_;
+  std::vector<LayerWeights> layers_;
+  std::vector<WeightMatrix> prepared_;         // every PrepareWeight result, for release
+  std::vector<DeviceBuffer> owned_;            // every device buffer of the weights
+  // Per distinct RoPE setting: inv_freq [rot_dim / 2] on the device (static
+  // types), and its host computation inputs.
+  std::vector<DeviceBuffer> rope_tables_;
+  std::vector<int64_t> rope_rot_dim_;
+  std::vector<float> rope_scaling_;
+  DeviceBuffer workspace_;  // activations and batch metadata, grown on demand
+
+  friend class ForwardPass;
+};
+
+// Resident set size of this process (VmRSS from /proc/self/status), bytes;
+// 0 when unavailable.
+uint64_t ResidentBytes();
+
+}  // namespace llmhost

@@ -1,0 +1,183 @@
+// WeightSource over a Hugging Face model directory: config.json plus
+// safetensors (one file or shards), plain or MLX affine-quantized.
+#include <cstring>
+
+#include "backend/cpu/matmul.h"
+#include "formats/safetensors_model.h"
+#include "model/weight_source.h"
+
+namespace llmhost {
+
+namespace {
+
+std::string ShapeStr(const std::vector<int64_t>& s) { return ShapeToString(s); }
+
+// f32 values of a float tensor (F32/F16/BF16), copied (the map may be unaligned).
+Result<std::vector<float>> ToF32(const TensorView& v, const std::string& name) {
+  const int64_t n = v.NumElements();
+  std::vector<float> out(static_cast<size_t>(n));
+  switch (v.dtype) {
+    case DType::kF32:
+      std::memcpy(out.data(), v.data, static_cast<size_t>(n) * 4);
+      break;
+    case DType::kF16:
+    case DType::kBF16:
+      for (int64_t i = 0; i < n; ++i) {
+        uint16_t h;
+        std::memcpy(&h, v.data + 2 * i, 2);
+        out[i] = v.dtype == DType::kF16 ? F16ToF32(h) : Bf16ToF32(h);
+      }
+      break;
+    default:
+      return Status::NotSupported("tensor '" + name + "': dtype " + DTypeName(v.dtype) +
+                                  " is not supported here (F32, F16, BF16)");
+  }
+  return out;
+}
+
+class SafetensorsSource final : public WeightSource {
+ public:
+  SafetensorsSource(std::unique_ptr<SafetensorsModel> st, std::optional<MlxQuantization> mlx,
+                    std::string path)
+      : st_(std::move(st)), mlx_(std::move(mlx)), path_(std::move(path)) {}
+
+  const std::string& path() const override { return path_; }
+  bool HasMatrix(const std::string& module) const override {
+    return st_->Find(module + ".weight") != nullptr;
+  }
+  bool HasTensor(const std::string& name) const override { return st_->Find(name) != nullptr; }
+
+  Result<WeightMatrix> Matrix(const std::string& module, int64_t rows,
+                              int64_t cols) const override {
+    ASSIGN_OR_RETURN(std::vector<WeightMatrix> v, Load(module, 0, rows, cols));
+    return v[0];
+  }
+
+  Result<std::vector<WeightMatrix>> StackedMatrices(const std::string& module, int64_t n,
+                                                    int64_t rows, int64_t cols) const override {
+    return Load(module, n, rows, cols);
+  }
+
+  Result<std::vector<float>> Vector(const std::string& name, int64_t n) const override {
+    ASSIGN_OR_RETURN(TensorView v, Get(name));
+    if (v.NumElements() != n) {
+      return Status::InvalidArgument(path_ + ": tensor '" + name + "': expected " +
+                                     std::to_string(n) + " elements, found shape " +
+                                     ShapeStr(v.shape));
+    }
+    auto r = ToF32(v, name);
+    if (!r.ok()) return r.status().WithContext(path_);
+    return r;
+  }
+
+  uint64_t TotalBytes() const override { return st_->total_tensor_bytes(); }
+
+ private:
+  Result<TensorView> Get(const std::string& name) const {
+    if (!st_->Find(name)) return Status::NotFound(path_ + ": missing tensor '" + name + "'");
+    return st_->Tensor(name);
+  }
+
+  Status Mismatch(const std::string& name, const std::vector<int64_t>& expected,
+                  const std::vector<int64_t>& found) const {
+    return Status::InvalidArgument(path_ + ": tensor '" + name + "': expected shape " +
+                                   ShapeStr(expected) + ", found " + ShapeStr(found));
+  }
+
+  // n == 0: one [rows, cols] matrix; n > 0: [n, rows, cols] stacked.
+  Result<std::vector<WeightMatrix>> Load(const std::string& module, int64_t n, int64_t rows,
+                                         int64_t cols) const {
+    const std::string wname = module + ".weight";
+    ASSIGN_OR_RETURN(TensorView w, Get(wname));
+    const int64_t count = n == 0 ? 1 : n;
+    auto lead = [&](std::vector<int64_t> tail) {
+      if (n > 0) tail.insert(tail.begin(), n);
+      return tail;
+    };
+    std::vector<WeightMatrix> out(static_cast<size_t>(count));
+    if (st_->Find(module + ".scales")) {
+      std::optional<MlxQuantParams> q;
+      if (mlx_) q = mlx_->ForModule(module);
+      if (!q) {
+        return Status::InvalidArgument(path_ + ": tensor '" + module +
+                                       ".scales' exists but config.json quantizes no such module");
+      }
+      if (q->mode != "affine") {
+        return Status::NotSupported(path_ + ": '" + module + "': MLX quantization mode '" + q->mode +
+                                    "' is not supported (affine)");
+      }
+      if (w.dtype != DType::kU32) {
+        return Status::NotSupported(path_ + ": tensor '" + wname + "': quantized weight dtype " +
+                                    DTypeName(w.dtype) + ", expected U32");
+      }
+      if (q->bits <= 0 || q->group_size <= 0 || (cols * q->bits) % 32 != 0 ||
+          cols % q->group_size != 0) {
+        return Status::InvalidArgument(path_ + ": '" + module + "': " + std::to_string(cols) +
+                                       " columns do not fit bits " + std::to_string(q->bits) +
+                                       " / group_size " + std::to_string(q->group_size));
+      }
+      const int64_t packed = cols * q->bits / 32, groups = cols / q->group_size;
+      if (w.shape != lead({rows, packed})) return Mismatch(wname, lead({rows, packed}), w.shape);
+      ASSIGN_OR_RETURN(TensorView sc, Get(module + ".scales"));
+      ASSIGN_OR_RETURN(TensorView bi, Get(module + ".biases"));
+      for (const TensorView* t : {&sc, &bi}) {
+        const std::string tn = module + (t == &sc ? ".scales" : ".biases");
+        if (t->shape != lead({rows, groups})) return Mismatch(tn, lead({rows, groups}), t->shape);
+        if (t->dtype != DType::kBF16 && t->dtype != DType::kF16 && t->dtype != DType::kF32) {
+          return Status::NotSupported(path_ + ": tensor '" + tn + "': dtype " +
+                                      DTypeName(t->dtype) + " (BF16, F16 or F32 expected)");
+        }
+      }
+      if (sc.dtype != bi.dtype) {
+        return Status::InvalidArgument(path_ + ": '" + module + "': scales and biases differ in dtype");
+      }
+      const size_t sbytes = DTypeSize(sc.dtype);
+      for (int64_t i = 0; i < count; ++i) {
+        WeightMatrix& m = out[static_cast<size_t>(i)];
+        m.format = WeightFormat::kMlxAffine;
+        m.rows = rows;
+        m.cols = cols;
+        m.data = w.data + i * rows * packed * 4;
+        m.bits = q->bits;
+        m.group_size = q->group_size;
+        m.scales = sc.data + i * rows * groups * sbytes;
+        m.biases = bi.data + i * rows * groups * sbytes;
+        m.scale_dtype = sc.dtype;
+      }
+      return out;
+    }
+    WeightFormat f;
+    switch (w.dtype) {
+      case DType::kF32: f = WeightFormat::kF32; break;
+      case DType::kF16: f = WeightFormat::kF16; break;
+      case DType::kBF16: f = WeightFormat::kBF16; break;
+      default:
+        return Status::NotSupported(path_ + ": tensor '" + wname + "': dtype " +
+                                    DTypeName(w.dtype) + " is not supported for weights " +
+                                    "(F32, F16, BF16, or MLX-quantized U32 with scales/biases)");
+    }
+    if (w.shape != lead({rows, cols})) return Mismatch(wname, lead({rows, cols}), w.shape);
+    for (int64_t i = 0; i < count; ++i) {
+      WeightMatrix& m = out[static_cast<size_t>(i)];
+      m.format = f;
+      m.rows = rows;
+      m.cols = cols;
+      m.data = w.data + i * rows * cols * static_cast<int64_t>(DTypeSize(w.dtype));
+    }
+    return out;
+  }
+
+  std::unique_ptr<SafetensorsModel> st_;
+  std::optional<MlxQuantization> mlx_;
+  std::string path_;
+};
+
+}  // namespace
+
+Result<std::unique_ptr<WeightSource>> OpenSafetensorsSource(
+    const std::string& dir, const std::optional<MlxQuantization>& mlx) {
+  ASSIGN_OR_RETURN(std::unique_ptr<SafetensorsModel> st, SafetensorsModel::Open(dir));
+  return std::unique_ptr<WeightSource>(new SafetensorsSource(std::move(st), mlx, dir));
+}
+
+}  // namespace llmhost
