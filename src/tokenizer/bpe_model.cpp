@@ -21,6 +21,16 @@ class BpeModel : public Model {
 
  private:
   void MergeWord(std::string_view w, std::vector<TokenId>* out) const;
+  void TokenizeChunk(std::string_view chunk, std::vector<TokenId>* out) const;
+  // Picks boundary_ (see below) from the merges, after loading them.
+  void FindBoundaryChar(const std::vector<std::pair<std::string, std::string>>& merges);
+
+  // A character c such that every merge whose right part starts with c has a
+  // left part made only of c. Then no merge ever spans a position where c
+  // follows a different character, so a long piece (SentencePiece BPE has no
+  // pre-tokenizer: the whole text is one piece) can be merged chunk by chunk
+  // with identical results, and chunks hit the cache. Empty when none fits.
+  std::string boundary_;
 
   PairMap merges_;
   std::optional<std::string> unk_token_;
@@ -65,6 +75,8 @@ Status BpeModel::Load(const Json& j, const std::string& ctx) {
   if (!m->is_array()) return Status::InvalidArgument(ctx + ".merges: expected an array");
   merges_.Reserve(m->size());
   std::string merged;
+  std::vector<std::pair<std::string, std::string>> merge_strings;
+  merge_strings.reserve(m->size());
   for (size_t i = 0; i < m->size(); ++i) {
     const Json& e = (*m)[i];
     std::string_view a, b;
@@ -98,8 +110,31 @@ Status BpeModel::Load(const Json& j, const std::string& ctx) {
       return Status::InvalidArgument(ctx + ".merges[" + std::to_string(i) + "]: merged token '" +
                                      merged + "' is not in the vocabulary");
     merges_.Put(PairMap::Key(*ia, *ib), MergeInfo{static_cast<uint32_t>(i), *inew});
+    merge_strings.emplace_back(a, b);
   }
+  if (prefix_.empty() && suffix_.empty()) FindBoundaryChar(merge_strings);
   return Status::OK();
+}
+
+void BpeModel::FindBoundaryChar(const std::vector<std::pair<std::string, std::string>>& merges) {
+  for (const char* c : {"\xE2\x96\x81", " ", "\xC4\xA0"}) {  // U+2581, space, U+0120
+    std::string_view cv(c);
+    if (!TokenToId(cv)) continue;
+    bool ok = true;
+    for (const auto& [a, b] : merges) {
+      if (b.compare(0, cv.size(), cv) != 0) continue;
+      for (size_t k = 0; ok && k < a.size(); k += cv.size())
+        ok = a.compare(k, cv.size(), cv) == 0;
+      if (!ok || a.size() % cv.size() != 0) {
+        ok = false;
+        break;
+      }
+    }
+    if (ok) {
+      boundary_ = cv;
+      return;
+    }
+  }
 }
 
 void BpeModel::Tokenize(std::string_view piece, std::vector<TokenId>* out) const {
@@ -110,10 +145,30 @@ void BpeModel::Tokenize(std::string_view piece, std::vector<TokenId>* out) const
       return;
     }
   }
-  if (cache_.Get(piece, out)) return;
+  if (boundary_.empty() || piece.size() <= WordCache::kMaxKeyBytes) {
+    TokenizeChunk(piece, out);
+    return;
+  }
+  // Split before each boundary character that follows another character.
+  const std::string& c = boundary_;
+  size_t start = 0;
+  size_t pos = piece.find(c, 1);
+  while (pos != std::string_view::npos) {
+    bool after_c = pos >= c.size() && piece.compare(pos - c.size(), c.size(), c) == 0;
+    if (!after_c) {
+      TokenizeChunk(piece.substr(start, pos - start), out);
+      start = pos;
+    }
+    pos = piece.find(c, pos + c.size());
+  }
+  TokenizeChunk(piece.substr(start), out);
+}
+
+void BpeModel::TokenizeChunk(std::string_view chunk, std::vector<TokenId>* out) const {
+  if (cache_.Get(chunk, out)) return;
   size_t before = out->size();
-  MergeWord(piece, out);
-  cache_.Put(piece, out->data() + before, out->size() - before);
+  MergeWord(chunk, out);
+  cache_.Put(chunk, out->data() + before, out->size() - before);
 }
 
 void BpeModel::MergeWord(std::string_view w, std::vector<TokenId>* out) const {

@@ -95,12 +95,13 @@ TEST_P(RandomSharedGolden, MatchesHuggingFace) {
   SKIP_IF_NO_SHARED();
   GoldenCounts c = CheckGolden(testing::TestDataDir() + "/tokenizer", GetParam(),
                                testing::SharedDir() + "/reference/tokenizers");
-  EXPECT_GT(c.cases, 200);
+  EXPECT_GE(c.cases, 25);
   EXPECT_EQ(c.failures, 0);
 }
 
 INSTANTIATE_TEST_SUITE_P(RealTokenizers, RandomSharedGolden,
-                         ::testing::Values("random_llama3", "random_qwen3", "random_llama2"));
+                         ::testing::Values("random_llama3", "random_qwen3", "random_llama2",
+                                           "random_llama2_long"));
 
 }  // namespace
 }  // namespace llmhost

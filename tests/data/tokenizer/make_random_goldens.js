@@ -1,11 +1,12 @@
 // Random-text goldens from Hugging Face tokenizers itself (the official Node
 // binding), in the format of ../shared/reference/tokenizers/<name>.json:
 //   npm install tokenizers@0.23.2
-//   node make_random_goldens.js path/to/tokenizer.json SEED N > random_<name>.json
+//   node make_random_goldens.js path/to/tokenizer.json SEED N [MIN_UNITS MAX_UNITS] > random_<name>.json
 // Texts mix ASCII, scripts, emoji, controls, odd spaces, random code points and
 // the tokenizer's own added tokens.
 const {Tokenizer} = require('tokenizers');
-const [tokpath, seedArg, nArg] = process.argv.slice(2);
+const [tokpath, seedArg, nArg, minArg, maxArg] = process.argv.slice(2);
+const minUnits = Number(minArg) || 1, maxUnits = Number(maxArg) || 20;
 let seed = Number(seedArg) || 1;
 function rnd() { seed = (seed * 1103515245 + 12345) % 2147483648; return seed / 2147483648; }
 const t = Tokenizer.fromFile(tokpath);
@@ -24,7 +25,7 @@ const pools = [
   const n = Number(nArg) || 200;
   for (let i = 0; i < n; ++i) {
     let s = '';
-    const len = 1 + Math.floor(rnd() * 20);
+    const len = minUnits + Math.floor(rnd() * (maxUnits - minUnits + 1));
     for (let k = 0; k < len; ++k) {
       const r = rnd();
       if (r < 0.05 && specials.length) s += specials[Math.floor(rnd() * specials.length)];
