@@ -23,6 +23,7 @@ using Json = nlohmann::json;
 
 constexpr size_t kMaxTokens = size_t{1} << 24;  // as tokenizer.json ids
 constexpr size_t kMaxMerges = size_t{1} << 24;
+constexpr size_t kMaxSplitPieceBytes = 256;  // SentencePiece pieces that merges are derived for
 const char kSpace[] = "\xE2\x96\x81";  // U+2581, SentencePiece's space
 
 // ---------------------------------------------------------------------------
@@ -152,9 +153,15 @@ int32_t TypeOf(const GgufVocab& v, size_t id) {
 
 // Builds the vocab object and the added tokens shared by both layouts:
 // every token is in the model vocabulary; control, unknown and user-defined
-// tokens are also added tokens (matched in text before the model runs).
-Status VocabAndAddedTokens(const GgufVocab& v, const std::vector<int64_t>& special_ids, Json* vocab,
-                           Json* added) {
+// tokens and the file's BOS/EOS/UNK are also added tokens (matched in text
+// before the model runs).
+Status VocabAndAddedTokens(const GgufVocab& v, Json* vocab, Json* added) {
+  // BOS/EOS/UNK named by the file are special whatever their type (HF lists
+  // them as special added tokens); llama.cpp's defaults are not trusted that
+  // far (gpt2's default BOS is token 11, a comma in GPT-2's vocabulary).
+  std::vector<int64_t> special_ids;
+  for (const auto& id : {v.bos_id, v.eos_id, v.unk_id})
+    if (id && *id >= 0 && static_cast<uint64_t>(*id) < v.tokens.size()) special_ids.push_back(*id);
   *vocab = Json::object();
   *added = Json::array();
   for (size_t id = 0; id < v.tokens.size(); ++id) {
@@ -166,10 +173,10 @@ Status VocabAndAddedTokens(const GgufVocab& v, const std::vector<int64_t>& speci
     int32_t type = TypeOf(v, id);
     bool is_special_id = std::find(special_ids.begin(), special_ids.end(), static_cast<int64_t>(id)) !=
                          special_ids.end();
-    if (type == kGgufTokenControl || type == kGgufTokenUnknown) {
+    if (type == kGgufTokenControl || type == kGgufTokenUnknown || is_special_id) {
       added->push_back(AddedToken(static_cast<int64_t>(id), t, true));
     } else if (type == kGgufTokenUserDefined) {
-      added->push_back(AddedToken(static_cast<int64_t>(id), t, is_special_id || LooksSpecial(t)));
+      added->push_back(AddedToken(static_cast<int64_t>(id), t, LooksSpecial(t)));
     }
   }
   return Status::OK();
@@ -192,8 +199,15 @@ std::vector<std::pair<std::string, std::string>> DeriveSpmMerges(
     uint32_t split;  // byte offset of the split in the piece
   };
   std::vector<Merge> merges;
+  size_t skipped = 0;
   for (size_t p = 0; p < tokens.size(); ++p) {
     std::string_view t = tokens[p];
+    // Splitting costs O(length^2); SentencePiece pieces are at most 16
+    // characters by default, so a longer one only comes from a hostile file.
+    if (t.size() > kMaxSplitPieceBytes) {
+      ++skipped;
+      continue;
+    }
     float score = scores.empty() ? 0.0f : scores[p];
     if (std::isnan(score)) score = -INFINITY;
     size_t pos = 0;
@@ -204,6 +218,7 @@ std::vector<std::pair<std::string, std::string>> DeriveSpmMerges(
         merges.push_back(Merge{score, static_cast<int32_t>(p), l->second, r->second, static_cast<uint32_t>(pos)});
     }
   }
+  if (skipped > 0) LOG_WARN("GGUF tokenizer.ggml.tokens: " << skipped << " pieces longer than " << kMaxSplitPieceBytes << " bytes get no merges");
   std::sort(merges.begin(), merges.end(), [](const Merge& a, const Merge& b) {
     if (a.score != b.score) return a.score > b.score;
     if (a.piece != b.piece) return a.piece < b.piece;
@@ -225,10 +240,7 @@ Result<Json> SpmTokenizerJson(const GgufVocab& v) {
   std::optional<int64_t> bos = SpecialId(v.bos_id, 1, n, "tokenizer.ggml.bos_token_id");
   std::optional<int64_t> eos = SpecialId(v.eos_id, 2, n, "tokenizer.ggml.eos_token_id");
   Json vocab, added;
-  std::vector<int64_t> special_ids;
-  for (auto id : {unk, bos, eos})
-    if (id) special_ids.push_back(*id);
-  RETURN_IF_ERROR(VocabAndAddedTokens(v, special_ids, &vocab, &added));
+  RETURN_IF_ERROR(VocabAndAddedTokens(v, &vocab, &added));
 
   Json merges = Json::array();
   for (auto& [a, b] : DeriveSpmMerges(v.tokens, v.scores)) merges.push_back(Json::array({a, b}));
@@ -270,10 +282,7 @@ Result<Json> Gpt2TokenizerJson(const GgufVocab& v) {
   std::optional<int64_t> unk = v.unk_id ? SpecialId(v.unk_id, -1, n, "tokenizer.ggml.unknown_token_id")
                                         : std::nullopt;
   Json vocab, added;
-  std::vector<int64_t> special_ids;
-  for (auto id : {bos, eos, unk})
-    if (id) special_ids.push_back(*id);
-  RETURN_IF_ERROR(VocabAndAddedTokens(v, special_ids, &vocab, &added));
+  RETURN_IF_ERROR(VocabAndAddedTokens(v, &vocab, &added));
 
   // "a b" split at the first space after the first byte (as llama.cpp), so a
   // token that is itself a space still parses. Merges whose parts or result

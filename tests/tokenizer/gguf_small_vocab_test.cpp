@@ -99,6 +99,19 @@ TEST(GgufSmallSpm, FlagsFromMetadata) {
   EXPECT_EQ(tok->Decode(Ids{265}, false), " ab");  // no prefix: nothing to strip
 }
 
+// Old files have no token types: the BOS/EOS/UNK they name are still
+// special tokens (as in HF's tokenizer.json), bytes still fall back.
+TEST(GgufSmallSpm, WithoutTokenTypes) {
+  GgufVocab v = SmallSpm();
+  v.token_types.clear();
+  auto tok = Load(v);
+  ASSERT_NE(tok, nullptr);
+  EXPECT_EQ(tok->Encode("<s>ab</s>", false), (Ids{1, 265, 2}));
+  EXPECT_TRUE(tok->IsSpecial(1) && tok->IsSpecial(2) && tok->IsSpecial(0));
+  EXPECT_EQ(tok->Encode("\xC3\xA9", false), (Ids{259, 0xC3 + 3, 0xA9 + 3}));
+  EXPECT_EQ(tok->Decode(Ids{1, 265, 2}, true), "ab");
+}
+
 TEST(GgufSmallSpm, OutOfRangeSpecialIdsFallBack) {
   GgufVocab v = SmallSpm();
   v.bos_id = 4294967295;  // stories260K writes -1 as uint32 for absent ids
