@@ -96,16 +96,42 @@ Regex::~Regex() {
   if (code_ != nullptr) pcre2_code_free(static_cast<pcre2_code*>(code_));
 }
 
+namespace {
+
+// Per-thread JIT stack (grows to 8 MiB) so that backtracking-heavy patterns
+// on long pieces do not hit the 32 KiB default.
+struct JitContext {
+  pcre2_jit_stack* stack = nullptr;
+  pcre2_match_context* ctx = nullptr;
+  JitContext() {
+    stack = pcre2_jit_stack_create(32 * 1024, 8 * 1024 * 1024, nullptr);
+    ctx = pcre2_match_context_create(nullptr);
+    if (stack != nullptr && ctx != nullptr) pcre2_jit_stack_assign(ctx, nullptr, stack);
+  }
+  ~JitContext() {
+    if (ctx != nullptr) pcre2_match_context_free(ctx);
+    if (stack != nullptr) pcre2_jit_stack_free(stack);
+  }
+};
+
+}  // namespace
+
 std::vector<std::pair<size_t, size_t>> Regex::FindAll(std::string_view text) const {
   std::vector<std::pair<size_t, size_t>> out;
   auto* code = static_cast<pcre2_code*>(code_);
   pcre2_match_data* md = pcre2_match_data_create_from_pattern(code, nullptr);
   if (md == nullptr) return out;
+  thread_local JitContext jit;
   const auto* subject = reinterpret_cast<PCRE2_SPTR>(text.data());
   size_t pos = 0;
   while (pos <= text.size()) {
-    int rc = pcre2_match(code, subject, text.size(), pos, PCRE2_NO_UTF_CHECK, md, nullptr);
-    if (rc < 0) break;  // no match (or a match limit hit: stop splitting there)
+    int rc = pcre2_match(code, subject, text.size(), pos, PCRE2_NO_UTF_CHECK, md, jit.ctx);
+    if (rc < 0 && rc != PCRE2_ERROR_NOMATCH) {
+      // A JIT resource limit: retry with the interpreter (heap-based).
+      rc = pcre2_match(code, subject, text.size(), pos, PCRE2_NO_UTF_CHECK | PCRE2_NO_JIT, md,
+                       nullptr);
+    }
+    if (rc < 0) break;  // no further match (or a hard limit: the rest stays unsplit)
     PCRE2_SIZE* ov = pcre2_get_ovector_pointer(md);
     size_t s = ov[0], e = ov[1];
     if (e < s) break;  // \K tricks; not used by tokenizers

@@ -250,3 +250,25 @@ TEST(TokenizerPerformance, LinearOnPathologicalInputsRealTokenizers) {
 
 }  // namespace
 }  // namespace llmhost
+
+namespace llmhost {
+namespace {
+
+// A group repetition over a long piece needs deep backtracking state: the
+// match must still cover the whole text (no silent truncation at a JIT stack
+// limit).
+TEST(TokenizerRegex, LongGroupRepetitionMatchesWholePiece) {
+  json doc = {{"model", {{"type", "WordLevel"}, {"vocab", {{"[UNK]", 0}, {"x", 1}}}, {"unk_token", "[UNK]"}}},
+              {"pre_tokenizer",
+               {{"type", "Split"}, {"pattern", {{"Regex", "(?:ab|cd)+"}}}, {"behavior", "Isolated"}}}};
+  auto tok = Tokenizer::FromJson(doc);
+  ASSERT_TRUE(tok.ok()) << tok.status().ToString();
+  std::string text;
+  while (text.size() < (1u << 20)) text += "abcd";
+  text += "x";
+  // One unknown piece for the run, then "x".
+  EXPECT_EQ((*tok)->Encode(text, false), (std::vector<TokenId>{0, 1}));
+}
+
+}  // namespace
+}  // namespace llmhost
