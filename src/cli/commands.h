@@ -10,6 +10,8 @@ namespace llmhost::cli {
 void RegisterTokenizerCommands(CLI::App& app);  // tokenize, detokenize
 void RegisterTemplateCommands(CLI::App& app);   // render-template
 void RegisterInspectCommands(CLI::App& app);    // inspect
+void RegisterScoreCommands(CLI::App& app);      // score
+void RegisterGenerateCommands(CLI::App& app);   // generate
 
 // Sub-commands set this from their callbacks; main() returns it.
 int& ExitCode();

@@ -12,6 +12,8 @@ int main(int argc, char** argv) {
   llmhost::cli::RegisterTokenizerCommands(app);
   llmhost::cli::RegisterTemplateCommands(app);
   llmhost::cli::RegisterInspectCommands(app);
+  llmhost::cli::RegisterScoreCommands(app);
+  llmhost::cli::RegisterGenerateCommands(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

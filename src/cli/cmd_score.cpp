@@ -1,0 +1,71 @@
+// `llmhost score --model PATH --ids 1,2,3 --out FILE.safetensors
+// [--precision f32|fast]`: runs the ids through the model in one forward pass
+// and writes the logits of every position as `logits` (F32, [T, vocab]).
+#include <cstdio>
+#include <memory>
+#include <string>
+
+#include "cli/commands.h"
+#include "cli/model_args.h"
+#include "formats/safetensors_writer.h"
+
+namespace llmhost::cli {
+
+namespace {
+
+struct ScoreOptions {
+  std::string model;
+  std::string ids;
+  std::string out;
+  std::string precision = "f32";
+  bool verbose = false;
+};
+
+int Fail(const std::string& message) {
+  std::fprintf(stderr, "llmhost: score: %s\n", message.c_str());
+  return 1;
+}
+
+int RunScore(const ScoreOptions& o) {
+  auto ids = ParseIdList(o.ids);
+  if (!ids.ok()) return Fail(ids.status().ToString());
+  auto precision = ParsePrecision(o.precision);
+  if (!precision.ok()) return Fail(precision.status().ToString());
+  auto lm = LoadModelForCli(o.model, *precision, o.verbose);
+  if (!lm.ok()) return Fail(lm.status().ToString());
+  Model& model = *lm->model;
+  const int64_t t = static_cast<int64_t>(ids->size());
+  auto cache = model.CreateKvCache((t + kDefaultKvBlockSize - 1) / kDefaultKvBlockSize);
+  if (!cache.ok()) return Fail(cache.status().ToString());
+  KvSequence seq;
+  ForwardItem item{&seq, *ids, LogitsRows::kAll};
+  ForwardOutput out;
+  Status st = model.Forward({&item, 1}, **cache, &out);
+  if (!st.ok()) return Fail(st.ToString());
+  SafetensorsWriteTensor tensor;
+  tensor.name = "logits";
+  tensor.dtype = DType::kF32;
+  tensor.shape = {t, out.vocab};
+  tensor.data = std::string_view(reinterpret_cast<const char*>(out.logits.data()),
+                                 out.logits.size() * sizeof(float));
+  st = WriteSafetensorsFile(o.out, {tensor}, {});
+  if (!st.ok()) return Fail(st.ToString());
+  return 0;
+}
+
+}  // namespace
+
+void RegisterScoreCommands(CLI::App& app) {
+  auto opts = std::make_shared<ScoreOptions>();
+  CLI::App* cmd = app.add_subcommand(
+      "score", "Write the logits of every position of a token sequence (safetensors, F32 [T, vocab])");
+  cmd->add_option("--model", opts->model, "model directory or .gguf file")->required();
+  cmd->add_option("--ids", opts->ids, "token ids, comma-separated (e.g. 1,2,3)")->required();
+  cmd->add_option("--out", opts->out, "output .safetensors file")->required();
+  cmd->add_option("--precision", opts->precision,
+                  "f32 (reference path, default) or fast (SIMD kernels)");
+  cmd->add_flag("--verbose", opts->verbose, "print model and memory figures on stderr");
+  cmd->callback([opts] { ExitCode() = RunScore(*opts); });
+}
+
+}  // namespace llmhost::cli

@@ -1,0 +1,30 @@
+// Helpers shared by the model sub-commands (score, generate): parsing token
+// id lists and precisions, and loading a model onto the CPU backend.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "backend/cpu/cpu_backend.h"
+#include "model/model.h"
+#include "util/status.h"
+
+namespace llmhost::cli {
+
+// "1,2, 3" -> {1, 2, 3}; InvalidArgument naming the bad item.
+Result<std::vector<int32_t>> ParseIdList(const std::string& text);
+
+// "f32" (the reference path) or "fast".
+Result<Precision> ParsePrecision(const std::string& text);
+
+struct LoadedModel {
+  std::unique_ptr<CpuBackend> backend;
+  std::unique_ptr<Model> model;
+};
+
+// Loads PATH (directory or .gguf). With `verbose`, prints on stderr the
+// architecture, the weight bytes and the resident memory after loading.
+Result<LoadedModel> LoadModelForCli(const std::string& path, Precision precision, bool verbose);
+
+}  // namespace llmhost::cli
