@@ -16,9 +16,11 @@ namespace llmhost::tok {
 
 class WordCache {
  public:
+  // About 10k entries in all (HF caches 10k words): a few MB for real text,
+  // ~15 MB at worst (every key 256 bytes).
   static constexpr size_t kMaxKeyBytes = 256;  // longer pieces are not cached
   static constexpr size_t kShards = 16;
-  static constexpr size_t kPerShard = 4096;
+  static constexpr size_t kPerShard = 640;
 
   // Appends the cached ids of `key` to *out; false on a miss.
   bool Get(std::string_view key, std::vector<TokenId>* out) const {
