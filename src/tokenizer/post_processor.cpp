@@ -23,6 +23,11 @@ class TemplateProc : public PostProcessor {
   std::vector<TokenId> Process(const std::vector<TokenId>& a,
                                const std::vector<TokenId>* b) const override {
     std::vector<TokenId> out;
+    if (b != nullptr && pair_.empty()) {  // no pair template (HF requires one): A's, then B
+      out = Process(a, nullptr);
+      out.insert(out.end(), b->begin(), b->end());
+      return out;
+    }
     for (const TemplatePiece& p : b ? pair_ : single_) {
       if (!p.is_sequence) out.insert(out.end(), p.ids.begin(), p.ids.end());
       else if (!p.sequence_b) out.insert(out.end(), a.begin(), a.end());

@@ -101,7 +101,7 @@ function addDecoder(name, decoder, token_lists) {
 
 (async () => {
   // ---- normalizers
-  for (const f of ['NFC', 'NFD', 'NFKC', 'NFKD', 'Lowercase', 'StripAccents', 'Nmt'])
+  for (const f of ['NFC', 'NFD', 'NFKC', 'NFKD', 'Lowercase', 'StripAccents', 'Nmt', 'ByteLevel'])
     addNormalizer(f, {type: f});
   addNormalizer('Replace-string', {type: 'Replace', pattern: {String: '  '}, content: '_'});
   addNormalizer('Replace-regex', {type: 'Replace', pattern: {Regex: '\\s+'}, content: ' '});
