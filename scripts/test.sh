@@ -3,7 +3,7 @@
 #   1. Release build + unit tests (ctest)
 #   2. the command-line contract against ../shared (conformance.py), when present
 #   3. ASan+UBSan build + unit tests
-#   4. bounded libFuzzer runs (FUZZ_SECONDS per target, default 60)
+#   4. bounded libFuzzer runs (FUZZ_SECONDS per target, default 30)
 # Env: SKIP_ASAN=1, SKIP_FUZZ=1 to skip steps locally; JOBS to set parallelism.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -63,7 +63,7 @@ asan_tests() {
 fuzz_runs() {
   build build-fuzz -DCMAKE_BUILD_TYPE=Release -DLLMHOST_FUZZ=ON -DLLMHOST_BUILD_TESTS=OFF \
     -DLLMHOST_BUILD_BENCH=OFF -DCMAKE_C_COMPILER=clang-14 -DCMAKE_CXX_COMPILER=clang++-14 &&
-    scripts/fuzz.sh build-fuzz "${FUZZ_SECONDS:-60}"
+    scripts/fuzz.sh build-fuzz "${FUZZ_SECONDS:-30}"
 }
 
 step "release build + unit tests" release_tests
