@@ -107,8 +107,8 @@ Status UnigramModel::Load(const Json& j, const std::string& ctx) {
     if (!std::isfinite(score))
       return Status::InvalidArgument(ctx + ".vocab[" + std::to_string(i) + "]: bad score");
     const std::string& tok = e[0].get_ref<const std::string&>();
-    // The first occurrence of a duplicated token keeps its id in the trie.
-    if (!TokenToId(tok)) trie_.Insert(tok, static_cast<TokenId>(i));
+    // A duplicated token resolves to its last id everywhere, as in HF.
+    trie_.Insert(tok, static_cast<TokenId>(i));
     AddToVocab(tok, static_cast<TokenId>(i));
     scores_.push_back(score);
     min_score_ = std::min(min_score_, score);

@@ -280,6 +280,13 @@ function addDecoder(name, decoder, token_lists) {
       model: {type: 'Unigram', unk_id: 3, vocab: ugVocab, byte_fallback: bf}},
       ['hello world', 'ab abab', 'héllo wörld', 'xyz', '☃☃ a', ''], {pairs: [['hello', 'world']]});
 
+  // Duplicated Unigram pieces resolve to the last entry (id and score).
+  await runTokenizer('unigram-duplicates', {version: '1.0', truncation: null, padding: null, added_tokens: [],
+    normalizer: null, pre_tokenizer: {type: 'WhitespaceSplit'}, post_processor: null, decoder: null,
+    model: {type: 'Unigram', unk_id: 0, byte_fallback: false,
+            vocab: [['<unk>', 0], ['a', -1], ['b', -1], ['a', -5], ['ab', -5.5], ['c', -2], ['c', -0.5]]}},
+    ['ab a', 'abab', 'ba c cc', 'x']);
+
   // Sequence post-processor (ByteLevel then template), as Llama-3 repositories ship.
   await runTokenizer('sequence-post-processor', {version: '1.0', truncation: null, padding: null,
     added_tokens: [added[0]], normalizer: null,
