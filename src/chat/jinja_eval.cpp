@@ -510,7 +510,14 @@ void Renderer::Assign(const Target& t, const Value& v, const FramePtr& frame) {
 
 // ---- expressions ----
 
+Value Renderer::FoldConst(const Expr& e) {
+  folding_ = true;
+  auto frame = std::make_shared<Frame>(nullptr);
+  return Eval(e, frame);
+}
+
 Value Renderer::LookupName(const std::string& name, const FramePtr& frame) {
+  if (folding_) Throw("Impossible", "not a constant");
   if (const Value* v = frame->Lookup(name)) return *v;
   for (const auto& [k, v] : globals_) {
     if (k == name) return v;
@@ -553,6 +560,7 @@ Value Renderer::EvalInner(const Expr& e, const FramePtr& frame) {
     }
     case ExprKind::kSlice: Throw("TypeError", "slice outside subscript");
     case ExprKind::kCall: {
+      if (folding_) Throw("Impossible", "not a constant");
       Value callee = Eval(*e.args[0], frame);
       CallArgs args;
       EvalCallArgs(e, 1, frame, &args);
@@ -626,6 +634,12 @@ Value Renderer::EvalInner(const Expr& e, const FramePtr& frame) {
 }
 
 Value Renderer::EvalFilterChain(const Expr& e, const FramePtr& frame, const Value* subject) {
+  if (folding_) {  // filters that need the template context never fold
+    static const char* kContextFilters[] = {"map", "select", "reject", "selectattr", "rejectattr"};
+    for (const char* n : kContextFilters) {
+      if (e.name == n) Throw("Impossible", "not a constant");
+    }
+  }
   Value input;
   if (e.args[0]) {
     input = (e.args[0]->kind == ExprKind::kFilter) ? EvalFilterChain(*e.args[0], frame, subject)
@@ -667,7 +681,14 @@ Value Renderer::EvalSlice(const Value& obj, const Expr& slice, const FramePtr& f
     else parts[i] = Value::None();
   }
   if (auto v = SliceValue(*this, obj, parts[0], parts[1], parts[2])) return *v;
-  return Value::Undefined(ObjectTypeRepr(obj) + " has no element slice");
+  // Constant folding evaluates slices through the sandbox's getitem.
+  if (folding_) return Value::Undefined(ObjectTypeRepr(obj) + " has no element slice");
+  // Jinja2 compiles slices to a plain Python subscript (no getitem fallback).
+  if (obj.is_dict()) ThrowTypeError("unhashable type: 'slice'");
+  if (obj.is_string() || obj.is_list() || (obj.is_seq() && obj.seq().kind == SeqKind::kRange)) {
+    ThrowTypeError("slice indices must be integers or None or have an __index__ method");
+  }
+  ThrowTypeError("'" + obj.TypeName() + "' object is not subscriptable");
 }
 
 // ---- attribute and item access (Jinja's sandboxed getattr/getitem) ----

@@ -94,6 +94,10 @@ class Renderer {
   // Renders `program` with `context` as the template's variables. Throws Error.
   std::string Render(const Program& program, std::vector<std::pair<std::string, Value>> context);
 
+  // Jinja2's compile-time as_const(): evaluates an expression without a
+  // context. Throws (type "Impossible" or any error) when it cannot.
+  Value FoldConst(const Expr& e);
+
   // ---- services for filters, tests and methods ----
   Value GetAttr(const Value& obj, std::string_view name);
   Value GetItem(const Value& obj, const Value& key);
@@ -135,6 +139,7 @@ class Renderer {
   uint64_t steps_ = 0;
   int call_depth_ = 0;
   int eval_depth_ = 0;
+  bool folding_ = false;
   std::vector<std::weak_ptr<NamespaceObj>> namespaces_;  // created by this render, oldest first
   void ReleaseNamespaces();
 };

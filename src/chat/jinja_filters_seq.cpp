@@ -38,7 +38,13 @@ Value IgnoreCase(const Value& v) { return v.is_string() ? Value::Str(PyLower(v.s
 // Sort key for sort/unique/min/max: attribute lookup (comma-separated
 // attributes give a list key), lowercased strings unless case sensitive.
 Value SortKey(Renderer& r, const Value& item, const Value& attribute, bool case_sensitive, bool multi) {
-  if (multi && attribute.is_string() && attribute.s().find(',') != std::string::npos) {
+  // sort's multi-attribute getter always yields a list key (so equal
+  // Undefined keys compare equal instead of failing).
+  if (multi && !attribute.is_string()) {
+    Value k = GetAttrPath(r, item, attribute);
+    return Value::List({case_sensitive ? k : IgnoreCase(k)});
+  }
+  if (multi) {
     std::vector<Value> keys;
     const std::string& attrs = attribute.s();
     size_t start = 0;

@@ -294,7 +294,6 @@ Value FCenter(Renderer& r, const Value& v, CallArgs& args) {
 
 Value FTruncate(Renderer&, const Value& v, CallArgs& args) {
   Args a("truncate", args, {"length", "killwords", "end", "leeway"});
-  std::string s = ToStr(v);
   int64_t length = a.has(0) ? IntArg(a[0]) : 255;
   bool killwords = a.has(1) && a[1].Truthy();
   std::string end = a.has(2) ? ToStr(a[2]) : "...";
@@ -302,8 +301,10 @@ Value FTruncate(Renderer&, const Value& v, CallArgs& args) {
   int64_t end_len = static_cast<int64_t>(CodePointLen(end));
   if (length < end_len) Throw("AssertionError", "expected length >= " + std::to_string(end_len) + ", got " + std::to_string(length));
   if (leeway < 0) Throw("AssertionError", "expected leeway >= 0, got " + std::to_string(leeway));
-  int64_t n = static_cast<int64_t>(CodePointLen(s));
-  if (n <= length + leeway) return Value::Str(s);
+  int64_t n = PyLen(v);  // Jinja2 takes len() of the value itself
+  if (n <= length + leeway) return v;
+  if (!v.is_string()) ThrowTypeError("'" + v.TypeName() + "' object has no attribute 'rsplit'");
+  const std::string& s = v.s();
   std::string head = s.substr(0, ByteOffsetOf(s, static_cast<size_t>(length - end_len)));
   if (killwords) return Value::Str(head + end);
   size_t sp = head.rfind(' ');
@@ -394,7 +395,9 @@ Value FIndent(Renderer& r, const Value& v, CallArgs& args) {
   }
   bool first = a.has(1) && a[1].Truthy();
   bool blank = a.has(2) && a[2].Truthy();
-  std::string s = ToStr(v) + "\n";
+  FailIfUndefined(v);  // Jinja2 appends "\n" to the value: only strings work
+  if (!v.is_string()) ThrowTypeError("unsupported operand type(s) for +=: '" + v.TypeName() + "' and 'str'");
+  std::string s = v.s() + "\n";
   std::vector<std::string> lines = SplitLines(s, false);
   r.CheckStringSize(s.size() + lines.size() * indention.size());
   std::string rv;
@@ -583,7 +586,8 @@ Value FUrlencode(Renderer& r, const Value& v, CallArgs& args) {
     }
     return out;
   };
-  if (v.is_string()) return Value::Str(quote(v.s(), false));
+  bool iterable = v.is_string() || v.is_seq() || v.is_dict() || v.is_undefined();
+  if (v.is_string() || !iterable) return Value::Str(quote(ToStr(v), false));
   std::vector<std::pair<Value, Value>> pairs;
   if (v.is_dict()) {
     pairs = v.dict().items();

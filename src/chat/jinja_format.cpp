@@ -220,7 +220,11 @@ std::string PercentFormat(Renderer& r, std::string_view fmt, const Value& args, 
     out += field;
     r.CheckStringSize(out.size());
   }
-  if (!used_mapping && next_arg < list.size() && !(mapping && list.size() == 1)) {
+  // Python skips this check when the argument supports item access (a
+  // dict, a list, an Undefined), whether or not it was used as a mapping.
+  bool mapping_like = args.is_dict() || args.is_undefined() ||
+                      (args.is_seq() && (args.seq().kind == SeqKind::kList || args.seq().kind == SeqKind::kRange));
+  if (!used_mapping && next_arg < list.size() && !mapping_like) {
     ThrowTypeError("not all arguments converted during string formatting");
   }
   return out;

@@ -4,6 +4,7 @@
 #include <initializer_list>
 
 #include "chat/jinja_builtins.h"
+#include "chat/jinja_fold.h"
 #include "chat/jinja_lexer.h"
 
 namespace llmhost::jinja {
@@ -936,6 +937,7 @@ std::unique_ptr<Program> ParseTemplate(std::string_view source) {
   Parser parser(Tokenize(source));
   std::unique_ptr<Program> program = parser.Run();
   ValidateBody(program->body, false);
+  FoldConstants(program.get());
   return program;
 }
 
