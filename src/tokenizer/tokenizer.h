@@ -42,6 +42,7 @@ class Tokenizer {
 
   // Encodes text. Special-token strings inside `text` are matched as tokens.
   // `add_special` applies the post-processor (BOS/EOS, [CLS]/[SEP], ...).
+  // Invalid UTF-8 never fails: each invalid byte is encoded as U+FFFD.
   virtual std::vector<TokenId> Encode(std::string_view text, bool add_special) const = 0;
 
   // Decodes ids to text through the decoder; `skip_special` drops special
