@@ -1,15 +1,12 @@
 // MatMul entry points: weight validation, dequantization, and the fast-path
-// driver that tiles y = x · Wᵀ over threads, weight panels and column chunks.
+// driver that splits y = x · Wᵀ over threads.
 //
-// Fast path, per task (one panel of kPanelRows weight rows):
-//   for each block of up to kBatchRows rows of x:
-//     for each chunk of kChunkCols columns:
-//       dequantize the panel's chunk to f32 (thread-local, L1/L2-sized; F32
-//       weights are read in place), then run the micro-kernels over all x rows
-//       of the block, continuing each output's 8-lane accumulator;
-//     reduce the accumulators to y.
-// Every output follows the canonical order of matmul_kernels.h, so the result
-// of a row of x does not depend on n, on the block it falls in, or on threads.
+// Fast path (kernels in matmul_avx2.cpp; order and invariance in
+// matmul_kernels.h): batches up to max_fused_n rows stream each weight row
+// once with the fused kernel, threads taking contiguous row ranges; larger
+// batches pack x once (threads over x tiles), then threads take panels of
+// weight rows. Every output follows the same canonical order either way, so a
+// row of x gives the same result alone or in any batch.
 #include "backend/cpu/matmul.h"
 
 #include <algorithm>
@@ -17,6 +14,7 @@
 #include <cstdlib>
 #include <limits>
 #include <string>
+#include <vector>
 
 #include "backend/cpu/cpu_features.h"
 #include "backend/cpu/matmul_kernels.h"
@@ -26,10 +24,8 @@
 namespace llmhost {
 namespace {
 
-constexpr int64_t kPanelRows = 24;   // weight rows per task (a multiple of the 3-row tile)
-constexpr int64_t kChunkCols = 256;  // columns per dequantized chunk (a multiple of every block)
-constexpr int64_t kBatchRows = 128;  // rows of x per accumulator block
 constexpr int64_t kMaxElements = int64_t{1} << 48;
+constexpr int64_t kFusedGrainRows = 16;
 
 std::string Shape(const WeightMatrix& w) {
   std::string s = "[";
@@ -40,73 +36,43 @@ std::string Shape(const WeightMatrix& w) {
   return s;
 }
 
-// Grow-only, 64-byte aligned per-thread buffers (pool threads persist, so
-// they are allocated once per thread).
-class Scratch {
- public:
-  ~Scratch() { std::free(p_); }
-  float* Get(size_t n) {
-    if (n > cap_) {
-      std::free(p_);
-      cap_ = (n + 15) / 16 * 16;
-      p_ = static_cast<float*>(std::aligned_alloc(64, cap_ * sizeof(float)));
-    }
-    return p_;
-  }
-
- private:
-  float* p_ = nullptr;
-  size_t cap_ = 0;
-};
-
-thread_local Scratch tls_panel;
-thread_local Scratch tls_acc;
-
 const cpu::FastKernels* ActiveKernels() {
   return ActiveCpuIsa() == CpuIsa::kAvx2 ? cpu::Avx2Kernels() : nullptr;
 }
 
-bool IsPlainF32(const WeightMatrix& w) {
-  return w.format == WeightFormat::kF32 ||
-         (w.format == WeightFormat::kGgml && w.ggml_type == GgmlType::kF32);
+void Parallel(ThreadPool* pool, int64_t n, int64_t grain,
+              const std::function<void(int64_t, int64_t)>& fn) {
+  if (pool) {
+    pool->ParallelFor(n, grain, fn);
+  } else if (n > 0) {
+    fn(0, n);
+  }
 }
 
 void FastMatMul(const cpu::FastKernels& ks, const WeightMatrix& w, const float* x, int64_t n,
                 float* y, ThreadPool* pool) {
-  const int64_t rows = w.rows, cols = w.cols;
-  const bool in_place = IsPlainF32(w);
-  const cpu::DequantRangeFn dequant = ks.select_dequant(w);
-  const int64_t panels = (rows + kPanelRows - 1) / kPanelRows;
-  auto body = [&](int64_t p_begin, int64_t p_end) {
-    float* panel = in_place ? nullptr : tls_panel.Get(kPanelRows * kChunkCols);
-    float* acc = tls_acc.Get(std::min(n, kBatchRows) * kPanelRows * 8);
-    for (int64_t p = p_begin; p < p_end; ++p) {
-      const int64_t r0 = p * kPanelRows, nr = std::min(kPanelRows, rows - r0);
-      for (int64_t t0 = 0; t0 < n; t0 += kBatchRows) {
-        const int64_t nt = std::min(kBatchRows, n - t0);
-        for (int64_t k0 = 0; k0 < cols; k0 += kChunkCols) {
-          const int64_t kc = std::min(kChunkCols, cols - k0);
-          const float* wp;
-          int64_t ldw;
-          if (in_place) {
-            wp = static_cast<const float*>(w.data) + r0 * cols + k0;
-            ldw = cols;
-          } else {
-            for (int64_t i = 0; i < nr; ++i) dequant(w, r0 + i, k0, k0 + kc, panel + i * kChunkCols);
-            wp = panel;
-            ldw = kChunkCols;
-          }
-          ks.gemm_chunk(x + t0 * cols + k0, cols, nt, wp, ldw, nr, kc, acc, kPanelRows, k0 == 0);
-        }
-        ks.reduce(acc, nt, nr, kPanelRows, y + t0 * rows + r0, rows);
-      }
-    }
-  };
-  if (pool) {
-    pool->ParallelFor(panels, 1, body);
-  } else {
-    body(0, panels);
+  const int64_t rows = w.rows;
+  if (n <= ks.max_fused_n) {
+    Parallel(pool, rows, kFusedGrainRows,
+             [&](int64_t r0, int64_t r1) { ks.fused(w, x, n, r0, r1, y, rows); });
+    return;
   }
+  // The packed copy of x (n * cols floats, small next to the n * rows * cols
+  // multiply-adds it serves) in the calling thread's buffer, reused across
+  // calls: no allocation or page faults per call.
+  static thread_local std::vector<float> packed;
+  const size_t need = static_cast<size_t>(ks.packed_x_floats(n, w.cols));
+  if (packed.size() < need) packed.resize(need);
+  float* xp = packed.data();
+  const int64_t tiles = (n + ks.x_tile_rows - 1) / ks.x_tile_rows;
+  Parallel(pool, tiles, 4, [&](int64_t i0, int64_t i1) { ks.pack_x(x, n, w.cols, i0, i1, xp); });
+  const int64_t panels = (rows + ks.panel_rows - 1) / ks.panel_rows;
+  Parallel(pool, panels, 1, [&](int64_t p0, int64_t p1) {
+    for (int64_t p = p0; p < p1; ++p) {
+      const int64_t r0 = p * ks.panel_rows;
+      ks.panel(w, xp, n, r0, std::min(rows, r0 + ks.panel_rows), y, rows);
+    }
+  });
 }
 
 void FillNaN(float* p, int64_t count) {

@@ -1,14 +1,17 @@
 // Internal interface between the matmul driver (matmul.cpp) and the kernels of
-// each instruction set (matmul_avx2.cpp, quant_avx2.cpp). Not for other layers.
+// each instruction set (matmul_avx2.cpp; an AVX-512 set would fill the same
+// table). Not for other layers.
 //
 // The fast path computes every output y[t][r] in one canonical order, whatever
 // the batch size n, the tile it falls in or the thread that runs it:
 //   acc (8 f32 lanes) = 0; for k = 0, 8, 16, ...: acc = fma(w[r][k..k+8],
-//   x[t][k..k+8], acc) (the last step masked to the columns left);
+//   x[t][k..k+8], acc) (lanes past cols: +0 * +0);
 //   y = ((l0+l4) + (l2+l6)) + ((l1+l5) + (l3+l7)).
 // Weights are dequantized exactly (the same f32 values as the scalar
-// reference dequantizer) before they meet x, so the result depends only on
-// the row of x and the row of W: batch invariance by construction.
+// reference decoders) before they meet x. The small-batch kernel decodes
+// weights in registers and the large-batch kernel through a packed panel,
+// but both follow this order, so a row of x gives the same bits either way:
+// batch invariance by construction (and tested).
 #pragma once
 
 #include <cstdint>
@@ -26,14 +29,22 @@ struct FastKernels {
   const char* name;
   // The dequantizer for w's format (never null for a checked matrix).
   DequantRangeFn (*select_dequant)(const WeightMatrix& w);
-  // For t < nx, r < nw: acc[t][r] (8 floats at acc + (t * acc_ld + r) * 8)
-  // continues the canonical chain over x[t][0..kc) · w[r][0..kc) (x rows
-  // ldx apart, w rows ldw apart); starts from zero when `init`.
-  void (*gemm_chunk)(const float* x, int64_t ldx, int64_t nx, const float* w, int64_t ldw,
-                     int64_t nw, int64_t kc, float* acc, int64_t acc_ld, bool init);
-  // y[t * ldy + r] = the canonical sum of acc[t][r]'s lanes.
-  void (*reduce)(const float* acc, int64_t nx, int64_t nw, int64_t acc_ld, float* y,
-                 int64_t ldy);
+
+  // Batches of at most max_fused_n rows: y[t * ldy + r] for t < n and r in
+  // [r0, r1), each weight row streamed once and decoded in registers.
+  int64_t max_fused_n;
+  void (*fused)(const WeightMatrix& w, const float* x, int64_t n, int64_t r0, int64_t r1, float* y,
+                int64_t ldy);
+
+  // Larger batches: x is first packed (tiles of x_tile_rows rows, zero padded)
+  // into packed_x_floats(n, cols) floats, tiles [i0, i1) per call, then
+  // panels of up to panel_rows weight rows run against the packed x.
+  int64_t x_tile_rows;
+  int64_t (*packed_x_floats)(int64_t n, int64_t cols);
+  void (*pack_x)(const float* x, int64_t n, int64_t cols, int64_t i0, int64_t i1, float* xp);
+  int64_t panel_rows;
+  void (*panel)(const WeightMatrix& w, const float* xp, int64_t n, int64_t r0, int64_t r1, float* y,
+                int64_t ldy);
 };
 
 // AVX2 dequantizers (quant_avx2.cpp); the same values as the scalar ones.

@@ -75,7 +75,7 @@ namespace quant {
 
 int64_t DequantAlignment(const WeightMatrix& w) {
   switch (w.format) {
-    case WeightFormat::kMlxAffine: return 8;
+    case WeightFormat::kMlxAffine: return 32;  // every group size is a multiple
     case WeightFormat::kGgml: return GgmlBlockSize(w.ggml_type);
     default: return 1;
   }

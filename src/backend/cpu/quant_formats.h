@@ -89,8 +89,8 @@ int GgmlBlockSize(GgmlType t);
 int GgmlBlockBytes(GgmlType t);
 
 // Columns that dequantization ranges must start at (a multiple of): the ggml
-// block size, 8 for MLX (a whole number of bytes for every bit width), 1 for
-// plain floats.
+// block size, 32 for MLX (a whole number of bytes for every bit width, and
+// within one group), 1 for plain floats.
 int64_t DequantAlignment(const WeightMatrix& w);
 
 // Bytes of one stored row of `w` (data only; MLX scales and biases apart).

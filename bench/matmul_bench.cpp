@@ -1,0 +1,295 @@
+// Matmul throughput on Llama-1B-shaped matrices (hidden 2048, FFN 8192,
+// vocab 32000) per weight format, next to the machine's read bandwidth.
+//
+//   decode n=1, n=8: one sweep over every matrix of a set of layers (q, k, v,
+//     o, gate, up, down; enough layers for >= 256 MB of weights, so that the
+//     sweep streams from DRAM, not the L3) plus the 32000-row head, as a
+//     forward pass does; GB/s of weight bytes and % of the read bandwidth.
+//   prefill n=512: one layer's matrices; GFLOP/s (2 * n * rows * cols).
+//   implied tok/s: what those rates give for Llama-1B (1.04e9 matmul weights
+//     per token, tied head), ignoring attention and the other ops.
+//
+// Usage: matmul_bench [--formats bf16,mlx4,...] [--reps N] [--threads N]
+#include <immintrin.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "backend/cpu/cpu_features.h"
+#include "backend/cpu/matmul.h"
+#include "util/thread_pool.h"
+
+namespace llmhost {
+namespace {
+
+double Now() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+// --- read bandwidth ----------------------------------------------------------
+
+#if defined(__x86_64__)
+__attribute__((target("avx2"))) uint64_t SumAvx2(const uint8_t* p, size_t n) {
+  __m256i a0 = _mm256_setzero_si256(), a1 = a0, a2 = a0, a3 = a0;
+  for (size_t i = 0; i + 128 <= n; i += 128) {
+    a0 = _mm256_add_epi64(a0, _mm256_load_si256(reinterpret_cast<const __m256i*>(p + i)));
+    a1 = _mm256_add_epi64(a1, _mm256_load_si256(reinterpret_cast<const __m256i*>(p + i + 32)));
+    a2 = _mm256_add_epi64(a2, _mm256_load_si256(reinterpret_cast<const __m256i*>(p + i + 64)));
+    a3 = _mm256_add_epi64(a3, _mm256_load_si256(reinterpret_cast<const __m256i*>(p + i + 96)));
+  }
+  a0 = _mm256_add_epi64(_mm256_add_epi64(a0, a1), _mm256_add_epi64(a2, a3));
+  alignas(32) uint64_t lanes[4];
+  _mm256_store_si256(reinterpret_cast<__m256i*>(lanes), a0);
+  return lanes[0] + lanes[1] + lanes[2] + lanes[3];
+}
+#endif
+
+uint64_t SumPlain(const uint8_t* p, size_t n) {
+  const uint64_t* q = reinterpret_cast<const uint64_t*>(p);
+  uint64_t a = 0, b = 0, c = 0, d = 0;
+  for (size_t i = 0; i + 4 <= n / 8; i += 4) {
+    a += q[i];
+    b += q[i + 1];
+    c += q[i + 2];
+    d += q[i + 3];
+  }
+  return a + b + c + d;
+}
+
+// Best of `reps` passes of all threads streaming their slice of 1 GiB.
+double ReadBandwidthGBs(int threads, int reps) {
+  const size_t size = size_t{1} << 30;
+  uint8_t* buf = static_cast<uint8_t*>(std::aligned_alloc(4096, size));
+  std::memset(buf, 1, size);
+  const bool avx2 = BestCpuIsa() == CpuIsa::kAvx2;
+  double best = 0;
+  std::vector<uint64_t> sink(threads);
+  for (int rep = 0; rep < reps; ++rep) {
+    const double t0 = Now();
+    std::vector<std::thread> ts;
+    for (int t = 0; t < threads; ++t) {
+      ts.emplace_back([&, t] {
+        const size_t part = size / threads;
+        const uint8_t* p = buf + part * t;
+#if defined(__x86_64__)
+        sink[t] = avx2 ? SumAvx2(p, part) : SumPlain(p, part);
+#else
+        sink[t] = SumPlain(p, part);
+#endif
+      });
+    }
+    for (auto& th : ts) th.join();
+    best = std::max(best, size / (Now() - t0) / 1e9);
+  }
+  std::free(buf);
+  return best;
+}
+
+// --- weights -----------------------------------------------------------------
+
+struct Rng {
+  uint64_t s;
+  uint64_t Next() {
+    s ^= s << 13;
+    s ^= s >> 7;
+    s ^= s << 17;
+    return s;
+  }
+  float Uniform() { return static_cast<float>(Next() >> 40) / static_cast<float>(1 << 24) * 2 - 1; }
+};
+
+struct Format {
+  std::string name;
+  WeightFormat format;
+  GgmlType ggml_type = GgmlType::kF32;
+  int bits = 0;
+  double bytes_per_weight;
+};
+
+std::vector<Format> AllFormats() {
+  return {
+      {"f32", WeightFormat::kF32, GgmlType::kF32, 0, 4.0},
+      {"bf16", WeightFormat::kBF16, GgmlType::kF32, 0, 2.0},
+      {"f16", WeightFormat::kF16, GgmlType::kF32, 0, 2.0},
+      {"mlx8", WeightFormat::kMlxAffine, GgmlType::kF32, 8, 1.0 + 4.0 / 64},
+      {"mlx4", WeightFormat::kMlxAffine, GgmlType::kF32, 4, 0.5 + 4.0 / 64},
+      {"q8_0", WeightFormat::kGgml, GgmlType::kQ8_0, 0, 34.0 / 32},
+      {"q4_0", WeightFormat::kGgml, GgmlType::kQ4_0, 0, 18.0 / 32},
+      {"q4_k", WeightFormat::kGgml, GgmlType::kQ4_K, 0, 144.0 / 256},
+      {"q6_k", WeightFormat::kGgml, GgmlType::kQ6_K, 0, 210.0 / 256},
+  };
+}
+
+// A matrix with random contents of the right scale (no denormals, no NaN).
+struct Matrix {
+  WeightMatrix w;
+  std::vector<uint8_t> data, scales, biases;
+  size_t Bytes() const { return data.size() + scales.size() + biases.size(); }
+};
+
+std::unique_ptr<Matrix> MakeMatrix(const Format& f, int64_t rows, int64_t cols, uint64_t seed) {
+  auto m = std::make_unique<Matrix>();
+  Rng rng{seed * 0x9E3779B97F4A7C15ull + 1};
+  WeightMatrix& w = m->w;
+  w.format = f.format;
+  w.rows = rows;
+  w.cols = cols;
+  const int64_t n = rows * cols;
+  auto put16 = [](uint8_t* p, uint16_t v) { std::memcpy(p, &v, 2); };
+  switch (f.format) {
+    case WeightFormat::kF32:
+      m->data.resize(4 * n);
+      for (int64_t i = 0; i < n; ++i) {
+        const float v = rng.Uniform();
+        std::memcpy(&m->data[4 * i], &v, 4);
+      }
+      break;
+    case WeightFormat::kF16:
+    case WeightFormat::kBF16:
+      m->data.resize(2 * n);
+      for (int64_t i = 0; i < n; ++i) {
+        const float v = rng.Uniform();
+        put16(&m->data[2 * i], f.format == WeightFormat::kF16 ? F32ToF16(v) : F32ToBf16(v));
+      }
+      break;
+    case WeightFormat::kMlxAffine: {
+      w.bits = f.bits;
+      w.group_size = 64;
+      w.scale_dtype = DType::kBF16;
+      m->data.resize(n * f.bits / 8);
+      for (auto& b : m->data) b = static_cast<uint8_t>(rng.Next());
+      const int64_t groups = n / 64;
+      m->scales.resize(2 * groups);
+      m->biases.resize(2 * groups);
+      for (int64_t g = 0; g < groups; ++g) {
+        put16(&m->scales[2 * g], F32ToBf16(0.01f + 0.001f * rng.Uniform()));
+        put16(&m->biases[2 * g], F32ToBf16(-0.1f * rng.Uniform()));
+      }
+      break;
+    }
+    case WeightFormat::kGgml: {
+      w.ggml_type = f.ggml_type;
+      const auto info = *GgmlTypeInfo(static_cast<uint32_t>(f.ggml_type));
+      const int64_t blocks = n / info.block_size;
+      m->data.resize(blocks * info.type_size);
+      for (auto& b : m->data) b = static_cast<uint8_t>(rng.Next());
+      const int d_off = f.ggml_type == GgmlType::kQ6_K ? 208 : 0;
+      const bool has_min = f.ggml_type == GgmlType::kQ4_K;
+      for (int64_t i = 0; i < blocks; ++i) {
+        uint8_t* b = &m->data[i * info.type_size];
+        put16(b + d_off, F32ToF16(0.001f * (1.5f + rng.Uniform())));
+        if (has_min) put16(b + 2, F32ToF16(0.001f * (1.5f + rng.Uniform())));
+      }
+      break;
+    }
+  }
+  w.data = m->data.data();
+  w.scales = m->scales.empty() ? nullptr : m->scales.data();
+  w.biases = m->biases.empty() ? nullptr : m->biases.data();
+  return m;
+}
+
+// The seven matrices of one Llama-1B layer: [rows, cols].
+constexpr int64_t kLayerShapes[7][2] = {{2048, 2048}, {512, 2048}, {512, 2048}, {2048, 2048},
+                                        {8192, 2048}, {8192, 2048}, {2048, 8192}};
+constexpr double kWeightsPerToken = 16 * 60817408.0 + 32000 * 2048.0;  // 16 layers + head
+
+struct Result {
+  double decode1_gbs = 0, decode8_gbs = 0, prefill_gflops = 0;
+};
+
+Result BenchFormat(const Format& f, ThreadPool& pool, int reps) {
+  // Decode set: layers until >= 256 MB, then the head.
+  std::vector<std::unique_ptr<Matrix>> set;
+  size_t bytes = 0;
+  uint64_t seed = 1;
+  for (int layer = 0; layer < 16 && bytes < (size_t{256} << 20); ++layer) {
+    for (const auto& s : kLayerShapes) {
+      set.push_back(MakeMatrix(f, s[0], s[1], seed++));
+      bytes += set.back()->Bytes();
+    }
+  }
+  const size_t layer_matrices = 7;
+  set.push_back(MakeMatrix(f, 32000, 2048, seed++));
+  bytes += set.back()->Bytes();
+
+  Rng rng{77};
+  std::vector<float> x(512 * 8192), y(512 * 32000);
+  for (auto& v : x) v = rng.Uniform();
+  auto sweep = [&](int64_t n, size_t count) {
+    for (size_t i = 0; i < count; ++i) {
+      MatMul(set[i]->w, x.data(), n, y.data(), MatMulPrecision::kFast, &pool);
+    }
+  };
+  Result r;
+  for (int64_t n : {1, 8}) {
+    sweep(n, set.size());  // warm up (page faults, scratch)
+    double best = 1e30;
+    for (int rep = 0; rep < reps; ++rep) {
+      const double t0 = Now();
+      sweep(n, set.size());
+      best = std::min(best, Now() - t0);
+    }
+    (n == 1 ? r.decode1_gbs : r.decode8_gbs) = bytes / best / 1e9;
+  }
+  double flops = 0;
+  for (size_t i = 0; i < layer_matrices; ++i) flops += 2.0 * 512 * set[i]->w.rows * set[i]->w.cols;
+  double best = 1e30;
+  for (int rep = 0; rep < std::max(1, reps / 2); ++rep) {
+    const double t0 = Now();
+    sweep(512, layer_matrices);
+    best = std::min(best, Now() - t0);
+  }
+  r.prefill_gflops = flops / best / 1e9;
+  return r;
+}
+
+int Main(int argc, char** argv) {
+  std::string only;
+  int reps = 5, threads = 0;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--formats" && i + 1 < argc) {
+      only = "," + std::string(argv[++i]) + ",";
+    } else if (a == "--reps" && i + 1 < argc) {
+      reps = std::max(1, std::atoi(argv[++i]));
+    } else if (a == "--threads" && i + 1 < argc) {
+      threads = std::atoi(argv[++i]);
+    } else {
+      std::fprintf(stderr, "usage: matmul_bench [--formats f32,bf16,...] [--reps N] [--threads N]\n");
+      return 1;
+    }
+  }
+  ThreadPool pool(threads);
+  std::printf("CPU: %s; kernels: %s; threads: %d\n", DetectedCpuFeatures().Describe().c_str(),
+              CpuIsaName(ActiveCpuIsa()), pool.size());
+  const double bw = ReadBandwidthGBs(pool.size(), reps);
+  std::printf("read bandwidth (1 GiB, %d threads, best of %d): %.1f GB/s\n\n", pool.size(), reps, bw);
+  std::printf("| format | bytes/weight | decode n=1 GB/s | %% of read bw | decode n=8 GB/s (weights) | "
+              "prefill n=512 GFLOP/s | implied Llama-1B decode tok/s (n=1) | n=8 tok/s (8 streams) | "
+              "implied prefill tok/s |\n");
+  std::printf("|---|---|---|---|---|---|---|---|---|\n");
+  for (const Format& f : AllFormats()) {
+    if (!only.empty() && only.find("," + f.name + ",") == std::string::npos) continue;
+    const Result r = BenchFormat(f, pool, reps);
+    const double token_bytes = kWeightsPerToken * f.bytes_per_weight;
+    std::printf("| %s | %.3f | %.1f | %.0f%% | %.1f | %.1f | %.1f | %.1f | %.1f |\n", f.name.c_str(),
+                f.bytes_per_weight, r.decode1_gbs, 100 * r.decode1_gbs / bw, r.decode8_gbs,
+                r.prefill_gflops, r.decode1_gbs * 1e9 / token_bytes,
+                8 * r.decode8_gbs * 1e9 / token_bytes, r.prefill_gflops * 1e9 / (2 * kWeightsPerToken));
+    std::fflush(stdout);
+  }
+  return 0;
+}
+
+}  // namespace
+}  // namespace llmhost
+
+int main(int argc, char** argv) { return llmhost::Main(argc, argv); }
