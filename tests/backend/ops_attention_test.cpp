@@ -46,7 +46,7 @@ std::vector<double> DenseReference(const std::vector<float>& q, const std::vecto
   return out;
 }
 
-void RunCase(int64_t window, float softcap, float scale) {
+void RunCase(int64_t window, float softcap, float scale, bool fast) {
   const int64_t heads = 4, kv_heads = 2, hd = 8, bs = 4, kvd = kv_heads * hd;
   const int64_t q_stride = heads * hd + 2 * kvd;  // q inside a fused qkv row
   std::mt19937 rng(7);
@@ -102,7 +102,7 @@ void RunCase(int64_t window, float softcap, float scale) {
   p.window = window;
   std::vector<float> out(row * heads * hd, -1);
   ThreadPool pool(3);
-  cpu::Attention(q.data(), k_cache.data(), v_cache.data(), batch.data(), 3, p, out.data(), &pool);
+  cpu::Attention(q.data(), k_cache.data(), v_cache.data(), batch.data(), 3, p, out.data(), fast, &pool);
   for (size_t si = 0; si < seqs.size(); ++si) {
     for (int64_t i = 0; i < seqs[si].n_new; ++i) {
       const int64_t r = batch[si].q_row + i, pos = seqs[si].kv_len - seqs[si].n_new + i;
@@ -118,9 +118,19 @@ void RunCase(int64_t window, float softcap, float scale) {
   }
 }
 
-TEST(OpsAttentionTest, CausalGqaPaged) { RunCase(0, 0, 1 / std::sqrt(8.0f)); }
-TEST(OpsAttentionTest, SlidingWindow) { RunCase(3, 0, 1 / std::sqrt(8.0f)); }
-TEST(OpsAttentionTest, SoftcapAndScaleOverride) { RunCase(0, 0.5f, 2.0f); }
+// Both paths: the portable reference loops and the AVX2 ones (where present).
+TEST(OpsAttentionTest, CausalGqaPaged) {
+  RunCase(0, 0, 1 / std::sqrt(8.0f), false);
+  RunCase(0, 0, 1 / std::sqrt(8.0f), true);
+}
+TEST(OpsAttentionTest, SlidingWindow) {
+  RunCase(3, 0, 1 / std::sqrt(8.0f), false);
+  RunCase(3, 0, 1 / std::sqrt(8.0f), true);
+}
+TEST(OpsAttentionTest, SoftcapAndScaleOverride) {
+  RunCase(0, 0.5f, 2.0f, false);
+  RunCase(0, 0.5f, 2.0f, true);
+}
 TEST(OpsAttentionTest, WindowOfOneSeesOnlyItself) {
   // With window 1 each query attends to its own value only.
   const int64_t hd = 4;
@@ -134,7 +144,7 @@ TEST(OpsAttentionTest, WindowOfOneSeesOnlyItself) {
   p.block_size = 16;
   p.window = 1;
   std::vector<float> out(8);
-  cpu::Attention(q.data(), k.data(), v.data(), &s, 1, p, out.data(), nullptr);
+  cpu::Attention(q.data(), k.data(), v.data(), &s, 1, p, out.data(), false, nullptr);
   EXPECT_EQ(out, v);
 }
 

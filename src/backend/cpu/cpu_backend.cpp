@@ -156,7 +156,7 @@ void CpuBackend::StoreKv(const float* k, int64_t k_stride, const float* v, int64
 void CpuBackend::Attention(const float* q, const float* k_cache, const float* v_cache,
                            const AttentionSeq* seqs, int64_t n_seqs, const AttentionParams& p,
                            float* out) {
-  cpu::Attention(q, k_cache, v_cache, seqs, n_seqs, p, out, pool_);
+  cpu::Attention(q, k_cache, v_cache, seqs, n_seqs, p, out, precision_ == Precision::kFast, pool_);
 }
 
 void CpuBackend::GatedActivation(Activation act, const float* gate, int64_t gate_stride,

@@ -5,6 +5,8 @@
 #include <cstring>
 #include <vector>
 
+#include "backend/cpu/ops_attention_kernels.h"
+
 namespace llmhost::cpu {
 
 void StoreKv(const float* k, int64_t k_stride, const float* v, int64_t v_stride, int64_t n,
@@ -21,48 +23,71 @@ void StoreKv(const float* k, int64_t k_stride, const float* v, int64_t v_stride,
 
 namespace {
 
-// One query row of one head. scores: scratch of at least kv_len floats.
-void AttendOne(const float* qh, const float* k_cache, const float* v_cache, const AttentionSeq& s,
-               int64_t pos, int64_t kv_head, const AttentionParams& p, float* scores, float* oh) {
-  const int64_t kv_dim = p.n_kv_heads * p.head_dim;
-  const int64_t d = p.head_dim;
-  const int64_t lo = p.window > 0 ? std::max<int64_t>(0, pos - p.window + 1) : 0;
-  const int64_t n_keys = pos - lo + 1;
-  auto key_row = [&](int64_t j) {
-    const int64_t slot = static_cast<int64_t>(s.block_table[j / p.block_size]) * p.block_size +
-                         j % p.block_size;
-    return slot * kv_dim + kv_head * d;
-  };
-  float mx = -INFINITY;
-  for (int64_t j = 0; j < n_keys; ++j) {
-    const float* kr = k_cache + key_row(lo + j);
-    float dot = 0;
-    for (int64_t c = 0; c < d; ++c) dot += qh[c] * kr[c];
-    float sc = dot * p.scale;
-    if (p.softcap > 0) sc = p.softcap * std::tanh(sc / p.softcap);
-    scores[j] = sc;
-    mx = std::max(mx, sc);
+// Σ a[i]·b[i] with eight interleaved partial sums (i mod 8), reduced as a tree.
+float Dot(const float* a, const float* b, int64_t n) {
+  float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    for (int j = 0; j < 8; ++j) acc[j] += a[i + j] * b[i + j];
   }
-  double sum = 0;
-  for (int64_t j = 0; j < n_keys; ++j) {
-    scores[j] = std::exp(scores[j] - mx);
-    sum += scores[j];
-  }
-  const float inv = static_cast<float>(1.0 / sum);
-  std::fill(oh, oh + d, 0.0f);
-  for (int64_t j = 0; j < n_keys; ++j) {
-    const float w = scores[j] * inv;
-    const float* vr = v_cache + key_row(lo + j);
-    for (int64_t c = 0; c < d; ++c) oh[c] += w * vr[c];
-  }
+  float s = ((acc[0] + acc[4]) + (acc[2] + acc[6])) + ((acc[1] + acc[5]) + (acc[3] + acc[7]));
+  for (; i < n; ++i) s += a[i] * b[i];
+  return s;
 }
 
 }  // namespace
 
+void AttendGroupScalar(const float* q, const float* k_cache, const float* v_cache,
+                       const AttentionSeq& s, int64_t row, int64_t pos, int64_t kv_head,
+                       const AttentionParams& p, float* scores, float* out) {
+  const int64_t kv_dim = p.n_kv_heads * p.head_dim;
+  const int64_t d = p.head_dim;
+  const int64_t group = p.n_heads / p.n_kv_heads;
+  const int64_t lo = p.window > 0 ? std::max<int64_t>(0, pos - p.window + 1) : 0;
+  const int64_t n_keys = pos - lo + 1;
+  const float* qg = q + row * p.q_stride + kv_head * group * d;
+  float* og = out + row * p.out_stride + kv_head * group * d;
+  auto key_offset = [&](int64_t j) {
+    const int64_t slot = static_cast<int64_t>(s.block_table[j / p.block_size]) * p.block_size +
+                         j % p.block_size;
+    return slot * kv_dim + kv_head * d;
+  };
+  for (int64_t j = 0; j < n_keys; ++j) {
+    const float* kr = k_cache + key_offset(lo + j);
+    for (int64_t h = 0; h < group; ++h) {
+      float sc = Dot(qg + h * d, kr, d) * p.scale;
+      if (p.softcap > 0) sc = p.softcap * std::tanh(sc / p.softcap);
+      scores[h * n_keys + j] = sc;
+    }
+  }
+  for (int64_t h = 0; h < group; ++h) {
+    float* sh = scores + h * n_keys;
+    const float mx = *std::max_element(sh, sh + n_keys);
+    double sum = 0;
+    for (int64_t j = 0; j < n_keys; ++j) {
+      sh[j] = std::exp(sh[j] - mx);
+      sum += sh[j];
+    }
+    const float inv = static_cast<float>(1.0 / sum);
+    for (int64_t j = 0; j < n_keys; ++j) sh[j] *= inv;  // probabilities, as softmax then matmul
+    std::fill(og + h * d, og + (h + 1) * d, 0.0f);
+  }
+  for (int64_t j = 0; j < n_keys; ++j) {
+    const float* vr = v_cache + key_offset(lo + j);
+    for (int64_t h = 0; h < group; ++h) {
+      const float w = scores[h * n_keys + j];
+      float* o = og + h * d;
+      for (int64_t c = 0; c < d; ++c) o[c] += w * vr[c];
+    }
+  }
+}
+
 void Attention(const float* q, const float* k_cache, const float* v_cache,
                const AttentionSeq* seqs, int64_t n_seqs, const AttentionParams& p, float* out,
-               ThreadPool* pool) {
-  // Work items: (query row, head). Rows are listed with their sequence.
+               bool fast, ThreadPool* pool) {
+  AttendGroupFn attend = fast ? AttendGroupAvx2() : nullptr;
+  if (!attend) attend = AttendGroupScalar;
+  // Work items: (query row, KV head). Rows are listed with their sequence.
   struct RowRef {
     int32_t seq;
     int32_t index;  // among the sequence's new tokens
@@ -76,17 +101,14 @@ void Attention(const float* q, const float* k_cache, const float* v_cache,
     max_kv = std::max(max_kv, seqs[s].kv_len);
   }
   const int64_t group = p.n_heads / p.n_kv_heads;
-  const int64_t n_items = static_cast<int64_t>(rows.size()) * p.n_heads;
+  const int64_t n_items = static_cast<int64_t>(rows.size()) * p.n_kv_heads;
   auto body = [&](int64_t i0, int64_t i1) {
-    std::vector<float> scores(static_cast<size_t>(std::max<int64_t>(max_kv, 1)));
+    std::vector<float> scores(static_cast<size_t>(std::max<int64_t>(max_kv, 1) * group));
     for (int64_t it = i0; it < i1; ++it) {
-      const RowRef& r = rows[static_cast<size_t>(it / p.n_heads)];
-      const int64_t h = it % p.n_heads;
+      const RowRef& r = rows[static_cast<size_t>(it / p.n_kv_heads)];
       const AttentionSeq& s = seqs[r.seq];
-      const int64_t row = s.q_row + r.index;
-      const int64_t pos = s.kv_len - s.n_new + r.index;
-      AttendOne(q + row * p.q_stride + h * p.head_dim, k_cache, v_cache, s, pos, h / group, p,
-                scores.data(), out + row * p.out_stride + h * p.head_dim);
+      attend(q, k_cache, v_cache, s, s.q_row + r.index, s.kv_len - s.n_new + r.index,
+             it % p.n_kv_heads, p, scores.data(), out);
     }
   };
   if (pool && n_items > 1) {

@@ -24,8 +24,10 @@ void StoreKv(const float* k, int64_t k_stride, const float* v, int64_t v_stride,
 //   the maximum subtracted; out = Σ softmax_j v_j. Query head h reads KV head
 //   h / (n_heads / n_kv_heads). Each output depends only on its own
 //   sequence's cache and query (rows are independent of the batch).
+// `fast`: AVX2/FMA inner loops (with a polynomial exp) where the CPU has
+// them; otherwise, and for the reference path, portable f32 loops.
 void Attention(const float* q, const float* k_cache, const float* v_cache,
                const AttentionSeq* seqs, int64_t n_seqs, const AttentionParams& p, float* out,
-               ThreadPool* pool);
+               bool fast, ThreadPool* pool);
 
 }  // namespace llmhost::cpu
