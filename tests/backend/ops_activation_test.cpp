@@ -1,6 +1,7 @@
 // Gated activations and soft-capping at known values.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
@@ -24,11 +25,27 @@ TEST(OpsActivationTest, GatedRowsWithStrides) {
   const std::vector<float> gu = {1, 0, -2, 2, 3, 4,
                                  0.5f, 1, 1, -1, 1, 2};
   std::vector<float> out(6);
-  cpu::GatedActivation(Activation::kSilu, gu.data(), 6, gu.data() + 3, 6, 2, 3, out.data(), 3, nullptr);
+  cpu::GatedActivation(Activation::kSilu, gu.data(), 6, gu.data() + 3, 6, 2, 3, out.data(), 3, false, nullptr);
   EXPECT_NEAR(out[0], 0.7310586 * 2, 1e-6);
   EXPECT_NEAR(out[1], 0, 1e-7);
   EXPECT_NEAR(out[2], -0.2384058 * 4, 1e-6);
   EXPECT_NEAR(out[3], 0.5 / (1 + std::exp(-0.5)) * -1, 1e-6);
+}
+
+// The fast path (AVX2 where present) against the reference loops over a
+// range that covers exp's clamps and the tails of both activations.
+TEST(OpsActivationTest, FastPathMatchesReference) {
+  const int64_t n = 4003;  // not a multiple of 8: the tail runs too
+  std::vector<float> g(n), u(n, 1.0f), ref(n), fast(n);
+  for (int64_t i = 0; i < n; ++i) g[i] = -100.0f + 200.0f * i / (n - 1);
+  for (Activation act : {Activation::kSilu, Activation::kGeluTanh}) {
+    cpu::GatedActivation(act, g.data(), n, u.data(), n, 1, n, ref.data(), n, false, nullptr);
+    ThreadPool pool(2);
+    cpu::GatedActivation(act, g.data(), n, u.data(), n, 1, n, fast.data(), n, true, &pool);
+    for (int64_t i = 0; i < n; ++i) {
+      EXPECT_NEAR(fast[i], ref[i], 2e-6 * std::max(1.0f, std::fabs(ref[i]))) << g[i];
+    }
+  }
 }
 
 TEST(OpsActivationTest, Softcap) {

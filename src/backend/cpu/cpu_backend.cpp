@@ -162,7 +162,8 @@ void CpuBackend::Attention(const float* q, const float* k_cache, const float* v_
 void CpuBackend::GatedActivation(Activation act, const float* gate, int64_t gate_stride,
                                  const float* up, int64_t up_stride, int64_t rows, int64_t cols,
                                  float* out, int64_t out_stride) {
-  cpu::GatedActivation(act, gate, gate_stride, up, up_stride, rows, cols, out, out_stride, pool_);
+  cpu::GatedActivation(act, gate, gate_stride, up, up_stride, rows, cols, out, out_stride,
+                       precision_ == Precision::kFast, pool_);
 }
 
 void CpuBackend::Add(const float* a, const float* b, int64_t n, float* out) {

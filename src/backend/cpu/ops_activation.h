@@ -12,10 +12,18 @@ namespace llmhost::cpu {
 // gelu_pytorch_tanh): 0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³))).
 float ApplyActivation(Activation act, float x);
 
-// out[r, c] = act(gate[r, c]) * up[r, c]; rows at the given strides.
+// out[r, c] = act(gate[r, c]) * up[r, c]; rows at the given strides. `fast`:
+// AVX2 with a vector exp where the CPU has it (relative error ~1e-6);
+// otherwise the reference loops (activation in double, rounded to f32).
 void GatedActivation(Activation act, const float* gate, int64_t gate_stride, const float* up,
                      int64_t up_stride, int64_t rows, int64_t cols, float* out,
-                     int64_t out_stride, ThreadPool* pool);
+                     int64_t out_stride, bool fast, ThreadPool* pool);
+
+// Rows [r0, r1) of GatedActivation; the AVX2 variant, or nullptr.
+using GatedRowsFn = void (*)(Activation act, const float* gate, int64_t gate_stride,
+                             const float* up, int64_t up_stride, int64_t r0, int64_t r1,
+                             int64_t cols, float* out, int64_t out_stride);
+GatedRowsFn GatedRowsAvx2();
 
 // x[i] = cap · tanh(x[i] / cap).
 void Softcap(float* x, int64_t n, float cap);

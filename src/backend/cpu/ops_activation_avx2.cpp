@@ -1,0 +1,76 @@
+// AVX2 + FMA gated activations for the fast path: SiLU and GELU-tanh through
+// a vector exp (relative error ~3e-7 against the f32 reference loops).
+// Functions carry target attributes and run only when the CPU supports them.
+#include "backend/cpu/ops_activation.h"
+#include "backend/cpu/cpu_features.h"
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+
+#define LLMHOST_ACT_AVX2 __attribute__((target("avx2,fma")))
+
+namespace llmhost::cpu {
+namespace {
+
+// exp(x), x clamped to [-87, 88]: 2^k · e^y with |y| <= ln2 / 2.
+LLMHOST_ACT_AVX2 inline __m256 Exp(__m256 x) {
+  x = _mm256_min_ps(_mm256_max_ps(x, _mm256_set1_ps(-87.0f)), _mm256_set1_ps(88.0f));
+  const __m256 t = _mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f));
+  const __m256 k = _mm256_round_ps(t, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  // y = x - k ln2 in two steps (Cody-Waite) to keep the fraction exact.
+  __m256 y = _mm256_fnmadd_ps(k, _mm256_set1_ps(0.693359375f), x);
+  y = _mm256_fnmadd_ps(k, _mm256_set1_ps(-2.12194440e-4f), y);
+  __m256 p = _mm256_set1_ps(1.0f / 5040);
+  p = _mm256_fmadd_ps(p, y, _mm256_set1_ps(1.0f / 720));
+  p = _mm256_fmadd_ps(p, y, _mm256_set1_ps(1.0f / 120));
+  p = _mm256_fmadd_ps(p, y, _mm256_set1_ps(1.0f / 24));
+  p = _mm256_fmadd_ps(p, y, _mm256_set1_ps(1.0f / 6));
+  p = _mm256_fmadd_ps(p, y, _mm256_set1_ps(0.5f));
+  p = _mm256_fmadd_ps(p, y, _mm256_set1_ps(1.0f));
+  p = _mm256_fmadd_ps(p, y, _mm256_set1_ps(1.0f));
+  const __m256i e =
+      _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(k), _mm256_set1_epi32(127)), 23);
+  return _mm256_mul_ps(p, _mm256_castsi256_ps(e));
+}
+
+LLMHOST_ACT_AVX2 inline __m256 Act(Activation act, __m256 x) {
+  const __m256 one = _mm256_set1_ps(1.0f);
+  if (act == Activation::kSilu) {  // x / (1 + e^-x)
+    return _mm256_div_ps(x, _mm256_add_ps(one, Exp(_mm256_sub_ps(_mm256_setzero_ps(), x))));
+  }
+  // 0.5 x (1 + tanh(u)) = x · (1 - 1 / (e^(2u) + 1)), u = √(2/π)(x + 0.044715 x³)
+  const __m256 x3 = _mm256_mul_ps(_mm256_mul_ps(x, x), x);
+  const __m256 u = _mm256_mul_ps(_mm256_set1_ps(0.7978845608028654f),
+                                 _mm256_fmadd_ps(_mm256_set1_ps(0.044715f), x3, x));
+  const __m256 e2u = Exp(_mm256_add_ps(u, u));
+  return _mm256_mul_ps(x, _mm256_sub_ps(one, _mm256_div_ps(one, _mm256_add_ps(e2u, one))));
+}
+
+LLMHOST_ACT_AVX2 void GatedRows(Activation act, const float* gate, int64_t gate_stride,
+                                const float* up, int64_t up_stride, int64_t r0, int64_t r1,
+                                int64_t cols, float* out, int64_t out_stride) {
+  for (int64_t r = r0; r < r1; ++r) {
+    const float* g = gate + r * gate_stride;
+    const float* u = up + r * up_stride;
+    float* o = out + r * out_stride;
+    int64_t c = 0;
+    for (; c + 8 <= cols; c += 8) {
+      _mm256_storeu_ps(o + c, _mm256_mul_ps(Act(act, _mm256_loadu_ps(g + c)), _mm256_loadu_ps(u + c)));
+    }
+    for (; c < cols; ++c) o[c] = ApplyActivation(act, g[c]) * u[c];
+  }
+}
+
+}  // namespace
+
+GatedRowsFn GatedRowsAvx2() { return ActiveCpuIsa() == CpuIsa::kScalar ? nullptr : &GatedRows; }
+
+}  // namespace llmhost::cpu
+
+#else
+
+namespace llmhost::cpu {
+GatedRowsFn GatedRowsAvx2() { return nullptr; }
+}  // namespace llmhost::cpu
+
+#endif
