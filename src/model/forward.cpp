@@ -175,9 +175,6 @@ Status ForwardPass::Prepare() {
                                      std::to_string(cache_.allocator().free_blocks()) +
                                      " free blocks, this batch needs " + std::to_string(blocks_needed));
   }
-  for (size_t i = 0; i < items_.size(); ++i) {
-    RETURN_IF_ERROR(cache_.Reserve(items_[i].seq, new_len_[i]));
-  }
   for (const LayerSpec& l : s_.layers) (l.moe ? any_moe_ : any_dense_) = true;
   half_ = s_.head_dim / 2;
   for (const RopeConfig& r : s_.ropes) dyn_index_.push_back(RopeDependsOnLength(r) ? n_dyn_++ : -1);
@@ -193,6 +190,10 @@ Status ForwardPass::Prepare() {
   }
   Arena arena(m_.workspace_.as<char>());
   Layout(arena);
+  // Last, so that a failure above leaves every sequence as it was.
+  for (size_t i = 0; i < items_.size(); ++i) {
+    RETURN_IF_ERROR(cache_.Reserve(items_[i].seq, new_len_[i]));
+  }
   return Status::OK();
 }
 
@@ -228,7 +229,7 @@ void ForwardPass::UploadMetadata() {
     for (size_t r = 0; r < dyn_index_.size(); ++r) {
       if (dyn_index_[r] < 0) continue;
       auto table = m_.RopeTable(static_cast<int>(r), new_len_[i]);
-      if (!table.ok()) continue;  // validated at load (seq_len 0); same inputs otherwise
+      if (!table.ok()) continue;  // cannot happen: both regimes were computed at load
       std::copy(table->begin(), table->end(),
                 dyn.begin() + (static_cast<size_t>(dyn_index_[r]) * items_.size() + i) * half_);
     }

@@ -234,6 +234,10 @@ Status Model::UploadRopeTables() {
     ASSIGN_OR_RETURN(RopeFrequencies f, ComputeRopeFrequencies(spec_.ropes[r], spec_.head_dim,
                                                                spec_.max_position_embeddings, 0));
     ASSIGN_OR_RETURN(std::vector<float> table, RopeTable(static_cast<int>(r), 0));
+    if (RopeDependsOnLength(spec_.ropes[r])) {
+      // Check the long-sequence regime too, so that Forward cannot fail on it.
+      RETURN_IF_ERROR(RopeTable(static_cast<int>(r), spec_.max_position_embeddings + 1).status());
+    }
     rope_rot_dim_.push_back(f.rot_dim);
     rope_scaling_.push_back(f.attention_scaling);
     ASSIGN_OR_RETURN(DeviceBuffer b, backend_->Allocate(table.size() * sizeof(float), "rope table"));
