@@ -2,8 +2,9 @@
 # The test command: builds and runs everything CI checks.
 #   1. Release build + unit tests (ctest)
 #   2. the command-line contract against ../shared (conformance.py), when present
-#   3. ASan+UBSan build + unit tests
-#   4. bounded libFuzzer runs (FUZZ_SECONDS per target, default 30)
+#   3. ASan+UBSan build (clang-14) + unit tests
+#   4. bounded libFuzzer runs (FUZZ_SECONDS per target, default 30), built in
+#      the same sanitizer build (one build serves both: CI has 2 cores)
 # Env: SKIP_ASAN=1, SKIP_FUZZ=1 to skip steps locally; JOBS to set parallelism.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -53,17 +54,19 @@ conformance() {
   return $rc
 }
 
+sanitizer_build() {  # unit tests and fuzz targets, ASan+UBSan, clang-14
+  build build-asan -DCMAKE_BUILD_TYPE=Debug -DLLMHOST_SANITIZE=ON -DLLMHOST_FUZZ=ON -DLLMHOST_BUILD_BENCH=OFF \
+    -DCMAKE_C_COMPILER=clang-14 -DCMAKE_CXX_COMPILER=clang++-14 -DCMAKE_CXX_FLAGS_DEBUG="-O1 -g"
+}
+
 asan_tests() {
-  build build-asan -DCMAKE_BUILD_TYPE=Debug -DLLMHOST_SANITIZE=ON -DLLMHOST_BUILD_BENCH=OFF \
-    -DCMAKE_CXX_FLAGS_DEBUG="-O1 -g" &&
+  sanitizer_build &&
     ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
       ctest --test-dir build-asan --output-on-failure -j "$JOBS"
 }
 
 fuzz_runs() {
-  build build-fuzz -DCMAKE_BUILD_TYPE=Release -DLLMHOST_FUZZ=ON -DLLMHOST_BUILD_TESTS=OFF \
-    -DLLMHOST_BUILD_BENCH=OFF -DCMAKE_C_COMPILER=clang-14 -DCMAKE_CXX_COMPILER=clang++-14 &&
-    scripts/fuzz.sh build-fuzz "${FUZZ_SECONDS:-30}"
+  sanitizer_build && scripts/fuzz.sh build-asan "${FUZZ_SECONDS:-30}"
 }
 
 step "release build + unit tests" release_tests
