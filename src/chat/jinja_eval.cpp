@@ -341,7 +341,8 @@ Renderer::Flow Renderer::Exec(const Stmt& s, const FramePtr& frame, std::string*
     case StmtKind::kSetBlock: {
       auto inner = std::make_shared<Frame>(frame);
       std::string text;
-      ExecBody(s.body, inner, &text);
+      // break/continue leave the block: its text is dropped, nothing assigned.
+      if (Flow f = ExecBody(s.body, inner, &text); f != Flow::kNormal) return f;
       Value v = Value::Str(std::move(text));
       if (s.expr) v = EvalFilterChain(*s.expr, frame, &v);
       Assign(s.target, v, frame);
@@ -354,7 +355,7 @@ Renderer::Flow Renderer::Exec(const Stmt& s, const FramePtr& frame, std::string*
     case StmtKind::kFilterBlock: {
       auto inner = std::make_shared<Frame>(frame);
       std::string text;
-      ExecBody(s.body, inner, &text);
+      if (Flow f = ExecBody(s.body, inner, &text); f != Flow::kNormal) return f;
       Value subject = Value::Str(std::move(text));
       Value v = EvalFilterChain(*s.expr, frame, &subject);
       Append(out, ToStr(v));
@@ -395,13 +396,22 @@ void Renderer::ExecFor(const Stmt& s, const FramePtr& frame, const Value& iterab
   auto loop = std::make_shared<LoopObj>(&s, frame, shared_items, depth);
   loop->set_self(loop);
   Value loop_value = Value::Obj(loop);
+  // Jinja2 runs `else` unless the last iteration ran its body to the end: an
+  // empty loop, or one whose final iteration did break or continue.
+  bool run_else = true;
   for (size_t i = 0; i < shared_items->size(); ++i) {
     Charge(1);
     loop->set_index(i);
     auto inner = std::make_shared<Frame>(frame);
     inner->Set("loop", loop_value);
     Assign(s.target, (*shared_items)[i], inner);
-    if (ExecBody(s.body, inner, out) == Flow::kBreak) break;
+    Flow f = ExecBody(s.body, inner, out);
+    if (f == Flow::kBreak) break;
+    if (f == Flow::kNormal) run_else = false;
+  }
+  if (run_else && !s.else_body.empty()) {
+    auto inner = std::make_shared<Frame>(frame);
+    ExecBody(s.else_body, inner, out);
   }
 }
 
