@@ -99,7 +99,7 @@ TEST(ChatTemplatePerf, LargeToolsConversationIsFast) {
   double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count() / 10;
   ASSERT_TRUE(out.ok()) << out.status().ToString();
   EXPECT_GT(out->size(), 70000u);
-  EXPECT_LT(ms, 50.0) << "one render took " << ms << " ms";
+  EXPECT_LT(ms, 200.0) << "one render took " << ms << " ms";  // ~3 ms in a Release build
   std::printf("large tools conversation: %.2f ms per render, %zu bytes\n", ms, out->size());
 }
 
