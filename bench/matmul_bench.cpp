@@ -8,6 +8,8 @@
 //   prefill n=512: one layer's matrices; GFLOP/s (2 * n * rows * cols).
 //   implied tok/s: what those rates give for Llama-1B (1.04e9 matmul weights
 //     per token, tied head), ignoring attention and the other ops.
+//   Quantized formats run twice: kFast (f32 activations, exact weights) and
+//   kFastInt8 (activations rounded to int8 per 32 values, integer dots).
 //
 // Usage: matmul_bench [--formats bf16,mlx4,...] [--reps N] [--threads N]
 #include <immintrin.h>
@@ -111,6 +113,7 @@ struct Format {
   GgmlType ggml_type = GgmlType::kF32;
   int bits = 0;
   double bytes_per_weight;
+  bool Quantized() const { return format == WeightFormat::kMlxAffine || format == WeightFormat::kGgml; }
 };
 
 std::vector<Format> AllFormats() {
@@ -205,7 +208,7 @@ struct Result {
   double decode1_gbs = 0, decode8_gbs = 0, prefill_gflops = 0;
 };
 
-Result BenchFormat(const Format& f, ThreadPool& pool, int reps) {
+Result BenchFormat(const Format& f, MatMulPrecision precision, ThreadPool& pool, int reps) {
   // Decode set: layers until >= 256 MB, then the head.
   std::vector<std::unique_ptr<Matrix>> set;
   size_t bytes = 0;
@@ -225,7 +228,7 @@ Result BenchFormat(const Format& f, ThreadPool& pool, int reps) {
   for (auto& v : x) v = rng.Uniform();
   auto sweep = [&](int64_t n, size_t count) {
     for (size_t i = 0; i < count; ++i) {
-      MatMul(set[i]->w, x.data(), n, y.data(), MatMulPrecision::kFast, &pool);
+      MatMul(set[i]->w, x.data(), n, y.data(), precision, &pool);
     }
   };
   Result r;
@@ -257,7 +260,10 @@ int Main(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--formats" && i + 1 < argc) {
-      only = "," + std::string(argv[++i]) + ",";
+      only.clear();  // ",a,b," (push_back: GCC 12 warns falsely on short assigns)
+      only.push_back(',');
+      only.append(argv[++i]);
+      only.push_back(',');
     } else if (a == "--reps" && i + 1 < argc) {
       reps = std::max(1, std::atoi(argv[++i]));
     } else if (a == "--threads" && i + 1 < argc) {
@@ -270,6 +276,8 @@ int Main(int argc, char** argv) {
   ThreadPool pool(threads);
   std::printf("CPU: %s; kernels: %s; threads: %d\n", DetectedCpuFeatures().Describe().c_str(),
               CpuIsaName(ActiveCpuIsa()), pool.size());
+  double load[3] = {0, 0, 0};
+  if (getloadavg(load, 3) == 3) std::printf("load average at start: %.2f %.2f %.2f\n", load[0], load[1], load[2]);
   const double bw = ReadBandwidthGBs(pool.size(), reps);
   std::printf("read bandwidth (1 GiB, %d threads, best of %d): %.1f GB/s\n\n", pool.size(), reps, bw);
   std::printf("| format | bytes/weight | decode n=1 GB/s | %% of read bw | decode n=8 GB/s (weights) | "
@@ -277,14 +285,23 @@ int Main(int argc, char** argv) {
               "implied prefill tok/s |\n");
   std::printf("|---|---|---|---|---|---|---|---|---|\n");
   for (const Format& f : AllFormats()) {
-    if (!only.empty() && only.find("," + f.name + ",") == std::string::npos) continue;
-    const Result r = BenchFormat(f, pool, reps);
-    const double token_bytes = kWeightsPerToken * f.bytes_per_weight;
-    std::printf("| %s | %.3f | %.1f | %.0f%% | %.1f | %.1f | %.1f | %.1f | %.1f |\n", f.name.c_str(),
-                f.bytes_per_weight, r.decode1_gbs, 100 * r.decode1_gbs / bw, r.decode8_gbs,
-                r.prefill_gflops, r.decode1_gbs * 1e9 / token_bytes,
-                8 * r.decode8_gbs * 1e9 / token_bytes, r.prefill_gflops * 1e9 / (2 * kWeightsPerToken));
-    std::fflush(stdout);
+    std::string key;
+    key.push_back(',');
+    key.append(f.name);
+    key.push_back(',');
+    if (!only.empty() && only.find(key) == std::string::npos) continue;
+    for (MatMulPrecision p : {MatMulPrecision::kFast, MatMulPrecision::kFastInt8}) {
+      if (p == MatMulPrecision::kFastInt8 && !f.Quantized()) continue;
+      const Result r = BenchFormat(f, p, pool, reps);
+      const double token_bytes = kWeightsPerToken * f.bytes_per_weight;
+      std::string label = f.name;
+      label += p == MatMulPrecision::kFast ? " (f32 act.)" : " (int8 act.)";
+      std::printf("| %s | %.3f | %.1f | %.0f%% | %.1f | %.1f | %.1f | %.1f | %.1f |\n", label.c_str(),
+                  f.bytes_per_weight, r.decode1_gbs, 100 * r.decode1_gbs / bw, r.decode8_gbs, r.prefill_gflops,
+                  r.decode1_gbs * 1e9 / token_bytes, 8 * r.decode8_gbs * 1e9 / token_bytes,
+                  r.prefill_gflops * 1e9 / (2 * kWeightsPerToken));
+      std::fflush(stdout);
+    }
   }
   return 0;
 }

@@ -157,8 +157,12 @@ TEST(Conversions, Bf16) {
 TEST(CpuFeatures, DetectionIsConsistent) {
   const CpuFeatures& f = DetectedCpuFeatures();
   std::printf("CPU features: %s; kernels: %s\n", f.Describe().c_str(), CpuIsaName(BestCpuIsa()));
-  if (BestCpuIsa() == CpuIsa::kAvx2) EXPECT_TRUE(f.avx2 && f.fma && f.f16c);
-  if (f.avx512bw) EXPECT_TRUE(f.avx512f);
+  if (BestCpuIsa() == CpuIsa::kAvx2) {
+    EXPECT_TRUE(f.avx2 && f.fma && f.f16c);
+  }
+  if (f.avx512bw) {
+    EXPECT_TRUE(f.avx512f);
+  }
   SetActiveCpuIsaForTesting(CpuIsa::kScalar);
   EXPECT_EQ(ActiveCpuIsa(), CpuIsa::kScalar);
   SetActiveCpuIsaForTesting(BestCpuIsa());

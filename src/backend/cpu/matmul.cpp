@@ -75,6 +75,19 @@ void FastMatMul(const cpu::FastKernels& ks, const WeightMatrix& w, const float* 
   });
 }
 
+void Int8MatMul(const cpu::Int8Kernels& ik, const WeightMatrix& w, const float* x, int64_t n, float* y,
+                ThreadPool* pool) {
+  // The calling thread's buffer, reused across calls. (Workers must get the
+  // pointer: naming the thread_local inside the lambdas would give each
+  // worker its own, empty one.)
+  static thread_local std::vector<uint8_t> buffer;
+  const size_t need = static_cast<size_t>(ik.qx_bytes(n, w.cols));
+  if (buffer.size() < need) buffer.resize(need);
+  void* qx = buffer.data();
+  Parallel(pool, n, 8, [&](int64_t t0, int64_t t1) { ik.quantize_x(w, x, n, t0, t1, qx); });
+  Parallel(pool, w.rows, kFusedGrainRows, [&](int64_t r0, int64_t r1) { ik.rows(w, qx, n, r0, r1, y, w.rows); });
+}
+
 void FillNaN(float* p, int64_t count) {
   std::fill(p, p + count, std::numeric_limits<float>::quiet_NaN());
 }
@@ -167,7 +180,14 @@ void MatMul(const WeightMatrix& w, const float* x, int64_t n, float* y, MatMulPr
     return;
   }
   const cpu::FastKernels* ks = ActiveKernels();
-  if (precision == MatMulPrecision::kFast && ks != nullptr) {
+  if (precision == MatMulPrecision::kFastInt8 && ks != nullptr) {
+    const cpu::Int8Kernels* ik = cpu::Avx2Int8Kernels();
+    if (ik != nullptr && ik->supported(w)) {
+      Int8MatMul(*ik, w, x, n, y, pool);
+      return;
+    }
+  }
+  if (precision != MatMulPrecision::kReference && ks != nullptr) {
     FastMatMul(*ks, w, x, n, y, pool);
   } else {
     cpu::ReferenceMatMul(w, x, n, y, pool);

@@ -150,10 +150,24 @@ struct DecMlx {
   explicit DecMlx(const WeightMatrix& m)
       : p(static_cast<const uint8_t*>(m.data)), w(&m), row_bytes(m.cols * kBits / 8),
         groups(m.cols / m.group_size), group_shift(m.group_size == 32 ? 5 : m.group_size == 64 ? 6 : 7) {}
+  // Scale or bias `g` (inline: this runs once per 32 weights).
+  AVX2_FN float Param(const void* params, int64_t g) const {
+    const uint8_t* p8 = static_cast<const uint8_t*>(params);
+    switch (w->scale_dtype) {
+      case DType::kF32: return quant::LoadF32(p8 + 4 * g);
+      case DType::kF16: return _cvtsh_ss(quant::LoadU16(p8 + 2 * g));
+      default: {
+        const uint32_t bits = static_cast<uint32_t>(quant::LoadU16(p8 + 2 * g)) << 16;
+        float f;
+        std::memcpy(&f, &bits, 4);
+        return f;
+      }
+    }
+  }
   AVX2_FN void Load(int64_t row, int64_t k, __m256* v) const {
     const int64_t g = row * groups + (k >> group_shift);
-    const __m256 scale = _mm256_set1_ps(quant::MlxParam(*w, w->scales, g));
-    const __m256 bias = _mm256_set1_ps(quant::MlxParam(*w, w->biases, g));
+    const __m256 scale = _mm256_set1_ps(Param(w->scales, g));
+    const __m256 bias = _mm256_set1_ps(Param(w->biases, g));
     const uint8_t* q = p + row * row_bytes + k * kBits / 8;
     for (int j = 0; j < 4; ++j) {
       const __m256 c = _mm256_cvtepi32_ps(MlxCodes8<kBits>(q + j * kBits));
