@@ -207,7 +207,10 @@ void ExpectEncodes(const Tokenizer& tok, const std::string& name, const std::str
   std::string big;
   while (big.size() < (1u << 20)) big += unit;
   std::vector<TokenId> ids = tok.Encode(big, false);
-  EXPECT_FALSE(ids.empty()) << name;
+  // Whitespace alone may encode to nothing (WordPiece drops it); anything else may not.
+  if (unit.find_first_not_of(" \n") != std::string::npos) {
+    EXPECT_FALSE(ids.empty()) << name;
+  }
   if (lossless && utf8::IsValid(big)) {
     EXPECT_TRUE(tok.Decode(ids, false) == big) << name << ": decode(encode(x)) != x";
   }
