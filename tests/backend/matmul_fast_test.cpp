@@ -109,8 +109,8 @@ TEST(MatMulFast, MatchesReferenceEveryFormatAndShape) {
 }
 
 // A row of x gives bit-identical outputs alone (n = 1), in a batch of 7 and
-// of 64 (different neighbours, different tile positions), in a batch of 130
-// (past the 128-row accumulator block), single- or multi-threaded.
+// of 64 (different neighbours, different tile positions), in a batch of 260
+// (past the 256-row accumulator block), single- or multi-threaded.
 TEST(MatMulFast, BatchInvariantBitForBit) {
   ThreadPool pool(2);
   for (const FormatSpec& spec : testing::AllFormats()) {
@@ -118,11 +118,11 @@ TEST(MatMulFast, BatchInvariantBitForBit) {
     const int64_t cols = ColsFor(spec).back(), rows = 50;
     OwnedWeight ow;
     testing::MakeRandomWeight(spec, rows, cols, 3, &ow);
-    const std::vector<float> big = testing::RandomVector(130 * cols, 4);
+    const std::vector<float> big = testing::RandomVector(260 * cols, 4);
     for (MatMulPrecision p : {MatMulPrecision::kFast, MatMulPrecision::kReference}) {
-      const std::vector<float> y130 = RunMatMul(ow.w, big, 130, p, &pool);
+      const std::vector<float> y260 = RunMatMul(ow.w, big, 260, p, &pool);
       const std::vector<float> y64 = RunMatMul(ow.w, big, 64, p, nullptr);
-      for (int64_t probe : {0, 5, 63, 129}) {
+      for (int64_t probe : {0, 5, 63, 259}) {
         const std::vector<float> one(big.begin() + probe * cols, big.begin() + (probe + 1) * cols);
         const std::vector<float> y1 = RunMatMul(ow.w, one, 1, p, &pool);
         // The probe row at position 3 of a batch of 7 of other rows.
@@ -130,7 +130,7 @@ TEST(MatMulFast, BatchInvariantBitForBit) {
         std::copy(one.begin(), one.end(), seven.begin() + 3 * cols);
         const std::vector<float> y7 = RunMatMul(ow.w, seven, 7, p, &pool);
         EXPECT_EQ(0, std::memcmp(y1.data(), &y7[3 * rows], rows * 4)) << "n=7, row " << probe;
-        EXPECT_EQ(0, std::memcmp(y1.data(), &y130[probe * rows], rows * 4)) << "n=130, row " << probe;
+        EXPECT_EQ(0, std::memcmp(y1.data(), &y260[probe * rows], rows * 4)) << "n=260, row " << probe;
         if (probe < 64) {
           EXPECT_EQ(0, std::memcmp(y1.data(), &y64[probe * rows], rows * 4)) << "n=64, row " << probe;
         }

@@ -2,13 +2,22 @@
 //
 //   y[n, w.rows] = x[n, w.cols] · Wᵀ      (x, y: row-major f32)
 //
-// Two precisions:
+// Precisions:
 //   kReference  every weight dequantized exactly to f32 (MLX: scale*q + bias
-//               in f32; GGUF: as ggml dequantizes), products summed in f32.
-//               The path the golden tests hold to 1e-4 relative error.
-//   kFast       SIMD kernels chosen at run time for this CPU (AVX2/FMA,
-//               AVX-512 where present); GGUF types may quantize activations
-//               as ggml does. Error documented per format in the tests.
+//               in f32; GGUF: as ggml dequantizes), products summed in f32,
+//               sequentially. The path the golden tests hold to 1e-4.
+//   kFast       SIMD kernels chosen at run time (AVX2 + FMA + F16C; CPUs
+//               without them run the reference). The same exact f32 weights,
+//               summed in 8 lanes: within ~2e-6 of the reference
+//               (matmul_fast_test.cpp).
+//   kFastInt8   below: int8 activations for quantized weights.
+// Every precision is batch invariant: a row of x gives bit-identical outputs
+// alone or inside any batch, with or without a thread pool (kernel order in
+// matmul_kernels.h; tested bit for bit).
+//
+// Scratch: the fast paths keep grow-only per-thread buffers (the packed or
+// quantized copy of x on the calling thread, n * cols floats at most; a
+// 24 x 256 weight panel and accumulators on each worker); nothing else.
 #pragma once
 
 #include <cstdint>
@@ -30,13 +39,21 @@ enum class MatMulPrecision {
   kFastInt8,
 };
 
-// True when this build can compute with `w` (format, type, shape consistent).
+// OK when this build can compute with `w`: a supported format (MLX bits 2-6
+// or 8, groups 32/64/128, BF16/F16/F32 scales; GGUF F32/F16/BF16, Q4_0,
+// Q4_1, Q5_0, Q5_1, Q8_0, Q4_K, Q5_K, Q6_K, Q8_K) and a consistent shape
+// (cols a multiple of the group or block; pointers present). Otherwise
+// InvalidArgument or NotSupported naming the shape and the problem. Call it
+// once when a weight is loaded; the functions below assume it passed (they
+// re-check cheaply and write NaN instead of reading out of bounds).
 Status CheckWeight(const WeightMatrix& w);
 
-// Dequantizes rows [row_begin, row_end) to f32: out[(row_end-row_begin) * cols].
+// Dequantizes rows [row_begin, row_end) exactly to f32:
+// out[(row_end-row_begin) * cols] (NaN for a bad weight or range).
 void DequantizeRows(const WeightMatrix& w, int64_t row_begin, int64_t row_end, float* out);
 
-// y = x · Wᵀ. `pool` may be null (single-threaded).
+// y = x · Wᵀ. `pool` may be null (single-threaded). x: n * cols floats, y:
+// n * rows floats, not overlapping.
 void MatMul(const WeightMatrix& w, const float* x, int64_t n, float* y, MatMulPrecision precision,
             ThreadPool* pool);
 

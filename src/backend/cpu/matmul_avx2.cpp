@@ -29,7 +29,7 @@ constexpr int64_t kTileT = 4;      // x rows per micro-tile
 constexpr int64_t kTileR = 3;      // weight rows per micro-tile
 constexpr int64_t kPanel = 24;     // weight rows per panel (8 tiles)
 constexpr int64_t kChunk = 256;    // columns per chunk (a multiple of every block)
-constexpr int64_t kBlockT = 128;   // x rows per accumulator block (a multiple of 4)
+constexpr int64_t kBlockT = 256;   // x rows per accumulator block (a multiple of 4)
 constexpr int64_t kMaxFusedN = 8;
 
 // ((l0+l4) + (l2+l6)) + ((l1+l5) + (l3+l7)).
