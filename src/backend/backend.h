@@ -35,9 +35,11 @@ enum class DeviceKind { kCpu, kCuda };
 
 // Compute precision of the weight ops (MatMul). kReference: every weight
 // dequantized exactly to f32, f32 accumulation; the path the golden tests
-// hold to 1e-4. kFast: the fastest kernels this device has (SIMD, possibly
-// quantized activations for GGUF types). Cheap ops have one f32 path.
-enum class Precision { kReference, kFast };
+// hold to 1e-4. kFast: the fastest kernels this device has with f32
+// activations (SIMD). kFastInt8: as kFast, but quantized weights (MLX, GGUF
+// blocks) multiply int8-quantized activations (as ggml does). Cheap ops have
+// one f32 path; attention and activations share the fast loops.
+enum class Precision { kReference, kFast, kFastInt8 };
 
 // A region of device memory owned by a Backend. Plain value; the backend
 // keeps the bookkeeping. `data` is a device address (CPU: host memory).

@@ -29,7 +29,8 @@ Result<std::vector<int32_t>> ParseIdList(const std::string& text) {
 Result<Precision> ParsePrecision(const std::string& text) {
   if (text == "f32" || text == "reference") return Precision::kReference;
   if (text == "fast") return Precision::kFast;
-  return Status::InvalidArgument("--precision: '" + text + "' (expected f32 or fast)");
+  if (text == "fast-int8") return Precision::kFastInt8;
+  return Status::InvalidArgument("--precision: '" + text + "' (expected f32, fast or fast-int8)");
 }
 
 Result<LoadedModel> LoadModelForCli(const std::string& path, Precision precision, bool verbose) {

@@ -20,19 +20,23 @@ using testing::GoldenPrompt;
 
 struct FixtureCase {
   const char* name;
-  double fast_tolerance;  // documented fast-path relative error per row
+  double int8_tolerance;  // documented kFastInt8 relative error per row
 };
 
-// Fast-path tolerances: f32/bf16/MLX weights are exact in f32 on both paths
-// and only the summation order differs; GGUF quantized types may quantize
-// activations to 8 bits on the fast path (as ggml does).
+// Documented tolerances. kFast: 1e-4 for every fixture (weights are exact in
+// f32 on both paths; summation order and a polynomial exp differ; measured
+// <= 6e-6). kFastInt8 quantizes activations to int8 per 32 values for MLX and
+// GGUF block weights (as ggml's q8 activations); on these tiny random models
+// (hidden 64 / 256) that costs up to 2.4e-2 (GGUF) and 7.5e-2 (MLX) per row:
+// tolerances 3e-2 and 1e-1 (float weights are unaffected: 1e-4). It is
+// opt-in for that reason (generate defaults to kFast).
 const FixtureCase kFixtures[] = {
     {"llama3-tiny", 1e-4},        {"llama3-tiny-sharded", 1e-4}, {"mistral-tiny-swa", 1e-4},
     {"qwen2-tiny", 1e-4},         {"qwen3-tiny", 1e-4},          {"qwen3moe-tiny", 1e-4},
-    {"phi3-tiny", 1e-4},          {"gemma3-tiny", 1e-4},         {"llama3-tiny-mlx4", 1e-4},
-    {"qwen3-tiny-mlx8", 1e-4},    {"qwen3-realtok-tiny", 1e-4},  {"llama-tiny-f32", 1e-4},
-    {"llama-tiny-q8_0", 2e-2},    {"llama-tiny-q4_0", 2e-2},     {"llama-tiny-q4_k", 2e-2},
-    {"llama-tiny-q6_k", 2e-2},
+    {"phi3-tiny", 1e-4},          {"gemma3-tiny", 1e-4},         {"llama3-tiny-mlx4", 1e-1},
+    {"qwen3-tiny-mlx8", 1e-1},    {"qwen3-realtok-tiny", 1e-4},  {"llama-tiny-f32", 1e-4},
+    {"llama-tiny-q8_0", 3e-2},    {"llama-tiny-q4_0", 3e-2},     {"llama-tiny-q4_k", 3e-2},
+    {"llama-tiny-q6_k", 3e-2},
 };
 
 struct PromptResult {
@@ -99,10 +103,12 @@ void RunFixture(const FixtureCase& fc, Precision precision) {
   CpuBackend backend(&ThreadPool::Default(), precision);
   auto model = Model::Load(g.model_path, &backend);
   ASSERT_TRUE(model.ok()) << model.status().ToString();
-  const bool ref = precision == Precision::kReference;
-  const double tol = ref ? 1e-4 : fc.fast_tolerance;
+  const double tol = precision == Precision::kFastInt8 ? fc.int8_tolerance : 1e-4;
+  const char* tag = precision == Precision::kReference ? ""
+                    : precision == Precision::kFast    ? " (fast)"
+                                                       : " (fast-int8)";
   for (const GoldenPrompt& p : g.prompts) {
-    const std::string label = std::string(fc.name) + "/" + p.name + (ref ? "" : " (fast)");
+    const std::string label = std::string(fc.name) + "/" + p.name + tag;
     PromptResult r = RunPrompt(**model, p, tol, label, /*check_greedy=*/true);
     std::printf("  %-34s worst row rel %.3g, max abs %.3g\n", label.c_str(), r.worst_rel, r.max_abs);
   }
@@ -110,6 +116,7 @@ void RunFixture(const FixtureCase& fc, Precision precision) {
 
 TEST_P(GoldenTest, ReferencePath) { RunFixture(GetParam(), Precision::kReference); }
 TEST_P(GoldenTest, FastPath) { RunFixture(GetParam(), Precision::kFast); }
+TEST_P(GoldenTest, FastInt8Path) { RunFixture(GetParam(), Precision::kFastInt8); }
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, GoldenTest, ::testing::ValuesIn(kFixtures),
                          [](const ::testing::TestParamInfo<FixtureCase>& i) {

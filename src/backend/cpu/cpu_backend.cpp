@@ -126,10 +126,10 @@ void CpuBackend::ReleaseWeight(const WeightMatrix& w) {
 }
 
 void CpuBackend::MatMul(const WeightMatrix& w, const float* x, int64_t n, float* y) {
-  llmhost::MatMul(w, x, n, y,
-                  precision_ == Precision::kFast ? MatMulPrecision::kFast
-                                                 : MatMulPrecision::kReference,
-                  pool_);
+  const MatMulPrecision mp = precision_ == Precision::kFast       ? MatMulPrecision::kFast
+                            : precision_ == Precision::kFastInt8 ? MatMulPrecision::kFastInt8
+                                                                 : MatMulPrecision::kReference;
+  llmhost::MatMul(w, x, n, y, mp, pool_);
 }
 
 void CpuBackend::Embedding(const WeightMatrix& w, const int32_t* ids, int64_t n, float scale,
@@ -156,14 +156,14 @@ void CpuBackend::StoreKv(const float* k, int64_t k_stride, const float* v, int64
 void CpuBackend::Attention(const float* q, const float* k_cache, const float* v_cache,
                            const AttentionSeq* seqs, int64_t n_seqs, const AttentionParams& p,
                            float* out) {
-  cpu::Attention(q, k_cache, v_cache, seqs, n_seqs, p, out, precision_ == Precision::kFast, pool_);
+  cpu::Attention(q, k_cache, v_cache, seqs, n_seqs, p, out, precision_ != Precision::kReference, pool_);
 }
 
 void CpuBackend::GatedActivation(Activation act, const float* gate, int64_t gate_stride,
                                  const float* up, int64_t up_stride, int64_t rows, int64_t cols,
                                  float* out, int64_t out_stride) {
   cpu::GatedActivation(act, gate, gate_stride, up, up_stride, rows, cols, out, out_stride,
-                       precision_ == Precision::kFast, pool_);
+                       precision_ != Precision::kReference, pool_);
 }
 
 void CpuBackend::Add(const float* a, const float* b, int64_t n, float* out) {
