@@ -139,6 +139,26 @@ TEST(MatMulFast, BatchInvariantBitForBit) {
   }
 }
 
+// Batches past 512 rows are processed 512 rows at a time: rows on either side
+// of the split still match their n = 1 results bit for bit.
+TEST(MatMulFast, LargeBatchSplitIsInvariant) {
+  ThreadPool pool(2);
+  for (const FormatSpec& spec : {testing::Plain(WeightFormat::kBF16), testing::Mlx(4, 64),
+                                 testing::Ggml(GgmlType::kQ4_0)}) {
+    OwnedWeight ow;
+    testing::MakeRandomWeight(spec, 30, 256, 8, &ow);
+    const std::vector<float> x = testing::RandomVector(530 * 256, 9);
+    for (MatMulPrecision p : {MatMulPrecision::kFast, MatMulPrecision::kFastInt8}) {
+      const std::vector<float> all = RunMatMul(ow.w, x, 530, p, &pool);
+      for (int64_t probe : {0, 511, 512, 529}) {
+        const std::vector<float> one(x.begin() + probe * 256, x.begin() + (probe + 1) * 256);
+        const std::vector<float> y1 = RunMatMul(ow.w, one, 1, p, nullptr);
+        EXPECT_EQ(0, std::memcmp(y1.data(), &all[probe * 30], 30 * 4)) << spec.Name() << " row " << probe;
+      }
+    }
+  }
+}
+
 // The scalar fallback (what a CPU without AVX2 runs) equals the reference.
 TEST(MatMulFast, ScalarFallbackIsTheReference) {
   SetActiveCpuIsaForTesting(CpuIsa::kScalar);

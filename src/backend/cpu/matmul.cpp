@@ -26,6 +26,9 @@ namespace {
 
 constexpr int64_t kMaxElements = int64_t{1} << 48;
 constexpr int64_t kFusedGrainRows = 16;
+// Large batches are processed this many rows of x at a time (bounds the
+// packed or quantized copy of x; every row is computed the same way).
+constexpr int64_t kMaxBatchRows = 512;
 
 std::string Shape(const WeightMatrix& w) {
   std::string s = "[";
@@ -57,35 +60,47 @@ void FastMatMul(const cpu::FastKernels& ks, const WeightMatrix& w, const float* 
              [&](int64_t r0, int64_t r1) { ks.fused(w, x, n, r0, r1, y, rows); });
     return;
   }
-  // The packed copy of x (n * cols floats, small next to the n * rows * cols
-  // multiply-adds it serves) in the calling thread's buffer, reused across
-  // calls: no allocation or page faults per call.
+  // x is packed kMaxBatchRows rows at a time into the calling thread's
+  // buffer (reused across calls: no allocation or page faults per call, and
+  // at most kMaxBatchRows * cols floats kept).
   static thread_local std::vector<float> packed;
-  const size_t need = static_cast<size_t>(ks.packed_x_floats(n, w.cols));
+  const int64_t chunk = std::min(n, kMaxBatchRows);
+  const size_t need = static_cast<size_t>(ks.packed_x_floats(chunk, w.cols));
   if (packed.size() < need) packed.resize(need);
   float* xp = packed.data();
-  const int64_t tiles = (n + ks.x_tile_rows - 1) / ks.x_tile_rows;
-  Parallel(pool, tiles, 4, [&](int64_t i0, int64_t i1) { ks.pack_x(x, n, w.cols, i0, i1, xp); });
   const int64_t panels = (rows + ks.panel_rows - 1) / ks.panel_rows;
-  Parallel(pool, panels, 1, [&](int64_t p0, int64_t p1) {
-    for (int64_t p = p0; p < p1; ++p) {
-      const int64_t r0 = p * ks.panel_rows;
-      ks.panel(w, xp, n, r0, std::min(rows, r0 + ks.panel_rows), y, rows);
-    }
-  });
+  for (int64_t t0 = 0; t0 < n; t0 += chunk) {
+    const int64_t nt = std::min(chunk, n - t0);
+    const float* xt = x + t0 * w.cols;
+    float* yt = y + t0 * rows;
+    const int64_t tiles = (nt + ks.x_tile_rows - 1) / ks.x_tile_rows;
+    Parallel(pool, tiles, 4, [&](int64_t i0, int64_t i1) { ks.pack_x(xt, nt, w.cols, i0, i1, xp); });
+    Parallel(pool, panels, 1, [&](int64_t p0, int64_t p1) {
+      for (int64_t p = p0; p < p1; ++p) {
+        const int64_t r0 = p * ks.panel_rows;
+        ks.panel(w, xp, nt, r0, std::min(rows, r0 + ks.panel_rows), yt, rows);
+      }
+    });
+  }
 }
 
 void Int8MatMul(const cpu::Int8Kernels& ik, const WeightMatrix& w, const float* x, int64_t n, float* y,
                 ThreadPool* pool) {
-  // The calling thread's buffer, reused across calls. (Workers must get the
-  // pointer: naming the thread_local inside the lambdas would give each
-  // worker its own, empty one.)
+  // The calling thread's buffer, kMaxBatchRows rows at a time, reused across
+  // calls. (Workers must get the pointer: naming the thread_local inside the
+  // lambdas would give each worker its own, empty one.)
   static thread_local std::vector<uint8_t> buffer;
-  const size_t need = static_cast<size_t>(ik.qx_bytes(n, w.cols));
+  const int64_t chunk = std::min(n, kMaxBatchRows);
+  const size_t need = static_cast<size_t>(ik.qx_bytes(chunk, w.cols));
   if (buffer.size() < need) buffer.resize(need);
   void* qx = buffer.data();
-  Parallel(pool, n, 8, [&](int64_t t0, int64_t t1) { ik.quantize_x(w, x, n, t0, t1, qx); });
-  Parallel(pool, w.rows, kFusedGrainRows, [&](int64_t r0, int64_t r1) { ik.rows(w, qx, n, r0, r1, y, w.rows); });
+  for (int64_t t0 = 0; t0 < n; t0 += chunk) {
+    const int64_t nt = std::min(chunk, n - t0);
+    const float* xt = x + t0 * w.cols;
+    float* yt = y + t0 * w.rows;
+    Parallel(pool, nt, 8, [&](int64_t a, int64_t b) { ik.quantize_x(w, xt, nt, a, b, qx); });
+    Parallel(pool, w.rows, kFusedGrainRows, [&](int64_t r0, int64_t r1) { ik.rows(w, qx, nt, r0, r1, yt, w.rows); });
+  }
 }
 
 void FillNaN(float* p, int64_t count) {

@@ -15,9 +15,10 @@
 // alone or inside any batch, with or without a thread pool (kernel order in
 // matmul_kernels.h; tested bit for bit).
 //
-// Scratch: the fast paths keep grow-only per-thread buffers (the packed or
-// quantized copy of x on the calling thread, n * cols floats at most; a
-// 24 x 256 weight panel and accumulators on each worker); nothing else.
+// Scratch: the fast paths keep grow-only per-thread buffers: the packed or
+// quantized copy of at most 512 rows of x on the calling thread (512 * cols
+// floats), a 24 x 256 weight panel and ~200 KB of accumulators on each
+// worker, a few KB for kFastInt8; nothing else.
 #pragma once
 
 #include <cstdint>
