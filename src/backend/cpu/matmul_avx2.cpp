@@ -31,6 +31,7 @@ constexpr int64_t kPanel = 24;     // weight rows per panel (8 tiles)
 constexpr int64_t kChunk = 256;    // columns per chunk (a multiple of every block)
 constexpr int64_t kBlockT = 256;   // x rows per accumulator block (a multiple of 4)
 constexpr int64_t kMaxFusedN = 8;
+constexpr int64_t kPrefetchRows = 8;  // small batches: prefetch the rows two groups ahead
 
 // ((l0+l4) + (l2+l6)) + ((l1+l5) + (l3+l7)).
 AVX2_FN inline float Sum8(__m256 v) {
@@ -60,6 +61,7 @@ AVX2_FN void FusedTile(const Dec& dec, const float* x, int64_t ldx, int64_t cols
 #pragma GCC unroll 4
     for (int r = 0; r < kR; ++r) {
       __m256 v[kLanes];
+      dec.Prefetch(r0 + r + kPrefetchRows, k);  // short rows end before the hardware prefetcher ramps up
       dec.Load(r0 + r, k, v);
 #pragma GCC unroll 4
       for (int j = 0; j < kLanes; ++j) {

@@ -30,6 +30,9 @@ namespace {
 using int8::Block;
 
 constexpr int64_t kBlockX = 64;  // x rows per pass over a weight row group (L2-sized)
+// Rows ahead to prefetch: weight rows are streamed 4 at a time, and short
+// rows (4-bit: ~1 KB) end before the hardware prefetcher ramps up.
+constexpr int64_t kPrefetchRows = 8;
 
 // Layout of the quantized activations in one buffer (K = cols, B = K / 32).
 struct QxLayout {
@@ -121,7 +124,10 @@ AVX2_FN void IntTile(const Dec& dec, void* base, const QxLayout& lay, int64_t t0
   for (int64_t sb = 0; sb < nb; sb += sub) {
     typename Dec::Header hdr[kR];
 #pragma GCC unroll 4
-    for (int r = 0; r < kR; ++r) hdr[r] = dec.Prepare(r0 + r, 32 * sb);
+    for (int r = 0; r < kR; ++r) {
+      dec.Prefetch(r0 + r + kPrefetchRows, 32 * sb);  // the row group after next
+      hdr[r] = dec.Prepare(r0 + r, 32 * sb);
+    }
     for (int j = 0; j < sub; ++j) {
       const int64_t b = sb + j;
 #pragma GCC unroll 4

@@ -44,6 +44,12 @@ AVX2_FN inline void U8x16ToPs(__m128i b, __m256* lo, __m256* hi) {
   *hi = U8ToPs(_mm_srli_si128(b, 8));
 }
 
+// Prefetch hint for `base + offset` (never faults; no pointer arithmetic
+// past the object in C++ terms).
+inline void PrefetchAt(const void* base, int64_t offset) {
+  _mm_prefetch(reinterpret_cast<const char*>(reinterpret_cast<uintptr_t>(base) + offset), _MM_HINT_T0);
+}
+
 // --- plain floats -------------------------------------------------------------
 
 struct DecF32 {
@@ -52,6 +58,7 @@ struct DecF32 {
   const float* p;
   int64_t cols;
   explicit DecF32(const WeightMatrix& w) : p(static_cast<const float*>(w.data)), cols(w.cols) {}
+  void Prefetch(int64_t row, int64_t k) const { PrefetchAt(p, 4 * (row * cols + k)); }
   AVX2_FN void Load(int64_t row, int64_t k, __m256* v) const { v[0] = _mm256_loadu_ps(p + row * cols + k); }
   AVX2_FN void LoadTail(int64_t row, int64_t k, int64_t rem, __m256* v) const {
     alignas(32) float t[8] = {};
@@ -66,6 +73,7 @@ struct DecBf16 {
   const uint16_t* p;
   int64_t cols;
   explicit DecBf16(const WeightMatrix& w) : p(static_cast<const uint16_t*>(w.data)), cols(w.cols) {}
+  void Prefetch(int64_t row, int64_t k) const { PrefetchAt(p, 2 * (row * cols + k)); }
   AVX2_FN static __m256 Convert(__m128i h) {
     return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
   }
@@ -85,6 +93,7 @@ struct DecF16 {
   const uint16_t* p;
   int64_t cols;
   explicit DecF16(const WeightMatrix& w) : p(static_cast<const uint16_t*>(w.data)), cols(w.cols) {}
+  void Prefetch(int64_t row, int64_t k) const { PrefetchAt(p, 2 * (row * cols + k)); }
   AVX2_FN void Load(int64_t row, int64_t k, __m256* v) const {
     v[0] = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + row * cols + k)));
   }
@@ -145,11 +154,18 @@ struct DecMlx {
   static constexpr bool kPlain = false;
   const uint8_t* p;
   const WeightMatrix* w;
-  int64_t row_bytes, groups;
+  int64_t row_bytes, groups, param_bytes;
   int group_shift;  // log2(group_size)
   explicit DecMlx(const WeightMatrix& m)
       : p(static_cast<const uint8_t*>(m.data)), w(&m), row_bytes(m.cols * kBits / 8),
-        groups(m.cols / m.group_size), group_shift(m.group_size == 32 ? 5 : m.group_size == 64 ? 6 : 7) {}
+        groups(m.cols / m.group_size), param_bytes(m.scale_dtype == DType::kF32 ? 4 : 2),
+        group_shift(m.group_size == 32 ? 5 : m.group_size == 64 ? 6 : 7) {}
+  void Prefetch(int64_t row, int64_t k) const {
+    PrefetchAt(p, row * row_bytes + k * kBits / 8);
+    const int64_t g = (row * groups + (k >> group_shift)) * param_bytes;
+    PrefetchAt(w->scales, g);
+    PrefetchAt(w->biases, g);
+  }
   // Scale or bias `g` (inline: this runs once per 32 weights).
   AVX2_FN float Param(const void* params, int64_t g) const {
     const uint8_t* p8 = static_cast<const uint8_t*>(params);
@@ -208,6 +224,7 @@ struct GgmlDec {
   explicit GgmlDec(const WeightMatrix& w)
       : p(static_cast<const uint8_t*>(w.data)), row_bytes(w.cols / kBlock * kBytes) {}
   const uint8_t* Block(int64_t row, int64_t k) const { return p + row * row_bytes + (k / kBlock) * kBytes; }
+  void Prefetch(int64_t row, int64_t k) const { PrefetchAt(p, row * row_bytes + (k / kBlock) * kBytes); }
 };
 
 struct DecQ8_0 : GgmlDec<32, 34> {

@@ -73,6 +73,7 @@ struct CodeDecBase {
       : p(static_cast<const uint8_t*>(w.data)), row_bytes(w.cols / kBlock * kBytes) {}
   int64_t SubBlocks() const { return kSub; }
   const uint8_t* BlockAt(int64_t row, int64_t k) const { return p + row * row_bytes + (k / kBlock) * kBytes; }
+  void Prefetch(int64_t row, int64_t k) const { avx2::PrefetchAt(p, row * row_bytes + (k / kBlock) * kBytes); }
 };
 
 // One 32-value ggml block: the header is the block itself and its scale(s).
@@ -253,14 +254,20 @@ struct CodeMlx {
   const uint8_t* scales;
   const uint8_t* biases;
   DType dtype;
-  int64_t row_bytes, groups;
+  int64_t row_bytes, groups, param_bytes;
   int group_size, group_shift;
   explicit CodeMlx(const WeightMatrix& w)
       : p(static_cast<const uint8_t*>(w.data)), scales(static_cast<const uint8_t*>(w.scales)),
         biases(static_cast<const uint8_t*>(w.biases)), dtype(w.scale_dtype), row_bytes(w.cols * kBits / 8),
-        groups(w.cols / w.group_size), group_size(w.group_size),
-        group_shift(w.group_size == 32 ? 5 : w.group_size == 64 ? 6 : 7) {}
+        groups(w.cols / w.group_size), param_bytes(w.scale_dtype == DType::kF32 ? 4 : 2),
+        group_size(w.group_size), group_shift(w.group_size == 32 ? 5 : w.group_size == 64 ? 6 : 7) {}
   int64_t SubBlocks() const { return group_size / 32; }
+  void Prefetch(int64_t row, int64_t k) const {
+    avx2::PrefetchAt(p, row * row_bytes + k * kBits / 8);
+    const int64_t g = (row * groups + (k >> group_shift)) * param_bytes;
+    avx2::PrefetchAt(scales, g);
+    avx2::PrefetchAt(biases, g);
+  }
   AVX2_FN float Param(const uint8_t* params, int64_t g) const {
     switch (dtype) {
       case DType::kF32: return quant::LoadF32(params + 4 * g);
