@@ -73,7 +73,16 @@ struct CodeDecBase {
       : p(static_cast<const uint8_t*>(w.data)), row_bytes(w.cols / kBlock * kBytes) {}
   int64_t SubBlocks() const { return kSub; }
   const uint8_t* BlockAt(int64_t row, int64_t k) const { return p + row * row_bytes + (k / kBlock) * kBytes; }
-  void Prefetch(int64_t row, int64_t k) const { avx2::PrefetchAt(p, row * row_bytes + (k / kBlock) * kBytes); }
+  // The block holding (row, k): one hint per block for small blocks (each
+  // line is hinted by the blocks in it), every line for K-quant blocks.
+  void Prefetch(int64_t row, int64_t k) const {
+    const int64_t at = row * row_bytes + (k / kBlock) * kBytes;
+    if constexpr (kBytes <= 64) {
+      avx2::PrefetchAt(p, at);
+    } else {
+      for (int64_t line = at & ~int64_t{63}; line < at + kBytes; line += 64) avx2::PrefetchAt(p, line);
+    }
+  }
 };
 
 // One 32-value ggml block: the header is the block itself and its scale(s).
@@ -165,13 +174,25 @@ struct CodeQK45 : CodeDecBase<256, kFive ? 176 : 144> {
   AVX2_FN Header Prepare(int64_t row, int64_t k) const {
     Header h;
     h.b = this->BlockAt(row, k);
-    const float d = HalfAt(h.b), dmin = HalfAt(h.b + 2);
-    for (int j = 0; j < 8; ++j) {
-      int sc, mn;
-      quant::GetScaleMinK4(j, h.b + 4, &sc, &mn);
-      h.a[j] = d * static_cast<float>(sc);
-      h.c[j] = static_cast<float>(kOffset) * h.a[j] - dmin * static_cast<float>(mn);
-    }
+    // The 12 packed bytes as 3 words, rearranged so that bytes 0..7 are the
+    // 8 scales and bytes 8..15 the 8 mins (the GetScaleMinK4 layout, all at
+    // once: j < 4 in the low 6 bits of bytes j / j+4; j >= 4 split between a
+    // nibble of byte j+4 and the top 2 bits of bytes j-4 / j).
+    uint32_t u[4];
+    std::memcpy(u, h.b + 4, 12);
+    constexpr uint32_t kLow6 = 0x3f3f3f3f, kLow4 = 0x0f0f0f0f, kLow2 = 0x03030303;
+    u[3] = ((u[2] >> 4) & kLow4) | (((u[1] >> 6) & kLow2) << 4);
+    const uint32_t mins_lo = u[1] & kLow6;
+    u[1] = (u[2] & kLow4) | (((u[0] >> 6) & kLow2) << 4);
+    u[2] = mins_lo;
+    u[0] &= kLow6;
+    const __m128i bytes = _mm_loadu_si128(reinterpret_cast<const __m128i*>(u));
+    const __m256 sc = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(bytes));
+    const __m256 mn = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_srli_si128(bytes, 8)));
+    const __m256 a = _mm256_mul_ps(_mm256_set1_ps(HalfAt(h.b)), sc);
+    const __m256 m = _mm256_mul_ps(_mm256_set1_ps(HalfAt(h.b + 2)), mn);
+    _mm256_storeu_ps(h.a, a);
+    _mm256_storeu_ps(h.c, _mm256_sub_ps(avx2::Pin(_mm256_mul_ps(_mm256_set1_ps(static_cast<float>(kOffset)), a)), m));
     return h;
   }
   AVX2_FN Block Codes(const Header& h, int j) const {
@@ -189,7 +210,7 @@ struct CodeQK45 : CodeDecBase<256, kFive ? 176 : 144> {
 
 struct Q6Header {
   const uint8_t* b;
-  float a[16];
+  __m256 a[8];  // per sub-block: d * scale, lanes 0-3 / 4-7 for its two halves
 };
 
 struct CodeQ6_K : CodeDecBase<256, 210> {
@@ -199,13 +220,18 @@ struct CodeQ6_K : CodeDecBase<256, 210> {
   AVX2_FN Header Prepare(int64_t row, int64_t k) const {
     Header h;
     h.b = BlockAt(row, k);
-    const float d = HalfAt(h.b + 208);
-    const int8_t* sc = reinterpret_cast<const int8_t*>(h.b + 192);
-    for (int i = 0; i < 16; ++i) h.a[i] = d * static_cast<float>(sc[i]);
+    const __m256 d = _mm256_set1_ps(HalfAt(h.b + 208));
+    const __m128i sc = _mm_loadu_si128(reinterpret_cast<const __m128i*>(h.b + 192));
+    const __m256 half[2] = {_mm256_mul_ps(d, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(sc))),
+                            _mm256_mul_ps(d, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(sc, 8))))};
+    // Sub-block j = 4 * half + quarter i uses scales 2i (values 0..15) and 2i + 1.
+    for (int j = 0; j < 8; ++j) {
+      const int i = j % 4;
+      const __m256i idx = _mm256_setr_epi32(2 * i, 2 * i, 2 * i, 2 * i, 2 * i + 1, 2 * i + 1, 2 * i + 1, 2 * i + 1);
+      h.a[j] = _mm256_permutevar8x32_ps(half[j / 4], idx);
+    }
     return h;
   }
-  // Sub-block j = 4h + i: half h, quarter i; scales 8h + 2i (values 0..15)
-  // and 8h + 2i + 1 (16..31).
   AVX2_FN Block Codes(const Header& hd, int j) const {
     const int h = j / 4, i = j % 4;
     const uint8_t* ql = hd.b + 64 * h + 32 * (i & 1);
@@ -215,9 +241,7 @@ struct CodeQ6_K : CodeDecBase<256, 210> {
         _mm256_set1_epi8(0x0F));
     const __m256i high = _mm256_and_si256(
         _mm256_srli_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(qh)), 2 * i), _mm256_set1_epi8(0x03));
-    const float a0 = hd.a[8 * h + 2 * i], a1 = hd.a[8 * h + 2 * i + 1];
-    return {_mm256_or_si256(low, _mm256_slli_epi16(high, 4)), _mm256_setr_ps(a0, a0, a0, a0, a1, a1, a1, a1),
-            0.0f};
+    return {_mm256_or_si256(low, _mm256_slli_epi16(high, 4)), hd.a[j], 0.0f};
   }
 };
 
@@ -263,7 +287,9 @@ struct CodeMlx {
         group_size(w.group_size), group_shift(w.group_size == 32 ? 5 : w.group_size == 64 ? 6 : 7) {}
   int64_t SubBlocks() const { return group_size / 32; }
   void Prefetch(int64_t row, int64_t k) const {
-    avx2::PrefetchAt(p, row * row_bytes + k * kBits / 8);
+    const int64_t at = row * row_bytes + k * kBits / 8, bytes = group_size * kBits / 8;
+    avx2::PrefetchAt(p, at);
+    for (int64_t line = (at & ~int64_t{63}) + 64; line < at + bytes; line += 64) avx2::PrefetchAt(p, line);
     const int64_t g = (row * groups + (k >> group_shift)) * param_bytes;
     avx2::PrefetchAt(scales, g);
     avx2::PrefetchAt(biases, g);
