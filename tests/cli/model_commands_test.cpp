@@ -108,6 +108,25 @@ TEST(GenerateCommandTest, StreamsTheGreedyContinuation) {
   EXPECT_EQ(r.out, (*tok)->Decode(std::vector<int32_t>(greedy.begin(), greedy.begin() + 3), false));
 }
 
+// stories260K through the command line: greedy from BOS prints llama2.c's
+// text exactly. expected.json's text is its 200 positions' 200 generated
+// tokens (it re-encodes to 200 ids), so the command asks for 200.
+TEST(GenerateCommandTest, Stories260KPrintsLlama2cText) {
+  SKIP_IF_NO_SHARED();
+  const std::string dir = testing::SharedDir() + "/models/stories260K";
+  auto text = ReadFileToString(dir + "/expected.json");
+  ASSERT_TRUE(text.ok());
+  const Json expected = Json::parse(*text);
+  auto r = Llmhost({"generate", "--model", dir + "/stories260K.gguf", "--ids", "1", "--max-tokens",
+                    std::to_string(expected["positions"].get<int64_t>()), "--temperature", "0"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto strip = [](const std::string& s) {
+    const size_t b = s.find_first_not_of(" \n"), e = s.find_last_not_of(" \n");
+    return b == std::string::npos ? std::string() : s.substr(b, e - b + 1);
+  };
+  EXPECT_EQ(strip(r.out), strip(expected["expected_text"].get<std::string>()));
+}
+
 TEST(GenerateCommandTest, SamplingIsSeededAndPromptModesWork) {
   const std::string model = ModelsRoot() + "/qwen3-tiny";
   auto a = Llmhost({"generate", "--model", model, "--prompt", "def add(a, b):", "--max-tokens", "12",
