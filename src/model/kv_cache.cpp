@@ -5,24 +5,53 @@
 
 namespace llmhost {
 
-BlockAllocator::BlockAllocator(int32_t n_blocks) : refs_(static_cast<size_t>(n_blocks), 0) {
-  free_.reserve(static_cast<size_t>(n_blocks));
-  for (int32_t i = n_blocks - 1; i >= 0; --i) free_.push_back(i);  // block 0 comes out first
+BlockAllocator::BlockAllocator(int32_t n_blocks)
+    : refs_(static_cast<size_t>(n_blocks), 0),
+      prev_(static_cast<size_t>(n_blocks), kNone),
+      next_(static_cast<size_t>(n_blocks), kNone),
+      in_free_(static_cast<size_t>(n_blocks), 0) {
+  for (int32_t i = 0; i < n_blocks; ++i) PushBack(i);  // block 0 comes out first
+}
+
+void BlockAllocator::PushBack(int32_t id) {
+  const size_t i = static_cast<size_t>(id);
+  prev_[i] = tail_;
+  next_[i] = kNone;
+  if (tail_ != kNone) next_[static_cast<size_t>(tail_)] = id;
+  else head_ = id;
+  tail_ = id;
+  in_free_[i] = 1;
+  ++n_free_;
+}
+
+void BlockAllocator::Unlink(int32_t id) {
+  const size_t i = static_cast<size_t>(id);
+  if (prev_[i] != kNone) next_[static_cast<size_t>(prev_[i])] = next_[i];
+  else head_ = next_[i];
+  if (next_[i] != kNone) prev_[static_cast<size_t>(next_[i])] = prev_[i];
+  else tail_ = prev_[i];
+  prev_[i] = next_[i] = kNone;
+  in_free_[i] = 0;
+  --n_free_;
 }
 
 std::optional<int32_t> BlockAllocator::Allocate() {
-  if (free_.empty()) return std::nullopt;
-  const int32_t id = free_.back();
-  free_.pop_back();
+  if (head_ == kNone) return std::nullopt;
+  const int32_t id = head_;
+  Unlink(id);
   refs_[static_cast<size_t>(id)] = 1;
+  if (hook_) hook_(id);
   return id;
 }
 
-void BlockAllocator::Ref(int32_t id) { ++refs_[static_cast<size_t>(id)]; }
+void BlockAllocator::Ref(int32_t id) {
+  if (in_free_[static_cast<size_t>(id)]) Unlink(id);
+  ++refs_[static_cast<size_t>(id)];
+}
 
 void BlockAllocator::Unref(int32_t id) {
   int32_t& r = refs_[static_cast<size_t>(id)];
-  if (r > 0 && --r == 0) free_.push_back(id);
+  if (r > 0 && --r == 0) PushBack(id);
 }
 
 Result<std::unique_ptr<KvCache>> KvCache::Create(Backend* backend, int64_t n_layers,

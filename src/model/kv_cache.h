@@ -4,13 +4,15 @@
 // row of position j of a sequence is block_table[j / block_size] *
 // block_size + j % block_size). Blocks are reference-counted so that
 // sequences can share a prefix (Fork); a write into a shared block first
-// copies it (copy-on-write, in Reserve). The paged cache of issue 4 (prefix
-// index, eviction) builds on this.
+// copies it (copy-on-write, in Reserve). The prefix index of src/kv keys
+// full blocks by their tokens and finds them again, even after release, until
+// the allocator hands them out for new contents.
 //
 // Not thread-safe: the engine's scheduler owns it.
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <vector>
@@ -23,21 +25,41 @@ namespace llmhost {
 inline constexpr int64_t kDefaultKvBlockSize = 256;
 
 // Free list and reference counts of block ids [0, n_blocks).
+//
+// The free list is in LRU order: Allocate() takes the block freed longest
+// ago, Unref() to zero appends at the back. A free block keeps its contents
+// until it is allocated again, so a prefix index (src/kv) may keep pointing
+// at it: Ref() on a free block takes it off the free list again ("revives"
+// it), and the allocate hook tells the index when a block is handed out for
+// new contents.
 class BlockAllocator {
  public:
   explicit BlockAllocator(int32_t n_blocks);
-  // A free block with reference count 1, or nullopt when none is free.
+  // The least recently freed block with reference count 1, or nullopt when
+  // none is free. Calls the allocate hook with the id first.
   std::optional<int32_t> Allocate();
+  // Adds a reference; a free block (count 0) leaves the free list.
   void Ref(int32_t id);
   // Drops one reference; the block is free again at zero.
   void Unref(int32_t id);
   int32_t refcount(int32_t id) const { return refs_[static_cast<size_t>(id)]; }
-  int32_t free_blocks() const { return static_cast<int32_t>(free_.size()); }
+  int32_t free_blocks() const { return n_free_; }
   int32_t total_blocks() const { return static_cast<int32_t>(refs_.size()); }
+  // Called with a block's id whenever Allocate() hands it out (its old
+  // contents are about to be overwritten). Empty to remove.
+  void set_allocate_hook(std::function<void(int32_t)> hook) { hook_ = std::move(hook); }
 
  private:
-  std::vector<int32_t> free_;  // a stack: the most recently freed block is reused first
+  void PushBack(int32_t id);
+  void Unlink(int32_t id);
+
   std::vector<int32_t> refs_;
+  // Intrusive doubly linked free list; kNone ends it. in_free_ marks members.
+  static constexpr int32_t kNone = -1;
+  std::vector<int32_t> prev_, next_;
+  std::vector<uint8_t> in_free_;
+  int32_t head_ = kNone, tail_ = kNone, n_free_ = 0;
+  std::function<void(int32_t)> hook_;
 };
 
 // One sequence's view of the cache. Append-only: positions [0, length) are

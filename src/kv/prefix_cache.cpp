@@ -1,0 +1,148 @@
+#include "kv/prefix_cache.h"
+
+#include <algorithm>
+
+namespace llmhost {
+
+PrefixCache::PrefixCache(KvCache* cache, const Sha256Digest& model_fingerprint)
+    : cache_(cache),
+      key_of_(static_cast<size_t>(cache->allocator().total_blocks())),
+      indexed_(static_cast<size_t>(cache->allocator().total_blocks()), 0) {
+  // The chain's root: the fingerprint under a domain tag, so that a root is
+  // never equal to a block key.
+  Sha256 h;
+  h.Update("llmhost kv root v1");
+  h.Update(model_fingerprint.data(), model_fingerprint.size());
+  root_ = h.Finish();
+  cache_->allocator().set_allocate_hook([this](int32_t id) { OnAllocate(id); });
+}
+
+PrefixCache::~PrefixCache() { cache_->allocator().set_allocate_hook(nullptr); }
+
+BlockKey PrefixCache::KeyOf(const BlockKey& parent, std::span<const int32_t> block_tokens) const {
+  Sha256 h;
+  h.Update(parent.data(), parent.size());
+  // Token ids as little-endian int32, whatever the host order.
+  uint8_t buf[4 * 64];
+  size_t n = 0;
+  for (int32_t t : block_tokens) {
+    const uint32_t u = static_cast<uint32_t>(t);
+    for (int b = 0; b < 4; ++b) buf[n++] = static_cast<uint8_t>(u >> (8 * b));
+    if (n == sizeof(buf)) {
+      h.Update(buf, n);
+      n = 0;
+    }
+  }
+  h.Update(buf, n);
+  return h.Finish();
+}
+
+void PrefixCache::ExtendKeys(CachedSequence* seq) const {
+  const size_t bs = static_cast<size_t>(block_size());
+  const size_t full = seq->tokens.size() / bs;
+  while (seq->keys.size() < full) {
+    const size_t i = seq->keys.size();
+    const BlockKey& parent = i == 0 ? root_ : seq->keys[i - 1];
+    seq->keys.push_back(KeyOf(parent, std::span<const int32_t>(seq->tokens).subspan(i * bs, bs)));
+  }
+}
+
+int64_t PrefixCache::Acquire(CachedSequence* seq) {
+  seq->kv = KvSequence{};
+  seq->published = 0;
+  ExtendKeys(seq);
+  const size_t limit = seq->keys.size();
+  BlockAllocator& alloc = cache_->allocator();
+  for (size_t i = 0; i < limit; ++i) {
+    auto it = index_.find(seq->keys[i]);
+    if (it == index_.end()) break;
+    alloc.Ref(it->second);  // revives it from the free list when unreferenced
+    seq->kv.block_table.push_back(it->second);
+  }
+  const int64_t blocks = static_cast<int64_t>(seq->kv.block_table.size());
+  seq->published = static_cast<size_t>(blocks);
+  int64_t len = blocks * block_size();
+  if (len > 0 && len >= static_cast<int64_t>(seq->tokens.size())) len = static_cast<int64_t>(seq->tokens.size()) - 1;
+  seq->kv.length = len;
+  return len;
+}
+
+void PrefixCache::RecordLookup(const CachedSequence& seq) {
+  ++counters_.lookups;
+  const uint64_t blocks = seq.kv.block_table.size();
+  if (blocks > 0) {
+    ++counters_.hits;
+    counters_.hit_blocks += blocks;
+    counters_.cached_tokens += static_cast<uint64_t>(seq.kv.length);
+  } else {
+    ++counters_.misses;
+  }
+}
+
+void PrefixCache::Publish(CachedSequence* seq) {
+  const int64_t bs = block_size();
+  const size_t full = static_cast<size_t>(std::min<int64_t>(
+      seq->kv.length, static_cast<int64_t>(seq->tokens.size())) / bs);
+  if (seq->published >= full) return;
+  ExtendKeys(seq);
+  for (size_t i = seq->published; i < full; ++i) {
+    const int32_t id = seq->kv.block_table[i];
+    const BlockKey& key = seq->keys[i];
+    const size_t b = static_cast<size_t>(id);
+    if (indexed_[b] && key_of_[b] == key) continue;
+    if (index_.count(key)) continue;  // an equal block is already findable
+    if (indexed_[b]) Unindex(id);
+    index_.emplace(key, id);
+    key_of_[b] = key;
+    indexed_[b] = 1;
+  }
+  seq->published = full;
+}
+
+void PrefixCache::Release(CachedSequence* seq) {
+  cache_->Release(&seq->kv);
+  seq->published = 0;
+}
+
+void PrefixCache::Clear() {
+  index_.clear();
+  std::fill(indexed_.begin(), indexed_.end(), 0);
+}
+
+int64_t PrefixCache::CachedPrefixBlocks(std::span<const int32_t> tokens) const {
+  CachedSequence s;
+  s.tokens.assign(tokens.begin(), tokens.end());
+  ExtendKeys(&s);
+  int64_t n = 0;
+  while (n < static_cast<int64_t>(s.keys.size()) && index_.count(s.keys[static_cast<size_t>(n)])) ++n;
+  return n;
+}
+
+void PrefixCache::OnAllocate(int32_t id) {
+  if (indexed_[static_cast<size_t>(id)]) {
+    Unindex(id);
+    ++counters_.evictions;
+  }
+}
+
+void PrefixCache::Unindex(int32_t id) {
+  const size_t b = static_cast<size_t>(id);
+  auto it = index_.find(key_of_[b]);
+  if (it != index_.end() && it->second == id) index_.erase(it);
+  indexed_[b] = 0;
+}
+
+PrefixCacheStats PrefixCache::stats() const {
+  PrefixCacheStats s = counters_;
+  const BlockAllocator& a = cache_->allocator();
+  s.blocks_total = a.total_blocks();
+  s.blocks_free = a.free_blocks();
+  s.blocks_used = s.blocks_total - s.blocks_free;
+  s.blocks_indexed = static_cast<int64_t>(index_.size());
+  for (int32_t id = 0; id < a.total_blocks(); ++id) {
+    if (indexed_[static_cast<size_t>(id)] && a.refcount(id) == 0) ++s.blocks_cached;
+  }
+  return s;
+}
+
+}  // namespace llmhost

@@ -1,0 +1,127 @@
+// PrefixCache: finds the KV blocks of earlier sequences by their tokens, so
+// that a prompt starting like an earlier one prefills only the rest.
+//
+// Every full block of a sequence gets a key: SHA-256 over (parent key, the
+// block's token ids), the first block's parent being the model fingerprint
+// (kv/fingerprint.h). A key therefore names the whole prefix up to the end
+// of its block, for one model, KV layout and block size. The index maps
+// key -> block id. Only full blocks are indexed (a full block is never
+// written again, except by the exact-hit recompute below, which rewrites a
+// position with the value it already holds).
+//
+// Blocks released by every sequence go to the allocator's LRU free list and
+// stay in the index until the allocator hands them out again (its allocate
+// hook removes the key): a later request revives them by taking a reference.
+// Lookups walk the prompt's full blocks and stop at the first miss.
+//
+//   PrefixCache pc(cache, fingerprint);
+//   CachedSequence s;  s.tokens = prompt;
+//   pc.Acquire(&s);                 // s.kv.length positions are already there
+//   ... Forward(tokens [s.kv.length, ...)) ...; pc.Publish(&s);
+//   pc.Release(&s);                 // blocks stay findable until reused
+//
+// Not thread-safe: the engine's executor thread owns it (and the KvCache).
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <unordered_map>
+#include <vector>
+
+#include "model/kv_cache.h"
+#include "util/sha256.h"
+
+namespace llmhost {
+
+using BlockKey = Sha256Digest;
+
+// A sequence together with the tokens it stands for and their block keys.
+struct CachedSequence {
+  KvSequence kv;                // positions [0, kv.length) are stored
+  std::vector<int32_t> tokens;  // every token of the sequence (stored or still to run)
+  std::vector<BlockKey> keys;   // chain keys of the first keys.size() full blocks of tokens
+  size_t published = 0;         // blocks [0, published) are indexed (or were duplicates)
+};
+
+struct PrefixCacheStats {
+  uint64_t lookups = 0;        // RecordLookup calls (admissions)
+  uint64_t hits = 0;           // ... that reused at least one block
+  uint64_t misses = 0;         // ... that reused none
+  uint64_t hit_blocks = 0;     // blocks reused in total
+  uint64_t cached_tokens = 0;  // positions reused in total (not recomputed)
+  uint64_t evictions = 0;      // indexed blocks handed out for new contents
+  int64_t blocks_total = 0;
+  int64_t blocks_used = 0;     // referenced by a sequence
+  int64_t blocks_free = 0;     // on the free list (cached ones included)
+  int64_t blocks_cached = 0;   // free, yet still findable by key
+  int64_t blocks_indexed = 0;  // findable by key (used or free)
+};
+
+class PrefixCache {
+ public:
+  // `cache` must outlive this object; installs the allocator's allocate hook
+  // (removed again by the destructor).
+  PrefixCache(KvCache* cache, const Sha256Digest& model_fingerprint);
+  ~PrefixCache();
+  PrefixCache(const PrefixCache&) = delete;
+  PrefixCache& operator=(const PrefixCache&) = delete;
+
+  KvCache& cache() { return *cache_; }
+  int64_t block_size() const { return cache_->block_size(); }
+
+  // The key of a block of tokens following `parent` (the fingerprint for the
+  // first block).
+  BlockKey KeyOf(const BlockKey& parent, std::span<const int32_t> block_tokens) const;
+  // Computes the keys of every full block of seq->tokens not keyed yet.
+  void ExtendKeys(CachedSequence* seq) const;
+
+  // For an empty seq->kv: takes references on the longest run of cached full
+  // blocks that starts seq->tokens and sets seq->kv to them. kv.length is the
+  // positions reused: matched blocks × block size, or one less when they cover
+  // every token (the last token is run again to get its logits). Returns
+  // kv.length. Counts nothing: the caller reports a lookup it goes ahead
+  // with through RecordLookup (an admission may be undone by Release).
+  int64_t Acquire(CachedSequence* seq);
+  void RecordLookup(const CachedSequence& seq);
+
+  // Indexes the full blocks of seq->kv not yet indexed (call after each
+  // forward step that stored tokens; seq->tokens must cover kv.length). A key
+  // already indexed for another block is left pointing there.
+  void Publish(CachedSequence* seq);
+
+  // Drops the sequence's references (its indexed blocks stay findable until
+  // reused) and clears kv and published; tokens and keys are kept (they
+  // depend only on the tokens, which a sequence only appends to).
+  void Release(CachedSequence* seq);
+
+  // Forgets every key (e.g. after a step failed in a way that may have left
+  // blocks half written). Blocks and references are untouched.
+  void Clear();
+
+  // How many leading full blocks of `tokens` are findable now (no
+  // references taken, no stats counted).
+  int64_t CachedPrefixBlocks(std::span<const int32_t> tokens) const;
+
+  PrefixCacheStats stats() const;
+
+ private:
+  void OnAllocate(int32_t id);
+  void Unindex(int32_t id);
+
+  struct KeyHash {
+    size_t operator()(const BlockKey& k) const {
+      size_t h = 0;
+      for (int i = 0; i < 8; ++i) h = (h << 8) | k[static_cast<size_t>(i)];
+      return h;
+    }
+  };
+
+  KvCache* cache_;
+  BlockKey root_;
+  std::unordered_map<BlockKey, int32_t, KeyHash> index_;
+  std::vector<BlockKey> key_of_;    // per block id: its key when indexed
+  std::vector<uint8_t> indexed_;    // per block id: 1 when key_of_ is valid
+  PrefixCacheStats counters_;
+};
+
+}  // namespace llmhost
