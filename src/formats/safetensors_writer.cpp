@@ -1,6 +1,11 @@
 #include "formats/safetensors_writer.h"
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <limits>
 #include <set>
 
@@ -34,49 +39,52 @@ int WriterRank(DType t) {
   }
   return 0;
 }
-}  // namespace
 
-Result<std::string> SerializeSafetensors(const std::vector<SafetensorsWriteTensor>& tensors,
-                                         const std::map<std::string, std::string>& metadata) {
-  std::vector<const SafetensorsWriteTensor*> order;
-  order.reserve(tensors.size());
+// One tensor as the header sees it; `index` is its position in the caller's list.
+struct Planned {
+  const std::string* name;
+  DType dtype;
+  const std::vector<int64_t>* shape;
+  uint64_t bytes;
+  size_t index;
+};
+
+Result<uint64_t> ShapeBytes(const std::string& name, DType dtype, const std::vector<int64_t>& shape) {
+  uint64_t bytes = DTypeSize(dtype);
+  for (int64_t d : shape) {
+    if (d < 0) {
+      return Status::InvalidArgument("safetensors writer: tensor '" + name +
+                                     "' has a negative dimension");
+    }
+    uint64_t ud = static_cast<uint64_t>(d);
+    if (ud != 0 && bytes > std::numeric_limits<uint64_t>::max() / ud) {
+      return Status::InvalidArgument("safetensors writer: tensor '" + name + "' shape overflows");
+    }
+    bytes *= ud;
+  }
+  return bytes;
+}
+
+// Checks names and metadata, sorts `t` into layout order and returns the
+// file's first bytes: the 8-byte header length and the padded header JSON.
+Result<std::string> PlanHeader(std::vector<Planned>& t,
+                               const std::map<std::string, std::string>& metadata) {
   std::set<std::string_view> names;
-  for (const SafetensorsWriteTensor& t : tensors) {
-    if (t.name == "__metadata__") {
+  for (const Planned& p : t) {
+    if (*p.name == "__metadata__") {
       return Status::InvalidArgument("safetensors writer: '__metadata__' is reserved");
     }
-    if (!utf8::IsValid(t.name)) {
+    if (!utf8::IsValid(*p.name)) {
       return Status::InvalidArgument("safetensors writer: tensor name is not valid UTF-8");
     }
-    if (!names.insert(t.name).second) {
-      return Status::InvalidArgument("safetensors writer: duplicate tensor name '" + t.name + "'");
+    if (!names.insert(*p.name).second) {
+      return Status::InvalidArgument("safetensors writer: duplicate tensor name '" + *p.name + "'");
     }
-    uint64_t bytes = DTypeSize(t.dtype);
-    for (int64_t d : t.shape) {
-      if (d < 0) {
-        return Status::InvalidArgument("safetensors writer: tensor '" + t.name +
-                                       "' has a negative dimension");
-      }
-      uint64_t ud = static_cast<uint64_t>(d);
-      if (ud != 0 && bytes > std::numeric_limits<uint64_t>::max() / ud) {
-        return Status::InvalidArgument("safetensors writer: tensor '" + t.name +
-                                       "' shape overflows");
-      }
-      bytes *= ud;
-    }
-    if (bytes != t.data.size()) {
-      return Status::InvalidArgument("safetensors writer: tensor '" + t.name + "' has " +
-                                     std::to_string(t.data.size()) + " bytes, its shape needs " +
-                                     std::to_string(bytes));
-    }
-    order.push_back(&t);
   }
-  std::sort(order.begin(), order.end(),
-            [](const SafetensorsWriteTensor* a, const SafetensorsWriteTensor* b) {
-              int ra = WriterRank(a->dtype), rb = WriterRank(b->dtype);
-              return ra != rb ? ra > rb : a->name < b->name;
-            });
-
+  std::sort(t.begin(), t.end(), [](const Planned& a, const Planned& b) {
+    int ra = WriterRank(a.dtype), rb = WriterRank(b.dtype);
+    return ra != rb ? ra > rb : *a.name < *b.name;
+  });
   for (const auto& [k, v] : metadata) {
     if (!utf8::IsValid(k) || !utf8::IsValid(v)) {
       return Status::InvalidArgument("safetensors writer: metadata is not valid UTF-8");
@@ -88,24 +96,47 @@ Result<std::string> SerializeSafetensors(const std::vector<SafetensorsWriteTenso
   nlohmann::ordered_json header = nlohmann::ordered_json::object();
   if (!metadata.empty()) header["__metadata__"] = metadata;
   uint64_t offset = 0;
-  for (const SafetensorsWriteTensor* t : order) {
+  for (const Planned& p : t) {
     nlohmann::ordered_json entry = nlohmann::ordered_json::object();
-    entry["dtype"] = DTypeName(t->dtype);
-    entry["shape"] = t->shape;
-    entry["data_offsets"] = {offset, offset + t->data.size()};
-    header[t->name] = std::move(entry);
-    offset += t->data.size();
+    entry["dtype"] = DTypeName(p.dtype);
+    entry["shape"] = *p.shape;
+    entry["data_offsets"] = {offset, offset + p.bytes};
+    header[*p.name] = std::move(entry);
+    offset += p.bytes;
   }
   std::string json = header.dump(-1, ' ', /*ensure_ascii=*/false,
                                  nlohmann::ordered_json::error_handler_t::replace);
   json.append((8 - json.size() % 8) % 8, ' ');
-
   std::string out;
-  out.reserve(8 + json.size() + offset);
   uint64_t n = json.size();
   for (int i = 0; i < 8; ++i) out.push_back(static_cast<char>((n >> (8 * i)) & 0xff));
   out += json;
-  for (const SafetensorsWriteTensor* t : order) out.append(t->data);
+  return out;
+}
+
+std::string ErrnoText() { return std::strerror(errno); }
+
+}  // namespace
+
+Result<std::string> SerializeSafetensors(const std::vector<SafetensorsWriteTensor>& tensors,
+                                         const std::map<std::string, std::string>& metadata) {
+  std::vector<Planned> plan;
+  plan.reserve(tensors.size());
+  uint64_t total = 0;
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    const SafetensorsWriteTensor& t = tensors[i];
+    ASSIGN_OR_RETURN(uint64_t bytes, ShapeBytes(t.name, t.dtype, t.shape));
+    if (bytes != t.data.size()) {
+      return Status::InvalidArgument("safetensors writer: tensor '" + t.name + "' has " +
+                                     std::to_string(t.data.size()) + " bytes, its shape needs " +
+                                     std::to_string(bytes));
+    }
+    plan.push_back({&t.name, t.dtype, &t.shape, bytes, i});
+    total += bytes;
+  }
+  ASSIGN_OR_RETURN(std::string out, PlanHeader(plan, metadata));
+  out.reserve(out.size() + total);
+  for (const Planned& p : plan) out.append(tensors[p.index].data);
   return out;
 }
 
@@ -114,6 +145,109 @@ Status WriteSafetensorsFile(const std::string& path,
                             const std::map<std::string, std::string>& metadata) {
   ASSIGN_OR_RETURN(std::string bytes, SerializeSafetensors(tensors, metadata));
   return WriteFileAtomic(path, bytes);
+}
+
+// --- streaming ---------------------------------------------------------------
+
+namespace {
+constexpr size_t kStreamBuffer = size_t{8} << 20;  // bytes per write(2)
+}  // namespace
+
+Result<std::unique_ptr<SafetensorsStreamWriter>> SafetensorsStreamWriter::Create(
+    const std::string& path, const std::vector<SafetensorsTensorSpec>& tensors,
+    const std::map<std::string, std::string>& metadata) {
+  std::vector<Planned> plan;
+  plan.reserve(tensors.size());
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    const SafetensorsTensorSpec& t = tensors[i];
+    ASSIGN_OR_RETURN(uint64_t bytes, ShapeBytes(t.name, t.dtype, t.shape));
+    plan.push_back({&t.name, t.dtype, &t.shape, bytes, i});
+  }
+  ASSIGN_OR_RETURN(std::string header, PlanHeader(plan, metadata));
+  std::unique_ptr<SafetensorsStreamWriter> w(new SafetensorsStreamWriter());
+  w->path_ = path;
+  w->tmp_ = path + ".tmp." + std::to_string(::getpid());
+  uint64_t end = 0;
+  for (const Planned& p : plan) {
+    w->layout_.push_back(tensors[p.index]);
+    end += p.bytes;
+    w->ends_.push_back(end);
+  }
+  w->fd_ = ::open(w->tmp_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (w->fd_ < 0) return Status::IOError(w->tmp_ + ": create failed: " + ErrnoText());
+  w->buffer_ = std::move(header);
+  w->current_ = 0;
+  while (w->current_ < w->ends_.size() && w->ends_[w->current_] == 0) ++w->current_;
+  return w;
+}
+
+SafetensorsStreamWriter::~SafetensorsStreamWriter() {
+  if (fd_ >= 0) {
+    ::close(fd_);
+    ::unlink(tmp_.c_str());
+  }
+}
+
+Status SafetensorsStreamWriter::WriteAll(std::string_view bytes) {
+  size_t off = 0;
+  while (off < bytes.size()) {
+    ssize_t n = ::write(fd_, bytes.data() + off, bytes.size() - off);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return Status::IOError(tmp_ + ": write failed: " + ErrnoText());
+    }
+    off += static_cast<size_t>(n);
+  }
+  return Status::OK();
+}
+
+Status SafetensorsStreamWriter::Flush() {
+  RETURN_IF_ERROR(WriteAll(buffer_));
+  buffer_.clear();
+  return Status::OK();
+}
+
+Status SafetensorsStreamWriter::Append(std::string_view bytes) {
+  if (fd_ < 0) return Status::InvalidArgument("safetensors writer: " + path_ + " is finished");
+  const uint64_t total = ends_.empty() ? 0 : ends_.back();
+  if (bytes.size() > total - written_) {
+    return Status::InvalidArgument("safetensors writer: " + path_ + ": " +
+                                   std::to_string(bytes.size()) + " bytes appended past the end of "
+                                   "the last tensor");
+  }
+  written_ += bytes.size();
+  while (current_ < ends_.size() && ends_[current_] <= written_) ++current_;
+  if (buffer_.size() + bytes.size() > kStreamBuffer) {
+    RETURN_IF_ERROR(Flush());
+    if (bytes.size() >= kStreamBuffer) return WriteAll(bytes);  // large chunks go straight out
+  }
+  buffer_.append(bytes);
+  return Status::OK();
+}
+
+Status SafetensorsStreamWriter::Finish() {
+  if (fd_ < 0) return Status::InvalidArgument("safetensors writer: " + path_ + " is finished");
+  const uint64_t total = ends_.empty() ? 0 : ends_.back();
+  if (written_ != total) {
+    return Status::InvalidArgument("safetensors writer: " + path_ + ": tensor '" +
+                                   layout_[current_].name + "' is incomplete (" +
+                                   std::to_string(total - written_) + " bytes missing in all)");
+  }
+  RETURN_IF_ERROR(Flush());
+  if (::fsync(fd_) != 0) return Status::IOError(tmp_ + ": fsync failed: " + ErrnoText());
+  ::close(fd_);
+  fd_ = -1;
+  if (::rename(tmp_.c_str(), path_.c_str()) != 0) {
+    Status s = Status::IOError(path_ + ": rename failed: " + ErrnoText());
+    ::unlink(tmp_.c_str());
+    return s;
+  }
+  int dfd = ::open(DirName(path_).c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dfd >= 0) {
+    ::fsync(dfd);  // best effort: makes the rename durable
+    ::close(dfd);
+  }
+  return Status::OK();
 }
 
 }  // namespace llmhost
