@@ -6,6 +6,8 @@ find_package(CLI11 REQUIRED)
 find_package(PkgConfig REQUIRED)
 pkg_check_modules(PCRE2 REQUIRED IMPORTED_TARGET libpcre2-8)
 find_package(ICU REQUIRED COMPONENTS uc i18n data)
+# Boost.Asio + Boost.Beast (HTTP server), header-only: Debian's libboost1.81-dev.
+find_package(Boost 1.81 REQUIRED CONFIG COMPONENTS headers)
 if(LLMHOST_BUILD_TESTS)
   find_package(GTest REQUIRED)
 endif()

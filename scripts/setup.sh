@@ -9,6 +9,7 @@ cd "$(dirname "$0")/.."
 PACKAGES=(
   build-essential cmake ninja-build pkg-config git python3
   nlohmann-json3-dev libpcre2-dev libicu-dev libssl-dev libcli11-dev libcpp-httplib-dev
+  libboost1.81-dev              # Boost.Asio + Boost.Beast (HTTP server; header-only)
   libgtest-dev libgmock-dev libbenchmark-dev
   clang-14 libclang-rt-14-dev   # ASan/UBSan and libFuzzer builds
 )

@@ -1,0 +1,25 @@
+// Anthropic Messages request bodies (/v1/messages, /v1/messages/count_tokens)
+// → InferenceRequest, with the conversation converted to the chat-template
+// form the OpenAI parser produces:
+//   system (string or text blocks)        → a leading system message
+//   role "system" inside messages[]       → a system message in place
+//   user text blocks                      → user content (joined with "\n")
+//   user tool_result blocks               → role "tool" messages (tool_call_id)
+//   assistant text / tool_use / thinking  → content / tool_calls / reasoning_content
+//   tools {name, description, input_schema} → {type: function, function: {name, description, parameters}}
+//   thinking {type: enabled|adaptive|disabled} → chat_template_kwargs.enable_thinking
+// A leading system block that is Claude Code's per-request attribution line
+// ("x-anthropic-billing-header: ...") is dropped: it is metadata, and at the
+// very start of the prompt it would defeat prefix caching across versions.
+#pragma once
+
+#include "server/api_error.h"
+#include "server/api_request.h"
+#include "server/json_fields.h"
+
+namespace llmhost::server {
+
+// `count_only`: /v1/messages/count_tokens (no generation fields read).
+MaybeError ParseMessagesRequest(const OJson& body, bool count_only, InferenceRequest* out);
+
+}  // namespace llmhost::server

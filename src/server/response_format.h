@@ -1,0 +1,93 @@
+// Response formatting for the three generation APIs, streamed (SSE) or not.
+//
+// A ResponseFormatter sees one generation as a sequence of events and returns
+// the bytes to send for each:
+//   Start(usage)      prefill done, first token on its way (OpenAI: the role
+//                     chunk; Anthropic: message_start + content_block_start)
+//   Delta(text, lp)   new text (and the logprobs of the tokens behind it)
+//   Finish(f)         finish_reason / stop_reason, usage, [DONE] / message_stop
+// Non-streaming formatters accumulate and return the whole JSON body from
+// Finish(). Pure functions of their inputs: unit-tested without a server.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "server/api_error.h"
+
+namespace llmhost::server {
+
+struct TopLogprob {
+  std::string token;  // the token's text
+  double logprob = 0;
+};
+
+struct TokenLogprob {
+  std::string token;
+  double logprob = 0;
+  std::vector<TopLogprob> top;  // most likely first
+};
+
+struct GenerationUsage {
+  int64_t prompt_tokens = 0;
+  int64_t cached_tokens = 0;  // of prompt_tokens, read from the prefix cache
+  int64_t completion_tokens = 0;
+};
+
+enum class FinishReason {
+  kStop,        // EOS or a stop token id
+  kStopString,  // a stop string (stop_string says which)
+  kLength,      // max_tokens or the context end
+  kAbort,       // cancelled (client gone, shutdown)
+  kError,
+};
+
+struct GenerationFinish {
+  FinishReason reason = FinishReason::kStop;
+  std::string stop_string;
+  std::string error;  // kError
+  GenerationUsage usage;
+};
+
+enum class KeepAliveMode { kChunk, kComment, kOff };
+
+struct ResponseMeta {
+  std::string id;       // "chatcmpl-…", "cmpl-…", "msg_…"
+  std::string model;    // as the client named it
+  int64_t created = 0;  // unix seconds
+  bool include_usage = false;  // OpenAI stream_options.include_usage
+  bool logprobs = false;
+  int top_logprobs = 0;
+};
+
+class ResponseFormatter {
+ public:
+  virtual ~ResponseFormatter() = default;
+  virtual bool streaming() const = 0;
+  virtual std::string Start(const GenerationUsage& usage) = 0;
+  virtual std::string Delta(const std::string& text, const std::vector<TokenLogprob>& logprobs) = 0;
+  virtual std::string Finish(const GenerationFinish& finish) = 0;
+  // Streaming only: an error after the stream started.
+  virtual std::string StreamError(const ApiError& error) = 0;
+  // Streaming only: a keep-alive while nothing else is sent ("" for kOff).
+  virtual std::string KeepAlive(KeepAliveMode mode) = 0;
+};
+
+std::unique_ptr<ResponseFormatter> MakeChatCompletionsFormatter(const ResponseMeta& meta, bool stream);
+std::unique_ptr<ResponseFormatter> MakeCompletionsFormatter(const ResponseMeta& meta, bool stream);
+std::unique_ptr<ResponseFormatter> MakeMessagesFormatter(const ResponseMeta& meta, bool stream);
+
+// A random id: prefix + 24 hex digits.
+std::string NewResponseId(const std::string& prefix);
+
+// One server-sent event: "data: <json>\n\n", or with an event name.
+std::string SseData(const std::string& data);
+std::string SseEvent(const std::string& event, const std::string& data);
+
+// finish_reason (OpenAI) and stop_reason (Anthropic) names.
+const char* OpenAIFinishReason(FinishReason r);
+const char* AnthropicStopReason(FinishReason r);
+
+}  // namespace llmhost::server

@@ -1,0 +1,237 @@
+#include "server/serve_settings.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cstdlib>
+
+#include <nlohmann/json.hpp>
+
+#include "util/file.h"
+
+namespace llmhost::server {
+
+namespace {
+
+// Where a value came from, for error messages.
+struct Value {
+  std::vector<std::string> items;
+  std::string source;  // "--port", "LLMHOST_PORT", "settings.json: port"
+};
+
+std::vector<std::string> SplitList(const std::string& s) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  while (start <= s.size()) {
+    size_t end = s.find(',', start);
+    if (end == std::string::npos) end = s.size();
+    std::string item = s.substr(start, end - start);
+    item.erase(0, item.find_first_not_of(" \t"));
+    item.erase(item.find_last_not_of(" \t") + 1);
+    if (!item.empty()) out.push_back(item);
+    start = end + 1;
+  }
+  return out;
+}
+
+std::string SnakeCase(const std::string& flag) {
+  std::string s = flag;
+  std::replace(s.begin(), s.end(), '-', '_');
+  return s;
+}
+
+// settings.json → values by flag name. Unknown keys are left for other
+// parts of llmhost (per-model settings, later issues).
+Result<std::map<std::string, Value>> ReadSettingsFile(const std::string& path) {
+  std::map<std::string, Value> out;
+  if (!FileExists(path)) return out;
+  ASSIGN_OR_RETURN(std::string text, ReadFileToString(path));
+  nlohmann::json j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded() || !j.is_object()) {
+    return Status::InvalidArgument(path + ": not a JSON object");
+  }
+  for (const ServeFlag& f : ServeFlags()) {
+    for (const std::string& key : {SnakeCase(f.name), std::string(f.name)}) {
+      auto it = j.find(key);
+      if (it == j.end() || it->is_null()) continue;
+      Value v;
+      v.source = path + ": " + key;
+      auto add = [&](const nlohmann::json& x) -> Status {
+        if (x.is_string()) {
+          v.items.push_back(x.get<std::string>());
+        } else if (x.is_number_integer() || x.is_number_unsigned()) {
+          v.items.push_back(std::to_string(x.get<int64_t>()));
+        } else if (x.is_boolean()) {
+          v.items.push_back(x.get<bool>() ? "true" : "false");
+        } else {
+          return Status::InvalidArgument(v.source + ": expected a string or an integer");
+        }
+        return Status::OK();
+      };
+      if (it->is_array()) {
+        for (const auto& x : *it) RETURN_IF_ERROR(add(x));
+      } else {
+        RETURN_IF_ERROR(add(*it));
+      }
+      out[f.name] = std::move(v);
+      break;
+    }
+  }
+  return out;
+}
+
+Result<int> ParseInt(const Value& v, int min, int max) {
+  const std::string& s = v.items.back();
+  char* end = nullptr;
+  errno = 0;
+  const long long x = std::strtoll(s.c_str(), &end, 10);
+  if (s.empty() || *end != '\0' || errno != 0 || x < min || x > max) {
+    return Status::InvalidArgument(v.source + ": '" + s + "' is not an integer in [" +
+                                   std::to_string(min) + ", " + std::to_string(max) + "]");
+  }
+  return static_cast<int>(x);
+}
+
+std::string DefaultHome(const EnvLookup& env) {
+  const char* home = env("HOME");
+  return JoinPath(home && *home ? home : "/tmp", ".llmhost");
+}
+
+}  // namespace
+
+const std::vector<ServeFlag>& ServeFlags() {
+  static const std::vector<ServeFlag> kFlags = {
+      {"home", false, "settings, model settings and cache (default ~/.llmhost)"},
+      {"host", false, "address to listen on (default 127.0.0.1)"},
+      {"port", false, "port to listen on; 0 picks a free one (default 8000)"},
+      {"model-dir", true, "a directory of models; repeatable (default <home>/models)"},
+      {"max-concurrent-requests", false, "requests decoded together (default 8)"},
+      {"max-queue", false, "requests waiting beyond those; more get 503 (default max(4 x concurrent, 32))"},
+      {"block-size", false, "KV cache block size in tokens (default 256)"},
+      {"api-key", true, "require this API key (Bearer or x-api-key); repeatable (default: open)"},
+      {"sse-keepalive", false, "keep-alive while a prompt is prefilled: chunk, comment or off (default chunk)"},
+      {"max-body-size", false, "largest request body, e.g. 32MB (default 32MB)"},
+      {"cors-origins", true, "origins allowed to call from a browser ('*': any); repeatable (default none)"},
+      {"drain-timeout", false, "seconds to let requests finish on SIGTERM/SIGINT (default 30)"},
+      {"io-threads", false, "HTTP I/O threads (default 2)"},
+      {"precision", false, "CPU matmul precision: fast, fast-int8 or f32 (default fast)"},
+  };
+  return kFlags;
+}
+
+std::string EnvName(const std::string& flag) {
+  std::string s = "LLMHOST_";
+  for (char c : flag) s += c == '-' ? '_' : static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  return s;
+}
+
+Result<uint64_t> ParseByteSize(const std::string& text) {
+  std::string s;
+  for (char c : text) {
+    if (c != ' ') s += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  }
+  size_t i = 0;
+  while (i < s.size() && std::isdigit(static_cast<unsigned char>(s[i]))) ++i;
+  if (i == 0 || i > 15) return Status::InvalidArgument("'" + text + "' is not a size (e.g. 32MB)");
+  uint64_t n = std::stoull(s.substr(0, i));
+  std::string unit = s.substr(i);
+  uint64_t mult = 1;
+  if (unit.empty() || unit == "b") {
+    mult = 1;
+  } else if (unit == "k" || unit == "kb" || unit == "kib") {
+    mult = 1ull << 10;
+  } else if (unit == "m" || unit == "mb" || unit == "mib") {
+    mult = 1ull << 20;
+  } else if (unit == "g" || unit == "gb" || unit == "gib") {
+    mult = 1ull << 30;
+  } else {
+    return Status::InvalidArgument("'" + text + "': unknown size unit (use B, KB, MB or GB)");
+  }
+  return n * mult;
+}
+
+Result<ServeSettings> ResolveServeSettings(const SettingValues& cli, const EnvLookup& env) {
+  ServeSettings s;
+  // --home first: it locates settings.json.
+  if (auto it = cli.find("home"); it != cli.end() && !it->second.empty()) {
+    s.home = it->second.back();
+  } else if (const char* h = env("LLMHOST_HOME"); h && *h) {
+    s.home = h;
+  } else {
+    s.home = DefaultHome(env);
+  }
+  ASSIGN_OR_RETURN(auto file, ReadSettingsFile(JoinPath(s.home, "settings.json")));
+
+  auto lookup = [&](const ServeFlag& f) -> std::optional<Value> {
+    if (auto it = cli.find(f.name); it != cli.end() && !it->second.empty()) {
+      Value v{it->second, std::string("--") + f.name};
+      if (f.list) {  // --api-key a,b is two keys, like the environment's list
+        std::vector<std::string> items;
+        for (const auto& x : it->second) {
+          for (auto& y : SplitList(x)) items.push_back(y);
+        }
+        v.items = items;
+      }
+      return v;
+    }
+    const std::string name = EnvName(f.name);
+    if (const char* e = env(name.c_str()); e && *e) {
+      return Value{f.list ? SplitList(e) : std::vector<std::string>{e}, name};
+    }
+    if (auto it = file.find(f.name); it != file.end()) return it->second;
+    return std::nullopt;
+  };
+
+  for (const ServeFlag& f : ServeFlags()) {
+    const std::string name = f.name;
+    if (name == "home") continue;
+    std::optional<Value> v = lookup(f);
+    if (!v || v->items.empty()) continue;
+    const std::string& last = v->items.back();
+    if (name == "host") {
+      s.host = last;
+    } else if (name == "port") {
+      ASSIGN_OR_RETURN(s.port, ParseInt(*v, 0, 65535));
+    } else if (name == "model-dir") {
+      s.model_dirs = v->items;
+    } else if (name == "max-concurrent-requests") {
+      ASSIGN_OR_RETURN(s.max_concurrent_requests, ParseInt(*v, 1, 4096));
+    } else if (name == "max-queue") {
+      ASSIGN_OR_RETURN(s.max_queue, ParseInt(*v, 0, 1 << 20));
+    } else if (name == "block-size") {
+      ASSIGN_OR_RETURN(s.block_size, ParseInt(*v, 1, 1 << 16));
+    } else if (name == "api-key") {
+      s.api_keys = v->items;
+    } else if (name == "sse-keepalive") {
+      if (last == "chunk") {
+        s.sse_keepalive = KeepAliveMode::kChunk;
+      } else if (last == "comment") {
+        s.sse_keepalive = KeepAliveMode::kComment;
+      } else if (last == "off") {
+        s.sse_keepalive = KeepAliveMode::kOff;
+      } else {
+        return Status::InvalidArgument(v->source + ": '" + last + "' (expected chunk, comment or off)");
+      }
+    } else if (name == "max-body-size") {
+      auto bytes = ParseByteSize(last);
+      if (!bytes.ok()) return Status::InvalidArgument(v->source + ": " + bytes.status().message());
+      if (*bytes < 1024) return Status::InvalidArgument(v->source + ": at least 1KB");
+      s.max_body_size = *bytes;
+    } else if (name == "cors-origins") {
+      s.cors_origins = v->items;
+    } else if (name == "drain-timeout") {
+      ASSIGN_OR_RETURN(s.drain_timeout, ParseInt(*v, 0, 3600));
+    } else if (name == "io-threads") {
+      ASSIGN_OR_RETURN(s.io_threads, ParseInt(*v, 1, 64));
+    } else if (name == "precision") {
+      if (last != "fast" && last != "fast-int8" && last != "f32") {
+        return Status::InvalidArgument(v->source + ": '" + last + "' (expected fast, fast-int8 or f32)");
+      }
+      s.precision = last;
+    }
+  }
+  if (s.model_dirs.empty()) s.model_dirs.push_back(JoinPath(s.home, "models"));
+  if (s.max_queue == 0) s.max_queue = std::max(4 * s.max_concurrent_requests, 32);
+  return s;
+}
+
+}  // namespace llmhost::server

@@ -1,0 +1,58 @@
+// Settings of `llmhost serve`, from four sources, highest first:
+//   command line  >  environment (LLMHOST_ + the flag in upper snake case,
+//   e.g. LLMHOST_MAX_CONCURRENT_REQUESTS; list flags take a comma-separated
+//   list)  >  <home>/settings.json (keys in snake case or as the flag)  >  defaults.
+// --home itself comes from the command line, LLMHOST_HOME or ~/.llmhost.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "server/response_format.h"
+#include "util/status.h"
+
+namespace llmhost::server {
+
+struct ServeSettings {
+  std::string home;                     // ~/.llmhost
+  std::string host = "127.0.0.1";
+  int port = 8000;                      // 0: any free port
+  std::vector<std::string> model_dirs;  // default: <home>/models
+  int max_concurrent_requests = 8;
+  int max_queue = 0;                    // resolved: max(4 × max_concurrent_requests, 32) when unset
+  int block_size = 256;
+  std::vector<std::string> api_keys;
+  KeepAliveMode sse_keepalive = KeepAliveMode::kChunk;
+  uint64_t max_body_size = 32ull << 20;
+  std::vector<std::string> cors_origins;
+  int drain_timeout = 30;               // seconds
+  int io_threads = 2;
+  std::string precision = "fast";       // CPU matmul precision: fast, fast-int8, f32
+};
+
+// One serve flag: its name ("max-concurrent-requests"), whether it repeats,
+// the placeholder and help text that `llmhost serve --help` shows.
+struct ServeFlag {
+  const char* name;
+  bool list;
+  const char* help;
+};
+const std::vector<ServeFlag>& ServeFlags();
+
+// Values given for flags, by flag name (a list flag may have several).
+using SettingValues = std::map<std::string, std::vector<std::string>>;
+using EnvLookup = std::function<const char*(const char*)>;
+
+// Merges the sources and validates every value; InvalidArgument names the
+// flag and its source (e.g. "LLMHOST_PORT: 'x' is not a port").
+Result<ServeSettings> ResolveServeSettings(const SettingValues& cli, const EnvLookup& env);
+
+// "32MB", "512KiB", "1g", "1048576" → bytes (K/M/G are powers of 1024).
+Result<uint64_t> ParseByteSize(const std::string& text);
+// "LLMHOST_" + upper snake case of the flag name.
+std::string EnvName(const std::string& flag);
+
+}  // namespace llmhost::server
