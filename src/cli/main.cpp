@@ -14,6 +14,8 @@ int main(int argc, char** argv) {
   llmhost::cli::RegisterInspectCommands(app);
   llmhost::cli::RegisterScoreCommands(app);
   llmhost::cli::RegisterGenerateCommands(app);
+  llmhost::cli::RegisterServeCommands(app);
+  llmhost::cli::RegisterSynthCommands(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -1,0 +1,85 @@
+// `llmhost synth-model --arch NAME --config JSON|@FILE --dtype bf16|mlx4|mlx8
+// [--group-size 64] [--seed S] --out DIR`: writes a model directory of the
+// given shape with random weights, a byte-level BPE tokenizer of its vocab
+// size and a ChatML template (for benchmarks and memory tests).
+#include <chrono>
+#include <cstdio>
+#include <memory>
+#include <string>
+
+#include "cli/commands.h"
+#include "model/synth_model.h"
+#include "util/file.h"
+
+namespace llmhost::cli {
+
+namespace {
+
+struct SynthCliOptions {
+  std::string arch, config, dtype, out;
+  int group_size = 64;
+  uint64_t seed = 0;
+};
+
+int Fail(const std::string& message) {
+  std::fprintf(stderr, "llmhost: synth-model: %s\n", message.c_str());
+  return 1;
+}
+
+// --config: inline JSON, or @FILE.
+Result<nlohmann::ordered_json> ReadConfig(const std::string& arg) {
+  std::string text = arg, name = "--config";
+  if (!arg.empty() && arg[0] == '@') {
+    name = arg.substr(1);
+    ASSIGN_OR_RETURN(text, ReadFileToString(name));
+  }
+  auto j = nlohmann::ordered_json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded()) return Status::InvalidArgument(name + ": not valid JSON");
+  if (!j.is_object()) return Status::InvalidArgument(name + ": expected a JSON object");
+  return j;
+}
+
+int RunSynth(const SynthCliOptions& o) {
+  SynthOptions s;
+  s.arch = o.arch;
+  auto dtype = ParseSynthDType(o.dtype);
+  if (!dtype.ok()) return Fail(dtype.status().ToString());
+  s.dtype = *dtype;
+  auto config = ReadConfig(o.config);
+  if (!config.ok()) return Fail(config.status().ToString());
+  s.config = std::move(config).value();
+  s.group_size = o.group_size;
+  s.seed = o.seed;
+  s.out_dir = o.out;
+  s.pool = &ThreadPool::Default();
+  const auto t0 = std::chrono::steady_clock::now();
+  auto r = SynthesizeModel(s);
+  if (!r.ok()) return Fail(r.status().ToString());
+  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  std::fprintf(stderr, "llmhost: synth-model: wrote %s (%s %s, %lld tensors, %.1f MiB of weights) in %.1f s\n",
+               o.out.c_str(), o.arch.c_str(), o.dtype.c_str(), static_cast<long long>(r->tensors),
+               r->weight_bytes / 1048576.0, secs);
+  return 0;
+}
+
+}  // namespace
+
+void RegisterSynthCommands(CLI::App& app) {
+  auto opts = std::make_shared<SynthCliOptions>();
+  CLI::App* cmd = app.add_subcommand(
+      "synth-model", "Write a model directory of a given shape with random weights (for benchmarks)");
+  cmd->add_option("--arch", opts->arch,
+                  "architecture: llama, mistral, qwen2, qwen3, qwen3_moe, phi3, gemma3_text")
+      ->required();
+  cmd->add_option("--config", opts->config,
+                  "config.json keys as inline JSON or @FILE (hidden_size, num_hidden_layers, "
+                  "num_attention_heads, vocab_size, intermediate_size, ...)")
+      ->required();
+  cmd->add_option("--dtype", opts->dtype, "bf16, mlx4 or mlx8")->required();
+  cmd->add_option("--group-size", opts->group_size, "MLX group size: 32, 64 (default) or 128");
+  cmd->add_option("--seed", opts->seed, "random seed (default 0); the same seed writes the same files");
+  cmd->add_option("--out", opts->out, "output directory (created if missing)")->required();
+  cmd->callback([opts] { ExitCode() = RunSynth(*opts); });
+}
+
+}  // namespace llmhost::cli

@@ -1,0 +1,65 @@
+// Pieces of synth_model.cpp: the tensor plan and weight generator
+// (synth_weights.cpp) and the tokenizer files (synth_tokenizer.cpp).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "formats/safetensors_writer.h"
+#include "model/arch.h"
+#include "model/synth_model.h"
+#include "util/status.h"
+#include "util/thread_pool.h"
+
+namespace llmhost::synth {
+
+// Spread of the random matrices (as initializer_range 0.02 of HF configs).
+inline constexpr float kWeightStd = 0.02f;
+
+// How a tensor's values are made.
+enum class Fill {
+  kNormal,      // BF16 ~ N(0, kWeightStd) (Irwin-Hall approximation, |x| < 3.5 std)
+  kConstant,    // BF16 `value`
+  kRandomBits,  // U32 uniform: MLX codes, each uniform in [0, 2^bits)
+  kMlxScales,   // BF16 per group: spread / (2^bits - 1) x (0.75 .. 1.25)
+  kMlxBiases,   // BF16 per group: -scale x (2^bits - 1) / 2 (codes centred on 0)
+};
+
+struct Tensor {
+  SafetensorsTensorSpec spec;
+  Fill fill = Fill::kNormal;
+  float value = 0;     // kConstant
+  int bits = 0;        // kMlxScales, kMlxBiases
+  std::string stream;  // random stream name (a tensor's biases reuse its scales' stream)
+};
+
+// Every tensor Model::Load binds for `spec`, in the layout the dtype implies
+// (MLX: quantized matrices as weight/scales/biases, MoE experts stacked
+// under switch_mlp as mlx-lm stores them).
+std::vector<Tensor> PlanTensors(const ModelSpec& spec, SynthDType dtype, int group_size);
+
+uint64_t TensorBytes(const Tensor& t);
+
+// Generates every tensor and streams model.safetensors into `path`.
+Status WriteWeights(const std::string& path, const std::vector<Tensor>& tensors, uint64_t seed,
+                    ThreadPool* pool);
+
+// Ids of the three special tokens: the last three of the vocabulary.
+struct SpecialIds {
+  int64_t endoftext, im_start, im_end;
+};
+SpecialIds SpecialsFor(int64_t vocab);
+// Smallest vocabulary the tokenizer can fill: 256 byte tokens + 3 specials.
+inline constexpr int64_t kMinVocab = 259;
+
+// tokenizer.json (serialized) with exactly `vocab` ids.
+std::string TokenizerJson(int64_t vocab);
+// tokenizer_config.json (ChatML chat_template).
+nlohmann::ordered_json TokenizerConfig(int64_t vocab, int64_t model_max_length);
+// The ChatML template text.
+const std::string& ChatMlTemplate();
+
+}  // namespace llmhost::synth
