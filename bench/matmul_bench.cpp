@@ -7,16 +7,14 @@
 //     forward pass does; GB/s of weight bytes and % of the read bandwidth.
 //   prefill n=512: one layer's matrices, each the best of a few runs; GFLOP/s
 //     (2 * n * rows * cols).
-//   Every figure is a best of --reps runs (default 5): on a shared machine,
-//   the least disturbed one.
+//   Every matrix is timed per call, best of --reps runs (default 5), and the
+//   best times summed: on a shared machine, the least disturbed calls.
 //   implied tok/s: what those rates give for Llama-1B (1.04e9 matmul weights
 //     per token, tied head), ignoring attention and the other ops.
 //   Quantized formats run twice: kFast (f32 activations, exact weights) and
 //   kFastInt8 (activations rounded to int8 per 32 values, integer dots).
 //
 // Usage: matmul_bench [--formats bf16,mlx4,...] [--reps N] [--threads N]
-#include <immintrin.h>
-
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -29,77 +27,14 @@
 
 #include "backend/cpu/cpu_features.h"
 #include "backend/cpu/matmul.h"
+#include "bench_util.h"
 #include "util/thread_pool.h"
 
 namespace llmhost {
 namespace {
 
-double Now() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
-
-// --- read bandwidth ----------------------------------------------------------
-
-#if defined(__x86_64__)
-// Four streams at once (quarters of the slice), as the decode kernels read
-// four weight rows at once; one stream alone does not reach the bandwidth.
-__attribute__((target("avx2"))) uint64_t SumAvx2(const uint8_t* p, size_t n) {
-  const size_t q = n / 4 / 64 * 64;
-  __m256i a0 = _mm256_setzero_si256(), a1 = a0, a2 = a0, a3 = a0;
-  for (size_t i = 0; i + 64 <= q; i += 64) {
-    for (int s = 0; s < 4; ++s) {
-      const uint8_t* b = p + s * q + i;
-      a0 = _mm256_add_epi64(a0, _mm256_load_si256(reinterpret_cast<const __m256i*>(b)));
-      a1 = _mm256_add_epi64(a1, _mm256_load_si256(reinterpret_cast<const __m256i*>(b + 32)));
-    }
-  }
-  a0 = _mm256_add_epi64(_mm256_add_epi64(a0, a1), _mm256_add_epi64(a2, a3));
-  alignas(32) uint64_t lanes[4];
-  _mm256_store_si256(reinterpret_cast<__m256i*>(lanes), a0);
-  return lanes[0] + lanes[1] + lanes[2] + lanes[3];
-}
-#endif
-
-uint64_t SumPlain(const uint8_t* p, size_t n) {
-  const uint64_t* q = reinterpret_cast<const uint64_t*>(p);
-  uint64_t a = 0, b = 0, c = 0, d = 0;
-  for (size_t i = 0; i + 4 <= n / 8; i += 4) {
-    a += q[i];
-    b += q[i + 1];
-    c += q[i + 2];
-    d += q[i + 3];
-  }
-  return a + b + c + d;
-}
-
-// Best of `reps` passes of all threads streaming their slice of 1 GiB.
-double ReadBandwidthGBs(int threads, int reps) {
-  const size_t size = size_t{1} << 30;
-  uint8_t* buf = static_cast<uint8_t*>(std::aligned_alloc(4096, size));
-  std::memset(buf, 1, size);
-  const bool avx2 = BestCpuIsa() == CpuIsa::kAvx2;
-  double best = 0;
-  std::vector<uint64_t> sink(threads);
-  for (int rep = 0; rep < reps; ++rep) {
-    const double t0 = Now();
-    std::vector<std::thread> ts;
-    for (int t = 0; t < threads; ++t) {
-      ts.emplace_back([&, t] {
-        const size_t part = size / threads;
-        const uint8_t* p = buf + part * t;
-#if defined(__x86_64__)
-        sink[t] = avx2 ? SumAvx2(p, part) : SumPlain(p, part);
-#else
-        sink[t] = SumPlain(p, part);
-#endif
-      });
-    }
-    for (auto& th : ts) th.join();
-    best = std::max(best, size / (Now() - t0) / 1e9);
-  }
-  std::free(buf);
-  return best;
-}
+using bench::Now;
+using bench::ReadBandwidthGBs;
 
 // --- weights -----------------------------------------------------------------
 
@@ -233,21 +168,23 @@ Result BenchFormat(const Format& f, MatMulPrecision precision, ThreadPool& pool,
   Rng rng{77};
   std::vector<float> x(512 * 8192), y(512 * 32000);
   for (auto& v : x) v = rng.Uniform();
-  auto sweep = [&](int64_t n, size_t count) {
-    for (size_t i = 0; i < count; ++i) {
-      MatMul(set[i]->w, x.data(), n, y.data(), precision, &pool);
-    }
-  };
   Result r;
   for (int64_t n : {1, 8}) {
-    sweep(n, set.size());  // warm up (page faults, scratch)
-    double best = 1e30;
-    for (int rep = 0; rep < reps; ++rep) {
-      const double t0 = Now();
-      sweep(n, set.size());
-      best = std::min(best, Now() - t0);
+    // Each matrix is timed on its own inside full sweeps (so that it comes
+    // from DRAM, as in a forward pass), keeping its best time over the
+    // sweeps: a sweep disturbed by another process on the shared cores
+    // loses only the matrices it hit.
+    std::vector<double> best(set.size(), 1e30);
+    for (int rep = 0; rep <= reps; ++rep) {  // sweep 0 warms up (page faults, scratch)
+      for (size_t i = 0; i < set.size(); ++i) {
+        const double t0 = Now();
+        MatMul(set[i]->w, x.data(), n, y.data(), precision, &pool);
+        if (rep > 0) best[i] = std::min(best[i], Now() - t0);
+      }
     }
-    (n == 1 ? r.decode1_gbs : r.decode8_gbs) = bytes / best / 1e9;
+    double total = 0;
+    for (double b : best) total += b;
+    (n == 1 ? r.decode1_gbs : r.decode8_gbs) = bytes / total / 1e9;
   }
   // Prefill is compute-bound: each matrix timed on its own, best of the
   // repetitions, then summed (robust to other processes sharing the cores).

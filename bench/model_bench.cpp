@@ -1,0 +1,258 @@
+// End-to-end speed of a Llama-1B-shaped model (synthesized by
+// bench/run_model_bench.sh: hidden 2048, 16 layers, 32 heads, 8 KV heads,
+// FFN 8192, vocab 32000, tied embeddings) through Model::Forward on the CPU
+// backend with every core (ThreadPool::Default()), per weight format:
+//
+//   prefill  tok/s of one 512-token prompt (one Forward call, last logits)
+//   decode   tok/s at batch 1 (one sequence, one token per Forward) and at
+//            batch 8 (8 sequences, one Forward per step with 8 items), after
+//            a 16-token prompt each; greedy next tokens
+//   efficiency = weight bytes read per token (Model::weight_bytes()) x
+//            decode tok/s / the machine's read bandwidth (measured in the
+//            same run); at batch 8 per step (the weights are read once for 8)
+//   ratios against llama.cpp's CPU figures on this machine kind (issue 3):
+//            bf16 vs BF16, mlx8 vs Q8_0, mlx4 g64 vs Q4_0 (same bytes/weight)
+//   memory   resident set after load and after the run, next to the weight bytes
+//
+// Every figure is the best of --reps timed repetitions (the machine is
+// shared); the load average is printed at start and end.
+//
+// Usage: model_bench --models DIR [--formats bf16,mlx8,mlx4] [--reps N]
+//                    [--prefill-reps N] [--steps N] [--no-int8]
+//   DIR holds llama1b-bf16, llama1b-mlx8, llama1b-mlx4 (run_model_bench.sh).
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "backend/cpu/cpu_backend.h"
+#include "backend/cpu/cpu_features.h"
+#include "bench_util.h"
+#include "model/model.h"
+#include "util/file.h"
+#include "util/thread_pool.h"
+
+namespace llmhost {
+namespace {
+
+using bench::Now;
+
+struct LlamaCppFigures {
+  const char* name;
+  double prefill, decode;  // tok/s, 2 threads, this machine kind (issue 3)
+};
+
+struct Format {
+  std::string name;  // directory suffix
+  LlamaCppFigures ref;
+};
+
+const std::vector<Format>& Formats() {
+  static const std::vector<Format> kFormats = {
+      {"bf16", {"BF16", 68, 8.6}}, {"mlx8", {"Q8_0", 156, 22}}, {"mlx4", {"Q4_0", 151, 38}}};
+  return kFormats;
+}
+
+struct Options {
+  std::string models;
+  std::string only;  // ",bf16,mlx4," or "" for all
+  int reps = 3;
+  int prefill_reps = 2;
+  int steps = 12;
+  int prefill = 512;
+  int prompt = 16;
+  int batch = 8;
+  bool int8 = true;
+};
+
+struct Figures {
+  double prefill = 0, decode1 = 0, decode8 = 0;
+  uint64_t weight_bytes = 0, rss_load = 0, rss_end = 0, rss_before = 0;
+};
+
+uint64_t Mix(uint64_t x) {
+  x ^= x >> 33;
+  x *= 0xFF51AFD7ED558CCDull;
+  x ^= x >> 33;
+  return x;
+}
+
+// Deterministic prompt ids in [0, vocab - 3) (no special tokens).
+std::vector<int32_t> PromptIds(int64_t n, int64_t vocab, uint64_t salt) {
+  std::vector<int32_t> ids(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) {
+    ids[static_cast<size_t>(i)] = static_cast<int32_t>(Mix(salt * 1000003 + i) % (vocab - 3));
+  }
+  return ids;
+}
+
+int32_t ArgMax(const float* v, int64_t n) {
+  return static_cast<int32_t>(std::max_element(v, v + n) - v);
+}
+
+void Check(const Status& s, const char* what) {
+  if (!s.ok()) {
+    std::fprintf(stderr, "model_bench: %s: %s\n", what, s.ToString().c_str());
+    std::exit(1);
+  }
+}
+
+// `batch` sequences, each prefilled with its own prompt, then `reps` timed
+// runs of `steps` decode steps (one Forward per step with every sequence);
+// the best run's tokens per second.
+double Decode(Model& model, KvCache& cache, int batch, const Options& o) {
+  const int64_t vocab = model.vocab_size();
+  std::vector<KvSequence> seqs(static_cast<size_t>(batch));
+  std::vector<std::vector<int32_t>> prompts;
+  std::vector<int32_t> next(static_cast<size_t>(batch));
+  std::vector<ForwardItem> items;
+  ForwardOutput out;
+  for (int b = 0; b < batch; ++b) prompts.push_back(PromptIds(o.prompt, vocab, 100 + b));
+  for (int b = 0; b < batch; ++b) items.push_back({&seqs[b], prompts[b], LogitsRows::kLast});
+  Check(model.Forward(items, cache, &out), "decode prompt");
+  auto step = [&] {
+    for (int b = 0; b < batch; ++b) next[b] = ArgMax(out.Row(b, 0), out.vocab);
+    for (int b = 0; b < batch; ++b) items[b].tokens = {&next[b], 1};
+    Check(model.Forward(items, cache, &out), "decode step");
+  };
+  step();  // warm-up (scratch sizes of this batch)
+  double best = 0;
+  for (int rep = 0; rep < o.reps; ++rep) {
+    const double t0 = Now();
+    for (int s = 0; s < o.steps; ++s) step();
+    best = std::max(best, batch * o.steps / (Now() - t0));
+  }
+  for (KvSequence& s : seqs) cache.Release(&s);
+  return best;
+}
+
+double Prefill(Model& model, KvCache& cache, const Options& o) {
+  const std::vector<int32_t> ids = PromptIds(o.prefill, model.vocab_size(), 7);
+  ForwardOutput out;
+  double best = 0;
+  for (int rep = 0; rep < o.prefill_reps; ++rep) {
+    KvSequence seq;
+    ForwardItem item{&seq, ids, LogitsRows::kLast};
+    const double t0 = Now();
+    Check(model.Forward({&item, 1}, cache, &out), "prefill");
+    best = std::max(best, o.prefill / (Now() - t0));
+    cache.Release(&seq);
+  }
+  return best;
+}
+
+Figures Run(const std::string& dir, Precision precision, const Options& o) {
+  Figures f;
+  CpuBackend backend(&ThreadPool::Default(), precision);
+  f.rss_before = ResidentBytes();
+  auto model = Model::Load(dir, &backend);
+  Check(model.status(), dir.c_str());
+  f.rss_load = ResidentBytes();
+  f.weight_bytes = (*model)->weight_bytes();
+  const int64_t per_seq = o.prompt + 2 + int64_t{o.reps} * o.steps;
+  const int64_t blocks = std::max<int64_t>((o.prefill + kDefaultKvBlockSize - 1) / kDefaultKvBlockSize,
+                                           o.batch * ((per_seq + kDefaultKvBlockSize - 1) / kDefaultKvBlockSize));
+  auto cache = (*model)->CreateKvCache(blocks);
+  Check(cache.status(), "kv cache");
+  // Decode first: its prompt pass also faults the mapped weights in.
+  f.decode1 = Decode(**model, **cache, 1, o);
+  f.decode8 = Decode(**model, **cache, o.batch, o);
+  f.prefill = Prefill(**model, **cache, o);
+  f.rss_end = ResidentBytes();
+  return f;
+}
+
+int Main(int argc, char** argv) {
+  Options o;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    auto value = [&]() -> std::string { return i + 1 < argc ? argv[++i] : ""; };
+    if (a == "--models") {
+      o.models = value();
+    } else if (a == "--formats") {
+      o.only.clear();  // ",a,b," (push_back: GCC 12 warns falsely on "," + string)
+      o.only.push_back(',');
+      o.only.append(value());
+      o.only.push_back(',');
+    } else if (a == "--reps") {
+      o.reps = std::max(1, std::atoi(value().c_str()));
+    } else if (a == "--prefill-reps") {
+      o.prefill_reps = std::max(1, std::atoi(value().c_str()));
+    } else if (a == "--steps") {
+      o.steps = std::max(1, std::atoi(value().c_str()));
+    } else if (a == "--no-int8") {
+      o.int8 = false;
+    } else {
+      std::fprintf(stderr,
+                   "usage: model_bench --models DIR [--formats bf16,mlx8,mlx4] [--reps N] "
+                   "[--prefill-reps N] [--steps N] [--no-int8]\n");
+      return 1;
+    }
+  }
+  if (o.models.empty()) {
+    std::fprintf(stderr, "model_bench: --models DIR is required (see bench/run_model_bench.sh)\n");
+    return 1;
+  }
+  ThreadPool& pool = ThreadPool::Default();
+  std::printf("CPU: %s; kernels: %s; threads: %d\n", DetectedCpuFeatures().Describe().c_str(),
+              CpuIsaName(ActiveCpuIsa()), pool.size());
+  std::printf("load average at start: %s\n", bench::LoadAverage().c_str());
+  const double bw0 = bench::ReadBandwidthGBs(pool.size(), 5);
+  std::printf("read bandwidth at start (1 GiB, %d threads, best of 5): %.1f GB/s\n", pool.size(), bw0);
+  std::printf("prefill %d tokens (best of %d); decode after a %d-token prompt, %d steps (best of %d); "
+              "batch 1 and %d\n\n",
+              o.prefill, o.prefill_reps, o.prompt, o.steps, o.reps, o.batch);
+  std::fflush(stdout);
+
+  struct Row {
+    std::string label;
+    const Format* format;
+    Figures f;
+  };
+  std::vector<Row> rows;
+  for (const Format& fmt : Formats()) {
+    if (!o.only.empty() && o.only.find("," + fmt.name + ",") == std::string::npos) continue;
+    const std::string dir = JoinPath(o.models, "llama1b-" + fmt.name);
+    std::vector<Precision> precisions = {Precision::kFast};
+    if (fmt.name != "bf16" && o.int8) precisions.push_back(Precision::kFastInt8);
+    for (Precision p : precisions) {
+      Row r{fmt.name + (p == Precision::kFastInt8 ? " fast-int8" : " fast"), &fmt, Run(dir, p, o)};
+      std::printf("%s: prefill %.1f, decode b1 %.2f, b%d %.2f tok/s; RSS load %.0f / end %.0f MiB "
+                  "(weights %.0f MiB); load avg %s\n",
+                  r.label.c_str(), r.f.prefill, r.f.decode1, o.batch, r.f.decode8,
+                  r.f.rss_load / 1048576.0, r.f.rss_end / 1048576.0, r.f.weight_bytes / 1048576.0,
+                  bench::LoadAverage().c_str());
+      std::fflush(stdout);
+      rows.push_back(std::move(r));
+    }
+  }
+  const double bw1 = bench::ReadBandwidthGBs(pool.size(), 5);
+  const double bw = std::max(bw0, bw1);
+  std::printf("\nread bandwidth at end: %.1f GB/s; efficiency below uses the best, %.1f GB/s\n", bw1, bw);
+  std::printf("load average at end: %s\n\n", bench::LoadAverage().c_str());
+
+  std::printf("| format (precision) | weight MiB | prefill tok/s | vs llama.cpp | decode b1 tok/s | "
+              "vs llama.cpp | decode b1 efficiency | decode b%d tok/s | b%d weight-read efficiency | "
+              "RSS after load / after run MiB |\n",
+              o.batch, o.batch);
+  std::printf("|---|---|---|---|---|---|---|---|---|---|\n");
+  for (const Row& r : rows) {
+    const LlamaCppFigures& ref = r.format->ref;
+    const double bytes = static_cast<double>(r.f.weight_bytes);
+    std::printf("| %s | %.0f | %.1f | %.2fx %s %.0f | %.2f | %.2fx %s %.1f | %.0f%% | %.2f | %.0f%% | %.0f / %.0f |\n",
+                r.label.c_str(), bytes / 1048576.0, r.f.prefill, r.f.prefill / ref.prefill, ref.name,
+                ref.prefill, r.f.decode1, r.f.decode1 / ref.decode, ref.name, ref.decode,
+                100 * bytes * r.f.decode1 / (bw * 1e9), r.f.decode8,
+                100 * bytes * (r.f.decode8 / o.batch) / (bw * 1e9), r.f.rss_load / 1048576.0,
+                r.f.rss_end / 1048576.0);
+  }
+  return 0;
+}
+
+}  // namespace
+}  // namespace llmhost
+
+int main(int argc, char** argv) { return llmhost::Main(argc, argv); }
