@@ -12,9 +12,11 @@ root="$(cd "$(dirname "$0")/.." && pwd)"
 build="${BUILD:-build}"
 case "$build" in /*) ;; *) build="$root/$build" ;; esac
 cache="${LLMHOST_BENCH_MODELS:-${TMPDIR:-/tmp}/llmhost-bench-models}"
-for bin in llmhost model_bench; do
-  if [ ! -x "$build/$bin" ]; then
-    echo "run_model_bench: $build/$bin not built (ninja -C $build llmhost model_bench)" >&2
+llmhost="$build/llmhost"
+bench="$build/bench/model_bench"
+for bin in "$llmhost" "$bench"; do
+  if [ ! -x "$bin" ]; then
+    echo "run_model_bench: $bin not built (ninja -C $build llmhost model_bench)" >&2
     exit 1
   fi
 done
@@ -32,10 +34,10 @@ for dtype in bf16 mlx8 mlx4; do
     continue
   fi
   rm -f "$dir/.synth-args"
-  "$build/llmhost" "${args[@]}"
+  "$llmhost" "${args[@]}"
   printf '%s' "$stamp" > "$dir/.synth-args"
 done
 
 echo "commit: $(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown); date: $(date -u +%Y-%m-%dT%H:%MZ)"
 echo "/proc/loadavg: $(cat /proc/loadavg)"
-exec "$build/model_bench" --models "$cache" "$@"
+exec "$bench" --models "$cache" "$@"
