@@ -31,17 +31,17 @@ std::string ErrorType(int status, ApiFlavor flavor) {
 }
 
 std::string ErrorJson(const ApiError& e, ApiFlavor flavor) {
-  nlohmann::json j;
+  nlohmann::ordered_json j;  // keys in the documented order
   if (flavor == ApiFlavor::kAnthropic) {
     j = {{"type", "error"}, {"error", {{"type", ErrorType(e.status, flavor)}, {"message", e.message}}}};
   } else {
     j["error"] = {{"message", e.message},
                   {"type", ErrorType(e.status, flavor)},
-                  {"param", e.param.empty() ? nlohmann::json(nullptr) : nlohmann::json(e.param)},
-                  {"code", e.code.empty() ? nlohmann::json(nullptr) : nlohmann::json(e.code)}};
+                  {"param", e.param.empty() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(e.param)},
+                  {"code", e.code.empty() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(e.code)}};
   }
   // Messages may quote client text: never fail on invalid UTF-8.
-  return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  return j.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
 }
 
 HttpResponse ErrorResponse(const ApiError& e, ApiFlavor flavor) {

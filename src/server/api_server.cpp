@@ -1,0 +1,192 @@
+#include "server/api_server.h"
+
+#include <algorithm>
+
+#include "util/log.h"
+
+namespace llmhost::server {
+
+namespace {
+
+enum class Route { kHealth, kModels, kInference, kStatus };
+
+struct RouteEntry {
+  const char* method;
+  const char* path;  // exact; "/v1/models/" also matches ids below it
+  Route route;
+};
+
+// The one route table.
+constexpr RouteEntry kRoutes[] = {
+    {"GET", "/health", Route::kHealth},
+    {"GET", "/v1/models", Route::kModels},
+    {"GET", "/v1/models/", Route::kModels},  // /v1/models/{id}
+    {"POST", "/v1/chat/completions", Route::kInference},
+    {"POST", "/v1/completions", Route::kInference},
+    {"POST", "/v1/messages", Route::kInference},
+    {"POST", "/v1/messages/count_tokens", Route::kInference},
+    {"GET", "/api/status", Route::kStatus},
+};
+
+bool PathMatches(const std::string& path, const char* pattern) {
+  const std::string p = pattern;
+  if (!p.empty() && p.back() == '/') return path.size() > p.size() && path.compare(0, p.size(), p) == 0;
+  return path == p;
+}
+
+std::string NormalizePath(std::string path) {
+  while (path.size() > 1 && path.back() == '/') path.pop_back();
+  return path;
+}
+
+}  // namespace
+
+ApiServer::ApiServer(const ServeSettings& settings, ModelRegistry* registry)
+    : settings_(settings), registry_(registry), auth_(settings.api_keys), cors_(settings.cors_origins),
+      started_(std::chrono::steady_clock::now()) {}
+
+Result<std::unique_ptr<ApiServer>> ApiServer::Create(const ServeSettings& settings,
+                                                     ModelRegistry* registry, bool handle_signals) {
+  std::unique_ptr<ApiServer> s(new ApiServer(settings, registry));
+  HttpServerOptions o;
+  o.host = settings.host;
+  o.port = settings.port;
+  o.io_threads = settings.io_threads;
+  o.max_body_bytes = settings.max_body_size;
+  o.drain_timeout = std::chrono::seconds(settings.drain_timeout);
+  o.handle_signals = handle_signals;
+  ApiServer* self = s.get();
+  auto handler = [self](HttpRequest r, std::shared_ptr<ResponseWriter> w) {
+    self->Handle(std::move(r), std::move(w));
+  };
+  auto errors = [](int status, const std::string& message, const std::string& target) {
+    const std::string path = target.substr(0, target.find('?'));
+    return ErrorResponse(ErrorWithStatus(status, message), FlavorForPath(path));
+  };
+  ASSIGN_OR_RETURN(s->http_, HttpServer::Create(o, handler, errors));
+  return s;
+}
+
+ApiServer::~ApiServer() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stop_ticker_ = true;
+  }
+  cv_.notify_all();
+  if (ticker_.joinable()) ticker_.join();
+  CancelAllRelays();
+}
+
+int64_t ApiServer::uptime_s() const {
+  return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::steady_clock::now() - started_)
+      .count();
+}
+
+void ApiServer::Run() {
+  ticker_ = std::thread([this] { TickerLoop(); });
+  http_->Run();
+  CancelAllRelays();
+}
+
+void ApiServer::TickerLoop() {
+  std::unique_lock<std::mutex> lock(mu_);
+  while (!stop_ticker_) {
+    cv_.wait_for(lock, std::chrono::seconds(1));
+    if (stop_ticker_) break;
+    // Tick outside mu_: a relay finishing takes mu_ (RemoveRelay) under its own lock.
+    std::vector<std::shared_ptr<GenerationRelay>> live(relays_.begin(), relays_.end());
+    lock.unlock();
+    const auto now = std::chrono::steady_clock::now();
+    for (auto& r : live) r->Tick(now);
+    live.clear();
+    lock.lock();
+  }
+}
+
+// Requests still generating when the drain ended: cancel them, and wait
+// (bounded) for their final events so no engine callback outlives the
+// connections it writes to.
+void ApiServer::CancelAllRelays() {
+  std::vector<std::shared_ptr<GenerationRelay>> live;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    live.assign(relays_.begin(), relays_.end());
+  }
+  if (live.empty()) return;
+  LOG_INFO("http: cancelling " << live.size() << " requests still generating");
+  for (auto& r : live) r->Cancel();
+  live.clear();
+  std::unique_lock<std::mutex> lock(mu_);
+  if (!cv_.wait_for(lock, std::chrono::seconds(10), [&] { return relays_.empty(); })) {
+    LOG_WARN("http: " << relays_.size() << " requests did not end after cancellation");
+  }
+}
+
+void ApiServer::AddRelay(const std::shared_ptr<GenerationRelay>& relay) {
+  std::lock_guard<std::mutex> lock(mu_);
+  relays_.insert(relay);
+}
+
+void ApiServer::RemoveRelay(const GenerationRelay* relay) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (auto it = relays_.begin(); it != relays_.end(); ++it) {
+      if (it->get() == relay) {
+        relays_.erase(it);
+        break;
+      }
+    }
+  }
+  cv_.notify_all();
+}
+
+size_t ApiServer::relay_count() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return relays_.size();
+}
+
+void ApiServer::Handle(HttpRequest request, std::shared_ptr<ResponseWriter> writer) {
+  const ApiFlavor flavor = FlavorForPath(request.path);
+  if (request.method == "OPTIONS") {
+    writer->Send(cors_.Preflight(request));
+    return;
+  }
+  for (auto& [k, v] : cors_.ResponseHeaders(request)) writer->AddHeader(k, v);
+  request.path = NormalizePath(request.path);
+  const RouteEntry* match = nullptr;
+  bool path_known = false;
+  for (const RouteEntry& e : kRoutes) {
+    if (!PathMatches(request.path, e.path)) continue;
+    path_known = true;
+    if (request.method == e.method || (request.method == "HEAD" && std::string(e.method) == "GET")) {
+      match = &e;
+      break;
+    }
+  }
+  if (match && match->route == Route::kHealth) {
+    HttpResponse r;
+    r.body = R"({"status":"ok"})";
+    writer->Send(std::move(r));
+    return;
+  }
+  if (MaybeError e = auth_.Check(request)) {
+    HttpResponse r = ErrorResponse(*e, flavor);
+    if (flavor == ApiFlavor::kOpenAI) r.headers.emplace_back("WWW-Authenticate", "Bearer");
+    writer->Send(std::move(r));
+    return;
+  }
+  if (!match) {
+    ApiError e = path_known ? ErrorWithStatus(405, "Method " + request.method + " is not allowed on " + request.path)
+                            : ErrorWithStatus(404, "Unknown route: " + request.method + " " + request.path);
+    writer->Send(ErrorResponse(e, flavor));
+    return;
+  }
+  switch (match->route) {
+    case Route::kModels: HandleModels(*this, request, writer); break;
+    case Route::kInference: HandleInference(*this, request, writer); break;
+    case Route::kStatus: HandleStatus(*this, request, writer); break;
+    case Route::kHealth: break;
+  }
+}
+
+}  // namespace llmhost::server

@@ -1,0 +1,89 @@
+// ApiServer: llmhost's HTTP API over an HttpServer and a ModelRegistry.
+//
+// Routes (one table, api_server.cpp):
+//   GET  /health                         open, {"status":"ok"}
+//   GET  /v1/models, /v1/models/{id}     models under --model-dir
+//   POST /v1/chat/completions            OpenAI chat
+//   POST /v1/completions                 OpenAI text completions
+//   POST /v1/messages                    Anthropic Messages
+//   POST /v1/messages/count_tokens       Anthropic token count
+//   GET  /api/status                     HTTP and engine statistics (KV pool, queue)
+//   OPTIONS *                            CORS preflight
+// Every route but /health and preflights needs an API key when keys are set.
+//
+// Run() serves until SIGINT/SIGTERM (or Shutdown()), drains, cancels what
+// is still generating, and returns; then destroy the ApiServer before the
+// registry's models go.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <thread>
+
+#include "pool/model_registry.h"
+#include "server/auth.h"
+#include "server/cors.h"
+#include "server/generation_relay.h"
+#include "server/http_server.h"
+#include "server/serve_settings.h"
+
+namespace llmhost::server {
+
+class ApiServer {
+ public:
+  // Binds the port. `registry` must outlive the server.
+  static Result<std::unique_ptr<ApiServer>> Create(const ServeSettings& settings,
+                                                   ModelRegistry* registry, bool handle_signals);
+  ~ApiServer();
+
+  int port() const { return http_->port(); }
+  void Run();
+  void Shutdown() { http_->Shutdown(); }
+
+  // --- For the route handlers (routes_*.cpp) ---
+  struct Counters {
+    std::atomic<int64_t> generations{0}, prompt_tokens{0}, cached_tokens{0}, completion_tokens{0};
+  };
+  const ServeSettings& settings() const { return settings_; }
+  ModelRegistry& registry() { return *registry_; }
+  Counters& counters() { return counters_; }
+  HttpServerStats http_stats() const { return http_->stats(); }
+  int64_t uptime_s() const;
+  void AddRelay(const std::shared_ptr<GenerationRelay>& relay);
+  void RemoveRelay(const GenerationRelay* relay);
+  size_t relay_count() const;
+
+ private:
+  ApiServer(const ServeSettings& settings, ModelRegistry* registry);
+  void Handle(HttpRequest request, std::shared_ptr<ResponseWriter> writer);
+  void TickerLoop();
+  void CancelAllRelays();
+
+  ServeSettings settings_;
+  ModelRegistry* registry_;
+  ApiKeyAuth auth_;
+  CorsPolicy cors_;
+  std::unique_ptr<HttpServer> http_;
+  std::chrono::steady_clock::time_point started_;
+  Counters counters_;
+
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  std::set<std::shared_ptr<GenerationRelay>> relays_;  // in flight; guarded by mu_
+  bool stop_ticker_ = false;
+  std::thread ticker_;
+};
+
+// Route handlers (routes_inference.cpp, routes_info.cpp).
+void HandleInference(ApiServer& server, const HttpRequest& request,
+                     const std::shared_ptr<ResponseWriter>& writer);
+void HandleModels(ApiServer& server, const HttpRequest& request,
+                  const std::shared_ptr<ResponseWriter>& writer);
+void HandleStatus(ApiServer& server, const HttpRequest& request,
+                  const std::shared_ptr<ResponseWriter>& writer);
+
+}  // namespace llmhost::server

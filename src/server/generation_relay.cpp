@@ -1,0 +1,173 @@
+#include "server/generation_relay.h"
+
+#include "util/log.h"
+
+namespace llmhost::server {
+
+namespace {
+
+// A client that stops reading: its queue is dropped past this.
+constexpr size_t kMaxPendingBytes = 16u << 20;
+
+HeaderList SseHeaders() {
+  return {{"Cache-Control", "no-cache"}, {"X-Accel-Buffering", "no"}};
+}
+
+}  // namespace
+
+std::shared_ptr<GenerationRelay> GenerationRelay::Create(
+    std::shared_ptr<ResponseWriter> writer, std::unique_ptr<ResponseFormatter> formatter,
+    std::shared_ptr<LoadedModel> model, KeepAliveMode keepalive, ApiFlavor flavor,
+    std::function<void(const GenerationRelay*, const RelayStats&)> on_done) {
+  std::shared_ptr<GenerationRelay> r(new GenerationRelay());
+  r->writer_ = std::move(writer);
+  r->formatter_ = std::move(formatter);
+  r->model_ = std::move(model);
+  r->keepalive_ = keepalive;
+  r->flavor_ = flavor;
+  r->on_done_ = std::move(on_done);
+  return r;
+}
+
+MaybeError GenerationRelay::Submit(GenerationRequest request) {
+  // The engine holds the callback (and so this relay) until the final event.
+  request.on_event = [self = shared_from_this()](RequestEvent ev) { self->OnEvent(std::move(ev)); };
+  {
+    // Held across Submit and the stream's start: an early event waits for it.
+    std::lock_guard<std::mutex> lock(mu_);
+    Result<uint64_t> id = model_->engine->Submit(std::move(request));
+    if (!id.ok()) {
+      done_ = true;
+      if (id.status().code() == StatusCode::kResourceExhausted) {
+        ApiError e = ErrorWithStatus(503, "the server is busy: " + id.status().message() +
+                                              "; retry shortly");
+        e.retry_after_s = 1;
+        return e;
+      }
+      if (id.status().code() == StatusCode::kInvalidArgument) return BadRequest(id.status().message());
+      return ErrorWithStatus(500, id.status().message());
+    }
+    engine_id_ = *id;
+    submitted_ = true;
+    last_write_ = std::chrono::steady_clock::now();
+    if (formatter_->streaming()) {
+      writer_->StartStream(200, "text/event-stream", SseHeaders());
+      // One keep-alive at once: proxies and clients see the stream is alive
+      // before a long prompt is prefilled.
+      writer_->Write(formatter_->KeepAlive(keepalive_));
+    }
+  }
+  std::weak_ptr<GenerationRelay> weak = weak_from_this();
+  writer_->OnClose([weak] {
+    if (auto self = weak.lock()) self->Cancel();
+  });
+  return std::nullopt;
+}
+
+void GenerationRelay::Cancel() {
+  uint64_t id = 0;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!submitted_ || done_) return;
+    id = engine_id_;
+  }
+  model_->engine->Cancel(id);
+}
+
+bool GenerationRelay::done() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return done_;
+}
+
+void GenerationRelay::Tick(std::chrono::steady_clock::time_point now) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (done_ || !submitted_ || !formatter_->streaming() || keepalive_ == KeepAliveMode::kOff) return;
+  if (now - last_write_ < kKeepAliveInterval) return;
+  writer_->Write(formatter_->KeepAlive(keepalive_));
+  last_write_ = now;
+}
+
+std::vector<TokenLogprob> GenerationRelay::ConvertLogprobs(const RequestEvent& ev) const {
+  std::vector<TokenLogprob> out;
+  const Tokenizer& tok = *model_->tokenizer;
+  auto text = [&](int32_t id) {
+    const int32_t one[1] = {id};
+    return tok.Decode(one, /*skip_special=*/false);
+  };
+  for (const SampledToken& s : ev.logprobs) {
+    TokenLogprob t;
+    t.token = text(s.id);
+    t.logprob = s.logprob;
+    for (const auto& alt : s.top) t.top.push_back({text(alt.id), alt.logprob});
+    out.push_back(std::move(t));
+  }
+  return out;
+}
+
+void GenerationRelay::OnEvent(RequestEvent ev) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (done_) return;
+  std::string out;
+  if (!started_ && ev.finish != llmhost::FinishReason::kAbort &&
+      ev.finish != llmhost::FinishReason::kError) {
+    GenerationUsage u{ev.usage.prompt_tokens, ev.usage.cached_tokens, 0};
+    out += formatter_->Start(u);
+    started_ = true;
+  }
+  if (!ev.text.empty() || !ev.logprobs.empty()) out += formatter_->Delta(ev.text, ConvertLogprobs(ev));
+  if (ev.finish == llmhost::FinishReason::kNone) {
+    if (!out.empty()) {
+      writer_->Write(std::move(out));
+      last_write_ = std::chrono::steady_clock::now();
+    }
+    if (writer_->pending_bytes() > kMaxPendingBytes) {
+      LOG_WARN("http: a client stopped reading (" << writer_->pending_bytes()
+                                                  << " bytes queued): request cancelled");
+      model_->engine->Cancel(engine_id_);
+    }
+    return;
+  }
+  if (!out.empty() && formatter_->streaming()) writer_->Write(std::move(out));
+  Finish(ev);
+}
+
+void GenerationRelay::Finish(const RequestEvent& ev) {
+  done_ = true;
+  RelayStats stats{ev.usage.prompt_tokens, ev.usage.cached_tokens, ev.usage.completion_tokens,
+                   FinishReasonName(ev.finish)};
+  const bool stream = formatter_->streaming();
+  if (ev.finish == llmhost::FinishReason::kAbort || ev.finish == llmhost::FinishReason::kError) {
+    // Client gone: nothing reaches it. Otherwise (shutdown, failed step) it
+    // learns why.
+    ApiError e = ev.finish == llmhost::FinishReason::kAbort
+                     ? ErrorWithStatus(503, "the request was aborted (the server is shutting down)")
+                     : ErrorWithStatus(500, "generation failed: " + ev.error.message());
+    if (!writer_->closed()) {
+      if (stream) {
+        writer_->Write(formatter_->StreamError(e));
+        writer_->End();
+      } else {
+        writer_->Send(ErrorResponse(e, flavor_));
+      }
+    }
+  } else {
+    GenerationFinish f;
+    f.reason = ev.finish == llmhost::FinishReason::kLength ? FinishReason::kLength
+               : ev.stop_string.empty()                    ? FinishReason::kStop
+                                                           : FinishReason::kStopString;
+    f.stop_string = ev.stop_string;
+    f.usage = {ev.usage.prompt_tokens, ev.usage.cached_tokens, ev.usage.completion_tokens};
+    std::string body = formatter_->Finish(f);
+    if (stream) {
+      writer_->Write(std::move(body));
+      writer_->End();
+    } else {
+      HttpResponse r;
+      r.body = std::move(body);
+      writer_->Send(std::move(r));
+    }
+  }
+  if (on_done_) on_done_(this, stats);
+}
+
+}  // namespace llmhost::server

@@ -1,0 +1,76 @@
+// GenerationRelay: carries one engine request's events to its HTTP client.
+//
+//   auto relay = GenerationRelay::Create(writer, formatter, model, keepalive);
+//   if (MaybeError e = relay->Submit(std::move(request))) → answer e
+//
+// Submit hands the request to the model's engine; a synchronous refusal
+// (400 invalid, 503 queue full) is returned for the caller to answer with
+// an HTTP status. Once accepted, a streaming response starts at once (SSE
+// headers, then one keep-alive unless off), each engine event becomes
+// formatter output, and the final event ends the stream (or sends the
+// whole JSON body). When the client goes away, the writer's OnClose
+// cancels the engine request. Tick() sends a keep-alive after 10 s of
+// silence (a long prefill).
+//
+// Thread safety: events arrive on the engine's executor thread, OnClose on
+// an I/O thread, Tick on the server's ticker thread; a mutex orders them.
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "engine/request.h"
+#include "pool/model_registry.h"
+#include "server/http_types.h"
+#include "server/response_format.h"
+
+namespace llmhost::server {
+
+inline constexpr std::chrono::seconds kKeepAliveInterval{10};
+
+struct RelayStats {
+  int64_t prompt_tokens = 0, cached_tokens = 0, completion_tokens = 0;
+  const char* finish = "";
+};
+
+class GenerationRelay : public std::enable_shared_from_this<GenerationRelay> {
+ public:
+  // `on_done` runs once after the final event was handed to the writer.
+  static std::shared_ptr<GenerationRelay> Create(std::shared_ptr<ResponseWriter> writer,
+                                                 std::unique_ptr<ResponseFormatter> formatter,
+                                                 std::shared_ptr<LoadedModel> model,
+                                                 KeepAliveMode keepalive, ApiFlavor flavor,
+                                                 std::function<void(const GenerationRelay*, const RelayStats&)> on_done);
+
+  MaybeError Submit(GenerationRequest request);
+  // Keep-alive when nothing was written for kKeepAliveInterval.
+  void Tick(std::chrono::steady_clock::time_point now);
+  // Cancels the engine request (client gone, server shutdown).
+  void Cancel();
+  bool done() const;
+
+ private:
+  GenerationRelay() = default;
+  void OnEvent(RequestEvent event);
+  std::vector<TokenLogprob> ConvertLogprobs(const RequestEvent& event) const;
+  void Finish(const RequestEvent& event);  // with mu_ held
+
+  std::shared_ptr<ResponseWriter> writer_;
+  std::unique_ptr<ResponseFormatter> formatter_;
+  std::shared_ptr<LoadedModel> model_;
+  KeepAliveMode keepalive_ = KeepAliveMode::kChunk;
+  ApiFlavor flavor_ = ApiFlavor::kOpenAI;
+  std::function<void(const GenerationRelay*, const RelayStats&)> on_done_;
+
+  mutable std::mutex mu_;
+  uint64_t engine_id_ = 0;
+  bool submitted_ = false;
+  bool started_ = false;  // formatter Start() sent
+  bool done_ = false;
+  std::chrono::steady_clock::time_point last_write_;
+};
+
+}  // namespace llmhost::server

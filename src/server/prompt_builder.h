@@ -1,0 +1,35 @@
+// From an InferenceRequest to what the engine runs: the prompt's token ids
+// (chat template + tokenizer, raw text, or ids as given) and the resolved
+// sampling settings.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "engine/request.h"
+#include "pool/model_registry.h"
+#include "server/api_error.h"
+#include "server/api_request.h"
+#include "server/json_fields.h"
+
+namespace llmhost::server {
+
+// Renders and encodes the prompt. 400 when the model has no chat template,
+// the template fails (its message), the prompt is empty, a token id is out
+// of the vocabulary, or the prompt does not fit the context:
+// "Prompt too long: N tokens exceeds max context window of M tokens".
+MaybeError BuildPromptIds(const InferenceRequest& request, const LoadedModel& model,
+                          std::vector<int32_t>* ids);
+
+// The chat template's text for a chat request (for tests and count_tokens).
+MaybeError RenderChat(const InferenceRequest& request, const LoadedModel& model, std::string* text);
+
+// Request > the model's generation_config.json > global defaults
+// (temperature 1.0, top_p 0.95, top_k 0, min_p 0, repetition_penalty 1.0).
+SamplingParams ResolveSampling(const SamplingRequest& request, const GenerationConfig& model_defaults);
+
+// The engine request (prompt, sampling, stops, max_tokens); on_event left unset.
+GenerationRequest MakeGenerationRequest(const InferenceRequest& request, const LoadedModel& model,
+                                        std::vector<int32_t> prompt);
+
+}  // namespace llmhost::server
