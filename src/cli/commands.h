@@ -13,7 +13,6 @@ void RegisterInspectCommands(CLI::App& app);    // inspect
 void RegisterScoreCommands(CLI::App& app);      // score
 void RegisterGenerateCommands(CLI::App& app);   // generate
 void RegisterServeCommands(CLI::App& app);      // serve
-void RegisterServeCommands(CLI::App& app);      // serve
 void RegisterSynthCommands(CLI::App& app);      // synth-model
 
 // Sub-commands set this from their callbacks; main() returns it.

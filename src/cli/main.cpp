@@ -15,7 +15,6 @@ int main(int argc, char** argv) {
   llmhost::cli::RegisterScoreCommands(app);
   llmhost::cli::RegisterGenerateCommands(app);
   llmhost::cli::RegisterServeCommands(app);
-  llmhost::cli::RegisterServeCommands(app);
   llmhost::cli::RegisterSynthCommands(app);
   try {
     app.parse(argc, argv);
