@@ -563,6 +563,9 @@ void Session::CloseNow() {
   beast::error_code ignored;
   stream_.socket().shutdown(tcp::socket::shutdown_both, ignored);
   stream_.close();
+  // A handler may still hold this session (through its writer); it no
+  // longer counts as a connection.
+  server_->Unregister(this);
 }
 
 // ---------------------------------------------------------------- Impl

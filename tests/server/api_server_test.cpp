@@ -1,0 +1,358 @@
+// The whole server in-process (ApiServer + ModelRegistry + engines) on a free
+// port, driven over real sockets: generation against the transformers
+// goldens, streaming = non-streaming, 16 parallel streams = alone, the
+// engine's pool whole after a client hangs up, errors and their shapes,
+// auth, 503 on a full queue, and the realtok fixture's tools prompt.
+#include "server/api_server.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <thread>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "http_test_client.h"
+#include "server/anthropic_request.h"
+#include "server/openai_request.h"
+#include "server/prompt_builder.h"
+#include "test_util.h"
+#include "util/file.h"
+
+namespace llmhost::server {
+namespace {
+
+using Json = nlohmann::json;
+using testing::Request;
+
+class TestServer {
+ public:
+  TestServer(ServeSettings s, std::vector<std::string> model_dirs) {
+    s.port = 0;
+    s.host = "127.0.0.1";
+    ModelRegistryOptions ro;
+    ro.model_dirs = std::move(model_dirs);
+    ro.engine.max_concurrent_requests = s.max_concurrent_requests;
+    ro.engine.max_queue = s.max_queue;
+    ro.precision = Precision::kReference;
+    registry_ = ModelRegistry::Create(ro);
+    auto api = ApiServer::Create(s, registry_.get(), /*handle_signals=*/false);
+    EXPECT_TRUE(api.ok()) << api.status().ToString();
+    if (!api.ok()) return;
+    api_ = std::move(*api);
+    thread_ = std::thread([this] { api_->Run(); });
+  }
+  ~TestServer() {
+    if (api_) api_->Shutdown();
+    if (thread_.joinable()) thread_.join();
+    api_.reset();
+    registry_.reset();
+  }
+  int port() const { return api_ ? api_->port() : 0; }
+  ModelRegistry& registry() { return *registry_; }
+
+ private:
+  std::unique_ptr<ModelRegistry> registry_;
+  std::unique_ptr<ApiServer> api_;
+  std::thread thread_;
+};
+
+ServeSettings DefaultSettings() {
+  ServeSettings s;
+  s.max_queue = 32;
+  return s;
+}
+
+std::string ModelsDir() { return testing::TestDataDir() + "/models"; }
+
+Json Golden(const std::string& name) {
+  auto text = ReadFileToString(ModelsDir() + "/golden/" + name + ".json");
+  EXPECT_TRUE(text.ok());
+  return text.ok() ? Json::parse(*text) : Json();
+}
+
+std::string IdsJson(const Json& ids) { return ids.dump(); }
+
+// Text of greedy ids as the engine streams it (special tokens skipped).
+std::string DecodeIds(ModelRegistry& reg, const std::string& model, const std::vector<int32_t>& ids) {
+  auto m = reg.Get(model);
+  EXPECT_TRUE(m.ok());
+  return m.ok() ? (*m)->tokenizer->Decode(ids, /*skip_special=*/true) : "";
+}
+
+// Concatenated text of an SSE stream of chat chunks; checks it ends with [DONE].
+std::string ChatStreamText(const std::string& sse, Json* usage = nullptr) {
+  std::string text;
+  size_t pos = 0;
+  bool done = false;
+  while ((pos = sse.find("data: ", pos)) != std::string::npos) {
+    size_t end = sse.find("\n\n", pos);
+    std::string data = sse.substr(pos + 6, end - pos - 6);
+    pos = end;
+    if (data == "[DONE]") {
+      done = true;
+      continue;
+    }
+    Json c = Json::parse(data);
+    if (c.contains("usage") && usage) *usage = c["usage"];
+    if (!c["choices"].empty() && c["choices"][0]["delta"].contains("content")) {
+      text += c["choices"][0]["delta"]["content"].get<std::string>();
+    }
+  }
+  EXPECT_TRUE(done) << sse;
+  return text;
+}
+
+Json StatusOf(int port, const std::string& model) {
+  auto r = Request(port, "GET", "/api/status");
+  Json j = Json::parse(r.body);
+  for (const auto& m : j["models"]) {
+    if (m["id"] == model) return m;
+  }
+  return Json();
+}
+
+TEST(ApiServer, CompletionsFollowTheGoldenGreedyTokens) {
+  TestServer srv(DefaultSettings(), {ModelsDir()});
+  ASSERT_GT(srv.port(), 0);
+  for (const char* fixture : {"qwen3-tiny", "llama3-tiny"}) {
+    const Json g = Golden(fixture)["prompts"]["raw"];
+    std::vector<int32_t> greedy = g["greedy_tokens"].get<std::vector<int32_t>>();
+    const std::string body = std::string(R"({"model":")") + fixture + R"(","prompt":)" + IdsJson(g["input_ids"]) +
+                             R"(,"max_tokens":)" + std::to_string(greedy.size()) +
+                             R"(,"temperature":0,"ignore_eos":true})";
+    auto r = Request(srv.port(), "POST", "/v1/completions", body);
+    ASSERT_EQ(r.status, 200) << r.body;
+    Json j = Json::parse(r.body);
+    EXPECT_EQ(j["choices"][0]["text"], DecodeIds(srv.registry(), fixture, greedy)) << fixture;
+    EXPECT_EQ(j["choices"][0]["finish_reason"], "length");
+    EXPECT_EQ(j["usage"]["prompt_tokens"], g["input_ids"].size());
+    EXPECT_EQ(j["usage"]["completion_tokens"], greedy.size());
+  }
+}
+
+TEST(ApiServer, ChatStreamsWhatItAnswersAndSixteenStreamsMatchOne) {
+  TestServer srv(DefaultSettings(), {ModelsDir()});
+  const std::string body =
+      R"({"model":"qwen3-tiny","messages":[{"role":"system","content":"You are a helpful assistant."},)"
+      R"({"role":"user","content":"What is 2+2?"}],"max_tokens":24,"temperature":0,"ignore_eos":true)";
+  auto plain = Request(srv.port(), "POST", "/v1/chat/completions", body + "}");
+  ASSERT_EQ(plain.status, 200) << plain.body;
+  Json pj = Json::parse(plain.body);
+  const std::string text = pj["choices"][0]["message"]["content"];
+  // The golden chat prompt is this conversation through the model's template.
+  const Json g = Golden("qwen3-tiny")["prompts"]["chat"];
+  EXPECT_EQ(pj["usage"]["prompt_tokens"], g["input_ids"].size());
+  EXPECT_EQ(text, DecodeIds(srv.registry(), "qwen3-tiny", g["greedy_tokens"].get<std::vector<int32_t>>()));
+
+  const std::string stream_body = body + R"(,"stream":true,"stream_options":{"include_usage":true}})";
+  auto streamed = Request(srv.port(), "POST", "/v1/chat/completions", stream_body);
+  ASSERT_EQ(streamed.status, 200);
+  EXPECT_EQ(streamed.headers["content-type"], "text/event-stream");
+  EXPECT_EQ(streamed.headers["cache-control"], "no-cache");
+  EXPECT_EQ(streamed.headers["x-accel-buffering"], "no");
+  Json usage;
+  EXPECT_EQ(ChatStreamText(streamed.body, &usage), text);
+  EXPECT_EQ(usage["completion_tokens"], 24);
+
+  std::vector<std::string> texts(16);
+  std::vector<std::thread> threads;
+  for (int i = 0; i < 16; ++i) {
+    threads.emplace_back([&, i] {
+      auto r = Request(srv.port(), "POST", "/v1/chat/completions", stream_body);
+      texts[i] = r.status == 200 ? ChatStreamText(r.body) : "HTTP " + std::to_string(r.status) + r.body;
+    });
+  }
+  for (auto& t : threads) t.join();
+  for (int i = 0; i < 16; ++i) EXPECT_EQ(texts[i], text) << "stream " << i;
+}
+
+TEST(ApiServer, HangUpMidStreamFreesTheEngine) {
+  TestServer srv(DefaultSettings(), {ModelsDir()});
+  int fd = testing::ConnectLocal(srv.port());
+  ASSERT_GE(fd, 0);
+  ASSERT_TRUE(testing::SendAll(
+      fd, testing::FormatRequest("POST", "/v1/chat/completions",
+                                 R"({"model":"qwen3-tiny","messages":[{"role":"user","content":"hi"}],)"
+                                 R"("max_tokens":3000,"temperature":0,"ignore_eos":true,"stream":true})")));
+  std::string buf;
+  while (buf.find("\"content\":\"") == std::string::npos) ASSERT_TRUE(testing::ReadMore(fd, &buf));
+  Json during = StatusOf(srv.port(), "qwen3-tiny");
+  ::close(fd);
+  Json after;
+  for (int i = 0; i < 600; ++i) {  // the engine is told within a step; wait up to a minute
+    after = StatusOf(srv.port(), "qwen3-tiny");
+    if (after["running"] == 0 && after["kv"]["blocks_used"] == 0) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  EXPECT_EQ(after["running"], 0) << after.dump();
+  EXPECT_EQ(after["waiting"], 0);
+  EXPECT_EQ(after["kv"]["blocks_used"], 0) << "blocks held after the hang-up: " << after.dump();
+  EXPECT_EQ(after["aborted"], 1);
+  EXPECT_LT(after["generated_tokens"].get<int64_t>(), 3000) << during.dump();
+}
+
+TEST(ApiServer, ErrorsInBothShapes) {
+  TestServer srv(DefaultSettings(), {ModelsDir()});
+  auto unknown = Request(srv.port(), "POST", "/v1/chat/completions",
+                         R"({"model":"no-such","messages":[{"role":"user","content":"x"}]})");
+  EXPECT_EQ(unknown.status, 404);
+  Json u = Json::parse(unknown.body);
+  EXPECT_EQ(u["error"]["type"], "not_found_error");
+  EXPECT_NE(u["error"]["message"].get<std::string>().find("qwen3-tiny"), std::string::npos);  // lists models
+  auto anth = Request(srv.port(), "POST", "/v1/messages",
+                      R"({"model":"no-such","max_tokens":5,"messages":[{"role":"user","content":"x"}]})");
+  EXPECT_EQ(anth.status, 404);
+  Json a = Json::parse(anth.body);
+  EXPECT_EQ(a["type"], "error");
+  EXPECT_EQ(a["error"]["type"], "not_found_error");
+  // A prompt longer than the context.
+  std::vector<int32_t> long_prompt(5000, 5);
+  auto too_long = Request(srv.port(), "POST", "/v1/completions",
+                          R"({"model":"qwen3-tiny","max_tokens":1,"prompt":)" + Json(long_prompt).dump() + "}");
+  EXPECT_EQ(too_long.status, 400);
+  const int64_t ctx = StatusOf(srv.port(), "qwen3-tiny")["context_length"];
+  EXPECT_EQ(Json::parse(too_long.body)["error"]["message"],
+            "Prompt too long: 5000 tokens exceeds max context window of " + std::to_string(ctx) + " tokens");
+  auto bad_id = Request(srv.port(), "POST", "/v1/completions", R"({"model":"qwen3-tiny","prompt":[99999999]})");
+  EXPECT_EQ(bad_id.status, 400);
+  EXPECT_EQ(Json::parse(bad_id.body)["error"]["param"], "prompt");
+  auto malformed = Request(srv.port(), "POST", "/v1/messages", "{not json");
+  EXPECT_EQ(malformed.status, 400);
+  EXPECT_EQ(Json::parse(malformed.body)["error"]["type"], "invalid_request_error");
+  auto route = Request(srv.port(), "GET", "/v1/nothing");
+  EXPECT_EQ(route.status, 404);
+  EXPECT_EQ(Request(srv.port(), "GET", "/v1/chat/completions").status, 405);
+  auto big = Request(srv.port(), "POST", "/v1/messages", std::string(33 << 20, ' '));
+  EXPECT_EQ(big.status, 413);
+  EXPECT_EQ(Json::parse(big.body)["error"]["type"], "request_too_large");
+}
+
+TEST(ApiServer, ApiKeysGuardAllButHealth) {
+  ServeSettings s = DefaultSettings();
+  s.api_keys = {"k-one", "k-two"};
+  TestServer srv(s, {ModelsDir()});
+  EXPECT_EQ(Request(srv.port(), "GET", "/health").status, 200);
+  auto none = Request(srv.port(), "GET", "/v1/models");
+  EXPECT_EQ(none.status, 401);
+  EXPECT_EQ(Json::parse(none.body)["error"]["type"], "authentication_error");
+  auto wrong = Request(srv.port(), "POST", "/v1/messages", "{}", {{"x-api-key", "k-three"}});
+  EXPECT_EQ(wrong.status, 401);
+  EXPECT_EQ(Json::parse(wrong.body)["error"]["message"], "Invalid API key");
+  EXPECT_EQ(Json::parse(wrong.body)["type"], "error");
+  auto ok = Request(srv.port(), "GET", "/v1/models", "", {{"Authorization", "Bearer k-two"}});
+  EXPECT_EQ(ok.status, 200);
+  EXPECT_EQ(Json::parse(ok.body)["object"], "list");
+  EXPECT_EQ(Request(srv.port(), "GET", "/v1/models", "", {{"x-api-key", "k-one"}}).status, 200);
+}
+
+TEST(ApiServer, FullQueueAnswers503WithRetryAfter) {
+  ServeSettings s = DefaultSettings();
+  s.max_concurrent_requests = 1;
+  s.max_queue = 1;
+  TestServer srv(s, {ModelsDir()});
+  const std::string long_stream =
+      R"({"model":"qwen3-tiny","prompt":"a","max_tokens":3500,"temperature":0,"ignore_eos":true,"stream":true})";
+  // One running (its first token seen), one waiting, the third refused.
+  std::vector<int> fds;
+  for (int i = 0; i < 2; ++i) {
+    int fd = testing::ConnectLocal(srv.port());
+    ASSERT_GE(fd, 0);
+    ASSERT_TRUE(testing::SendAll(fd, testing::FormatRequest("POST", "/v1/completions", long_stream)));
+    fds.push_back(fd);
+    if (i == 0) {
+      std::string buf;
+      while (buf.find("\"text\"") == std::string::npos) ASSERT_TRUE(testing::ReadMore(fd, &buf));
+    }
+  }
+  for (int i = 0; i < 600 && StatusOf(srv.port(), "qwen3-tiny")["waiting"] != 1; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  auto refused = Request(srv.port(), "POST", "/v1/completions", long_stream);
+  EXPECT_EQ(refused.status, 503) << refused.body;
+  EXPECT_EQ(refused.headers["retry-after"], "1");
+  EXPECT_EQ(Json::parse(refused.body)["error"]["type"], "server_error");
+  for (int fd : fds) ::close(fd);
+}
+
+TEST(ApiServer, AnthropicMessagesAndCountTokens) {
+  TestServer srv(DefaultSettings(), {ModelsDir()});
+  const std::string conv =
+      R"("model":"qwen3-tiny","system":"You are a helpful assistant.",)"
+      R"("messages":[{"role":"user","content":[{"type":"text","text":"What is 2+2?"}]}])";
+  auto count = Request(srv.port(), "POST", "/v1/messages/count_tokens", "{" + conv + "}");
+  ASSERT_EQ(count.status, 200) << count.body;
+  const Json g = Golden("qwen3-tiny")["prompts"]["chat"];
+  EXPECT_EQ(Json::parse(count.body)["input_tokens"], g["input_ids"].size());
+  auto msg = Request(srv.port(), "POST", "/v1/messages",
+                     "{" + conv + R"(,"max_tokens":24,"temperature":0,"stream":true})");
+  ASSERT_EQ(msg.status, 200);
+  EXPECT_NE(msg.body.find("event: message_start"), std::string::npos);
+  EXPECT_NE(msg.body.find("event: message_stop"), std::string::npos);
+  auto plain = Request(srv.port(), "POST", "/v1/messages", "{" + conv + R"(,"max_tokens":4,"temperature":0})");
+  ASSERT_EQ(plain.status, 200);
+  Json p = Json::parse(plain.body);
+  EXPECT_EQ(p["type"], "message");
+  EXPECT_EQ(p["usage"]["input_tokens"].get<int64_t>() + p["usage"]["cache_read_input_tokens"].get<int64_t>(),
+            static_cast<int64_t>(g["input_ids"].size()));
+}
+
+// The realtok fixture (the real Qwen3 tokenizer and template): the tools
+// conversation of its golden renders to exactly the golden ids, from an
+// OpenAI request and from the same conversation as an Anthropic request.
+TEST(ApiServer, RealtokToolsPromptMatchesGolden) {
+  SKIP_IF_NO_SHARED();
+  const std::string models = testing::SharedDir() + "/reference/models";
+  auto golden_text = ReadFileToString(testing::SharedDir() + "/reference/golden/qwen3-realtok-tiny.json");
+  ASSERT_TRUE(golden_text.ok());
+  const Json g = Json::parse(*golden_text)["prompts"]["chat"];
+  const std::string tools = R"([
+    {"type": "function", "function": {"name": "get_weather", "description": "Get the current weather in a city",
+      "parameters": {"type": "object", "properties": {"city": {"type": "string", "description": "City name"},
+        "unit": {"type": "string", "enum": ["celsius", "fahrenheit"]}}, "required": ["city"]}}},
+    {"type": "function", "function": {"name": "search", "description": "Search the web",
+      "parameters": {"type": "object", "properties": {"query": {"type": "string"}}, "required": ["query"]}}}])";
+  const std::string body = R"({"model": "qwen3-realtok-tiny", "tools": )" + tools + R"(,
+    "messages": [{"role": "system", "content": "You can call tools."},
+                 {"role": "user", "content": "What's the weather in Paris?"}]})";
+  InferenceRequest req;
+  ASSERT_FALSE(ParseChatCompletionsRequest(OJson::parse(body), &req));
+  ModelRegistryOptions ro;
+  ro.model_dirs = {models};
+  auto reg = ModelRegistry::Create(ro);
+  auto model = reg->Get("qwen3-realtok-tiny");
+  ASSERT_TRUE(model.ok()) << model.status().ToString();
+  std::vector<int32_t> ids;
+  ASSERT_FALSE(BuildPromptIds(req, **model, &ids));
+  EXPECT_EQ(ids, g["input_ids"].get<std::vector<int32_t>>());
+
+  const std::string anthropic = R"({"model": "qwen3-realtok-tiny", "system": "You can call tools.",
+    "tools": [{"name": "get_weather", "description": "Get the current weather in a city",
+      "input_schema": {"type": "object", "properties": {"city": {"type": "string", "description": "City name"},
+        "unit": {"type": "string", "enum": ["celsius", "fahrenheit"]}}, "required": ["city"]}},
+      {"name": "search", "description": "Search the web",
+      "input_schema": {"type": "object", "properties": {"query": {"type": "string"}}, "required": ["query"]}}],
+    "messages": [{"role": "user", "content": "What's the weather in Paris?"}], "max_tokens": 16})";
+  InferenceRequest areq;
+  ASSERT_FALSE(ParseMessagesRequest(OJson::parse(anthropic), false, &areq));
+  std::vector<int32_t> aids;
+  ASSERT_FALSE(BuildPromptIds(areq, **model, &aids));
+  EXPECT_EQ(aids, ids);
+
+  // Over HTTP: greedy tokens as the golden's.
+  TestServer srv(DefaultSettings(), {models});
+  const std::string gen = R"({"model": "qwen3-realtok-tiny", "tools": )" + tools + R"(,
+    "messages": [{"role": "system", "content": "You can call tools."},
+                 {"role": "user", "content": "What's the weather in Paris?"}],
+    "max_tokens": 16, "temperature": 0, "ignore_eos": true})";
+  auto r = Request(srv.port(), "POST", "/v1/chat/completions", gen);
+  ASSERT_EQ(r.status, 200) << r.body;
+  Json j = Json::parse(r.body);
+  EXPECT_EQ(j["choices"][0]["message"]["content"],
+            (*model)->tokenizer->Decode(g["greedy_tokens"].get<std::vector<int32_t>>(), true));
+}
+
+}  // namespace
+}  // namespace llmhost::server

@@ -1,0 +1,153 @@
+// Serve settings precedence (CLI > environment > settings.json > defaults),
+// API-key auth, CORS.
+#include <gtest/gtest.h>
+
+#include <map>
+#include <string>
+
+#include "server/auth.h"
+#include "server/cors.h"
+#include "server/serve_settings.h"
+#include "test_util.h"
+#include "util/file.h"
+
+namespace llmhost::server {
+namespace {
+
+struct FakeEnv {
+  std::map<std::string, std::string> vars;
+  EnvLookup lookup() const {
+    return [this](const char* name) -> const char* {
+      auto it = vars.find(name);
+      return it == vars.end() ? nullptr : it->second.c_str();
+    };
+  }
+};
+
+TEST(ServeSettings, Defaults) {
+  FakeEnv env;
+  env.vars["HOME"] = "/home/u";
+  auto s = ResolveServeSettings({}, env.lookup());
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  EXPECT_EQ(s->home, "/home/u/.llmhost");
+  EXPECT_EQ(s->host, "127.0.0.1");
+  EXPECT_EQ(s->port, 8000);
+  EXPECT_EQ(s->model_dirs, std::vector<std::string>{"/home/u/.llmhost/models"});
+  EXPECT_EQ(s->max_concurrent_requests, 8);
+  EXPECT_EQ(s->max_queue, 32);  // max(4 × 8, 32)
+  EXPECT_EQ(s->block_size, 256);
+  EXPECT_TRUE(s->api_keys.empty());
+  EXPECT_EQ(s->sse_keepalive, KeepAliveMode::kChunk);
+  EXPECT_EQ(s->max_body_size, 32ull << 20);
+  EXPECT_TRUE(s->cors_origins.empty());
+}
+
+TEST(ServeSettings, CliBeatsEnvBeatsFileBeatsDefault) {
+  const std::string home = testing::MakeTempDir();
+  ASSERT_TRUE(WriteFileAtomic(JoinPath(home, "settings.json"),
+                              R"({"port": 9001, "max_concurrent_requests": 3, "host": "0.0.0.0",
+                                  "api-key": ["file-key"], "block_size": 64, "unrelated": {"x": 1}})")
+                  .ok());
+  FakeEnv env;
+  env.vars["LLMHOST_HOME"] = home;
+  env.vars["LLMHOST_PORT"] = "9002";
+  env.vars["LLMHOST_MAX_CONCURRENT_REQUESTS"] = "20";
+  env.vars["LLMHOST_API_KEY"] = "k1, k2";
+  SettingValues cli = {{"port", {"9003"}}, {"model-dir", {"/a", "/b"}}};
+  auto s = ResolveServeSettings(cli, env.lookup());
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  EXPECT_EQ(s->home, home);
+  EXPECT_EQ(s->port, 9003);                    // CLI
+  EXPECT_EQ(s->max_concurrent_requests, 20);  // environment over the file
+  EXPECT_EQ(s->max_queue, 80);                 // max(4 × 20, 32)
+  EXPECT_EQ(s->host, "0.0.0.0");               // file
+  EXPECT_EQ(s->block_size, 64);                // file
+  EXPECT_EQ(s->api_keys, (std::vector<std::string>{"k1", "k2"}));  // environment list
+  EXPECT_EQ(s->model_dirs, (std::vector<std::string>{"/a", "/b"}));
+  // Without the environment, the file's values show.
+  FakeEnv env2;
+  env2.vars["LLMHOST_HOME"] = home;
+  auto f = ResolveServeSettings({}, env2.lookup());
+  ASSERT_TRUE(f.ok());
+  EXPECT_EQ(f->port, 9001);
+  EXPECT_EQ(f->api_keys, std::vector<std::string>{"file-key"});
+}
+
+TEST(ServeSettings, BadValuesNameTheirSource) {
+  FakeEnv env;
+  env.vars["HOME"] = testing::MakeTempDir();
+  env.vars["LLMHOST_PORT"] = "eighty";
+  auto s = ResolveServeSettings({}, env.lookup());
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.status().message().find("LLMHOST_PORT"), std::string::npos) << s.status().message();
+  auto k = ResolveServeSettings({{"sse-keepalive", {"sometimes"}}}, FakeEnv{{{"HOME", "/tmp"}}}.lookup());
+  ASSERT_FALSE(k.ok());
+  EXPECT_NE(k.status().message().find("--sse-keepalive"), std::string::npos);
+  auto b = ResolveServeSettings({{"max-body-size", {"12 parsecs"}}}, FakeEnv{{{"HOME", "/tmp"}}}.lookup());
+  ASSERT_FALSE(b.ok());
+  const std::string home = testing::MakeTempDir();
+  ASSERT_TRUE(WriteFileAtomic(JoinPath(home, "settings.json"), "[1, 2").ok());
+  auto f = ResolveServeSettings({{"home", {home}}}, FakeEnv{}.lookup());
+  ASSERT_FALSE(f.ok());
+  EXPECT_NE(f.status().message().find("settings.json"), std::string::npos);
+}
+
+TEST(ServeSettings, ByteSizesAndEnvNames) {
+  EXPECT_EQ(*ParseByteSize("32MB"), 32ull << 20);
+  EXPECT_EQ(*ParseByteSize("512kib"), 512ull << 10);
+  EXPECT_EQ(*ParseByteSize("1g"), 1ull << 30);
+  EXPECT_EQ(*ParseByteSize("1048576"), 1048576ull);
+  EXPECT_FALSE(ParseByteSize("MB").ok());
+  EXPECT_FALSE(ParseByteSize("-5MB").ok());
+  EXPECT_EQ(EnvName("max-concurrent-requests"), "LLMHOST_MAX_CONCURRENT_REQUESTS");
+  EXPECT_EQ(EnvName("api-key"), "LLMHOST_API_KEY");
+}
+
+HttpRequest WithHeaders(HeaderList h) {
+  HttpRequest r;
+  r.headers = std::move(h);
+  return r;
+}
+
+TEST(ApiKeyAuth, OpenBearerXApiKeyAndErrors) {
+  EXPECT_FALSE(ApiKeyAuth({}).Check(HttpRequest{}));
+  ApiKeyAuth auth({"secret-1", "secret-2"});
+  EXPECT_FALSE(auth.Check(WithHeaders({{"authorization", "Bearer secret-1"}})));
+  EXPECT_FALSE(auth.Check(WithHeaders({{"authorization", "bearer  secret-2 "}})));
+  EXPECT_FALSE(auth.Check(WithHeaders({{"x-api-key", "secret-2"}})));
+  auto missing = auth.Check(HttpRequest{});
+  ASSERT_TRUE(missing);
+  EXPECT_EQ(missing->status, 401);
+  EXPECT_NE(missing->message.find("API key required"), std::string::npos);
+  auto wrong = auth.Check(WithHeaders({{"authorization", "Bearer secret-3"}}));
+  ASSERT_TRUE(wrong);
+  EXPECT_EQ(wrong->message, "Invalid API key");
+  EXPECT_TRUE(auth.Check(WithHeaders({{"x-api-key", "secret-1x"}})));
+  EXPECT_TRUE(auth.Check(WithHeaders({{"authorization", "Basic secret-1"}})));
+}
+
+TEST(Cors, AllowedOriginsAndPreflight) {
+  CorsPolicy none({});
+  HttpRequest r = WithHeaders({{"origin", "http://app.local:3000"},
+                               {"access-control-request-headers", "authorization, content-type"}});
+  EXPECT_TRUE(none.ResponseHeaders(r).empty());
+  EXPECT_EQ(none.Preflight(r).status, 403);
+  CorsPolicy some({"http://app.local:3000/"});
+  HeaderList h = some.ResponseHeaders(r);
+  ASSERT_FALSE(h.empty());
+  EXPECT_EQ(h[0], (std::pair<std::string, std::string>{"Access-Control-Allow-Origin", "http://app.local:3000"}));
+  HttpResponse p = some.Preflight(r);
+  EXPECT_EQ(p.status, 204);
+  bool methods = false, headers = false;
+  for (auto& [k, v] : p.headers) {
+    methods |= k == "Access-Control-Allow-Methods" && v.find("POST") != std::string::npos;
+    headers |= k == "Access-Control-Allow-Headers" && v == "authorization, content-type";
+  }
+  EXPECT_TRUE(methods);
+  EXPECT_TRUE(headers);
+  EXPECT_TRUE(some.ResponseHeaders(WithHeaders({{"origin", "http://evil.example"}})).empty());
+  EXPECT_FALSE(CorsPolicy({"*"}).ResponseHeaders(WithHeaders({{"origin", "http://x"}})).empty());
+}
+
+}  // namespace
+}  // namespace llmhost::server
