@@ -22,6 +22,13 @@ if [[ "${SKIP_APT:-0}" != 1 ]]; then
   $SUDO apt-get install -y -qq --no-install-recommends "${PACKAGES[@]}"
 fi
 
+# The official OpenAI / Anthropic SDKs for the integration tests (pinned by
+# tests/integration/package-lock.json); without them those tests skip.
+if command -v npm >/dev/null; then
+  (cd tests/integration && npm ci --no-audit --no-fund --loglevel=error) ||
+    echo "setup: npm ci failed: the server integration tests will be skipped"
+fi
+
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release
 ninja -C build
 echo "setup: built $(pwd)/build/llmhost"

@@ -1,0 +1,58 @@
+// Fuzzes the HTTP API's request parsing: arbitrary bytes as the JSON body of
+// /v1/chat/completions, /v1/completions, /v1/messages or
+// /v1/messages/count_tokens (the first byte picks the route), through the
+// bounded JSON parse and the OpenAI / Anthropic request parsers; a request
+// that parses is rendered through a small ChatML template, as the server
+// would. Must never crash, hang or exhaust memory.
+#include <cstddef>
+#include <cstdint>
+#include <string_view>
+
+#include "chat/chat_template.h"
+#include "server/anthropic_request.h"
+#include "server/json_fields.h"
+#include "server/openai_request.h"
+
+namespace {
+
+const llmhost::ChatTemplate& Template() {
+  static const llmhost::ChatTemplate* t = [] {
+    auto parsed = llmhost::ChatTemplate::Parse(
+        "{%- if tools %}{{ tools | tojson }}{% endif %}"
+        "{%- for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}"
+        "{%- for c in m.tool_calls or [] %}<tool_call>{{ c.function.name }} {{ c.function.arguments | tojson }}"
+        "</tool_call>{% endfor %}<|im_end|>\n{% endfor %}"
+        "{%- if add_generation_prompt %}<|im_start|>assistant\n{% endif %}");
+    return new llmhost::ChatTemplate(std::move(*parsed));
+  }();
+  return *t;
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  using namespace llmhost::server;
+  if (size < 1) return 0;
+  const int route = data[0] % 4;
+  std::string_view body(reinterpret_cast<const char*>(data + 1), size - 1);
+  OJson json;
+  if (ParseJsonObject(body, &json)) return 0;
+  InferenceRequest req;
+  MaybeError e;
+  switch (route) {
+    case 0: e = ParseChatCompletionsRequest(json, &req); break;
+    case 1: e = ParseCompletionsRequest(json, &req); break;
+    case 2: e = ParseMessagesRequest(json, /*count_only=*/false, &req); break;
+    default: e = ParseMessagesRequest(json, /*count_only=*/true, &req); break;
+  }
+  if (e || req.prompt_kind != PromptKind::kChat) return 0;
+  llmhost::ChatTemplateInput in;
+  in.messages = req.messages;
+  in.tools = req.tools;
+  in.kwargs = req.chat_template_kwargs;
+  llmhost::jinja::RenderLimits limits;
+  limits.max_steps = 1000000;
+  limits.max_output = 1 << 20;
+  (void)Template().Render(in, limits);
+  return 0;
+}

@@ -1,0 +1,98 @@
+// Starts a real `llmhost serve` on 127.0.0.1 (port 0: the server picks one
+// and prints it) with a temporary --home, and stops it with SIGTERM,
+// checking that it exits 0 after draining.
+//
+// Environment: LLMHOST_BIN (the binary), LLMHOST_SOURCE_DIR (the repository),
+// LLMHOST_SHARED_DIR (../shared; optional).
+import { spawn } from 'node:child_process';
+import { mkdtempSync, existsSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+export const sourceDir = process.env.LLMHOST_SOURCE_DIR || path.resolve(here, '..', '..');
+export const binary = process.env.LLMHOST_BIN || path.join(sourceDir, 'build', 'llmhost');
+export const fixtures = path.join(sourceDir, 'tests', 'data', 'models');
+const sharedCandidate = process.env.LLMHOST_SHARED_DIR || path.resolve(sourceDir, '..', 'shared');
+export const sharedDir = existsSync(sharedCandidate) ? sharedCandidate : null;
+
+export async function startServer(args = [], env = {}) {
+  const home = mkdtempSync(path.join(tmpdir(), 'llmhost-it-'));
+  const proc = spawn(binary, ['serve', '--home', home, '--port', '0', ...args], {
+    env: { ...process.env, LLMHOST_LOG_LEVEL: 'warn', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let stderr = '';
+  proc.stderr.on('data', (d) => { stderr += d; });
+  const exited = new Promise((resolve) => proc.on('exit', (code, signal) => resolve({ code, signal })));
+  const port = await new Promise((resolve, reject) => {
+    let out = '';
+    const timer = setTimeout(() => reject(new Error('server did not start: ' + stderr)), 60000);
+    proc.stdout.on('data', (d) => {
+      out += d;
+      const m = out.match(/listening on http:\/\/[^:]+:(\d+)/);
+      if (m) {
+        clearTimeout(timer);
+        resolve(Number(m[1]));
+      }
+    });
+    exited.then(({ code }) => reject(new Error(`server exited (${code}) before listening: ${stderr}`)));
+  });
+  const url = `http://127.0.0.1:${port}`;
+  return {
+    port,
+    url,
+    get stderr() { return stderr; },
+    // SIGTERM: the server drains and must exit 0.
+    async stop() {
+      proc.kill('SIGTERM');
+      return exited;
+    },
+  };
+}
+
+// POST/GET helper over fetch. Returns {status, headers, text, json}.
+export async function http(url, method = 'GET', body = undefined, headers = {}) {
+  const res = await fetch(url, {
+    method,
+    headers: body === undefined ? headers : { 'content-type': 'application/json', ...headers },
+    body: body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body),
+  });
+  const text = await res.text();
+  let json = null;
+  try { json = JSON.parse(text); } catch { /* not JSON */ }
+  return { status: res.status, headers: res.headers, text, json };
+}
+
+// Parses an SSE body into [{event, data}] (comments as event ':').
+export function parseSse(text) {
+  const events = [];
+  for (const block of text.split('\n\n')) {
+    if (!block.trim()) continue;
+    let event = '', data = '';
+    for (const line of block.split('\n')) {
+      if (line.startsWith('event: ')) event = line.slice(7);
+      else if (line.startsWith('data: ')) data += line.slice(6);
+      else if (line.startsWith(':')) event = ':';
+    }
+    events.push({ event, data });
+  }
+  return events;
+}
+
+// Engine statistics of one model from GET /api/status.
+export async function engineStatus(url, model, headers = {}) {
+  const r = await http(`${url}/api/status`, 'GET', undefined, headers);
+  return (r.json.models || []).find((m) => m.id === model);
+}
+
+// Polls until pred(status) holds (bounded: no speed is asserted).
+export async function waitFor(fn, what, tries = 600) {
+  for (let i = 0; i < tries; i++) {
+    const v = await fn();
+    if (v) return v;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  throw new Error('timed out waiting for ' + what);
+}
