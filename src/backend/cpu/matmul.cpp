@@ -91,7 +91,7 @@ void Int8MatMul(const cpu::Int8Kernels& ik, const WeightMatrix& w, const float* 
   // lambdas would give each worker its own, empty one.)
   static thread_local std::vector<uint8_t> buffer;
   const int64_t chunk = std::min(n, kMaxBatchRows);
-  const size_t need = static_cast<size_t>(ik.qx_bytes(chunk, w.cols));
+  const size_t need = static_cast<size_t>(ik.qx_bytes(w, chunk));
   if (buffer.size() < need) buffer.resize(need);
   void* qx = buffer.data();
   for (int64_t t0 = 0; t0 < n; t0 += chunk) {
@@ -196,10 +196,12 @@ void MatMul(const WeightMatrix& w, const float* x, int64_t n, float* y, MatMulPr
   }
   const cpu::FastKernels* ks = ActiveKernels();
   if (precision == MatMulPrecision::kFastInt8 && ks != nullptr) {
-    const cpu::Int8Kernels* ik = cpu::Avx2Int8Kernels();
-    if (ik != nullptr && ik->supported(w)) {
-      Int8MatMul(*ik, w, x, n, y, pool);
-      return;
+    // The choice depends on w alone, so every batch size takes the same path.
+    for (const cpu::Int8Kernels* ik : {cpu::Avx2Int8UnitKernels(), cpu::Avx2Int8Kernels()}) {
+      if (ik != nullptr && ik->supported(w)) {
+        Int8MatMul(*ik, w, x, n, y, pool);
+        return;
+      }
     }
   }
   if (precision != MatMulPrecision::kReference && ks != nullptr) {

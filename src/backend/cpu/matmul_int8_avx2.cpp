@@ -45,7 +45,7 @@ struct QxLayout {
 };
 
 // Needs cols % 32 == 0 (true of every quantized format).
-int64_t QxBytes(int64_t n, int64_t cols) { return QxLayout{n, cols, cols / 32}.Bytes() + 64; }
+int64_t QxBytes(const WeightMatrix& w, int64_t n) { return QxLayout{n, w.cols, w.cols / 32}.Bytes() + 64; }
 
 void* Align64(void* p) {
   return reinterpret_cast<void*>((reinterpret_cast<uintptr_t>(p) + 63) & ~uintptr_t{63});

@@ -53,14 +53,18 @@ struct FastKernels {
 struct Int8Kernels {
   // False for formats without integer codes (plain floats).
   bool (*supported)(const WeightMatrix& w);
-  // Bytes of the quantized copy of n rows of x.
-  int64_t (*qx_bytes)(int64_t n, int64_t cols);
+  // Bytes of the quantized copy of n rows of x (for w's format).
+  int64_t (*qx_bytes)(const WeightMatrix& w, int64_t n);
   // Quantizes rows [t0, t1) of x into qx (for w's format: its code offset).
   void (*quantize_x)(const WeightMatrix& w, const float* x, int64_t n, int64_t t0, int64_t t1, void* qx);
   // y[t * ldy + r] for every t < n and r in [r0, r1).
   void (*rows)(const WeightMatrix& w, void* qx, int64_t n, int64_t r0, int64_t r1, float* y, int64_t ldy);
 };
-const Int8Kernels* Avx2Int8Kernels();  // null when this build has none
+// Register-blocked kernels for the common formats (MLX 4/8-bit, Q4_0, Q8_0;
+// matmul_int8_unit_avx2.cpp), tried first; then the general ones
+// (matmul_int8_avx2.cpp). Null when this build has none.
+const Int8Kernels* Avx2Int8UnitKernels();
+const Int8Kernels* Avx2Int8Kernels();
 
 // AVX2 dequantizers (quant_avx2.cpp); the same values as the scalar ones.
 DequantRangeFn SelectDequantAvx2(const WeightMatrix& w);

@@ -148,49 +148,80 @@ AVX2_FN inline __m256i MlxCodes8(const uint8_t* p) {
   }
 }
 
-template <int kBits>
+// w = scale * q + bias, rounded after the multiply and after the add. With
+// BF16 or F16 scales the product has at most 8 + 11 significant bits and is
+// exact in f32, so a single FMA rounds once to the same value (unless
+// scale * q overflows f32, which no real scale does); F32 scales keep the
+// separate multiply. kParams fixes the scale dtype at compile time (4 and 8
+// bits, the common widths: no per-block dispatch); kAnyParams reads it from
+// the matrix.
+enum MlxParams { kAnyParams, kBf16Params, kF16Params, kF32Params };
+
+template <int kBits, int kParams = kAnyParams>
 struct DecMlx {
   static constexpr int kStep = 32;
   static constexpr bool kPlain = false;
   const uint8_t* p;
-  const WeightMatrix* w;
-  int64_t row_bytes, groups, param_bytes;
+  const uint8_t* scales;
+  const uint8_t* biases;
+  DType dtype;
+  int64_t row_bytes, groups;
   int group_shift;  // log2(group_size)
   explicit DecMlx(const WeightMatrix& m)
-      : p(static_cast<const uint8_t*>(m.data)), w(&m), row_bytes(m.cols * kBits / 8),
-        groups(m.cols / m.group_size), param_bytes(m.scale_dtype == DType::kF32 ? 4 : 2),
-        group_shift(m.group_size == 32 ? 5 : m.group_size == 64 ? 6 : 7) {}
-  void Prefetch(int64_t row, int64_t k) const {
-    PrefetchAt(p, row * row_bytes + k * kBits / 8);
-    const int64_t g = (row * groups + (k >> group_shift)) * param_bytes;
-    PrefetchAt(w->scales, g);
-    PrefetchAt(w->biases, g);
+      : p(static_cast<const uint8_t*>(m.data)), scales(static_cast<const uint8_t*>(m.scales)),
+        biases(static_cast<const uint8_t*>(m.biases)), dtype(m.scale_dtype), row_bytes(m.cols * kBits / 8),
+        groups(m.cols / m.group_size), group_shift(m.group_size == 32 ? 5 : m.group_size == 64 ? 6 : 7) {}
+  DType Dt() const {
+    if constexpr (kParams == kBf16Params) return DType::kBF16;
+    if constexpr (kParams == kF16Params) return DType::kF16;
+    if constexpr (kParams == kF32Params) return DType::kF32;
+    return dtype;
   }
-  // Scale or bias `g` (inline: this runs once per 32 weights).
-  AVX2_FN float Param(const void* params, int64_t g) const {
-    const uint8_t* p8 = static_cast<const uint8_t*>(params);
-    switch (w->scale_dtype) {
-      case DType::kF32: return quant::LoadF32(p8 + 4 * g);
-      case DType::kF16: return _cvtsh_ss(quant::LoadU16(p8 + 2 * g));
-      default: {
-        const uint32_t bits = static_cast<uint32_t>(quant::LoadU16(p8 + 2 * g)) << 16;
-        float f;
-        std::memcpy(&f, &bits, 4);
-        return f;
-      }
+  // One hint per cache line of codes (a line holds 512 / kBits values), and
+  // the row's scales and biases at its start and every 32 groups.
+  void Prefetch(int64_t row, int64_t k) const {
+    if (k % (512 / kBits) == 0) PrefetchAt(p, row * row_bytes + k * kBits / 8);
+    if ((k >> group_shift) % 32 == 0 && k % (int64_t{1} << group_shift) == 0) {
+      const int64_t g = (row * groups + (k >> group_shift)) * (Dt() == DType::kF32 ? 4 : 2);
+      PrefetchAt(scales, g);
+      PrefetchAt(biases, g);
     }
+  }
+  // Scale or bias g in every lane (16-bit values: broadcast, then widen).
+  AVX2_FN __m256 ParamVec(const uint8_t* params, int64_t g) const {
+    const DType dt = Dt();
+    if (dt == DType::kF32) return _mm256_broadcast_ss(reinterpret_cast<const float*>(params + 4 * g));
+    const __m128i h = _mm_set1_epi16(static_cast<short>(quant::LoadU16(params + 2 * g)));
+    if (dt == DType::kF16) return _mm256_cvtph_ps(h);
+    return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_broadcastsi128_si256(h), 16));
   }
   AVX2_FN void Load(int64_t row, int64_t k, __m256* v) const {
     const int64_t g = row * groups + (k >> group_shift);
-    const __m256 scale = _mm256_set1_ps(Param(w->scales, g));
-    const __m256 bias = _mm256_set1_ps(Param(w->biases, g));
+    const __m256 scale = ParamVec(scales, g);
+    const __m256 bias = ParamVec(biases, g);
     const uint8_t* q = p + row * row_bytes + k * kBits / 8;
-    for (int j = 0; j < 4; ++j) {
-      const __m256 c = _mm256_cvtepi32_ps(MlxCodes8<kBits>(q + j * kBits));
-      v[j] = _mm256_add_ps(Pin(_mm256_mul_ps(scale, c)), bias);
+    if (Dt() != DType::kF32) {
+      for (int j = 0; j < 4; ++j) {
+        v[j] = _mm256_fmadd_ps(scale, _mm256_cvtepi32_ps(MlxCodes8<kBits>(q + j * kBits)), bias);
+      }
+    } else {
+      for (int j = 0; j < 4; ++j) {
+        const __m256 c = _mm256_cvtepi32_ps(MlxCodes8<kBits>(q + j * kBits));
+        v[j] = _mm256_add_ps(Pin(_mm256_mul_ps(scale, c)), bias);
+      }
     }
   }
 };
+
+// DecMlx<kBits> with the scale dtype as a template argument.
+template <int kBits, typename Fn>
+auto WithMlxParams(const WeightMatrix& w, Fn&& fn) {
+  switch (w.scale_dtype) {
+    case DType::kF16: return fn(DecMlx<kBits, kF16Params>(w));
+    case DType::kF32: return fn(DecMlx<kBits, kF32Params>(w));
+    default: return fn(DecMlx<kBits, kBf16Params>(w));
+  }
+}
 
 // --- ggml blocks --------------------------------------------------------------
 
@@ -366,10 +397,10 @@ auto WithDecoder(const WeightMatrix& w, Fn&& fn) {
       switch (w.bits) {
         case 2: return fn(DecMlx<2>(w));
         case 3: return fn(DecMlx<3>(w));
-        case 4: return fn(DecMlx<4>(w));
+        case 4: return WithMlxParams<4>(w, fn);
         case 5: return fn(DecMlx<5>(w));
         case 6: return fn(DecMlx<6>(w));
-        default: return fn(DecMlx<8>(w));
+        default: return WithMlxParams<8>(w, fn);
       }
     case WeightFormat::kGgml:
       switch (w.ggml_type) {
