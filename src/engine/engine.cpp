@@ -1,0 +1,163 @@
+#include "engine/engine.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "kv/fingerprint.h"
+#include "model/generate.h"
+
+namespace llmhost {
+
+Result<std::unique_ptr<Engine>> Engine::Create(Model* model, const Tokenizer* tokenizer,
+                                               EngineOptions options) {
+  if (options.block_size <= 0 || options.block_size > (1 << 20)) {
+    return Status::InvalidArgument("engine: block_size must be in [1, 1048576], got " +
+                                   std::to_string(options.block_size));
+  }
+  if (options.max_concurrent_requests <= 0) {
+    return Status::InvalidArgument("engine: max_concurrent_requests must be positive");
+  }
+  const ModelSpec& spec = model->spec();
+  const int64_t bs = options.block_size;
+  const int64_t model_ctx = spec.max_position_embeddings > 0 ? spec.max_position_embeddings : 0;
+  int64_t context = options.max_context > 0 ? options.max_context : model_ctx;
+  if (model_ctx > 0) context = std::min(context, model_ctx);
+  int64_t blocks = options.kv_blocks;
+  if (blocks <= 0) {
+    // Enough for every running request at full context, within the byte cap.
+    const uint64_t block_bytes =
+        2 * static_cast<uint64_t>(spec.n_layers * spec.kv_dim() * bs) * sizeof(float);
+    const int64_t per_seq = ((context > 0 ? context : 8192) + bs - 1) / bs;
+    const int64_t cap = static_cast<int64_t>(options.kv_cache_bytes / std::max<uint64_t>(block_bytes, 1));
+    blocks = std::max<int64_t>(1, std::min(per_seq * options.max_concurrent_requests, cap));
+  }
+  ASSIGN_OR_RETURN(std::unique_ptr<KvCache> cache, model->CreateKvCache(blocks, bs));
+  ASSIGN_OR_RETURN(Sha256Digest fingerprint, ModelFingerprint(*model, bs));
+  SchedulerOptions so;
+  so.max_running = options.max_concurrent_requests;
+  so.prefill_chunk_tokens = options.prefill_chunk_tokens;
+  so.max_context = context;
+  so.prefix_caching = options.prefix_caching;
+  so.eos_token_ids = options.eos_token_ids ? *options.eos_token_ids : EosTokenIds(*model, tokenizer);
+  auto sched = std::make_unique<Scheduler>(std::make_unique<ModelStep>(model), std::move(cache),
+                                           fingerprint, tokenizer, std::move(so));
+  const int max_queue = options.max_queue >= 0 ? options.max_queue
+                                               : std::max(4 * options.max_concurrent_requests, 32);
+  return Start(std::move(sched), max_queue);
+}
+
+std::unique_ptr<Engine> Engine::Start(std::unique_ptr<Scheduler> scheduler, int max_queue) {
+  return std::unique_ptr<Engine>(new Engine(std::move(scheduler), max_queue));
+}
+
+Engine::Engine(std::unique_ptr<Scheduler> scheduler, int max_queue)
+    : sched_(std::move(scheduler)),
+      context_(sched_->context_length()),
+      vocab_(sched_->vocab_size()),
+      max_queue_(std::max(max_queue, 0)) {
+  stats_.context_length = context_;
+  stats_.kv_cache_bytes = sched_->cache().bytes();
+  stats_.kv = sched_->kv_stats();
+  thread_ = std::thread([this] { Run(); });
+}
+
+Engine::~Engine() { Shutdown(); }
+
+void Engine::Shutdown() {
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    stop_ = true;
+  }
+  wake_.notify_all();
+  std::lock_guard<std::mutex> join_lk(join_mu_);
+  if (thread_.joinable()) thread_.join();
+}
+
+Result<uint64_t> Engine::Submit(GenerationRequest request) {
+  RETURN_IF_ERROR(sched_->Validate(request));  // immutable state only
+  uint64_t id;
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    if (stop_) return Status::ResourceExhausted("engine: shutting down");
+    const int64_t queued = sched_waiting_ + static_cast<int64_t>(inbox_.size());
+    if (queued >= max_queue_) {
+      ++stats_.rejected;
+      return Status::ResourceExhausted("engine: the queue is full (" + std::to_string(queued) +
+                                       " requests waiting); retry later");
+    }
+    id = next_id_++;
+    inbox_.emplace_back(id, std::move(request));
+    ++stats_.submitted;
+  }
+  wake_.notify_one();
+  return id;
+}
+
+void Engine::Cancel(uint64_t id) {
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    if (stop_) return;
+    cancels_.push_back(id);
+  }
+  wake_.notify_one();
+}
+
+EngineStats Engine::Stats() const {
+  std::lock_guard<std::mutex> lk(mu_);
+  EngineStats s = stats_;
+  s.waiting = sched_waiting_ + static_cast<int64_t>(inbox_.size());
+  return s;
+}
+
+EngineStats Engine::WaitIdle() const {
+  std::unique_lock<std::mutex> lk(mu_);
+  idle_.wait(lk, [this] {
+    return inbox_.empty() && cancels_.empty() && !busy_ && sched_waiting_ == 0 && stats_.running == 0;
+  });
+  EngineStats s = stats_;
+  s.waiting = 0;
+  return s;
+}
+
+void Engine::Snapshot() {
+  stats_.running = sched_->running();
+  sched_waiting_ = sched_->waiting();
+  stats_.waiting = sched_waiting_;
+  stats_.counters = sched_->counters();
+  stats_.kv = sched_->kv_stats();
+}
+
+void Engine::Run() {
+  std::unique_lock<std::mutex> lk(mu_);
+  for (;;) {
+    wake_.wait(lk, [this] { return stop_ || !inbox_.empty() || !cancels_.empty() || sched_->HasWork(); });
+    std::vector<std::pair<uint64_t, GenerationRequest>> inbox;
+    inbox.swap(inbox_);
+    std::vector<uint64_t> cancels;
+    cancels.swap(cancels_);
+    sched_waiting_ += static_cast<int64_t>(inbox.size());  // still queued, for Submit's cap
+    const bool stopping = stop_;
+    busy_ = true;
+    lk.unlock();
+    // Callbacks run here, without mu_: they may Submit or Cancel.
+    for (auto& [id, r] : inbox) sched_->Enqueue(id, std::move(r));
+    for (uint64_t id : cancels) sched_->Cancel(id);
+    if (stopping) {
+      sched_->AbortAll();
+    } else {
+      sched_->Admit();
+      {
+        std::lock_guard<std::mutex> relock(mu_);
+        Snapshot();  // the queue as it stands while the step runs
+      }
+      sched_->Step();
+    }
+    lk.lock();
+    busy_ = false;
+    Snapshot();
+    idle_.notify_all();
+    if (stopping) return;
+  }
+}
+
+}  // namespace llmhost

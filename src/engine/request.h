@@ -1,0 +1,68 @@
+// What a caller hands the engine (GenerationRequest) and what it gets back
+// (RequestEvent), for one completion.
+//
+// Events are delivered in order through the request's callback, on the
+// engine's executor thread: one per generated token (its text delta, id and
+// logprobs), and exactly one final event (finish != kNone) after which no
+// other event comes. An abort or error may end a request with a final event
+// that carries no token. A request rejected by Engine::Submit gets no events.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "engine/sampler.h"
+#include "util/status.h"
+
+namespace llmhost {
+
+enum class FinishReason {
+  kNone,    // not finished (a token event)
+  kStop,    // EOS, a stop token id or a stop string
+  kLength,  // max_tokens, or the end of the context
+  kAbort,   // cancelled, or the engine shut down
+  kError,   // the step failed; `error` says why
+};
+
+// "stop", "length", "abort", "error" ("" for kNone): OpenAI's finish_reason
+// spelling.
+const char* FinishReasonName(FinishReason r);
+
+struct Usage {
+  int64_t prompt_tokens = 0;
+  int64_t cached_tokens = 0;      // prompt positions reused from the prefix cache
+  int64_t completion_tokens = 0;  // generated ids so far (a stop id counts)
+};
+
+struct RequestEvent {
+  uint64_t request_id = 0;
+  std::string text;                 // newly final text (UTF-8, may be empty)
+  std::vector<int32_t> token_ids;   // ids generated since the last event (0 or 1)
+  std::vector<SampledToken> logprobs;  // per id of token_ids, when logprobs were asked
+  FinishReason finish = FinishReason::kNone;
+  std::string stop_string;          // kStop by a stop string: which one
+  std::optional<int32_t> stop_token;  // kStop by EOS or a stop id: which one
+  Status error;                     // kError: what failed
+  Usage usage;                      // as of this event
+};
+
+// Called on the executor thread. It must return quickly and not block (post
+// the event to your own thread or io_context); it may call Engine::Cancel or
+// Engine::Submit. It must not throw.
+using EventCallback = std::function<void(RequestEvent)>;
+
+struct GenerationRequest {
+  std::vector<int32_t> prompt;       // at least one id, each in [0, vocab)
+  SamplingParams sampling;
+  std::optional<int64_t> max_tokens; // >= 0; unset: up to the end of the context
+  std::vector<std::string> stop;     // stop strings (need a tokenizer), never emitted
+  std::vector<int32_t> stop_token_ids;  // end generation like EOS (the id is counted, not emitted as text)
+  bool ignore_eos = false;           // don't stop at the model's EOS ids
+  bool skip_special_tokens = true;   // detokenize without special tokens
+  EventCallback on_event;
+};
+
+}  // namespace llmhost

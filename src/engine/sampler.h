@@ -1,0 +1,94 @@
+// Sampler: picks each generated token of one request from its logits row.
+//
+// Order, as Hugging Face transformers applies its processors: penalties
+// (repetition over prompt + output, presence / frequency over output),
+// then temperature, top_k, top_p, min_p, and a draw from what is left.
+// Temperature 0 is greedy: the argmax of the penalised logits, the lowest id
+// on ties. Every draw comes from the request's own generator, seeded by
+// `seed` (or from std::random_device when unset), so a seeded request gives
+// the same tokens whatever else runs beside it.
+//
+// Logprobs are those of the model's raw distribution, log_softmax(logits)
+// before penalties, temperature and filters (vLLM's default), for the
+// chosen token and the `top_logprobs` most likely ones (lowest id first on
+// ties).
+//
+// Not thread-safe: one Sampler per request, used by the executor thread.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <random>
+#include <span>
+#include <vector>
+
+#include "util/status.h"
+
+namespace llmhost {
+
+inline constexpr int32_t kMaxTopLogprobs = 20;
+
+struct SamplingParams {
+  double temperature = 1.0;          // 0: greedy
+  double top_p = 1.0;                // (0, 1]; 1: off
+  int32_t top_k = 0;                 // 0: off
+  double min_p = 0.0;                // [0, 1]; 0: off
+  double repetition_penalty = 1.0;   // > 0; 1: off (HF: divides positive logits, multiplies negative)
+  double presence_penalty = 0.0;     // [-2, 2]; subtracted once per token present in the output
+  double frequency_penalty = 0.0;    // [-2, 2]; subtracted per occurrence in the output
+  std::optional<uint64_t> seed;
+  bool logprobs = false;             // report the chosen token's logprob
+  int32_t top_logprobs = 0;          // [0, 20]: also the n most likely tokens (needs logprobs)
+};
+
+// InvalidArgument naming the field ("top_p must be in (0, 1], got 0") for a
+// value out of range or not finite.
+Status ValidateSamplingParams(const SamplingParams& p);
+
+struct TokenLogprob {
+  int32_t id = 0;
+  float logprob = 0;
+};
+
+struct SampledToken {
+  int32_t id = 0;
+  float logprob = 0;                 // when params.logprobs
+  std::vector<TokenLogprob> top;     // params.top_logprobs entries, most likely first
+};
+
+class Sampler {
+ public:
+  // `prompt` seeds the repetition penalty's token set; `vocab` is the logits
+  // row length.
+  Sampler(const SamplingParams& params, std::span<const int32_t> prompt, int64_t vocab);
+
+  // Picks a token from a [vocab] row of raw logits and records it as output
+  // (for the penalties of later calls).
+  SampledToken Sample(const float* logits);
+
+  // Records a token of the output without sampling it (a resumed request).
+  void Accept(int32_t id);
+
+  const SamplingParams& params() const { return params_; }
+
+ private:
+  void ApplyPenalties(std::vector<float>& z) const;
+  int32_t Draw(const std::vector<float>& z);
+  void FillLogprobs(const float* logits, SampledToken* out) const;
+  double Uniform();  // [0, 1), 53 bits, the same on every platform
+
+  SamplingParams params_;
+  int64_t vocab_;
+  std::mt19937_64 rng_;
+  bool repetition_ = false, additive_ = false;
+  std::vector<uint8_t> seen_;         // [vocab] prompt or output contains the id
+  std::vector<int32_t> seen_ids_;     // the ids with seen_ set
+  std::vector<int32_t> out_count_;    // [vocab] occurrences in the output
+  std::vector<int32_t> out_ids_;      // the ids with out_count_ > 0
+  // Scratch reused across calls.
+  std::vector<float> z_;
+  std::vector<int32_t> cand_;
+  std::vector<double> w_;
+};
+
+}  // namespace llmhost

@@ -1,0 +1,267 @@
+#include "engine/scheduler.h"
+
+#include <algorithm>
+#include <limits>
+#include <string>
+
+#include "util/utf8.h"
+
+namespace llmhost {
+namespace {
+
+std::string N(int64_t v) { return std::to_string(v); }
+
+}  // namespace
+
+Scheduler::Scheduler(std::unique_ptr<StepModel> model, std::unique_ptr<KvCache> cache,
+                     const Sha256Digest& fingerprint, const Tokenizer* tokenizer,
+                     SchedulerOptions options)
+    : model_(std::move(model)),
+      cache_(std::move(cache)),
+      prefix_(std::make_unique<PrefixCache>(cache_.get(), fingerprint)),
+      tokenizer_(tokenizer),
+      options_(std::move(options)),
+      vocab_(model_->vocab_size()) {
+  options_.max_running = std::max(options_.max_running, 1);
+  options_.prefill_chunk_tokens = std::max<int64_t>(options_.prefill_chunk_tokens, 0);
+  const int64_t pool = static_cast<int64_t>(cache_->allocator().total_blocks()) * cache_->block_size();
+  context_ = options_.max_context > 0 ? std::min(options_.max_context, pool) : pool;
+}
+
+Scheduler::~Scheduler() { AbortAll(); }
+
+Status Scheduler::Validate(const GenerationRequest& r) const {
+  const int64_t n = static_cast<int64_t>(r.prompt.size());
+  if (n == 0) return Status::InvalidArgument("the prompt has no tokens");
+  for (size_t i = 0; i < r.prompt.size(); ++i) {
+    if (r.prompt[i] < 0 || r.prompt[i] >= vocab_) {
+      return Status::InvalidArgument("prompt token " + N(static_cast<int64_t>(i)) + " is id " +
+                                     N(r.prompt[i]) + ", outside the vocabulary [0, " + N(vocab_) + ")");
+    }
+  }
+  if (n > context_) {
+    return Status::InvalidArgument("Prompt too long: " + N(n) +
+                                   " tokens exceeds max context window of " + N(context_) + " tokens");
+  }
+  if (n == context_) {
+    return Status::InvalidArgument("Prompt too long: " + N(n) + " tokens fill the context window of " +
+                                   N(context_) + " tokens, leaving no room to generate");
+  }
+  if (r.max_tokens && *r.max_tokens < 0) {
+    return Status::InvalidArgument("max_tokens must be >= 0, got " + N(*r.max_tokens));
+  }
+  RETURN_IF_ERROR(ValidateSamplingParams(r.sampling));
+  if (!r.stop.empty() && !tokenizer_) {
+    return Status::InvalidArgument("stop strings need a tokenizer; this engine has none");
+  }
+  if (r.stop.size() > kMaxStopStrings) {
+    return Status::InvalidArgument("stop: at most " + N(kMaxStopStrings) + " stop strings, got " +
+                                   N(static_cast<int64_t>(r.stop.size())));
+  }
+  for (const std::string& s : r.stop) {
+    if (s.empty()) return Status::InvalidArgument("stop: a stop string is empty");
+    if (s.size() > kMaxStopStringBytes) {
+      return Status::InvalidArgument("stop: a stop string is longer than " + N(kMaxStopStringBytes) +
+                                     " bytes");
+    }
+    if (!utf8::IsValid(s)) return Status::InvalidArgument("stop: a stop string is not valid UTF-8");
+  }
+  if (r.stop_token_ids.size() > kMaxStopTokenIds) {
+    return Status::InvalidArgument("stop_token_ids: at most " + N(kMaxStopTokenIds) + " ids");
+  }
+  for (int32_t id : r.stop_token_ids) {
+    if (id < 0 || id >= vocab_) {
+      return Status::InvalidArgument("stop_token_ids: id " + N(id) + " outside the vocabulary [0, " +
+                                     N(vocab_) + ")");
+    }
+  }
+  return Status::OK();
+}
+
+void Scheduler::Enqueue(uint64_t id, GenerationRequest request) {
+  const int64_t room = context_ - static_cast<int64_t>(request.prompt.size());
+  const int64_t max_new = request.max_tokens ? std::min(*request.max_tokens, room) : room;
+  auto s = std::make_unique<Sequence>(id, std::move(request), vocab_, max_new, tokenizer_,
+                                      &options_.eos_token_ids);
+  auto at = std::find_if(waiting_.begin(), waiting_.end(),
+                         [id](const std::unique_ptr<Sequence>& w) { return w->id() > id; });
+  waiting_.insert(at, std::move(s));
+}
+
+void Scheduler::ReleaseBlocks(Sequence* s) { prefix_->Release(&s->cs()); }
+
+void Scheduler::Cancel(uint64_t id) {
+  for (auto it = waiting_.begin(); it != waiting_.end(); ++it) {
+    if ((*it)->id() == id) {
+      std::unique_ptr<Sequence> s = std::move(*it);
+      waiting_.erase(it);
+      ReleaseBlocks(s.get());
+      ++counters_.aborted;
+      s->Finish(FinishReason::kAbort);
+      return;
+    }
+  }
+  for (size_t i = 0; i < running_.size(); ++i) {
+    if (running_[i]->id() == id) {
+      std::unique_ptr<Sequence> s = std::move(running_[i]);
+      running_.erase(running_.begin() + static_cast<ptrdiff_t>(i));
+      ReleaseBlocks(s.get());
+      ++counters_.aborted;
+      s->Finish(FinishReason::kAbort);
+      return;
+    }
+  }
+}
+
+void Scheduler::AbortAll() {
+  std::vector<std::unique_ptr<Sequence>> all;
+  for (auto& s : running_) all.push_back(std::move(s));
+  for (auto& s : waiting_) all.push_back(std::move(s));
+  running_.clear();
+  waiting_.clear();
+  for (auto& s : all) ReleaseBlocks(s.get());
+  for (auto& s : all) {
+    ++counters_.aborted;
+    s->Finish(FinishReason::kAbort);
+  }
+}
+
+int64_t Scheduler::ReservedForPrefill() const {
+  int64_t blocks = 0;
+  for (const auto& r : running_) {
+    const CachedSequence& cs = r->cs();
+    const int64_t target = std::min<int64_t>(static_cast<int64_t>(cs.tokens.size()) + 1, context_);
+    blocks += cache_->BlocksNeeded(cs.kv, target);
+  }
+  return blocks;
+}
+
+void Scheduler::Admit() {
+  while (!waiting_.empty() && static_cast<int>(running_.size()) < options_.max_running) {
+    Sequence* s = waiting_.front().get();
+    CachedSequence& cs = s->cs();
+    if (options_.prefix_caching) prefix_->Acquire(&cs);
+    // The whole rest of the prompt and the first output position must fit
+    // beside what the running requests still need: a request, once admitted,
+    // is not starved halfway through its prompt by a newer one.
+    const int64_t target = std::min<int64_t>(static_cast<int64_t>(cs.tokens.size()) + 1, context_);
+    const int64_t need = cache_->BlocksNeeded(cs.kv, target);
+    if (need + ReservedForPrefill() > cache_->allocator().free_blocks()) {
+      ReleaseBlocks(s);
+      break;
+    }
+    if (!s->admitted_once()) {
+      if (options_.prefix_caching) prefix_->RecordLookup(cs);
+      counters_.prompt_tokens += static_cast<uint64_t>(s->prompt_tokens());
+      counters_.cached_tokens += static_cast<uint64_t>(cs.kv.length);
+    }
+    s->SetAdmitted(cs.kv.length);
+    ++counters_.admitted;
+    std::unique_ptr<Sequence> owned = std::move(waiting_.front());
+    waiting_.pop_front();
+    const uint64_t id = owned->id();
+    auto at = std::find_if(running_.begin(), running_.end(),
+                           [id](const std::unique_ptr<Sequence>& r) { return r->id() > id; });
+    running_.insert(at, std::move(owned));
+  }
+}
+
+std::vector<Scheduler::Planned> Scheduler::Plan() const {
+  std::vector<Planned> plan;
+  int64_t budget = options_.prefill_chunk_tokens > 0 ? options_.prefill_chunk_tokens
+                                                     : std::numeric_limits<int64_t>::max();
+  for (const auto& r : running_) {
+    const int64_t pending = r->pending();
+    if (pending <= 0) continue;  // cannot happen: a running request always has its next input
+    if (pending == 1) {
+      plan.push_back({r.get(), 1, true});
+      continue;
+    }
+    if (budget <= 0) continue;
+    const int64_t n = std::min(pending, budget);
+    budget -= n;
+    plan.push_back({r.get(), n, n == pending});
+  }
+  return plan;
+}
+
+int64_t Scheduler::BlocksFor(const std::vector<Planned>& plan) const {
+  int64_t blocks = 0;
+  for (const Planned& p : plan) blocks += cache_->BlocksNeeded(p.seq->cs().kv, p.seq->cs().kv.length + p.n);
+  return blocks;
+}
+
+void Scheduler::Preempt(size_t i) {
+  std::unique_ptr<Sequence> s = std::move(running_[i]);
+  running_.erase(running_.begin() + static_cast<ptrdiff_t>(i));
+  ReleaseBlocks(s.get());
+  ++counters_.preemptions;
+  const uint64_t id = s->id();
+  auto at = std::find_if(waiting_.begin(), waiting_.end(),
+                         [id](const std::unique_ptr<Sequence>& w) { return w->id() > id; });
+  waiting_.insert(at, std::move(s));
+}
+
+void Scheduler::Step() {
+  Admit();
+  if (running_.empty()) return;
+  std::vector<Planned> plan = Plan();
+  while (BlocksFor(plan) > cache_->allocator().free_blocks()) {
+    if (running_.size() == 1) {
+      // Alone and still too big: admission and the context clamp rule this
+      // out, but never spin on it.
+      std::unique_ptr<Sequence> s = std::move(running_.front());
+      running_.clear();
+      ReleaseBlocks(s.get());
+      ++counters_.failed;
+      s->Finish(FinishReason::kError,
+                Status::ResourceExhausted("the KV cache cannot hold this request"));
+      return;
+    }
+    Preempt(running_.size() - 1);  // the newest arrival
+    plan = Plan();
+  }
+
+  std::vector<ForwardItem> items;
+  items.reserve(plan.size());
+  for (const Planned& p : plan) {
+    const CachedSequence& cs = p.seq->cs();
+    items.push_back({&p.seq->cs().kv,
+                     std::span<const int32_t>(cs.tokens).subspan(static_cast<size_t>(cs.kv.length),
+                                                                 static_cast<size_t>(p.n)),
+                     p.sample ? LogitsRows::kLast : LogitsRows::kNone});
+  }
+  ++counters_.steps;
+  const Status st = model_->Forward(items, *cache_, &out_);
+  if (!st.ok()) {
+    // Forward changed no sequence; end the requests of this step.
+    for (const Planned& p : plan) {
+      ReleaseBlocks(p.seq);
+      ++counters_.failed;
+      p.seq->Finish(FinishReason::kError, st);
+    }
+    running_.erase(std::remove_if(running_.begin(), running_.end(),
+                                  [](const std::unique_ptr<Sequence>& r) { return r->finished(); }),
+                   running_.end());
+    return;
+  }
+  for (size_t i = 0; i < plan.size(); ++i) {
+    Sequence* s = plan[i].seq;
+    if (plan[i].n > 1 || s->generated() == 0) counters_.prefill_tokens += static_cast<uint64_t>(plan[i].n);
+    if (options_.prefix_caching) prefix_->Publish(&s->cs());
+    if (!plan[i].sample) continue;
+    const int64_t before = s->generated();
+    RequestEvent ev = s->OnLogits(out_.Row(i, 0));
+    counters_.generated_tokens += static_cast<uint64_t>(s->generated() - before);
+    if (s->finished()) {
+      ReleaseBlocks(s);
+      ++counters_.finished;
+    }
+    s->Send(std::move(ev));
+  }
+  running_.erase(std::remove_if(running_.begin(), running_.end(),
+                                [](const std::unique_ptr<Sequence>& r) { return r->finished(); }),
+                 running_.end());
+}
+
+}  // namespace llmhost

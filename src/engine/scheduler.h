@@ -1,0 +1,135 @@
+// Scheduler: continuous batching over one model and one KV cache, one step
+// at a time. Engine (engine/engine.h) runs it on its executor thread; tests
+// may drive Step() directly.
+//
+// Each Step():
+//   1. admits waiting requests, first come first served, while fewer than
+//      max_running run and the KV pool can hold the whole prompt (minus the
+//      blocks found in the prefix cache, which are taken by reference) on
+//      top of what admitted prompts still need; the first request that does
+//      not fit waits, and so does everything behind it;
+//   2. plans ONE Model::Forward: every running request that is decoding
+//      (one token) plus prompt chunks of prefilling requests, oldest first,
+//      up to prefill_chunk_tokens in all (a long prompt never stalls the
+//      streams beside it);
+//   3. when the step needs more free blocks than there are, preempts the
+//      newest running request (its blocks are released but stay findable in
+//      the prefix index; it goes back to the front of the queue and later
+//      recomputes only what was evicted) until it fits;
+//   4. runs the step, indexes every newly full block, samples a token for
+//      each request whose pending tokens are all in, sends its event, and
+//      releases the blocks of every request that finished.
+//
+// Not thread-safe except Validate() and the const accessors of immutable
+// settings: the engine's executor thread owns it.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <vector>
+
+#include "engine/request.h"
+#include "engine/sequence.h"
+#include "engine/step_model.h"
+#include "kv/prefix_cache.h"
+#include "model/kv_cache.h"
+#include "tokenizer/tokenizer.h"
+
+namespace llmhost {
+
+inline constexpr size_t kMaxStopStrings = 64;
+inline constexpr size_t kMaxStopStringBytes = 1024;
+inline constexpr size_t kMaxStopTokenIds = 1024;
+
+struct SchedulerOptions {
+  int max_running = 8;                 // requests in the running batch
+  int64_t prefill_chunk_tokens = 512;  // prompt tokens per step; 0: whole prompts
+  // Positions one sequence may hold (prompt + output); clamped to the pool.
+  int64_t max_context = 0;
+  std::vector<int32_t> eos_token_ids;  // stop ids of the model (EosTokenIds)
+  bool prefix_caching = true;
+};
+
+struct SchedulerCounters {
+  uint64_t steps = 0;
+  uint64_t admitted = 0;          // admissions (re-admissions after preemption included)
+  uint64_t preemptions = 0;
+  uint64_t finished = 0;          // stop or length
+  uint64_t aborted = 0;
+  uint64_t failed = 0;            // error
+  uint64_t prompt_tokens = 0;     // of admitted requests (first admission)
+  uint64_t cached_tokens = 0;     // of those, reused from the prefix cache
+  uint64_t prefill_tokens = 0;    // tokens run through the model in prefill chunks
+  uint64_t generated_tokens = 0;  // sampled tokens
+};
+
+class Scheduler {
+ public:
+  // `model` and `cache` are owned; `fingerprint` keys the prefix index
+  // (kv/fingerprint.h); `tokenizer` (may be null: no text, no stop strings)
+  // must outlive the scheduler.
+  Scheduler(std::unique_ptr<StepModel> model, std::unique_ptr<KvCache> cache,
+            const Sha256Digest& fingerprint, const Tokenizer* tokenizer, SchedulerOptions options);
+  ~Scheduler();
+  Scheduler(const Scheduler&) = delete;
+  Scheduler& operator=(const Scheduler&) = delete;
+
+  // Checks a request against the model and the context: InvalidArgument with
+  // a message for the client (empty prompt, token id out of range, prompt too
+  // long, bad sampling values, bad stop strings). Thread-safe.
+  Status Validate(const GenerationRequest& request) const;
+  // Positions a sequence may hold: min(max_context, the model's, the pool's).
+  int64_t context_length() const { return context_; }
+  int64_t vocab_size() const { return vocab_; }
+
+  // Queues a validated request (ids must increase with arrival).
+  void Enqueue(uint64_t id, GenerationRequest request);
+  // Ends the request with kAbort and releases its blocks (no-op when unknown).
+  void Cancel(uint64_t id);
+  // Ends every request with kAbort (shutdown).
+  void AbortAll();
+
+  bool HasWork() const { return !running_.empty() || !waiting_.empty(); }
+  // One scheduling step (see above). A failed forward pass ends the requests
+  // of that step with kError.
+  void Step();
+  // Step's first phase alone (the engine runs it first to publish an exact
+  // queue length while the forward pass runs). Step() admits too.
+  void Admit();
+
+  int64_t running() const { return static_cast<int64_t>(running_.size()); }
+  int64_t waiting() const { return static_cast<int64_t>(waiting_.size()); }
+  const SchedulerCounters& counters() const { return counters_; }
+  PrefixCacheStats kv_stats() const { return prefix_->stats(); }
+  KvCache& cache() { return *cache_; }
+  PrefixCache& prefix_cache() { return *prefix_; }
+
+ private:
+  struct Planned {
+    Sequence* seq;
+    int64_t n;         // tokens to run
+    bool sample;       // the chunk ends the pending tokens: sample after it
+  };
+  std::vector<Planned> Plan() const;
+  int64_t BlocksFor(const std::vector<Planned>& plan) const;
+  // Blocks the running requests' prompts still need to finish prefilling.
+  int64_t ReservedForPrefill() const;
+  void Preempt(size_t running_index);
+  void Retire(size_t running_index);  // releases a finished request
+  void ReleaseBlocks(Sequence* s);
+
+  std::unique_ptr<StepModel> model_;
+  std::unique_ptr<KvCache> cache_;
+  std::unique_ptr<PrefixCache> prefix_;
+  const Tokenizer* tokenizer_;
+  SchedulerOptions options_;
+  int64_t vocab_;
+  int64_t context_;
+  std::deque<std::unique_ptr<Sequence>> waiting_;  // by arrival
+  std::vector<std::unique_ptr<Sequence>> running_; // by arrival
+  SchedulerCounters counters_;
+  ForwardOutput out_;
+};
+
+}  // namespace llmhost

@@ -1,0 +1,107 @@
+#include "engine/sequence.h"
+
+#include <algorithm>
+#include <utility>
+
+namespace llmhost {
+
+const char* FinishReasonName(FinishReason r) {
+  switch (r) {
+    case FinishReason::kNone: return "";
+    case FinishReason::kStop: return "stop";
+    case FinishReason::kLength: return "length";
+    case FinishReason::kAbort: return "abort";
+    case FinishReason::kError: return "error";
+  }
+  return "";
+}
+
+Sequence::Sequence(uint64_t id, GenerationRequest request, int64_t vocab, int64_t max_new,
+                   const Tokenizer* tokenizer, const std::vector<int32_t>* eos)
+    : id_(id),
+      req_(std::move(request)),
+      max_new_(max_new),
+      eos_(eos),
+      prompt_tokens_(static_cast<int64_t>(req_.prompt.size())),
+      sampler_(req_.sampling, req_.prompt, vocab),
+      stops_(req_.stop) {
+  cs_.tokens = req_.prompt;
+  if (tokenizer) decoder_ = std::make_unique<StreamDecoder>(*tokenizer, req_.skip_special_tokens);
+}
+
+bool Sequence::IsStopToken(int32_t id) const {
+  if (std::find(req_.stop_token_ids.begin(), req_.stop_token_ids.end(), id) !=
+      req_.stop_token_ids.end()) {
+    return true;
+  }
+  return !req_.ignore_eos && std::find(eos_->begin(), eos_->end(), id) != eos_->end();
+}
+
+RequestEvent Sequence::NewEvent() const {
+  RequestEvent ev;
+  ev.request_id = id_;
+  ev.usage.prompt_tokens = prompt_tokens_;
+  ev.usage.cached_tokens = cached_tokens_;
+  ev.usage.completion_tokens = generated_;
+  return ev;
+}
+
+void Sequence::Send(RequestEvent ev) {
+  if (req_.on_event) req_.on_event(std::move(ev));
+}
+
+void Sequence::Drain(RequestEvent* ev) {
+  if (decoder_) ev->text += stops_.Add(decoder_->Finish());
+  ev->text += stops_.Flush();
+  if (stops_.stopped()) {
+    ev->finish = FinishReason::kStop;
+    ev->stop_string = stops_.matched();
+  }
+}
+
+RequestEvent Sequence::OnLogits(const float* logits) {
+  if (generated_ >= max_new_) {  // max_tokens 0: the prompt ran, nothing to sample
+    RequestEvent ev = NewEvent();
+    ev.finish = FinishReason::kLength;
+    Drain(&ev);
+    finished_ = true;
+    return ev;
+  }
+  SampledToken tok = sampler_.Sample(logits);
+  const int32_t id = tok.id;
+  ++generated_;
+  cs_.tokens.push_back(id);
+  RequestEvent ev = NewEvent();
+  ev.token_ids.push_back(id);
+  if (req_.sampling.logprobs || req_.sampling.top_logprobs > 0) ev.logprobs.push_back(std::move(tok));
+  if (IsStopToken(id)) {
+    // The stop id's text is not part of the output.
+    Drain(&ev);
+    if (ev.finish == FinishReason::kNone) {
+      ev.finish = FinishReason::kStop;
+      ev.stop_token = id;
+    }
+  } else {
+    if (decoder_) ev.text = stops_.Add(decoder_->Add(id));
+    if (stops_.stopped()) {
+      ev.finish = FinishReason::kStop;
+      ev.stop_string = stops_.matched();
+    } else if (generated_ >= max_new_) {
+      ev.finish = FinishReason::kLength;
+      Drain(&ev);
+    }
+  }
+  finished_ = ev.finish != FinishReason::kNone;
+  return ev;
+}
+
+void Sequence::Finish(FinishReason reason, Status error) {
+  if (finished_) return;
+  RequestEvent ev = NewEvent();
+  ev.finish = reason;
+  ev.error = std::move(error);
+  finished_ = true;
+  Send(std::move(ev));
+}
+
+}  // namespace llmhost

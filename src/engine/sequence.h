@@ -1,0 +1,75 @@
+// Sequence: the scheduler's state of one request: its tokens and KV blocks,
+// sampler, streaming detokenizer and stop-string matcher, and the events it
+// sends. Internal to src/engine (the executor thread owns every Sequence).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "engine/request.h"
+#include "engine/sampler.h"
+#include "engine/stop_strings.h"
+#include "kv/prefix_cache.h"
+#include "tokenizer/stream_decoder.h"
+#include "tokenizer/tokenizer.h"
+
+namespace llmhost {
+
+class Sequence {
+ public:
+  // `max_new`: tokens it may generate (already clamped to the context).
+  // `tokenizer` may be null (ids only, no text); `eos` must outlive it.
+  Sequence(uint64_t id, GenerationRequest request, int64_t vocab, int64_t max_new,
+           const Tokenizer* tokenizer, const std::vector<int32_t>* eos);
+
+  uint64_t id() const { return id_; }
+  CachedSequence& cs() { return cs_; }
+  const CachedSequence& cs() const { return cs_; }
+  int64_t prompt_tokens() const { return prompt_tokens_; }
+  int64_t generated() const { return generated_; }
+  // Tokens that must still run through the model before the next sample.
+  int64_t pending() const { return static_cast<int64_t>(cs_.tokens.size()) - cs_.kv.length; }
+  bool finished() const { return finished_; }
+
+  // Set at the first admission: prompt positions reused from the cache.
+  bool admitted_once() const { return admitted_once_; }
+  void SetAdmitted(int64_t cached_tokens) {
+    if (!admitted_once_) cached_tokens_ = cached_tokens;
+    admitted_once_ = true;
+  }
+
+  // The logits row after the last pending token: samples (or, with no
+  // budget left, finishes with kLength) and returns the token's event, the
+  // final one when it ends the request (finished() is then true). The new
+  // id joins cs().tokens. The caller sends the event (after releasing the
+  // blocks of a finished request, so that the pool is whole when the client
+  // hears the end).
+  RequestEvent OnLogits(const float* logits);
+  void Send(RequestEvent ev);
+
+  // Sends a final event without a token (abort, error). No-op once finished.
+  void Finish(FinishReason reason, Status error = Status::OK());
+
+ private:
+  bool IsStopToken(int32_t id) const;
+  RequestEvent NewEvent() const;
+  // The text still held by the decoder and the matcher, as the stream ends.
+  void Drain(RequestEvent* ev);
+
+  uint64_t id_;
+  GenerationRequest req_;
+  int64_t max_new_;
+  const std::vector<int32_t>* eos_;
+  CachedSequence cs_;
+  int64_t prompt_tokens_;
+  int64_t generated_ = 0;
+  int64_t cached_tokens_ = 0;
+  bool admitted_once_ = false;
+  bool finished_ = false;
+  Sampler sampler_;
+  std::unique_ptr<StreamDecoder> decoder_;
+  StopStringMatcher stops_;
+};
+
+}  // namespace llmhost

@@ -1,0 +1,360 @@
+// The engine with real fixture models: greedy ids equal the plain generation
+// loop (model/generate.h) alone, beside 7 others and with 16 at once; prefix
+// reuse (partial and exact) reports cached tokens and changes nothing;
+// cancel mid-stream and shutdown release every block; context limits.
+#include <gtest/gtest.h>
+
+#include <atomic>
+
+#include "engine/engine_test_util.h"
+
+namespace llmhost {
+namespace {
+
+using testing::Collect;
+using testing::Greedy;
+using testing::Outcome;
+using testing::PromptIds;
+using testing::ReferenceGreedy;
+
+// ReferenceGreedy runs the same Model as the engine: it is called only
+// while the engine is idle (Model::Forward calls must not overlap).
+
+class EngineTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!testing::LoadFixture("llama3-tiny", &f_)) GTEST_SKIP() << "llama3-tiny not available";
+  }
+  std::unique_ptr<Engine> MakeEngine(EngineOptions opt) {
+    auto e = Engine::Create(f_.model.get(), f_.tokenizer.get(), opt);
+    EXPECT_TRUE(e.ok()) << e.status().ToString();
+    return e.ok() ? std::move(e).value() : nullptr;
+  }
+  static EngineOptions Small() {
+    EngineOptions opt;
+    opt.block_size = 16;
+    opt.kv_blocks = 64;
+    opt.prefill_chunk_tokens = 32;
+    return opt;
+  }
+  int64_t vocab() const { return f_.model->vocab_size(); }
+  testing::Fixture f_;
+};
+
+TEST_F(EngineTest, BatchInvariantGreedyIds) {
+  // Prompts of 5..75 tokens; chunks of 32 interleave with decodes.
+  std::vector<std::vector<int32_t>> prompts;
+  for (int i = 0; i < 8; ++i) prompts.push_back(PromptIds(vocab(), 5 + 10 * i, 100 + i));
+  const int kTokens = 24;
+  std::vector<std::vector<int32_t>> alone;
+  {
+    EngineOptions opt = Small();
+    opt.prefix_caching = false;
+    auto engine = MakeEngine(opt);
+    ASSERT_TRUE(engine);
+    for (const auto& p : prompts) {
+      std::shared_ptr<EventStream> s;
+      ASSERT_TRUE(engine->Submit(Greedy(p, kTokens, &s)).ok());
+      alone.push_back(Collect(s).ids);
+    }
+  }
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    EXPECT_EQ(alone[i], ReferenceGreedy(*f_.model, prompts[i], kTokens)) << "prompt " << i;
+  }
+  auto engine = MakeEngine(Small());
+  ASSERT_TRUE(engine);
+  std::vector<std::shared_ptr<EventStream>> streams(prompts.size());
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    ASSERT_TRUE(engine->Submit(Greedy(prompts[i], kTokens, &streams[i])).ok());
+  }
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    Outcome o = Collect(streams[i]);
+    EXPECT_EQ(o.ids, alone[i]) << "prompt " << i << " beside 7 others";
+    EXPECT_EQ(o.final_event.finish, FinishReason::kLength);
+    EXPECT_EQ(o.final_event.usage.completion_tokens, kTokens);
+    EXPECT_EQ(o.final_event.usage.prompt_tokens, static_cast<int64_t>(prompts[i].size()));
+  }
+  const EngineStats st = engine->WaitIdle();
+  EXPECT_EQ(st.kv.blocks_used, 0);
+  EXPECT_EQ(st.counters.generated_tokens, 8u * kTokens);
+}
+
+TEST_F(EngineTest, SixteenConcurrentRequestsComplete) {
+  EngineOptions opt = Small();
+  opt.kv_blocks = 128;
+  auto engine = MakeEngine(opt);
+  ASSERT_TRUE(engine);
+  const int kTokens = 16;
+  std::vector<std::vector<int32_t>> prompts, refs;
+  // References first: Model::Forward calls must not overlap the engine's.
+  for (int i = 0; i < 16; ++i) {
+    prompts.push_back(PromptIds(vocab(), 3 + 7 * i, 300 + i));
+    refs.push_back(ReferenceGreedy(*f_.model, prompts.back(), kTokens));
+  }
+  std::vector<std::shared_ptr<EventStream>> streams(16);
+  for (int i = 0; i < 16; ++i) {
+    auto id = engine->Submit(Greedy(prompts[static_cast<size_t>(i)], kTokens, &streams[static_cast<size_t>(i)]));
+    ASSERT_TRUE(id.ok()) << id.status().ToString();
+  }
+  for (int i = 0; i < 16; ++i) {
+    Outcome o = Collect(streams[static_cast<size_t>(i)]);
+    EXPECT_EQ(o.final_event.finish, FinishReason::kLength) << i;
+    EXPECT_EQ(o.ids, refs[static_cast<size_t>(i)]) << i;
+    // Every token came with its text decoded in order.
+    EXPECT_EQ(o.text, f_.tokenizer->Decode(o.ids, true)) << i;
+  }
+  const EngineStats st = engine->WaitIdle();
+  EXPECT_EQ(st.counters.finished, 16u);
+  EXPECT_EQ(st.kv.blocks_used, 0);
+  EXPECT_EQ(st.kv.blocks_free, 128);
+}
+
+TEST_F(EngineTest, PrefixReuseReportsCachedTokensAndChangesNothing) {
+  auto engine = MakeEngine(Small());
+  ASSERT_TRUE(engine);
+  const std::vector<int32_t> first = PromptIds(vocab(), 70, 7);
+  std::vector<int32_t> second(first.begin(), first.begin() + 50);
+  for (int32_t t : PromptIds(vocab(), 9, 8)) second.push_back(t);
+  const std::vector<int32_t> exact(first.begin(), first.begin() + 64);
+
+  std::shared_ptr<EventStream> s1, s2, s3, s4;
+  ASSERT_TRUE(engine->Submit(Greedy(first, 12, &s1)).ok());
+  Outcome o1 = Collect(s1);
+  EXPECT_EQ(o1.final_event.usage.cached_tokens, 0);
+  engine->WaitIdle();
+  EXPECT_EQ(o1.ids, ReferenceGreedy(*f_.model, first, 12));
+
+  ASSERT_TRUE(engine->Submit(Greedy(second, 12, &s2)).ok());
+  Outcome o2 = Collect(s2);
+  EXPECT_EQ(o2.final_event.usage.cached_tokens, 48);  // 3 full blocks of the shared 50
+  engine->WaitIdle();
+  EXPECT_EQ(o2.ids, ReferenceGreedy(*f_.model, second, 12));
+
+  // Exact hit: 4 full blocks cached; the last token is run again.
+  ASSERT_TRUE(engine->Submit(Greedy(exact, 12, &s3)).ok());
+  Outcome o3 = Collect(s3);
+  EXPECT_EQ(o3.final_event.usage.cached_tokens, 63);
+  engine->WaitIdle();
+  EXPECT_EQ(o3.ids, ReferenceGreedy(*f_.model, exact, 12));
+
+  // Multi-turn: the first conversation plus its answer hits its generated blocks too.
+  std::vector<int32_t> turn2 = first;
+  turn2.insert(turn2.end(), o1.ids.begin(), o1.ids.end());  // 82 tokens: 5 blocks
+  turn2.push_back(5);
+  ASSERT_TRUE(engine->Submit(Greedy(turn2, 6, &s4)).ok());
+  Outcome o4 = Collect(s4);
+  EXPECT_EQ(o4.final_event.usage.cached_tokens, 80);
+  engine->WaitIdle();
+  EXPECT_EQ(o4.ids, ReferenceGreedy(*f_.model, turn2, 6));
+
+  const EngineStats st = engine->WaitIdle();
+  EXPECT_EQ(st.kv.lookups, 4u);
+  EXPECT_EQ(st.kv.hits, 3u);
+  EXPECT_EQ(st.counters.cached_tokens, 48u + 63u + 80u);
+  EXPECT_GT(st.kv.blocks_cached, 0);
+  EXPECT_EQ(st.kv.blocks_used, 0);
+}
+
+TEST_F(EngineTest, CancelMidStreamReleasesEveryBlock) {
+  EngineOptions opt = Small();
+  opt.max_concurrent_requests = 1;
+  auto engine = MakeEngine(opt);
+  ASSERT_TRUE(engine);
+  // A long request, cancelled from its own callback after 3 tokens, and a
+  // queued one cancelled from this thread before it ever runs.
+  Engine* e = engine.get();
+  auto s1 = std::make_shared<EventStream>();
+  auto seen = std::make_shared<std::atomic<int>>(0);
+  GenerationRequest r1;
+  r1.prompt = PromptIds(vocab(), 40, 1);
+  r1.sampling.temperature = 0;
+  r1.ignore_eos = true;
+  r1.on_event = [s1, e, seen](RequestEvent ev) {
+    if (++*seen == 3) e->Cancel(ev.request_id);
+    s1->Push(std::move(ev));
+  };
+  std::shared_ptr<EventStream> s2;
+  ASSERT_TRUE(engine->Submit(std::move(r1)).ok());
+  auto i2 = engine->Submit(Greedy(PromptIds(vocab(), 20, 2), 50, &s2));
+  ASSERT_TRUE(i2.ok());
+  engine->Cancel(*i2);
+
+  Outcome o1 = Collect(s1);
+  Outcome o2 = Collect(s2);
+  EXPECT_EQ(o1.final_event.finish, FinishReason::kAbort);
+  EXPECT_GE(o1.ids.size(), 3u);
+  EXPECT_LT(o1.ids.size(), 10u);  // stopped within a step of the cancel
+  EXPECT_EQ(o2.final_event.finish, FinishReason::kAbort);
+  const EngineStats st = engine->WaitIdle();
+  EXPECT_EQ(st.kv.blocks_used, 0);
+  EXPECT_EQ(st.kv.blocks_free, st.kv.blocks_total);
+  EXPECT_EQ(st.counters.aborted, 2u);
+  // The engine still serves afterwards.
+  std::shared_ptr<EventStream> s3;
+  ASSERT_TRUE(engine->Submit(Greedy(PromptIds(vocab(), 9, 3), 4, &s3)).ok());
+  EXPECT_EQ(Collect(s3).ids.size(), 4u);
+}
+
+TEST_F(EngineTest, DefaultOptionsSizeThePoolForEightFullContexts) {
+  auto engine = MakeEngine(EngineOptions{});
+  ASSERT_TRUE(engine);
+  // llama3-tiny: 4096 positions, 2 layers, 2 KV heads of 16.
+  EXPECT_EQ(engine->context_length(), 4096);
+  EXPECT_EQ(engine->max_queue(), 32);
+  const EngineStats st = engine->Stats();
+  EXPECT_EQ(st.kv.blocks_total, 8 * 4096 / 256);
+  EXPECT_EQ(st.kv_cache_bytes, uint64_t{2} * 2 * 128 * 256 * 32 * sizeof(float));
+  EngineOptions bad;
+  bad.block_size = 0;
+  EXPECT_EQ(Engine::Create(f_.model.get(), f_.tokenizer.get(), bad).status().code(),
+            StatusCode::kInvalidArgument);
+  bad = EngineOptions{};
+  bad.max_concurrent_requests = 0;
+  EXPECT_EQ(Engine::Create(f_.model.get(), f_.tokenizer.get(), bad).status().code(),
+            StatusCode::kInvalidArgument);
+  bad = EngineOptions{};
+  bad.max_concurrent_requests = 20;
+  auto e20 = Engine::Create(f_.model.get(), f_.tokenizer.get(), bad);
+  ASSERT_TRUE(e20.ok());
+  EXPECT_EQ((*e20)->max_queue(), 80);
+}
+
+TEST_F(EngineTest, ContextLimits) {
+  EngineOptions opt = Small();
+  opt.max_context = 64;
+  auto engine = MakeEngine(opt);
+  ASSERT_TRUE(engine);
+  EXPECT_EQ(engine->context_length(), 64);
+  std::shared_ptr<EventStream> s;
+  auto too_long = engine->Submit(Greedy(PromptIds(vocab(), 65, 1), 4, &s));
+  EXPECT_EQ(too_long.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(too_long.status().message().find("Prompt too long: 65 tokens exceeds max context window of 64"),
+            std::string::npos)
+      << too_long.status().message();
+  EXPECT_EQ(engine->Submit(Greedy(PromptIds(vocab(), 64, 1), 4, &s)).status().code(),
+            StatusCode::kInvalidArgument);
+  // max_tokens beyond the rest of the context: clamped, finish "length".
+  const std::vector<int32_t> p = PromptIds(vocab(), 60, 2);
+  ASSERT_TRUE(engine->Submit(Greedy(p, 100, &s)).ok());
+  Outcome o = Collect(s);
+  EXPECT_EQ(o.ids.size(), 4u);
+  EXPECT_EQ(o.final_event.finish, FinishReason::kLength);
+  engine->WaitIdle();
+  EXPECT_EQ(o.ids, ReferenceGreedy(*f_.model, p, 4));
+  // Unset max_tokens: up to the context too.
+  GenerationRequest r = Greedy(PromptIds(vocab(), 61, 3), 0, &s);
+  r.max_tokens.reset();
+  ASSERT_TRUE(engine->Submit(std::move(r)).ok());
+  EXPECT_EQ(Collect(s).ids.size(), 3u);
+  // max_tokens 0: no token, finish "length".
+  ASSERT_TRUE(engine->Submit(Greedy(PromptIds(vocab(), 10, 4), 0, &s)).ok());
+  o = Collect(s);
+  EXPECT_TRUE(o.ids.empty());
+  EXPECT_EQ(o.final_event.finish, FinishReason::kLength);
+  // Other invalid requests.
+  GenerationRequest bad = Greedy({}, 4, &s);
+  EXPECT_EQ(engine->Submit(std::move(bad)).status().code(), StatusCode::kInvalidArgument);
+  bad = Greedy({1, static_cast<int32_t>(vocab())}, 4, &s);
+  EXPECT_NE(engine->Submit(std::move(bad)).status().message().find("vocabulary"), std::string::npos);
+  bad = Greedy({1, 2}, -1, &s);
+  EXPECT_NE(engine->Submit(std::move(bad)).status().message().find("max_tokens"), std::string::npos);
+  bad = Greedy({1, 2}, 4, &s);
+  bad.sampling.top_p = 0;
+  EXPECT_NE(engine->Submit(std::move(bad)).status().message().find("top_p"), std::string::npos);
+  bad = Greedy({1, 2}, 4, &s);
+  bad.stop = {""};
+  EXPECT_EQ(engine->Submit(std::move(bad)).status().code(), StatusCode::kInvalidArgument);
+}
+
+TEST_F(EngineTest, SeededSamplingIsReproducibleBesideOtherRequests) {
+  auto engine = MakeEngine(Small());
+  ASSERT_TRUE(engine);
+  auto sampled = [&](uint64_t seed, std::shared_ptr<EventStream>* s) {
+    GenerationRequest r = Greedy(PromptIds(vocab(), 12, 9), 20, s);
+    r.sampling.temperature = 1.0;
+    r.sampling.top_p = 0.9;
+    r.sampling.seed = seed;
+    r.sampling.logprobs = true;
+    r.sampling.top_logprobs = 3;
+    return r;
+  };
+  std::shared_ptr<EventStream> a;
+  ASSERT_TRUE(engine->Submit(sampled(42, &a)).ok());
+  const Outcome alone = Collect(a);
+  std::vector<std::shared_ptr<EventStream>> others(4);
+  std::shared_ptr<EventStream> b;
+  for (int i = 0; i < 2; ++i) ASSERT_TRUE(engine->Submit(sampled(7 + i, &others[static_cast<size_t>(i)])).ok());
+  ASSERT_TRUE(engine->Submit(sampled(42, &b)).ok());
+  for (int i = 2; i < 4; ++i) ASSERT_TRUE(engine->Submit(sampled(7 + i, &others[static_cast<size_t>(i)])).ok());
+  const Outcome beside = Collect(b);
+  EXPECT_EQ(beside.ids, alone.ids);
+  ASSERT_EQ(alone.ids.size(), 20u);
+  // Logprobs: one entry per token, the chosen id among them, 3 top entries.
+  size_t n = 0;
+  for (const RequestEvent& ev : alone.events) {
+    ASSERT_EQ(ev.logprobs.size(), ev.token_ids.size());
+    for (const SampledToken& t : ev.logprobs) {
+      EXPECT_EQ(t.top.size(), 3u);
+      EXPECT_LE(t.logprob, 0.0f);
+      EXPECT_GE(t.top[0].logprob, t.top[1].logprob);
+      ++n;
+    }
+  }
+  EXPECT_EQ(n, 20u);
+  for (auto& s : others) Collect(s);
+}
+
+// A pool too small for every request at once: the newest is preempted
+// (and later resumed from the prefix cache); ids stay those of the
+// reference; the pool is whole at the end. Driven step by step.
+TEST_F(EngineTest, KvExhaustionPreemptsTheNewestAndResumes) {
+  const int64_t bs = 16;
+  auto cache = f_.model->CreateKvCache(10, bs);
+  ASSERT_TRUE(cache.ok());
+  SchedulerOptions so;
+  so.max_running = 4;
+  so.prefill_chunk_tokens = 64;
+  Scheduler sched(std::make_unique<ModelStep>(f_.model.get()), std::move(cache).value(), Sha256Digest{},
+                  f_.tokenizer.get(), so);
+  std::vector<std::vector<int32_t>> prompts;
+  std::vector<std::shared_ptr<EventStream>> streams(4);
+  for (int i = 0; i < 4; ++i) {
+    prompts.push_back(PromptIds(vocab(), 20 + i, 900 + i));
+    GenerationRequest r = Greedy(prompts.back(), 30, &streams[static_cast<size_t>(i)]);
+    ASSERT_TRUE(sched.Validate(r).ok());
+    sched.Enqueue(static_cast<uint64_t>(i + 1), std::move(r));
+  }
+  int steps = 0;
+  while (sched.HasWork() && steps < 10000) {
+    sched.Step();
+    ++steps;
+  }
+  ASSERT_FALSE(sched.HasWork());
+  EXPECT_GT(sched.counters().preemptions, 0u);
+  for (int i = 0; i < 4; ++i) {
+    Outcome o = Collect(streams[static_cast<size_t>(i)]);
+    EXPECT_EQ(o.final_event.finish, FinishReason::kLength) << i;
+    EXPECT_EQ(o.ids, ReferenceGreedy(*f_.model, prompts[static_cast<size_t>(i)], 30)) << i;
+    EXPECT_EQ(o.text, f_.tokenizer->Decode(o.ids, true));
+  }
+  EXPECT_EQ(sched.cache().allocator().free_blocks(), 10);
+}
+
+TEST_F(EngineTest, SlidingWindowModelMatchesReference) {
+  testing::Fixture swa;
+  if (!testing::LoadFixture("mistral-tiny-swa", &swa)) GTEST_SKIP();
+  auto e = Engine::Create(swa.model.get(), swa.tokenizer.get(), Small());
+  ASSERT_TRUE(e.ok());
+  const std::vector<int32_t> p = PromptIds(swa.model->vocab_size(), 50, 4);
+  for (int round = 0; round < 2; ++round) {  // cold, then from the prefix cache
+    std::shared_ptr<EventStream> s;
+    ASSERT_TRUE((*e)->Submit(Greedy(p, 20, &s)).ok());
+    Outcome o = Collect(s);
+    EXPECT_EQ(o.final_event.usage.cached_tokens, round == 0 ? 0 : 48);
+    (*e)->WaitIdle();
+    EXPECT_EQ(o.ids, ReferenceGreedy(*swa.model, p, 20));
+  }
+}
+
+}  // namespace
+}  // namespace llmhost
