@@ -12,7 +12,10 @@
 //            same run); at batch 8 per step (the weights are read once for 8)
 //   ratios against llama.cpp's CPU figures on this machine kind (issue 3):
 //            bf16 vs BF16, mlx8 vs Q8_0, mlx4 g64 vs Q4_0 (same bytes/weight)
-//   memory   resident set after load and after the run, next to the weight bytes
+//   memory   growth of the resident set from before loading to after loading
+//            (weights are mapped, not read: small) and to after the run (the
+//            mapped weights paged in, the KV cache, the activation workspace),
+//            next to the weight bytes
 //
 // Every figure is the best of --reps timed repetitions (the machine is
 // shared); the load average is printed at start and end.
@@ -220,11 +223,11 @@ int Main(int argc, char** argv) {
     if (fmt.name != "bf16" && o.int8) precisions.push_back(Precision::kFastInt8);
     for (Precision p : precisions) {
       Row r{fmt.name + (p == Precision::kFastInt8 ? " fast-int8" : " fast"), &fmt, Run(dir, p, o)};
-      std::printf("%s: prefill %.1f, decode b1 %.2f, b%d %.2f tok/s; RSS load %.0f / end %.0f MiB "
-                  "(weights %.0f MiB); load avg %s\n",
+      std::printf("%s: prefill %.1f, decode b1 %.2f, b%d %.2f tok/s; RSS before load %.0f, after "
+                  "load %.0f, after the run %.0f MiB (weights %.0f MiB); load avg %s\n",
                   r.label.c_str(), r.f.prefill, r.f.decode1, o.batch, r.f.decode8,
-                  r.f.rss_load / 1048576.0, r.f.rss_end / 1048576.0, r.f.weight_bytes / 1048576.0,
-                  bench::LoadAverage().c_str());
+                  r.f.rss_before / 1048576.0, r.f.rss_load / 1048576.0, r.f.rss_end / 1048576.0,
+                  r.f.weight_bytes / 1048576.0, bench::LoadAverage().c_str());
       std::fflush(stdout);
       rows.push_back(std::move(r));
     }
@@ -236,7 +239,7 @@ int Main(int argc, char** argv) {
 
   std::printf("| format (precision) | weight MiB | prefill tok/s | vs llama.cpp | decode b1 tok/s | "
               "vs llama.cpp | decode b1 efficiency | decode b%d tok/s | b%d weight-read efficiency | "
-              "RSS after load / after run MiB |\n",
+              "RSS growth after load / after run MiB |\n",
               o.batch, o.batch);
   std::printf("|---|---|---|---|---|---|---|---|---|---|\n");
   for (const Row& r : rows) {
@@ -246,8 +249,9 @@ int Main(int argc, char** argv) {
                 r.label.c_str(), bytes / 1048576.0, r.f.prefill, r.f.prefill / ref.prefill, ref.name,
                 ref.prefill, r.f.decode1, r.f.decode1 / ref.decode, ref.name, ref.decode,
                 100 * bytes * r.f.decode1 / (bw * 1e9), r.f.decode8,
-                100 * bytes * (r.f.decode8 / o.batch) / (bw * 1e9), r.f.rss_load / 1048576.0,
-                r.f.rss_end / 1048576.0);
+                100 * bytes * (r.f.decode8 / o.batch) / (bw * 1e9),
+                (static_cast<double>(r.f.rss_load) - r.f.rss_before) / 1048576.0,
+                (static_cast<double>(r.f.rss_end) - r.f.rss_before) / 1048576.0);
   }
   return 0;
 }
