@@ -159,7 +159,7 @@ Result<std::shared_ptr<LoadedModel>> ModelRegistry::Get(const std::string& name)
   }
   std::unique_lock<std::mutex> lock(mu_);
   for (;;) {
-    if (shut_down_) return Status::ResourceExhausted("the server is shutting down");
+    if (shut_down_) return Status::Internal("the server is shutting down");
     Slot& slot = slots_[entry->id];
     if (slot.model) return slot.model;
     if (!slot.loading) break;
@@ -175,7 +175,7 @@ Result<std::shared_ptr<LoadedModel>> ModelRegistry::Get(const std::string& name)
     if (shut_down_) {
       lock.unlock();
       loaded_cv_.notify_all();
-      return Status::ResourceExhausted("the server is shutting down");
+      return Status::Internal("the server is shutting down");
     }
     slot.model = *loaded;
   }

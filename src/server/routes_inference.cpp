@@ -27,11 +27,8 @@ ApiError ModelError(const Status& s) {
       e.param = "model";
       return e;
     }
-    case StatusCode::kResourceExhausted: {
-      ApiError e = ErrorWithStatus(503, s.message());
-      e.retry_after_s = 1;
-      return e;
-    }
+    case StatusCode::kResourceExhausted:  // the weights or the KV pool do not fit
+      return ErrorWithStatus(507, "insufficient memory to load the model: " + s.message());
     default: return ErrorWithStatus(500, "the model could not be loaded: " + s.message());
   }
 }
