@@ -14,12 +14,17 @@
 //   Quantized formats run twice: kFast (f32 activations, exact weights) and
 //   kFastInt8 (activations rounded to int8 per 32 values, integer dots).
 //
-// Usage: matmul_bench [--formats bf16,mlx4,...] [--reps N] [--threads N]
+//   --cpu-time (one thread): times are the thread's CPU time, so that
+//   other processes on the shared cores do not count; the figures are then
+//   per core (a kernel's efficiency), comparable across loaded runs.
+//
+// Usage: matmul_bench [--formats bf16,mlx4,...] [--reps N] [--threads N] [--cpu-time]
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <memory>
 #include <string>
 #include <thread>
@@ -33,7 +38,14 @@
 namespace llmhost {
 namespace {
 
-using bench::Now;
+// Wall time, or the calling thread's CPU time with --cpu-time.
+bool g_cpu_time = false;
+double Now() {
+  if (!g_cpu_time) return bench::Now();
+  timespec ts;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
+}
 using bench::ReadBandwidthGBs;
 
 // --- weights -----------------------------------------------------------------
@@ -217,14 +229,17 @@ int Main(int argc, char** argv) {
       reps = std::max(1, std::atoi(argv[++i]));
     } else if (a == "--threads" && i + 1 < argc) {
       threads = std::atoi(argv[++i]);
+    } else if (a == "--cpu-time") {
+      g_cpu_time = true;
     } else {
-      std::fprintf(stderr, "usage: matmul_bench [--formats f32,bf16,...] [--reps N] [--threads N]\n");
+      std::fprintf(stderr, "usage: matmul_bench [--formats f32,bf16,...] [--reps N] [--threads N] [--cpu-time]\n");
       return 1;
     }
   }
+  if (g_cpu_time) threads = 1;  // CPU time of the calling thread: all the work must run on it
   ThreadPool pool(threads);
-  std::printf("CPU: %s; kernels: %s; threads: %d\n", DetectedCpuFeatures().Describe().c_str(),
-              CpuIsaName(ActiveCpuIsa()), pool.size());
+  std::printf("CPU: %s; kernels: %s; threads: %d; timing: %s\n", DetectedCpuFeatures().Describe().c_str(),
+              CpuIsaName(ActiveCpuIsa()), pool.size(), g_cpu_time ? "thread CPU time" : "wall clock");
   double load[3] = {0, 0, 0};
   if (getloadavg(load, 3) == 3) std::printf("load average at start: %.2f %.2f %.2f\n", load[0], load[1], load[2]);
   const double bw = ReadBandwidthGBs(pool.size(), reps);

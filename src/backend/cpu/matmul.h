@@ -17,8 +17,10 @@
 //
 // Scratch: the fast paths keep grow-only per-thread buffers: the packed or
 // quantized copy of at most 512 rows of x on the calling thread (512 * cols
-// floats), a 24 x 256 weight panel and ~200 KB of accumulators on each
-// worker, a few KB for kFastInt8; nothing else.
+// floats for kFast; 512 * cols * 1.5-2.5 bytes for kFastInt8), a 24 x 256
+// weight panel and ~200 KB of accumulators on each worker, and for kFastInt8
+// the f32 scales of 32 weight rows (~2 * 32 * cols / 32 floats) and a few KB;
+// nothing else.
 #pragma once
 
 #include <cstdint>
@@ -34,9 +36,13 @@ enum class MatMulPrecision {
   kFast,
   // As kFast for F32/F16/BF16 weights; for quantized weights (MLX, GGUF
   // blocks) the activations are rounded to int8 per 32 values and multiplied
-  // with the integer codes, as ggml does: 2-3x faster decoding of 4-bit
-  // weights, at about 0.5% relative error per output (bound and order in
-  // matmul_int8_avx2.cpp). Batch invariant like kFast.
+  // with the integer codes, as ggml does: about 0.5% relative error per
+  // output (bound in matmul_int8_avx2.cpp), in exchange for integer dot
+  // products (4-bit weights: decode at the memory bandwidth, prefill ~1.5x
+  // the f32 FMA path on AVX2; figures in docs/benchmarks.md). MLX 4/8-bit,
+  // Q4_0 and Q8_0 with cols % 128 == 0 run register-blocked kernels
+  // (matmul_int8_unit_avx2.cpp), the rest matmul_int8_avx2.cpp; the choice
+  // depends on the weight only. Batch invariant like kFast.
   kFastInt8,
 };
 
