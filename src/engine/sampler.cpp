@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <numeric>
 #include <string>
 
@@ -119,12 +120,15 @@ int32_t Sampler::Draw(const std::vector<float>& z) {
   }
   float m = z[static_cast<size_t>(cand_[0])];
   for (int32_t id : cand_) m = std::max(m, z[static_cast<size_t>(id)]);
-  // Weights exp((z - max) / T): the top candidate weighs 1.
+  if (!(m > -std::numeric_limits<float>::infinity())) return *std::min_element(cand_.begin(), cand_.end());
+  // Weights exp((z - max) / T): the top candidate weighs exactly 1 (also
+  // when 1 / T overflows for a tiny temperature).
   w_.resize(static_cast<size_t>(V));
   const double inv_t = 1.0 / params_.temperature;
   double total = 0;
   for (int32_t id : cand_) {
-    const double w = std::exp((static_cast<double>(z[static_cast<size_t>(id)]) - m) * inv_t);
+    const float zi = z[static_cast<size_t>(id)];
+    const double w = zi == m ? 1.0 : std::exp((static_cast<double>(zi) - m) * inv_t);
     w_[static_cast<size_t>(id)] = w;
     total += w;
   }
@@ -194,11 +198,17 @@ void Sampler::FillLogprobs(const float* logits, SampledToken* out) const {
 }
 
 SampledToken Sampler::Sample(const float* logits) {
-  z_.assign(logits, logits + vocab_);
+  // NaN / +inf rows (a broken model) must not break the orderings below.
+  raw_.assign(logits, logits + vocab_);
+  for (float& v : raw_) {
+    if (std::isnan(v)) v = -std::numeric_limits<float>::infinity();
+    else if (v == std::numeric_limits<float>::infinity()) v = std::numeric_limits<float>::max();
+  }
+  z_ = raw_;
   ApplyPenalties(z_);
   SampledToken out;
   out.id = Draw(z_);
-  if (params_.logprobs || params_.top_logprobs > 0) FillLogprobs(logits, &out);
+  if (params_.logprobs || params_.top_logprobs > 0) FillLogprobs(raw_.data(), &out);
   Accept(out.id);
   return out;
 }

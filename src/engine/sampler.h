@@ -86,7 +86,7 @@ class Sampler {
   std::vector<int32_t> out_count_;    // [vocab] occurrences in the output
   std::vector<int32_t> out_ids_;      // the ids with out_count_ > 0
   // Scratch reused across calls.
-  std::vector<float> z_;
+  std::vector<float> raw_, z_;
   std::vector<int32_t> cand_;
   std::vector<double> w_;
 };

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <limits>
 #include <set>
 
 #include "engine/sampler.h"
@@ -183,6 +184,32 @@ TEST(SamplerTest, LogprobsAreTheRawLogSoftmax) {
   p.top_logprobs = 0;
   Sampler s2(p, {}, 5);
   EXPECT_TRUE(s2.Sample(l.data()).top.empty());
+}
+
+TEST(SamplerTest, NonFiniteLogitsAndTinyTemperatures) {
+  const float inf = std::numeric_limits<float>::infinity();
+  const std::vector<float> l = {NAN, 1.0f, inf, -inf, 2.0f};
+  SamplingParams p;
+  p.temperature = 0;
+  p.logprobs = true;
+  p.top_logprobs = 2;
+  Sampler g(p, {}, 5);
+  const SampledToken t = g.Sample(l.data());
+  EXPECT_EQ(t.id, 2);  // +inf is the most likely; NaN counts as -inf
+  EXPECT_EQ(t.top[0].id, 2);
+  // A temperature so small that 1 / T overflows: still the argmax.
+  p.temperature = 1e-320;
+  p.seed = 5;
+  Sampler tiny(p, {}, 5);
+  const std::vector<float> finite = {0.5f, 1.0f, 3.0f, 2.9f, -1.0f};
+  for (int i = 0; i < 20; ++i) EXPECT_EQ(tiny.Sample(finite.data()).id, 2);
+  // Nothing finite at all: some id, no crash.
+  const std::vector<float> none = {NAN, NAN, -inf};
+  p.temperature = 1;
+  Sampler n(p, {}, 3);
+  const int32_t id = n.Sample(none.data()).id;
+  EXPECT_GE(id, 0);
+  EXPECT_LT(id, 3);
 }
 
 TEST(SamplerTest, ValidationNamesTheField) {
