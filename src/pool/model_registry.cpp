@@ -248,8 +248,11 @@ void ModelRegistry::Shutdown() {
     });
     slots.swap(slots_);
   }
-  // Engines stop when the last request holding their model lets go (the
-  // server cancels its requests first); here, for the models nobody holds.
+  // Stop every engine here, on the caller's thread (never on an executor
+  // thread dropping the last reference): what still runs ends with kAbort.
+  for (auto& [id, slot] : slots) {
+    if (slot.model) slot.model->engine.reset();
+  }
   slots.clear();
 }
 

@@ -73,9 +73,10 @@ class ModelRegistry {
   Result<std::shared_ptr<LoadedModel>> Get(const std::string& name);
   // Already-loaded models (no loading).
   std::vector<std::shared_ptr<LoadedModel>> Loaded() const;
-  // Releases the loaded models (each engine stops, ending what it still
-  // runs with kAbort, once no request holds its model); Get() fails
-  // afterwards. Waits for a load in progress.
+  // Stops every engine (what still runs ends with kAbort) and releases the
+  // models; Get() fails afterwards. Waits for a load in progress.
+  // REQUIRES: no other thread uses a LoadedModel's engine any more (the
+  // HTTP server is gone: its handlers and connections).
   void Shutdown();
 
   // Discovery alone (for tests and `serve` start-up messages).

@@ -23,6 +23,7 @@ std::shared_ptr<GenerationRelay> GenerationRelay::Create(
   r->writer_ = std::move(writer);
   r->formatter_ = std::move(formatter);
   r->model_ = std::move(model);
+  r->engine_ = r->model_->engine.get();
   r->keepalive_ = keepalive;
   r->flavor_ = flavor;
   r->on_done_ = std::move(on_done);
@@ -35,7 +36,7 @@ MaybeError GenerationRelay::Submit(GenerationRequest request) {
   {
     // Held across Submit and the stream's start: an early event waits for it.
     std::lock_guard<std::mutex> lock(mu_);
-    Result<uint64_t> id = model_->engine->Submit(std::move(request));
+    Result<uint64_t> id = engine_->Submit(std::move(request));
     if (!id.ok()) {
       done_ = true;
       if (id.status().code() == StatusCode::kResourceExhausted) {
@@ -71,7 +72,7 @@ void GenerationRelay::Cancel() {
     if (!submitted_ || done_) return;
     id = engine_id_;
   }
-  model_->engine->Cancel(id);
+  engine_->Cancel(id);
 }
 
 bool GenerationRelay::done() const {
@@ -123,7 +124,7 @@ void GenerationRelay::OnEvent(RequestEvent ev) {
     if (writer_->pending_bytes() > kMaxPendingBytes) {
       LOG_WARN("http: a client stopped reading (" << writer_->pending_bytes()
                                                   << " bytes queued): request cancelled");
-      model_->engine->Cancel(engine_id_);
+      engine_->Cancel(engine_id_);
     }
     return;
   }

@@ -60,7 +60,8 @@ class GenerationRelay : public std::enable_shared_from_this<GenerationRelay> {
 
   std::shared_ptr<ResponseWriter> writer_;
   std::unique_ptr<ResponseFormatter> formatter_;
-  std::shared_ptr<LoadedModel> model_;
+  std::shared_ptr<LoadedModel> model_;  // the tokenizer, for logprob tokens
+  Engine* engine_ = nullptr;             // model_->engine; outlives every event it sends
   KeepAliveMode keepalive_ = KeepAliveMode::kChunk;
   ApiFlavor flavor_ = ApiFlavor::kOpenAI;
   std::function<void(const GenerationRelay*, const RelayStats&)> on_done_;
