@@ -1,5 +1,5 @@
 // The register-blocked kFastInt8 kernels (matmul_int8_unit_avx2.cpp: MLX
-// 4/8-bit, Q4_0, Q8_0 with cols a multiple of 128) on the shapes that
+// 4/8-bit and Q4_0 with cols a multiple of 128) on the shapes that
 // exercise their structure: one activation row (4-row tiles and a tail),
 // 2..8 rows (one tile), more (several tiles and their tails), rows past one
 // 32-row block, and rows long enough for several L1 chunks of units
@@ -35,8 +35,7 @@ std::vector<FormatSpec> UnitFormats() {
           testing::Mlx(8, 64),
           testing::Mlx(8, 32, DType::kF32),
           testing::Mlx(8, 128, DType::kF16),
-          testing::Ggml(GgmlType::kQ4_0),
-          testing::Ggml(GgmlType::kQ8_0)};
+          testing::Ggml(GgmlType::kQ4_0)};
 }
 
 std::vector<float> Mul(const WeightMatrix& w, const std::vector<float>& x, int64_t n, MatMulPrecision p,
@@ -97,8 +96,7 @@ TEST(MatMulInt8Unit, WithinTheActivationRoundingBound) {
   }
 }
 
-// Codes at the ends of their ranges (every Q8_0 code -128 or 127, MLX codes
-// all 0 or all max) with activations at ±max: the int16 sums of the 4-bit dot
+// Codes at the ends of their ranges (all 0, all max, 0x80, 0x7F) with activations at ±max: the int16 sums of the 4-bit dot
 // and the int16 codes of the 8-bit one must not overflow.
 TEST(MatMulInt8Unit, ExtremeCodesDoNotOverflow) {
   if (BestCpuIsa() == CpuIsa::kScalar) GTEST_SKIP() << "no SIMD kernels on this CPU";
@@ -108,7 +106,7 @@ TEST(MatMulInt8Unit, ExtremeCodesDoNotOverflow) {
       const int64_t rows = 5, cols = 256, n = 2;
       OwnedWeight ow;
       testing::MakeRandomWeight(spec, rows, cols, 9, &ow);
-      const int block_bytes = spec.ggml_type == GgmlType::kQ8_0 ? 34 : 18;
+      const int block_bytes = 18;  // Q4_0
       if (spec.format == WeightFormat::kGgml) {  // codes only: keep each block's d
         for (size_t b = 0; b < ow.data.size(); b += block_bytes) {
           std::memset(ow.data.data() + b + 2, fill, block_bytes - 2);
@@ -157,7 +155,7 @@ TEST(MatMulInt8Unit, BatchInvariantBitForBit) {
 // Without AVX2 kernels (LLMHOST_CPU_ISA=scalar), kFastInt8 is the reference.
 TEST(MatMulInt8Unit, ScalarFallbackIsTheReference) {
   SetActiveCpuIsaForTesting(CpuIsa::kScalar);
-  for (const FormatSpec& spec : {testing::Mlx(4, 64), testing::Ggml(GgmlType::kQ8_0)}) {
+  for (const FormatSpec& spec : {testing::Mlx(4, 64), testing::Mlx(8, 32, DType::kF32)}) {
     OwnedWeight ow;
     testing::MakeRandomWeight(spec, 9, 256, 5, &ow);
     const std::vector<float> x = testing::RandomVector(3 * 256, 6);

@@ -39,8 +39,8 @@ enum class MatMulPrecision {
   // with the integer codes, as ggml does: about 0.5% relative error per
   // output (bound in matmul_int8_avx2.cpp), in exchange for integer dot
   // products (4-bit weights: decode at the memory bandwidth, prefill ~1.5x
-  // the f32 FMA path on AVX2; figures in docs/benchmarks.md). MLX 4/8-bit,
-  // Q4_0 and Q8_0 with cols % 128 == 0 run register-blocked kernels
+  // the f32 FMA path on AVX2; figures in docs/benchmarks.md). MLX 4/8-bit
+  // and Q4_0 with cols % 128 == 0 run register-blocked kernels
   // (matmul_int8_unit_avx2.cpp), the rest matmul_int8_avx2.cpp; the choice
   // depends on the weight only. Batch invariant like kFast.
   kFastInt8,

@@ -1,5 +1,5 @@
-// Register-blocked int8 kernels (MatMulPrecision::kFastInt8) for MLX 4/8-bit,
-// Q4_0 and Q8_0 weights with cols a multiple of 128 (decoders, units and
+// Register-blocked int8 kernels (MatMulPrecision::kFastInt8) for MLX 4/8-bit
+// and Q4_0 weights with cols a multiple of 128 (decoders, units and
 // code orders in quant_int8_unit_avx2.h); other quantized formats and shapes
 // take matmul_int8_avx2.cpp.
 //

@@ -60,7 +60,7 @@ struct Int8Kernels {
   // y[t * ldy + r] for every t < n and r in [r0, r1).
   void (*rows)(const WeightMatrix& w, void* qx, int64_t n, int64_t r0, int64_t r1, float* y, int64_t ldy);
 };
-// Register-blocked kernels for the common formats (MLX 4/8-bit, Q4_0, Q8_0;
+// Register-blocked kernels for the common formats (MLX 4/8-bit, Q4_0;
 // matmul_int8_unit_avx2.cpp), tried first; then the general ones
 // (matmul_int8_avx2.cpp). Null when this build has none.
 const Int8Kernels* Avx2Int8UnitKernels();

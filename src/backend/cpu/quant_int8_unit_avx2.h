@@ -1,6 +1,8 @@
 // Weight decoders of the register-blocked int8 kernels (matmul_int8_unit_avx2.cpp)
-// for the formats that matter most: MLX 4-bit and 8-bit (groups 32/64/128),
-// GGUF Q4_0 and Q8_0, with cols a multiple of 128.
+// for the formats that matter most: MLX 4-bit and 8-bit (groups 32/64/128)
+// and GGUF Q4_0, with cols a multiple of 128. (Q8_0 stays with the per-block
+// kernel of matmul_int8_avx2.cpp, as fast on AVX2: its blocks need no scale
+// or bias arithmetic beyond one multiply.)
 //
 // A decoder yields one "unit" of a weight row (kUnit columns) as integer
 // codes in registers, in an order that the activations are stored in too,
@@ -10,7 +12,7 @@
 //     4 maddubs (four products of at most 15 * 127 per int16: no overflow),
 //     summed in int16, then one madd; 16 values per lane;
 //     Block(l) = 0, 0, 2, 2, 1, 1, 3, 3.
-//   8-bit (kUnit 64, int16 activations): codes as int16 (MLX centred: q - 128)
+//   8-bit (kUnit 64, int16 activations): codes as int16 (centred: q - 128)
 //     in 4 madd, 8 values per lane; Block(l) = 0, 0, 0, 0, 1, 1, 1, 1.
 //     (int8 activations would need ggml's |q| * sign trick: three multiplier
 //     instructions per 32 values instead of two.)
@@ -249,26 +251,6 @@ struct UnitQ4_0 : GgmlUnitBase<18> {
   }
 };
 
-struct UnitQ8_0 : GgmlUnitBase<34> {
-  static constexpr Family kFamily = Family::kWide;
-  static constexpr int kUnit = 64, kOffsetQ = 0;
-  using Codes = Wide;
-  using GgmlUnitBase::GgmlUnitBase;
-  AVX2_FN Codes Load(int64_t row, int64_t u) const {
-    const uint8_t* b = Block(row, 2 * u);
-    return Widen(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(b + 2)),
-                 _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b + 36)));
-  }
-  AVX2_FN __m256 W8(int64_t row, int64_t u, const float*) const {
-    return HalvesToLanes(Block(row, 2 * u), 34, 2, _mm256_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1));
-  }
-  void Prefetch(int64_t row, int64_t u) const {
-    const int64_t at = row * row_bytes + 68 * u;
-    avx2::PrefetchAt(p, at);
-    avx2::PrefetchAt(p, at + 67);
-  }
-};
-
 // Calls fn(decoder) for the formats these kernels take; false for others.
 template <typename Fn>
 bool WithUnitDecoder(const WeightMatrix& w, Fn&& fn) {
@@ -288,10 +270,6 @@ bool WithUnitDecoder(const WeightMatrix& w, Fn&& fn) {
   if (w.format != WeightFormat::kGgml) return false;
   if (w.ggml_type == GgmlType::kQ4_0) {
     fn(UnitQ4_0(w));
-    return true;
-  }
-  if (w.ggml_type == GgmlType::kQ8_0) {
-    fn(UnitQ8_0(w));
     return true;
   }
   return false;
