@@ -13,4 +13,6 @@ if [[ ! -d node_modules/openai || ! -d node_modules/@anthropic-ai/sdk ]]; then
   echo "server_integration: tests/integration/node_modules is absent (run npm ci there): skipped"
   exit 77
 fi
+# 5,000 client sockets in one node process: raise the soft descriptor limit.
+ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
 exec node --test --test-concurrency=1 --test-reporter=spec ./*.test.mjs
