@@ -18,11 +18,15 @@
 //            next to the weight bytes
 //
 // Every figure is the best of --reps timed repetitions (the machine is
-// shared); the load average is printed at start and end.
+// shared); the load average is printed at start and end. A second table
+// gives the same rates by process CPU time x threads, an estimate of what
+// the run would give on an unshared machine.
 //
 // Usage: model_bench --models DIR [--formats bf16,mlx8,mlx4] [--reps N]
 //                    [--prefill-reps N] [--steps N] [--no-int8]
 //   DIR holds llama1b-bf16, llama1b-mlx8, llama1b-mlx4 (run_model_bench.sh).
+#include <sys/resource.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -71,8 +75,26 @@ struct Options {
   bool int8 = true;
 };
 
+// Tokens per second by the wall clock (best run), and by process CPU time
+// x threads (best run): what the run would give with the cores to itself,
+// as long as the pool keeps every thread busy (idle workers sleep, so they
+// add no CPU time). The second is an estimate for a loaded machine.
+struct Rate {
+  double wall = 0, cpu = 0;
+  void Add(double tokens, double wall_s, double cpu_s, int threads) {
+    wall = std::max(wall, tokens / wall_s);
+    cpu = std::max(cpu, tokens * threads / cpu_s);
+  }
+};
+
+double CpuSeconds() {
+  rusage u;
+  getrusage(RUSAGE_SELF, &u);
+  return u.ru_utime.tv_sec + u.ru_stime.tv_sec + 1e-6 * (u.ru_utime.tv_usec + u.ru_stime.tv_usec);
+}
+
 struct Figures {
-  double prefill = 0, decode1 = 0, decode8 = 0;
+  Rate prefill, decode1, decode8;
   uint64_t weight_bytes = 0, rss_load = 0, rss_end = 0, rss_before = 0;
 };
 
@@ -106,7 +128,7 @@ void Check(const Status& s, const char* what) {
 // `batch` sequences, each prefilled with its own prompt, then `reps` timed
 // runs of `steps` decode steps (one Forward per step with every sequence);
 // the best run's tokens per second.
-double Decode(Model& model, KvCache& cache, int batch, const Options& o) {
+Rate Decode(Model& model, KvCache& cache, int batch, const Options& o) {
   const int64_t vocab = model.vocab_size();
   std::vector<KvSequence> seqs(static_cast<size_t>(batch));
   std::vector<std::vector<int32_t>> prompts;
@@ -122,26 +144,26 @@ double Decode(Model& model, KvCache& cache, int batch, const Options& o) {
     Check(model.Forward(items, cache, &out), "decode step");
   };
   step();  // warm-up (scratch sizes of this batch)
-  double best = 0;
+  Rate best;
   for (int rep = 0; rep < o.reps; ++rep) {
-    const double t0 = Now();
+    const double t0 = Now(), c0 = CpuSeconds();
     for (int s = 0; s < o.steps; ++s) step();
-    best = std::max(best, batch * o.steps / (Now() - t0));
+    best.Add(batch * o.steps, Now() - t0, CpuSeconds() - c0, ThreadPool::Default().size());
   }
   for (KvSequence& s : seqs) cache.Release(&s);
   return best;
 }
 
-double Prefill(Model& model, KvCache& cache, const Options& o) {
+Rate Prefill(Model& model, KvCache& cache, const Options& o) {
   const std::vector<int32_t> ids = PromptIds(o.prefill, model.vocab_size(), 7);
   ForwardOutput out;
-  double best = 0;
+  Rate best;
   for (int rep = 0; rep < o.prefill_reps; ++rep) {
     KvSequence seq;
     ForwardItem item{&seq, ids, LogitsRows::kLast};
-    const double t0 = Now();
+    const double t0 = Now(), c0 = CpuSeconds();
     Check(model.Forward({&item, 1}, cache, &out), "prefill");
-    best = std::max(best, o.prefill / (Now() - t0));
+    best.Add(o.prefill, Now() - t0, CpuSeconds() - c0, ThreadPool::Default().size());
     cache.Release(&seq);
   }
   return best;
@@ -223,11 +245,13 @@ int Main(int argc, char** argv) {
     if (fmt.name != "bf16" && o.int8) precisions.push_back(Precision::kFastInt8);
     for (Precision p : precisions) {
       Row r{fmt.name + (p == Precision::kFastInt8 ? " fast-int8" : " fast"), &fmt, Run(dir, p, o)};
-      std::printf("%s: prefill %.1f, decode b1 %.2f, b%d %.2f tok/s; RSS before load %.0f, after "
-                  "load %.0f, after the run %.0f MiB (weights %.0f MiB); load avg %s\n",
-                  r.label.c_str(), r.f.prefill, r.f.decode1, o.batch, r.f.decode8,
-                  r.f.rss_before / 1048576.0, r.f.rss_load / 1048576.0, r.f.rss_end / 1048576.0,
-                  r.f.weight_bytes / 1048576.0, bench::LoadAverage().c_str());
+      std::printf("%s: prefill %.1f, decode b1 %.2f, b%d %.2f tok/s (by CPU time x threads: %.1f, "
+                  "%.2f, %.2f); RSS before load %.0f, after load %.0f, after the run %.0f MiB "
+                  "(weights %.0f MiB); load avg %s\n",
+                  r.label.c_str(), r.f.prefill.wall, r.f.decode1.wall, o.batch, r.f.decode8.wall,
+                  r.f.prefill.cpu, r.f.decode1.cpu, r.f.decode8.cpu, r.f.rss_before / 1048576.0,
+                  r.f.rss_load / 1048576.0, r.f.rss_end / 1048576.0, r.f.weight_bytes / 1048576.0,
+                  bench::LoadAverage().c_str());
       std::fflush(stdout);
       rows.push_back(std::move(r));
     }
@@ -246,12 +270,24 @@ int Main(int argc, char** argv) {
     const LlamaCppFigures& ref = r.format->ref;
     const double bytes = static_cast<double>(r.f.weight_bytes);
     std::printf("| %s | %.0f | %.1f | %.2fx %s %.0f | %.2f | %.2fx %s %.1f | %.0f%% | %.2f | %.0f%% | %.0f / %.0f |\n",
-                r.label.c_str(), bytes / 1048576.0, r.f.prefill, r.f.prefill / ref.prefill, ref.name,
-                ref.prefill, r.f.decode1, r.f.decode1 / ref.decode, ref.name, ref.decode,
-                100 * bytes * r.f.decode1 / (bw * 1e9), r.f.decode8,
-                100 * bytes * (r.f.decode8 / o.batch) / (bw * 1e9),
+                r.label.c_str(), bytes / 1048576.0, r.f.prefill.wall, r.f.prefill.wall / ref.prefill,
+                ref.name, ref.prefill, r.f.decode1.wall, r.f.decode1.wall / ref.decode, ref.name,
+                ref.decode, 100 * bytes * r.f.decode1.wall / (bw * 1e9), r.f.decode8.wall,
+                100 * bytes * (r.f.decode8.wall / o.batch) / (bw * 1e9),
                 (static_cast<double>(r.f.rss_load) - r.f.rss_before) / 1048576.0,
                 (static_cast<double>(r.f.rss_end) - r.f.rss_before) / 1048576.0);
+  }
+  std::printf("\nBy process CPU time x %d threads (an estimate of the unshared machine; optimistic where "
+              "threads wait on each other):\n\n",
+              pool.size());
+  std::printf("| format (precision) | prefill tok/s | vs llama.cpp | decode b1 tok/s | vs llama.cpp | "
+              "decode b%d tok/s |\n|---|---|---|---|---|---|\n",
+              o.batch);
+  for (const Row& r : rows) {
+    const LlamaCppFigures& ref = r.format->ref;
+    std::printf("| %s | %.1f | %.2fx | %.2f | %.2fx | %.2f |\n", r.label.c_str(), r.f.prefill.cpu,
+                r.f.prefill.cpu / ref.prefill, r.f.decode1.cpu, r.f.decode1.cpu / ref.decode,
+                r.f.decode8.cpu);
   }
   return 0;
 }
