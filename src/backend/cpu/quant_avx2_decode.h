@@ -188,7 +188,7 @@ struct DecMlx {
   // Scale or bias g in every lane (16-bit values: broadcast, then widen).
   AVX2_FN __m256 ParamVec(const uint8_t* params, int64_t g) const {
     const DType dt = Dt();
-    if (dt == DType::kF32) return _mm256_broadcast_ss(reinterpret_cast<const float*>(params + 4 * g));
+    if (dt == DType::kF32) return _mm256_set1_ps(quant::LoadF32(params + 4 * g));  // may be unaligned
     const __m128i h = _mm_set1_epi16(static_cast<short>(quant::LoadU16(params + 2 * g)));
     if (dt == DType::kF16) return _mm256_cvtph_ps(h);
     return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_broadcastsi128_si256(h), 16));
