@@ -1,0 +1,208 @@
+#include "pool/cpu_engine_factory.h"
+
+#include <algorithm>
+#include <chrono>
+
+#include "backend/cpu/cpu_backend.h"
+#include "formats/gguf.h"
+#include "formats/hf_config.h"
+#include "util/log.h"
+
+namespace llmhost {
+
+namespace {
+
+constexpr int64_t kUnknownContext = 8192;  // as Engine::Create assumes
+
+// Chat template and bos/eos strings: the model directory's files, or the
+// GGUF metadata (tokenizer.chat_template, token ids of bos/eos).
+Result<ModelChatTemplates> TemplatesFor(const DiscoveredModel& entry, const Tokenizer& tok) {
+  if (!entry.gguf()) return LoadModelChatTemplates(entry.path);
+  ModelChatTemplates t;
+  ASSIGN_OR_RETURN(std::unique_ptr<GgufFile> f, GgufFile::Open(entry.path));
+  if (f->Has("tokenizer.chat_template")) {
+    ASSIGN_OR_RETURN(t.default_template, f->GetString("tokenizer.chat_template"));
+  }
+  auto token = [&](const char* key) -> std::string {
+    if (!f->Has(key)) return "";
+    auto id = f->GetInt(key);
+    if (!id.ok()) return "";
+    return tok.IdToToken(static_cast<TokenId>(*id)).value_or("");
+  };
+  t.bos_token = token("tokenizer.ggml.bos_token_id");
+  t.eos_token = token("tokenizer.ggml.eos_token_id");
+  return t;
+}
+
+class CpuLoadedEngine final : public LoadedEngine {
+ public:
+  CpuLoadedEngine(std::shared_ptr<ServedModel> m, int64_t chunk, int threads)
+      : m_(std::move(m)), chunk_(chunk), threads_(threads) {}
+  std::shared_ptr<ServedModel> served() const override { return m_; }
+  BudgetBytes DeviceActiveBytes() const override { return {m_->backend->memory_stats().bytes_in_use, 0}; }
+  int64_t ActiveRequests() const override {
+    const EngineStats s = m_->engine->Stats();
+    return s.running + s.waiting;
+  }
+  void Stop() override { m_->engine->Shutdown(); }
+  int64_t context_length() const override { return m_->engine->context_length(); }
+  PrefillDims prefill_dims() const override {
+    const ModelSpec& s = m_->model->spec();
+    PrefillDims d;
+    d.n_layers = s.n_layers;
+    d.n_heads = s.n_heads;
+    d.n_kv_heads = s.n_kv_heads;
+    d.head_dim = s.head_dim;
+    d.hidden = s.hidden;
+    d.intermediate = std::max(s.intermediate, s.moe_intermediate);
+    d.kv_dtype_bytes = sizeof(float);
+    d.prefill_chunk = chunk_;
+    // The CPU attention kernel keeps one score row per task (a thread's
+    // query row over the GQA group), never chunk × heads rows.
+    d.attention_scratch_rows = static_cast<int64_t>(threads_) * std::max<int64_t>(1, s.n_heads / std::max<int64_t>(1, s.n_kv_heads));
+    d.kv_preallocated = true;
+    return d;
+  }
+
+ private:
+  std::shared_ptr<ServedModel> m_;
+  int64_t chunk_;
+  int threads_;
+};
+
+}  // namespace
+
+Result<ModelShape> ReadModelShape(const DiscoveredModel& model) {
+  ModelShape s;
+  if (!model.gguf()) {
+    ASSIGN_OR_RETURN(ModelConfig c, LoadModelConfig(model.path + "/config.json"));
+    s.n_layers = c.num_hidden_layers;
+    s.n_heads = c.num_attention_heads;
+    s.n_kv_heads = c.num_key_value_heads > 0 ? c.num_key_value_heads : c.num_attention_heads;
+    s.head_dim = c.head_dim > 0 ? c.head_dim : (s.n_heads > 0 ? c.hidden_size / s.n_heads : 0);
+    s.hidden = c.hidden_size;
+    s.intermediate = c.intermediate_size;
+    s.vocab = c.vocab_size;
+    s.context = c.max_position_embeddings;
+    return s;
+  }
+  ASSIGN_OR_RETURN(std::unique_ptr<GgufFile> f, GgufFile::Open(model.path));
+  ASSIGN_OR_RETURN(std::string arch, f->GetString("general.architecture"));
+  auto get = [&](const std::string& key) -> int64_t {
+    auto v = f->GetInt(arch + "." + key);
+    return v.ok() ? *v : 0;
+  };
+  s.n_layers = get("block_count");
+  s.n_heads = get("attention.head_count");
+  s.n_kv_heads = get("attention.head_count_kv");
+  if (s.n_kv_heads <= 0) s.n_kv_heads = s.n_heads;
+  s.hidden = get("embedding_length");
+  s.head_dim = get("attention.key_length");
+  if (s.head_dim <= 0 && s.n_heads > 0) s.head_dim = s.hidden / s.n_heads;
+  s.intermediate = get("feed_forward_length");
+  s.context = get("context_length");
+  if (f->Has("tokenizer.ggml.tokens")) {
+    auto toks = f->GetStringArray("tokenizer.ggml.tokens");
+    if (toks.ok()) s.vocab = static_cast<int64_t>(toks->size());
+  }
+  return s;
+}
+
+uint64_t KvPoolBytes(const ModelShape& shape, const EngineOptions& o) {
+  if (shape.n_layers <= 0 || shape.n_kv_heads <= 0 || shape.head_dim <= 0) return 0;
+  const int64_t bs = std::max<int64_t>(1, o.block_size);
+  int64_t context = o.max_context > 0 ? o.max_context : shape.context;
+  if (shape.context > 0) context = std::min(context, shape.context);
+  const uint64_t block_bytes =
+      2 * static_cast<uint64_t>(shape.n_layers * shape.n_kv_heads * shape.head_dim * bs) * sizeof(float);
+  if (o.kv_blocks > 0) return static_cast<uint64_t>(o.kv_blocks) * block_bytes;
+  const int64_t per_seq = ((context > 0 ? context : kUnknownContext) + bs - 1) / bs;
+  const int64_t cap = static_cast<int64_t>(o.kv_cache_bytes / std::max<uint64_t>(block_bytes, 1));
+  const int64_t blocks = std::max<int64_t>(1, std::min(per_seq * o.max_concurrent_requests, cap));
+  return static_cast<uint64_t>(blocks) * block_bytes;
+}
+
+uint64_t WorkspaceBytes(const ModelShape& s, const EngineOptions& o) {
+  const int64_t chunk = o.prefill_chunk_tokens > 0 ? o.prefill_chunk_tokens : std::max<int64_t>(s.context, 512);
+  const int64_t rows = chunk + o.max_concurrent_requests;
+  const int64_t q = s.n_heads * s.head_dim, kv = s.n_kv_heads * s.head_dim;
+  const int64_t per_row = 4 * s.hidden + 2 * q + 2 * kv + 3 * s.intermediate;
+  const int64_t logits = (o.max_concurrent_requests + 1) * (s.hidden + s.vocab);
+  return static_cast<uint64_t>(std::max<int64_t>(0, rows * per_row + logits)) * sizeof(float);
+}
+
+CpuEngineFactory::CpuEngineFactory(CpuEngineFactoryOptions options) : options_(std::move(options)) {
+  if (!options_.threads) options_.threads = &ThreadPool::Default();
+}
+
+EngineOptions CpuEngineFactory::EngineOptionsFor(const ModelSettings& settings) const {
+  EngineOptions o = options_.engine;
+  if (settings.max_context_window) o.max_context = *settings.max_context_window;
+  return o;
+}
+
+BudgetBytes CpuEngineFactory::ResidentEstimate(const DiscoveredModel& model, const ModelSettings& settings) {
+  uint64_t bytes = model.estimated_bytes;
+  auto shape = ReadModelShape(model);
+  if (shape.ok()) {
+    const EngineOptions o = EngineOptionsFor(settings);
+    bytes += KvPoolBytes(*shape, o) + WorkspaceBytes(*shape, o);
+  }
+  return {bytes, 0};
+}
+
+Result<std::unique_ptr<LoadedEngine>> CpuEngineFactory::Load(const DiscoveredModel& entry,
+                                                            const ModelSettings& settings,
+                                                            const std::atomic<bool>& abort) {
+  const auto t0 = std::chrono::steady_clock::now();
+  auto aborted = [&] { return abort.load() ? Status::ResourceExhausted("load aborted") : Status::OK(); };
+  auto m = std::make_shared<ServedModel>();
+  m->entry = entry;
+  m->backend = std::make_unique<CpuBackend>(options_.threads, options_.precision);
+  auto model = Model::Load(entry.path, m->backend.get());
+  if (!model.ok()) return model.status().WithContext("loading model '" + entry.id + "'");
+  m->model = std::move(*model);
+  RETURN_IF_ERROR(aborted());
+  auto tok = Tokenizer::FromPath(entry.path);
+  if (!tok.ok()) return tok.status().WithContext("loading the tokenizer of '" + entry.id + "'");
+  m->tokenizer = std::move(*tok);
+  auto templates = TemplatesFor(entry, *m->tokenizer);
+  if (templates.ok()) {
+    m->bos_token = templates->bos_token;
+    m->eos_token = templates->eos_token;
+    if (!templates->default_template.empty()) {
+      auto parsed = ChatTemplate::Parse(templates->default_template);
+      if (parsed.ok()) {
+        m->chat_template = std::move(*parsed);
+      } else {
+        LOG_WARN("models: " << entry.id << ": chat template does not parse (" << parsed.status().message()
+                            << "); chat routes will refuse it");
+      }
+    }
+  } else {
+    LOG_WARN("models: " << entry.id << ": no chat template (" << templates.status().message() << ")");
+  }
+  if (!entry.gguf()) {
+    if (auto gen = LoadGenerationConfig(entry.path); gen.ok()) m->generation = *gen;
+  }
+  RETURN_IF_ERROR(aborted());
+  const EngineOptions eo = EngineOptionsFor(settings);
+  auto engine = Engine::Create(m->model.get(), m->tokenizer.get(), eo);
+  if (!engine.ok()) return engine.status().WithContext("starting the engine of '" + entry.id + "'");
+  m->engine = std::move(*engine);
+  m->loaded_at = std::chrono::duration_cast<std::chrono::seconds>(
+                     std::chrono::system_clock::now().time_since_epoch())
+                     .count();
+  if (settings.model_type_override && *settings.model_type_override != m->model->spec().arch) {
+    LOG_WARN("models: " << entry.id << ": model_type_override '" << *settings.model_type_override
+                        << "' is recorded; the architecture comes from the model's files ('"
+                        << m->model->spec().arch << "')");
+  }
+  const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  LOG_INFO("models: loaded " << entry.id << " (" << m->model->spec().arch << ", context "
+                             << m->engine->context_length() << ") in " << static_cast<int64_t>(ms) << " ms");
+  return std::unique_ptr<LoadedEngine>(
+      new CpuLoadedEngine(m, eo.prefill_chunk_tokens, options_.threads->size()));
+}
+
+}  // namespace llmhost

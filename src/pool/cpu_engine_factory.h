@@ -1,0 +1,51 @@
+// The engine factory of `llmhost serve`: loads a model onto the CPU backend
+// (Model, Tokenizer, chat template and bos/eos from the directory or the GGUF
+// metadata, generation_config.json) and starts its Engine.
+//
+// Resident estimate (the admission size; all host memory):
+//   weights × 1.05
+//   + the KV pool the engine allocates at start (engine.h: enough blocks for
+//     max_concurrent_requests full contexts, capped at kv_cache_bytes)
+//   + one step's activation workspace (a prefill chunk beside the decodes).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+
+#include "engine/engine.h"
+#include "pool/loaded_engine.h"
+#include "util/thread_pool.h"
+
+namespace llmhost {
+
+// The dimensions an estimate needs, from config.json or GGUF metadata.
+struct ModelShape {
+  int64_t n_layers = 0, n_heads = 0, n_kv_heads = 0, head_dim = 0;
+  int64_t hidden = 0, intermediate = 0, vocab = 0, context = 0;
+};
+Result<ModelShape> ReadModelShape(const DiscoveredModel& model);
+
+// The KV pool Engine::Create allocates for this shape (f32 K and V).
+uint64_t KvPoolBytes(const ModelShape& shape, const EngineOptions& options);
+// One step's activations: a prefill chunk plus one row per running request.
+uint64_t WorkspaceBytes(const ModelShape& shape, const EngineOptions& options);
+
+struct CpuEngineFactoryOptions {
+  EngineOptions engine;
+  Precision precision = Precision::kFast;
+  ThreadPool* threads = nullptr;  // null: ThreadPool::Default()
+};
+
+class CpuEngineFactory final : public EngineFactory {
+ public:
+  explicit CpuEngineFactory(CpuEngineFactoryOptions options);
+  BudgetBytes ResidentEstimate(const DiscoveredModel& model, const ModelSettings& settings) override;
+  Result<std::unique_ptr<LoadedEngine>> Load(const DiscoveredModel& model, const ModelSettings& settings,
+                                             const std::atomic<bool>& abort) override;
+
+ private:
+  EngineOptions EngineOptionsFor(const ModelSettings& settings) const;
+  CpuEngineFactoryOptions options_;
+};
+
+}  // namespace llmhost

@@ -1,0 +1,66 @@
+// The engine pool's private state, shared by engine_pool.cpp,
+// pool_admission.cpp and pool_admin.cpp. Not for other layers.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <mutex>
+
+#include "pool/engine_pool.h"
+
+namespace llmhost {
+
+enum class SlotState { kUnloaded, kLoading, kLoaded, kUnloading };
+const char* SlotStateName(SlotState s);
+
+// One discovered model. Guarded by EnginePool::mu_, but for abort_loading.
+struct EnginePool::Slot {
+  DiscoveredModel model;
+  ModelSettings settings;
+  BudgetBytes estimate{};  // the factory's resident estimate for these settings
+  SlotState state = SlotState::kUnloaded;
+  std::shared_ptr<LoadedEngine> engine;  // loaded (and while unloading, until stopped)
+  BudgetBytes resident{};  // the admission size, in committed_ while loading / loaded / unloading
+  BudgetBytes measured{};  // live growth seen across the load
+  int64_t in_use = 0;      // leases
+  std::vector<std::shared_ptr<ModelLease::AbortBlock>> leases;
+  bool pending_unload = false;  // unload once drained (manual unload of a busy model)
+  bool reload_pending = false;  // runtime settings changed: reload once drained
+  std::string runtime_key;      // settings the engine was built with
+  std::optional<PoolError> load_failure;  // cached until Rediscover()
+  double last_access = 0;       // unix seconds; 0: never
+  double loaded_at = 0;
+  std::atomic<bool> abort_loading{false};
+
+  bool pinned() const { return settings.pinned && !pending_unload; }
+  uint64_t freeable(Budget b) const {
+    const size_t i = static_cast<size_t>(b);
+    return std::max(resident[i], measured[i]);
+  }
+};
+
+struct EnginePool::Waiter {
+  uint64_t ticket = 0;
+  std::string id;
+  std::chrono::steady_clock::time_point deadline;
+  AcquireCallback done;
+};
+
+struct ModelLease::AbortBlock {
+  std::mutex mu;
+  std::function<void(AbortReason)> handler;
+  AbortReason reason = AbortReason::kNone;
+  // Records the reason and runs the handler once (outside mu).
+  void Fire(AbortReason r);
+};
+
+struct EnginePool::AdmissionPlan {
+  Plan kind = Plan::kAdmit;
+  std::shared_ptr<Slot> victim;
+  PoolError error;
+  BudgetBytes size{};
+};
+
+inline size_t BudgetIndex(Budget b) { return static_cast<size_t>(b); }
+
+}  // namespace llmhost

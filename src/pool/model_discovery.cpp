@@ -1,0 +1,248 @@
+#include "pool/model_discovery.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <set>
+
+#include <nlohmann/json.hpp>
+
+#include "formats/gguf.h"
+#include "util/file.h"
+#include "util/log.h"
+
+namespace llmhost {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr int kMaxWeightSearchDepth = 3;
+constexpr size_t kMaxConfigBytes = 4 << 20;
+
+bool Hidden(const std::string& name) { return !name.empty() && name[0] == '.'; }
+
+bool EndsWith(const std::string& s, const std::string& suffix) {
+  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+std::string Lower(std::string s) {
+  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+// Entries of `dir` in name order (symlinks followed by the callers' checks).
+std::vector<fs::directory_entry> Children(const fs::path& dir) {
+  std::vector<fs::directory_entry> out;
+  std::error_code ec;
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) out.push_back(*it);
+  std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.path() < b.path(); });
+  return out;
+}
+
+bool IsDir(const fs::path& p) {
+  std::error_code ec;
+  return fs::is_directory(p, ec);
+}
+
+bool IsFile(const fs::path& p) {
+  std::error_code ec;
+  return fs::is_regular_file(p, ec);
+}
+
+uint64_t SizeOf(const fs::path& p) {
+  std::error_code ec;
+  const auto n = fs::file_size(p, ec);
+  return ec ? 0 : static_cast<uint64_t>(n);
+}
+
+uint64_t SumFiles(const fs::path& dir, bool (*match)(const std::string&)) {
+  uint64_t total = 0;
+  for (const auto& e : Children(dir)) {
+    const std::string name = e.path().filename().string();
+    if (!Hidden(name) && match(name) && IsFile(e.path())) total += SizeOf(e.path());
+  }
+  return total;
+}
+
+uint64_t SumSafetensorsRecursive(const fs::path& dir, int depth) {
+  uint64_t total = 0;
+  for (const auto& e : Children(dir)) {
+    const std::string name = e.path().filename().string();
+    if (Hidden(name)) continue;
+    if (IsDir(e.path())) {
+      if (depth < kMaxWeightSearchDepth) total += SumSafetensorsRecursive(e.path(), depth + 1);
+    } else if (EndsWith(name, ".safetensors") && IsFile(e.path())) {
+      total += SizeOf(e.path());
+    }
+  }
+  return total;
+}
+
+// model_type and max_position_embeddings of a config.json (empty / 0 when unreadable).
+void ReadConfigInfo(const fs::path& dir, DiscoveredModel* m) {
+  const fs::path p = dir / "config.json";
+  if (SizeOf(p) > kMaxConfigBytes) return;
+  auto text = ReadFileToString(p.string());
+  if (!text.ok()) return;
+  nlohmann::json j = nlohmann::json::parse(*text, nullptr, /*allow_exceptions=*/false);
+  if (!j.is_object()) return;
+  auto type = j.find("model_type");
+  if (type != j.end() && type->is_string()) m->model_type = type->get<std::string>();
+  const nlohmann::json* ctx_holder = &j;
+  if (auto tc = j.find("text_config"); tc != j.end() && tc->is_object()) ctx_holder = &*tc;
+  auto ctx = ctx_holder->find("max_position_embeddings");
+  if (ctx != ctx_holder->end() && ctx->is_number_integer() && ctx->get<int64_t>() > 0) {
+    m->context_length = ctx->get<int64_t>();
+  }
+}
+
+// <arch>.context_length of a GGUF file (headers only), 0 when absent.
+int64_t GgufContextLength(const fs::path& file) {
+  auto f = GgufFile::Open(file.string());
+  if (!f.ok()) return 0;
+  auto arch = (*f)->GetString("general.architecture");
+  if (!arch.ok()) return 0;
+  auto ctx = (*f)->GetInt(*arch + ".context_length");
+  return ctx.ok() && *ctx > 0 ? *ctx : 0;
+}
+
+struct Scan {
+  std::string root;
+  std::vector<DiscoveredModel>* out;
+
+  void AddDirectory(const std::string& id, const fs::path& dir, ModelSource source) {
+    if (FileExists((dir / "adapter_config.json").string())) return;  // a LoRA adapter
+    const uint64_t weights = ModelWeightBytes(dir.string());
+    if (weights == 0) {
+      LOG_DEBUG("models: " << dir.string() << " has config.json but no weight files: skipped");
+      return;
+    }
+    DiscoveredModel m;
+    m.id = id;
+    m.path = dir.string();
+    m.root = root;
+    m.source = source;
+    m.weight_bytes = weights;
+    m.estimated_bytes = static_cast<uint64_t>(static_cast<double>(weights) * kEstimateFactor);
+    ReadConfigInfo(dir, &m);
+    out->push_back(std::move(m));
+  }
+
+  void AddGguf(const std::string& id, const fs::path& file) {
+    const uint64_t size = SizeOf(file);
+    if (size == 0) return;
+    DiscoveredModel m;
+    m.id = id;
+    m.path = file.string();
+    m.root = root;
+    m.source = ModelSource::kGguf;
+    m.weight_bytes = size;
+    m.estimated_bytes = static_cast<uint64_t>(static_cast<double>(size) * kEstimateFactor);
+    m.model_type = "gguf";
+    m.context_length = GgufContextLength(file);
+    out->push_back(std::move(m));
+  }
+
+  // One level: models directly in `dir`; `prefix` ("" or "org/") names them.
+  // Returns the folders that are none of the above (org candidates).
+  std::vector<fs::path> Level(const fs::path& dir, const std::string& prefix) {
+    std::vector<fs::path> others;
+    for (const auto& e : Children(dir)) {
+      const std::string name = e.path().filename().string();
+      if (Hidden(name)) continue;
+      if (IsDir(e.path())) {
+        const std::string hf = HfCacheModelId(name);
+        if (!hf.empty()) {
+          const std::string snap = HfCacheSnapshot(e.path().string());
+          if (!snap.empty() && FileExists(snap + "/config.json")) AddDirectory(hf, snap, ModelSource::kHfCache);
+        } else if (name.rfind("datasets--", 0) == 0 || name.rfind("spaces--", 0) == 0) {
+          continue;  // other Hugging Face cache entries
+        } else if (FileExists((e.path() / "config.json").string())) {
+          AddDirectory(prefix + name, e.path(), ModelSource::kDirectory);
+        } else {
+          others.push_back(e.path());
+        }
+      } else if (EndsWith(Lower(name), ".gguf") && IsFile(e.path())) {
+        AddGguf(prefix + name.substr(0, name.size() - 5), e.path());
+      }
+    }
+    return others;
+  }
+};
+
+}  // namespace
+
+std::string HfCacheModelId(const std::string& folder) {
+  const std::string prefix = "models--";
+  if (folder.rfind(prefix, 0) != 0) return "";
+  const std::string rest = folder.substr(prefix.size());
+  const size_t sep = rest.find("--");
+  if (sep == std::string::npos) return rest.empty() ? "" : rest;  // models--Name (no org)
+  const std::string org = rest.substr(0, sep), name = rest.substr(sep + 2);
+  if (org.empty() || name.empty()) return "";
+  return org + "/" + name;
+}
+
+std::string HfCacheSnapshot(const std::string& folder_path) {
+  const fs::path folder(folder_path);
+  auto ref = ReadFileToString((folder / "refs" / "main").string());
+  if (ref.ok()) {
+    std::string commit = *ref;
+    while (!commit.empty() && std::isspace(static_cast<unsigned char>(commit.back()))) commit.pop_back();
+    // A commit hash: no path separators or dots that could leave snapshots/.
+    const bool safe = !commit.empty() && commit.size() <= 128 &&
+                      commit.find_first_not_of("0123456789abcdefABCDEF") == std::string::npos;
+    if (safe && IsDir(folder / "snapshots" / commit)) return (folder / "snapshots" / commit).string();
+  }
+  std::vector<fs::path> snaps;
+  for (const auto& e : Children(folder / "snapshots")) {
+    if (IsDir(e.path()) && !Hidden(e.path().filename().string())) snaps.push_back(e.path());
+  }
+  return snaps.size() == 1 ? snaps[0].string() : "";
+}
+
+uint64_t ModelWeightBytes(const std::string& dir) {
+  const fs::path d(dir);
+  uint64_t total = SumFiles(d, [](const std::string& n) { return EndsWith(n, ".safetensors"); });
+  if (total == 0) {
+    total = SumFiles(d, [](const std::string& n) {
+      const std::string l = Lower(n);
+      return EndsWith(l, ".bin") && l.find("optimizer") == std::string::npos &&
+             l.find("training") == std::string::npos;
+    });
+  }
+  if (total == 0) total = SumSafetensorsRecursive(d, 0);
+  return total;
+}
+
+std::vector<DiscoveredModel> DiscoverModels(const std::vector<std::string>& roots) {
+  std::vector<DiscoveredModel> all;
+  std::set<std::string> seen;
+  for (const std::string& root : roots) {
+    if (!IsDirectory(root)) {
+      LOG_WARN("models: " << root << " is not a directory: skipped");
+      continue;
+    }
+    std::vector<DiscoveredModel> found;
+    Scan scan{root, &found};
+    const fs::path r(root);
+    for (const fs::path& org : scan.Level(r, "")) scan.Level(org, org.filename().string() + "/");
+    if (found.empty() && FileExists(JoinPath(root, "config.json"))) {
+      fs::path abs = fs::absolute(r).lexically_normal();
+      std::string name = abs.filename().string();
+      if (name.empty()) name = abs.parent_path().filename().string();
+      scan.AddDirectory(name, r, ModelSource::kDirectory);
+    }
+    for (DiscoveredModel& m : found) {
+      if (!seen.insert(m.id).second) {
+        LOG_WARN("models: duplicate id '" << m.id << "' at " << m.path << ": the first one is kept");
+        continue;
+      }
+      all.push_back(std::move(m));
+    }
+  }
+  std::sort(all.begin(), all.end(), [](const auto& a, const auto& b) { return a.id < b.id; });
+  return all;
+}
+
+}  // namespace llmhost

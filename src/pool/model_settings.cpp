@@ -1,0 +1,247 @@
+#include "pool/model_settings.h"
+
+#include <cmath>
+
+#include "util/file.h"
+#include "util/log.h"
+
+namespace llmhost {
+
+namespace {
+
+using Json = nlohmann::json;
+
+constexpr size_t kMaxSettingsFile = 16 << 20;
+constexpr size_t kMaxAliasBytes = 256;
+constexpr int64_t kMaxTtlSeconds = int64_t{10} * 365 * 24 * 3600;
+
+Status Bad(const std::string& field, const std::string& what) {
+  return Status::InvalidArgument(field + ": " + what);
+}
+
+Result<std::optional<double>> Number(const Json& v, const std::string& field, double lo, double hi) {
+  if (v.is_null()) return std::optional<double>();
+  if (!v.is_number()) return Bad(field, "expected a number");
+  const double x = v.get<double>();
+  if (!std::isfinite(x) || x < lo || x > hi) {
+    return Bad(field, "expected a number in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]");
+  }
+  return std::optional<double>(x);
+}
+
+Result<std::optional<int64_t>> Integer(const Json& v, const std::string& field, int64_t lo, int64_t hi) {
+  if (v.is_null()) return std::optional<int64_t>();
+  if (!v.is_number_integer() && !v.is_number_unsigned()) return Bad(field, "expected an integer");
+  if (v.is_number_unsigned() && v.get<uint64_t>() > static_cast<uint64_t>(hi)) {
+    return Bad(field, "expected an integer in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]");
+  }
+  const int64_t x = v.get<int64_t>();
+  if (x < lo || x > hi) {
+    return Bad(field, "expected an integer in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]");
+  }
+  return std::optional<int64_t>(x);
+}
+
+Result<bool> Bool(const Json& v, const std::string& field) {
+  if (v.is_null()) return false;
+  if (!v.is_boolean()) return Bad(field, "expected true or false");
+  return v.get<bool>();
+}
+
+Result<std::optional<std::string>> Text(const Json& v, const std::string& field) {
+  if (v.is_null()) return std::optional<std::string>();
+  if (!v.is_string()) return Bad(field, "expected a string");
+  std::string s = v.get<std::string>();
+  if (s.empty()) return std::optional<std::string>();
+  if (s.size() > kMaxAliasBytes) return Bad(field, "longer than 256 bytes");
+  return std::optional<std::string>(std::move(s));
+}
+
+Status ApplySampling(const Json& j, SamplingDefaults* s) {
+  if (j.is_null()) {
+    *s = SamplingDefaults();
+    return Status::OK();
+  }
+  if (!j.is_object()) return Bad("sampling", "expected an object");
+  for (const auto& [key, v] : j.items()) {
+    const std::string f = "sampling." + key;
+    if (key == "temperature") {
+      ASSIGN_OR_RETURN(s->temperature, Number(v, f, 0, 100));
+    } else if (key == "top_p") {
+      ASSIGN_OR_RETURN(s->top_p, Number(v, f, 1e-9, 1));
+    } else if (key == "min_p") {
+      ASSIGN_OR_RETURN(s->min_p, Number(v, f, 0, 1));
+    } else if (key == "repetition_penalty") {
+      ASSIGN_OR_RETURN(s->repetition_penalty, Number(v, f, 1e-9, 100));
+    } else if (key == "presence_penalty") {
+      ASSIGN_OR_RETURN(s->presence_penalty, Number(v, f, -2, 2));
+    } else if (key == "frequency_penalty") {
+      ASSIGN_OR_RETURN(s->frequency_penalty, Number(v, f, -2, 2));
+    } else if (key == "top_k") {
+      ASSIGN_OR_RETURN(s->top_k, Integer(v, f, 0, 1 << 20));
+    } else {
+      return Bad(f, "unknown sampling field");
+    }
+  }
+  return Status::OK();
+}
+
+}  // namespace
+
+std::string ModelSettings::RuntimeKey() const {
+  return (model_type_override ? *model_type_override : "") + "|" +
+         (max_context_window ? std::to_string(*max_context_window) : "");
+}
+
+Json ModelSettingsToJson(const ModelSettings& s) {
+  Json j = Json::object();
+  if (s.alias) j["alias"] = *s.alias;
+  if (s.pinned) j["pinned"] = true;
+  if (s.is_default) j["default"] = true;
+  if (s.hidden) j["hidden"] = true;
+  if (s.ttl_seconds) j["ttl_seconds"] = *s.ttl_seconds;
+  if (s.model_type_override) j["model_type_override"] = *s.model_type_override;
+  Json samp = Json::object();
+  auto put = [&](const char* k, const auto& v) {
+    if (v) samp[k] = *v;
+  };
+  put("temperature", s.sampling.temperature);
+  put("top_p", s.sampling.top_p);
+  put("top_k", s.sampling.top_k);
+  put("min_p", s.sampling.min_p);
+  put("repetition_penalty", s.sampling.repetition_penalty);
+  put("presence_penalty", s.sampling.presence_penalty);
+  put("frequency_penalty", s.sampling.frequency_penalty);
+  if (!samp.empty()) j["sampling"] = std::move(samp);
+  if (!s.chat_template_kwargs.empty()) j["chat_template_kwargs"] = s.chat_template_kwargs;
+  if (s.max_context_window) j["max_context_window"] = *s.max_context_window;
+  if (s.max_tokens) j["max_tokens"] = *s.max_tokens;
+  return j;
+}
+
+Result<ModelSettings> ApplyModelSettingsJson(const ModelSettings& base, const Json& patch) {
+  if (!patch.is_object()) return Status::InvalidArgument("model settings: expected a JSON object");
+  ModelSettings s = base;
+  for (const auto& [key, v] : patch.items()) {
+    if (key == "alias" || key == "model_alias") {
+      ASSIGN_OR_RETURN(s.alias, Text(v, key));
+    } else if (key == "pinned" || key == "is_pinned") {
+      ASSIGN_OR_RETURN(s.pinned, Bool(v, key));
+    } else if (key == "default" || key == "is_default") {
+      ASSIGN_OR_RETURN(s.is_default, Bool(v, key));
+    } else if (key == "hidden" || key == "is_hidden") {
+      ASSIGN_OR_RETURN(s.hidden, Bool(v, key));
+    } else if (key == "ttl_seconds") {
+      ASSIGN_OR_RETURN(s.ttl_seconds, Integer(v, key, 1, kMaxTtlSeconds));
+    } else if (key == "model_type_override" || key == "type") {
+      ASSIGN_OR_RETURN(s.model_type_override, Text(v, key));
+    } else if (key == "sampling") {
+      RETURN_IF_ERROR(ApplySampling(v, &s.sampling));
+    } else if (key == "chat_template_kwargs") {
+      if (v.is_null()) {
+        s.chat_template_kwargs = Json::object();
+      } else if (!v.is_object()) {
+        return Bad(key, "expected an object");
+      } else {
+        s.chat_template_kwargs = v;
+      }
+    } else if (key == "max_context_window" || key == "max_context") {
+      ASSIGN_OR_RETURN(s.max_context_window, Integer(v, key, 1, int64_t{1} << 30));
+    } else if (key == "max_tokens") {
+      ASSIGN_OR_RETURN(s.max_tokens, Integer(v, key, 1, int64_t{1} << 30));
+    } else {
+      return Bad(key, "unknown model setting");
+    }
+  }
+  return s;
+}
+
+Result<std::unique_ptr<ModelSettingsStore>> ModelSettingsStore::Open(const std::string& path) {
+  std::unique_ptr<ModelSettingsStore> store(new ModelSettingsStore(path));
+  if (path.empty() || !FileExists(path)) return store;
+  ASSIGN_OR_RETURN(std::string text, ReadFileToString(path));
+  if (text.size() > kMaxSettingsFile) return Status::InvalidArgument(path + ": larger than 16 MB");
+  Json j = Json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded() || !j.is_object()) return Status::InvalidArgument(path + ": not a JSON object");
+  auto models = j.find("models");
+  if (models == j.end() || models->is_null()) return store;
+  if (!models->is_object()) return Status::InvalidArgument(path + ": models: expected an object");
+  for (const auto& [id, v] : models->items()) {
+    auto s = ApplyModelSettingsJson(ModelSettings(), v);
+    if (!s.ok()) return s.status().WithContext(path + ": models." + id);
+    RETURN_IF_ERROR(store->CheckUnique(id, *s, {}).WithContext(path));
+    store->models_[id] = std::move(*s);
+  }
+  return store;
+}
+
+ModelSettings ModelSettingsStore::Get(const std::string& id) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = models_.find(id);
+  return it == models_.end() ? ModelSettings() : it->second;
+}
+
+std::map<std::string, ModelSettings> ModelSettingsStore::All() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return models_;
+}
+
+Status ModelSettingsStore::CheckUnique(const std::string& id, const ModelSettings& s,
+                                       const std::vector<std::string>& taken_ids) const {
+  for (const auto& [other, o] : models_) {
+    if (other == id) continue;
+    if (s.alias && o.alias && *s.alias == *o.alias) {
+      return Status::InvalidArgument("alias '" + *s.alias + "' is already used by '" + other + "'");
+    }
+    if (s.is_default && o.is_default) {
+      return Status::InvalidArgument("'" + other + "' is already the default model");
+    }
+  }
+  if (s.alias) {
+    for (const std::string& t : taken_ids) {
+      if (t != id && t == *s.alias) {
+        return Status::InvalidArgument("alias '" + *s.alias + "' is the id of another model");
+      }
+    }
+  }
+  return Status::OK();
+}
+
+Status ModelSettingsStore::Save() const {
+  if (path_.empty()) return Status::OK();
+  Json models = Json::object();
+  for (const auto& [id, s] : models_) {
+    Json j = ModelSettingsToJson(s);
+    if (!j.empty()) models[id] = std::move(j);
+  }
+  return WriteFileAtomic(path_, Json{{"models", std::move(models)}}.dump(2) + "\n");
+}
+
+Status ModelSettingsStore::Put(const std::string& id, const ModelSettings& s,
+                               const std::vector<std::string>& taken_ids) {
+  std::lock_guard<std::mutex> lock(mu_);
+  RETURN_IF_ERROR(CheckUnique(id, s, taken_ids));
+  const auto old = models_.find(id);
+  const std::optional<ModelSettings> previous =
+      old == models_.end() ? std::nullopt : std::optional<ModelSettings>(old->second);
+  models_[id] = s;
+  Status st = Save();
+  if (!st.ok()) {  // keep memory and file in agreement
+    if (previous) {
+      models_[id] = *previous;
+    } else {
+      models_.erase(id);
+    }
+    return st.WithContext("saving " + path_);
+  }
+  return Status::OK();
+}
+
+Result<ModelSettings> ModelSettingsStore::Patch(const std::string& id, const Json& patch,
+                                                const std::vector<std::string>& taken_ids) {
+  ASSIGN_OR_RETURN(ModelSettings s, ApplyModelSettingsJson(Get(id), patch));
+  RETURN_IF_ERROR(Put(id, s, taken_ids));
+  return s;
+}
+
+}  // namespace llmhost

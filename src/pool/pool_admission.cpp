@@ -1,0 +1,430 @@
+// EnginePool: admission (rule 11 with the accumulator floor), loading,
+// unloading and the settle barrier (rule 15).
+#include <malloc.h>
+
+#include <algorithm>
+#include <sstream>
+
+#include "pool/engine_pool_internal.h"
+#include "util/file.h"
+#include "util/log.h"
+
+namespace llmhost {
+
+namespace {
+
+constexpr Budget kBudgets[] = {Budget::kHost, Budget::kDevice};
+
+uint64_t Sat(uint64_t a, uint64_t b) { return a > b ? a - b : 0; }
+
+std::string Mb(uint64_t bytes) { return std::to_string(bytes >> 20) + "MiB"; }
+
+PoolError MakeError(PoolErrorCode code, std::string message) {
+  PoolError e;
+  e.code = code;
+  e.message = std::move(message);
+  return e;
+}
+
+}  // namespace
+
+BudgetBytes EnginePool::DeviceActiveLocked() const {
+  BudgetBytes total{};
+  for (const auto& [id, s] : slots_) {
+    if (!s->engine) continue;
+    const BudgetBytes b = s->engine->DeviceActiveBytes();
+    for (size_t i = 0; i < total.size(); ++i) total[i] += b[i];
+  }
+  return total;
+}
+
+MemorySnapshot EnginePool::SampleLocked() {
+  MemorySnapshot m;
+  const ProcessMemory p = probe_->Process();
+  m.footprint = p.rss_bytes;
+  m.pss = p.pss_bytes;
+  m.system = probe_->System();
+  m.gpus = probe_->Gpus();
+  m.device_active = DeviceActiveLocked();
+  m.committed = committed_;
+  LimitInputs in;
+  in.system = m.system;
+  in.footprint = m.footprint;
+  m.host = ComputeLimits(options_.guard, in);
+  m.usage = std::max(m.device_active[0], m.footprint);
+  if (!m.gpus.empty()) {
+    m.has_device = true;
+    m.device = ComputeDeviceLimits(options_.guard, m.gpus[0], m.device_active[1]);
+    m.device_usage = m.device_active[1];
+  }
+  const PressureLevel h = LevelFor(m.usage, m.host);
+  const PressureLevel d = m.has_device ? LevelFor(m.device_usage, m.device) : PressureLevel::kOk;
+  m.level = std::max(h, d);
+  m.admission_paused = paused_;
+  return m;
+}
+
+MemorySnapshot EnginePool::Sample() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return SampleLocked();
+}
+
+MemorySnapshot EnginePool::Memory() { return Sample(); }
+
+bool EnginePool::IsQuiescent(const Slot& s) const {
+  return s.in_use == 0 && (!s.engine || s.engine->ActiveRequests() == 0);
+}
+
+bool EnginePool::OtherActivity(const Slot* except) const {
+  if (loading_ && loading_.get() != except) return true;
+  for (const auto& [id, s] : slots_) {
+    if (s.get() == except) continue;
+    if (s->state == SlotState::kLoading || !IsQuiescent(*s)) return true;
+  }
+  return false;
+}
+
+std::vector<VictimCandidate> EnginePool::Candidates(Budget b) const {
+  std::vector<VictimCandidate> out;
+  for (const auto& [id, s] : slots_) {
+    if (s->state != SlotState::kLoaded) continue;
+    VictimCandidate c;
+    c.id = id;
+    c.freeable_bytes = s->freeable(b);
+    c.last_access = s->last_access;
+    c.pinned = s->pinned();
+    c.leased = s->in_use > 0;
+    c.active = s->engine && s->engine->ActiveRequests() > 0;
+    out.push_back(std::move(c));
+  }
+  return out;
+}
+
+EnginePool::AdmissionPlan EnginePool::PlanAdmission(const Slot& head, uint64_t ticket) {
+  AdmissionPlan plan;
+  plan.size = head.estimate;
+  const MemorySnapshot m = SampleLocked();
+  for (Budget b : kBudgets) {
+    const size_t i = BudgetIndex(b);
+    const uint64_t size = plan.size[i];
+    if (size == 0) continue;
+    if (b == Budget::kDevice && !m.has_device) {
+      plan.kind = Plan::kNever;
+      plan.error = MakeError(PoolErrorCode::kInternal, "the model '" + head.model.id +
+                                                           "' needs GPU memory but no GPU was found");
+      return plan;
+    }
+    const MemoryLimits& L = b == Budget::kHost ? m.host : m.device;
+    const bool best_effort = !L.guard_on || L.admission_ceiling == 0;
+    const uint64_t ceiling = L.admission_ceiling == 0 ? UINT64_MAX : L.admission_ceiling;
+    const uint64_t target = std::min(L.soft_bytes == 0 ? ceiling : L.soft_bytes, ceiling);
+    const uint64_t footprint = b == Budget::kHost ? m.footprint : 0;
+    const uint64_t current = std::max({m.device_active[i], footprint, committed_[i]});
+    const uint64_t projected = current + size;
+    std::ostringstream log;
+    log << "pool: admission model=" << head.model.id << " budget=" << BudgetName(b) << " size=" << Mb(size)
+        << " device_active=" << Mb(m.device_active[i]) << " footprint=" << Mb(footprint)
+        << " committed=" << Mb(committed_[i]) << " current=" << Mb(current) << " target=" << Mb(target)
+        << " ceiling=" << (ceiling == UINT64_MAX ? std::string("none") : Mb(ceiling));
+    if (projected <= target) {
+      LOG_DEBUG(log.str() << " outcome=fits");
+      continue;
+    }
+    const std::vector<VictimCandidate> cands = Candidates(b);
+    if (auto v = ChooseVictim(cands, static_cast<int64_t>(projected - target), head.model.id)) {
+      plan.kind = Plan::kEvict;
+      plan.victim = FindSlot(cands[*v].id);
+      LOG_INFO(log.str() << " victim=" << cands[*v].id << " frees=" << Mb(cands[*v].freeable_bytes)
+                         << " outcome=evict");
+      return plan;
+    }
+    if (projected <= ceiling) {
+      LOG_INFO(log.str() << " outcome=admit_above_soft_target");
+      continue;
+    }
+    if (evicted_for_ticket_ == ticket) {
+      // The evicted model's resident pages may not have left the footprint yet.
+      const uint64_t alt = std::max(m.device_active[i], committed_[i]) + size;
+      if (alt <= ceiling) {
+        LOG_INFO(log.str() << " outcome=admit_footprint_lags");
+        continue;
+      }
+    }
+    if (best_effort) {
+      LOG_WARN(log.str() << " outcome=admit_best_effort (the memory guard is off: memory is over-committed)");
+      continue;
+    }
+    const std::string need = "the model '" + head.model.id + "' needs " + FormatBytes(size);
+    if (size > ceiling) {
+      plan.kind = Plan::kNever;
+      plan.error = MakeError(PoolErrorCode::kTooLarge, need + " of " + BudgetName(b) +
+                                                           " memory, more than " + L.Describe() + ": " + L.Advice());
+      LOG_WARN(log.str() << " outcome=refuse_too_large");
+      return plan;
+    }
+    uint64_t pinned = 0;
+    bool busy = false;
+    for (const auto& [id, s] : slots_) {
+      if (s.get() == &head || s->state == SlotState::kUnloaded) continue;
+      if (s->pinned()) {
+        pinned += s->resident[i];
+      } else {
+        busy = true;  // loaded but not evictable now, loading or unloading
+      }
+    }
+    if (pinned + size > ceiling) {
+      plan.kind = Plan::kNever;
+      plan.error = MakeError(PoolErrorCode::kInsufficientMemory,
+                             need + " but pinned models hold " + FormatBytes(pinned) + " of " + L.Describe() +
+                                 ": unpin a model or " + L.Advice());
+      LOG_WARN(log.str() << " pinned=" << Mb(pinned) << " outcome=refuse_pinned");
+      return plan;
+    }
+    if (busy) {
+      plan.kind = Plan::kWait;
+      if (blocked_ticket_ == ticket) {
+        LOG_DEBUG(log.str() << " outcome=wait_for_busy_models");
+      } else {
+        LOG_INFO(log.str() << " outcome=wait_for_busy_models");
+      }
+      return plan;
+    }
+    plan.kind = Plan::kNever;
+    plan.error = MakeError(PoolErrorCode::kInsufficientMemory,
+                           need + " but " + FormatBytes(current) + " are in use (device-active " +
+                               FormatBytes(m.device_active[i]) + ", footprint " + FormatBytes(footprint) +
+                               ", committed " + FormatBytes(committed_[i]) + ") of " + L.Describe() + ": " +
+                               L.Advice());
+    LOG_WARN(log.str() << " outcome=refuse_insufficient");
+    return plan;
+  }
+  plan.kind = Plan::kAdmit;
+  return plan;
+}
+
+bool EnginePool::AdmitHead(Lock& lock, std::vector<Completion>* done) {
+  if (loading_) return false;
+  const Waiter* head = nullptr;
+  std::shared_ptr<Slot> slot;
+  for (const auto& [t, w] : waiters_) {
+    std::shared_ptr<Slot> s = FindSlot(w.id);
+    if (s && s->state == SlotState::kUnloaded && !s->load_failure && !s->pending_unload) {
+      head = &w;
+      slot = s;
+      break;
+    }
+  }
+  if (!head) {
+    blocked_ticket_ = 0;
+    return false;
+  }
+  const uint64_t ticket = head->ticket;
+  if (!FileExists(slot->model.path)) {
+    slots_.erase(slot->model.id);  // rule 10: its waiters get NotFound
+    return true;
+  }
+  AdmissionPlan plan = PlanAdmission(*slot, ticket);
+  switch (plan.kind) {
+    case Plan::kAdmit:
+      blocked_ticket_ = 0;
+      slot->resident = plan.size;
+      LoadSlot(lock, slot);
+      return true;
+    case Plan::kEvict:
+      blocked_ticket_ = 0;
+      evicted_for_ticket_ = ticket;
+      plan.victim->state = SlotState::kUnloading;
+      UnloadMarked(lock, plan.victim, ("evicted to make room for " + slot->model.id).c_str());
+      return true;
+    case Plan::kWait:
+      blocked_ticket_ = ticket;
+      return false;
+    case Plan::kNever:
+      blocked_ticket_ = 0;
+      for (auto it = waiters_.begin(); it != waiters_.end();) {
+        if (it->second.id != slot->model.id) {
+          ++it;
+          continue;
+        }
+        done->emplace_back(std::move(it->second.done), AcquireResult{nullptr, plan.error});
+        it = waiters_.erase(it);
+      }
+      return true;
+  }
+  return false;
+}
+
+void EnginePool::LoadSlot(Lock& lock, const std::shared_ptr<Slot>& slot) {
+  slot->state = SlotState::kLoading;
+  slot->abort_loading = false;
+  for (size_t i = 0; i < committed_.size(); ++i) committed_[i] += slot->resident[i];
+  loading_ = slot;
+  const DiscoveredModel model = slot->model;
+  const ModelSettings settings = slot->settings;
+  const BudgetBytes active_before = DeviceActiveLocked();
+  std::function<void()> wake = wake_hook_;
+  lock.unlock();
+  if (wake) wake();
+  const uint64_t footprint_before = probe_->FootprintBytes();
+  const auto t0 = std::chrono::steady_clock::now();
+  Result<std::unique_ptr<LoadedEngine>> r = factory_->Load(model, settings, slot->abort_loading);
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  const uint64_t footprint_after = probe_->FootprintBytes();
+  std::shared_ptr<LoadedEngine> engine;
+  if (r.ok()) engine = std::move(*r);
+  lock.lock();
+  loading_ = nullptr;
+  const bool replaced = stop_ || FindSlot(model.id) != slot;
+  auto uncommit = [&] {
+    for (size_t i = 0; i < committed_.size(); ++i) committed_[i] = Sat(committed_[i], slot->resident[i]);
+    slot->resident = {};
+    slot->measured = {};
+    slot->state = SlotState::kUnloaded;
+  };
+  if (!r.ok()) {
+    uncommit();
+    PoolError e;
+    e.code = PoolErrorCode::kUnavailable;
+    e.api_code = "model_unavailable";
+    e.message = "the model '" + model.id + "' failed to load: " + r.status().message() +
+                " (cached until the models are rediscovered)";
+    slot->load_failure = e;
+    LOG_ERROR("pool: " << e.message);
+    lock.unlock();
+    Reclaim();
+    lock.lock();
+  } else if (slot->abort_loading || replaced) {
+    uncommit();
+    const bool aborted = slot->abort_loading;
+    lock.unlock();
+    engine->Stop();
+    engine.reset();
+    lock.lock();
+    PoolError e;
+    e.code = aborted ? PoolErrorCode::kAborted : PoolErrorCode::kShutdown;
+    e.message = aborted ? "load aborted: process memory limit exceeded"
+                        : "the model '" + model.id + "' was removed while it loaded";
+    e.retry_after_s = 5;
+    LOG_WARN("pool: " << model.id << ": " << e.message);
+    std::vector<Completion> failed;
+    for (auto it = waiters_.begin(); it != waiters_.end();) {
+      if (it->second.id != model.id) {
+        ++it;
+        continue;
+      }
+      failed.emplace_back(std::move(it->second.done), AcquireResult{nullptr, e});
+      it = waiters_.erase(it);
+    }
+    lock.unlock();
+    for (auto& [cb, res] : failed) cb(std::move(res));
+    lock.lock();
+  } else {
+    slot->engine = engine;
+    slot->state = SlotState::kLoaded;
+    slot->runtime_key = settings.RuntimeKey();
+    slot->loaded_at = slot->last_access = Now();
+    const BudgetBytes active_after = DeviceActiveLocked();
+    slot->measured[0] = std::max(Sat(footprint_after, footprint_before), Sat(active_after[0], active_before[0]));
+    slot->measured[1] = Sat(active_after[1], active_before[1]);
+    const double gb = static_cast<double>(model.weight_bytes) / static_cast<double>(kGiB);
+    if (gb > 1e-3) {
+      const double s_per_gb = seconds / gb;
+      load_s_per_gb_ = load_s_per_gb_ == 0 ? s_per_gb : 0.7 * load_s_per_gb_ + 0.3 * s_per_gb;
+    }
+    LOG_INFO("pool: loaded " << model.id << " in " << static_cast<int64_t>(seconds * 1000) << " ms (resident "
+                             << FormatBytes(slot->resident[0] + slot->resident[1]) << ", measured growth "
+                             << FormatBytes(slot->measured[0]) << ", committed " << FormatBytes(committed_[0])
+                             << ")");
+  }
+  cv_.notify_all();
+}
+
+void EnginePool::UnloadMarked(Lock& lock, const std::shared_ptr<Slot>& slot, const char* why) {
+  ++unloads_in_progress_;
+  const MemorySnapshot before_snap = SampleLocked();  // still counting this model
+  std::shared_ptr<LoadedEngine> engine = std::move(slot->engine);
+  const BudgetBytes before{before_snap.usage, before_snap.device_usage};
+  BudgetBytes size{};
+  for (Budget b : kBudgets) size[BudgetIndex(b)] = slot->freeable(b);
+  const std::string id = slot->model.id;
+  const std::string reason = why;
+  std::function<void()> wake = wake_hook_;
+  lock.unlock();
+  if (engine) {
+    engine->Stop();
+    engine.reset();  // the last reference: weights unmapped, buffers freed
+  }
+  SettleBarrier(size, before, slot.get());
+  lock.lock();
+  for (size_t i = 0; i < committed_.size(); ++i) committed_[i] = Sat(committed_[i], slot->resident[i]);
+  slot->resident = {};
+  slot->measured = {};
+  slot->state = SlotState::kUnloaded;
+  slot->pending_unload = false;
+  slot->reload_pending = false;
+  --unloads_in_progress_;
+  LOG_INFO("pool: unloaded " << id << " (" << reason << "); committed " << FormatBytes(committed_[0]));
+  cv_.notify_all();
+  if (wake) {
+    lock.unlock();
+    wake();
+    lock.lock();
+  }
+}
+
+void EnginePool::SettleBarrier(const BudgetBytes& size, const BudgetBytes& before, const Slot* unloaded) {
+  // Expect the unloaded size back, less a tolerance (2 GiB, or 5 % of a large
+  // model) — and never more than the live reading held before.
+  BudgetBytes need{};
+  for (size_t i = 0; i < need.size(); ++i) {
+    const uint64_t tolerance = std::max<uint64_t>(2 * kGiB, size[i] / 20);
+    need[i] = Sat(std::min(size[i], before[i]), tolerance);
+  }
+  auto live = [&] {
+    std::lock_guard<std::mutex> lock(mu_);
+    const BudgetBytes active = DeviceActiveLocked();
+    return BudgetBytes{std::max(active[0], probe_->FootprintBytes()), active[1]};
+  };
+  auto settled = [&](const BudgetBytes& now) {
+    for (size_t i = 0; i < need.size(); ++i) {
+      if (Sat(before[i], now[i]) < need[i]) return false;
+    }
+    return true;
+  };
+  for (int round = 0; round < options_.settle_rounds; ++round) {
+    if (settled(live())) {
+      if (round > 0) LOG_DEBUG("pool: memory settled after " << round << " rounds");
+      return;
+    }
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (OtherActivity(unloaded)) {
+        LOG_DEBUG("pool: settle barrier indeterminate: another model is serving or loading");
+        return;
+      }
+    }
+    clock_.sleep(options_.settle_interval_s);
+  }
+  for (int round = 0; round < options_.emergency_reclaim_rounds; ++round) {
+    Reclaim();
+    if (settled(live())) return;
+  }
+  const BudgetBytes now = live();
+  LOG_ERROR("pool: memory did not settle after an unload: live " << FormatBytes(now[0]) << " (was "
+                                                                 << FormatBytes(before[0]) << ", expected a drop of "
+                                                                 << FormatBytes(need[0]) << ")");
+}
+
+void EnginePool::Reclaim() {
+  std::vector<std::shared_ptr<LoadedEngine>> engines;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const auto& [id, s] : slots_) {
+      if (s->engine) engines.push_back(s->engine);
+    }
+  }
+  for (auto& e : engines) e->ReleaseCaches();
+  malloc_trim(0);
+}
+
+}  // namespace llmhost

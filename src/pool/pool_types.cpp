@@ -1,0 +1,55 @@
+#include "pool/pool_types.h"
+
+namespace llmhost {
+
+int PoolErrorHttpStatus(PoolErrorCode code) {
+  switch (code) {
+    case PoolErrorCode::kOk: return 200;
+    case PoolErrorCode::kNotFound: return 404;
+    case PoolErrorCode::kTooLarge:
+    case PoolErrorCode::kInsufficientMemory: return 507;
+    case PoolErrorCode::kBusy:
+    case PoolErrorCode::kUnavailable: return 409;
+    case PoolErrorCode::kTimeout:
+    case PoolErrorCode::kAborted:
+    case PoolErrorCode::kShutdown: return 503;
+    case PoolErrorCode::kCancelled: return 499;  // nobody to answer
+    case PoolErrorCode::kPrefillRejected: return 400;
+    case PoolErrorCode::kInternal: return 500;
+  }
+  return 500;
+}
+
+const char* PoolErrorCodeName(PoolErrorCode code) {
+  switch (code) {
+    case PoolErrorCode::kOk: return "ok";
+    case PoolErrorCode::kNotFound: return "model_not_found";
+    case PoolErrorCode::kTooLarge: return "model_too_large";
+    case PoolErrorCode::kInsufficientMemory: return "insufficient_memory";
+    case PoolErrorCode::kBusy: return "model_busy";
+    case PoolErrorCode::kUnavailable: return "model_unavailable";
+    case PoolErrorCode::kTimeout: return "model_wait_timeout";
+    case PoolErrorCode::kAborted: return "model_load_aborted";
+    case PoolErrorCode::kCancelled: return "cancelled";
+    case PoolErrorCode::kShutdown: return "server_shutting_down";
+    case PoolErrorCode::kPrefillRejected: return "prefill_memory_exceeded";
+    case PoolErrorCode::kInternal: return "internal_error";
+  }
+  return "internal_error";
+}
+
+std::string PoolErrorApiCode(const PoolError& e) {
+  return e.api_code.empty() ? PoolErrorCodeName(e.code) : e.api_code;
+}
+
+const char* AbortReasonName(AbortReason r) {
+  switch (r) {
+    case AbortReason::kNone: return "none";
+    case AbortReason::kModelUnloaded: return "model_unloaded";
+    case AbortReason::kMemoryPressure: return "memory_pressure";
+    case AbortReason::kShutdown: return "shutdown";
+  }
+  return "none";
+}
+
+}  // namespace llmhost

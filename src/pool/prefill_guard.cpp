@@ -1,0 +1,103 @@
+#include "pool/prefill_guard.h"
+
+#include <algorithm>
+
+#include "pool/engine_pool_internal.h"
+#include "util/log.h"
+
+namespace llmhost {
+
+namespace {
+
+// Saturating products: dimensions come from model files.
+uint64_t Mul(uint64_t a, uint64_t b) {
+  if (a != 0 && b > UINT64_MAX / a) return UINT64_MAX;
+  return a * b;
+}
+
+uint64_t Add(uint64_t a, uint64_t b) { return a > UINT64_MAX - b ? UINT64_MAX : a + b; }
+
+uint64_t U(int64_t v) { return v > 0 ? static_cast<uint64_t>(v) : 0; }
+
+}  // namespace
+
+uint64_t KvBytesForTokens(const PrefillDims& d, int64_t tokens) {
+  return Mul(Mul(Mul(Mul(Mul(U(tokens), U(d.n_kv_heads)), U(d.head_dim)), U(d.kv_dtype_bytes)), 2), U(d.n_layers));
+}
+
+int64_t KvBlocksToFree(uint64_t bytes, uint64_t block_bytes) {
+  if (bytes == 0 || block_bytes == 0) return 0;
+  return static_cast<int64_t>((bytes + block_bytes - 1) / block_bytes);
+}
+
+uint64_t PrefillScratchBytes(const PrefillDims& d, int64_t chunk, int64_t length) {
+  const uint64_t q_dim = Mul(U(d.n_heads), U(d.head_dim));
+  const uint64_t kv_dim = Mul(U(d.n_kv_heads), U(d.head_dim));
+  const uint64_t per_token =
+      Add(Add(Add(Mul(4, U(d.hidden)), Mul(2, q_dim)), Mul(2, kv_dim)), Mul(3, U(d.intermediate)));
+  const uint64_t activations = Mul(Mul(U(chunk), per_token), 4);
+  const uint64_t rows = d.attention_scratch_rows > 0 ? U(d.attention_scratch_rows) : Mul(U(chunk), U(d.n_heads));
+  return Add(activations, Mul(Mul(rows, U(length)), 4));
+}
+
+PrefillEstimate EstimatePrefill(const PrefillDims& d, int64_t prompt_tokens, int64_t cached_tokens) {
+  PrefillEstimate e;
+  const int64_t fresh = prompt_tokens - std::max<int64_t>(cached_tokens, 0);
+  if (!d.valid() || fresh <= 0) return e;
+  const int64_t chunk = d.prefill_chunk > 0 ? std::min(d.prefill_chunk, fresh) : fresh;
+  e.kv_bytes = KvBytesForTokens(d, fresh);
+  e.scratch_bytes = PrefillScratchBytes(d, chunk, prompt_tokens);
+  return e;
+}
+
+uint64_t PrefillPeak(const PrefillEstimate& e, const PrefillReadings& r, bool kv_preallocated) {
+  if (kv_preallocated) {
+    return std::max({r.device_active, Add(r.footprint, e.peak()), Add(r.committed, e.scratch_bytes)});
+  }
+  return Add(std::max({r.device_active, r.footprint, r.committed}), e.peak());
+}
+
+std::string PrefillRejectMessage(uint64_t peak, uint64_t current, const PrefillEstimate& e,
+                                 const MemoryLimits& limits) {
+  return "The prefill memory guard rejected this prompt: Prefill would require ~" + FormatBytes(peak) +
+         " peak (current " + FormatBytes(current) + " + KV " + FormatBytes(e.kv_bytes) + " + scratch " +
+         FormatBytes(e.scratch_bytes) + ") but the limit is " + FormatBytes(limits.prefill_limit) + " (" +
+         limits.Describe() + "). Raise the memory guard tier (--memory-guard aggressive), free memory, "
+         "or shorten the context.";
+}
+
+PoolError EnginePool::CheckPrefill(const ModelLease& lease, int64_t prompt_tokens, int64_t cached_tokens) {
+  if (!options_.guard.prefill_guard || !options_.guard.guard_on()) return PoolError();
+  const PrefillDims dims = lease.engine().prefill_dims();
+  const PrefillEstimate est = EstimatePrefill(dims, prompt_tokens, cached_tokens);
+  if (est.peak() == 0) return PoolError();
+  bool reclaimed = false;
+  for (;;) {
+    const MemorySnapshot m = Sample();
+    const uint64_t limit = m.host.prefill_limit;
+    if (limit == 0) return PoolError();
+    const PrefillReadings r{m.device_active[0], m.footprint, m.committed[0]};
+    const uint64_t peak = PrefillPeak(est, r, dims.kv_preallocated);
+    if (peak <= limit) return PoolError();
+    // Make room: idle models other than the requester, size-aware.
+    if (EvictIdle(false, lease.id(), static_cast<int64_t>(peak - limit))) continue;
+    if (!reclaimed) {
+      Reclaim();
+      reclaimed = true;
+      continue;
+    }
+    PoolError e;
+    e.code = PoolErrorCode::kPrefillRejected;
+    e.api_code = "prefill_memory_exceeded";
+    const uint64_t current = std::max({r.device_active, r.footprint, r.committed});
+    e.message = PrefillRejectMessage(peak, current, est, m.host);
+    e.estimated_bytes = peak;
+    e.limit_bytes = limit;
+    LOG_WARN("pool: prefill guard: " << lease.id() << ": " << prompt_tokens << " tokens (" << cached_tokens
+                                     << " cached) need ~" << FormatBytes(peak) << ", limit "
+                                     << FormatBytes(limit) << ": rejected");
+    return e;
+  }
+}
+
+}  // namespace llmhost

@@ -1,0 +1,110 @@
+// The real engine factory through the pool: tiny models of tests/data load
+// onto the CPU backend, generate, report their sizes, and unload.
+#include "pool/cpu_engine_factory.h"
+
+#include <gtest/gtest.h>
+
+#include "engine/event_stream.h"
+#include "pool/engine_pool.h"
+#include "test_util.h"
+
+namespace llmhost {
+namespace {
+
+std::unique_ptr<EnginePool> MakePool(EngineOptions eo = {}) {
+  PoolOptions o;
+  o.model_dirs = {testing::TestDataDir() + "/models"};
+  CpuEngineFactoryOptions fo;
+  fo.engine = eo;
+  fo.precision = Precision::kReference;
+  auto pool = EnginePool::Create(o, std::make_unique<CpuEngineFactory>(fo), std::make_shared<LinuxMemoryProbe>());
+  EXPECT_TRUE(pool.ok()) << pool.status().ToString();
+  return pool.ok() ? std::move(*pool) : nullptr;
+}
+
+const DiscoveredModel* Find(const std::vector<DiscoveredModel>& v, const std::string& id) {
+  for (const auto& m : v) {
+    if (m.id == id) return &m;
+  }
+  return nullptr;
+}
+
+TEST(CpuEngineFactory, ShapesAndEstimates) {
+  auto models = DiscoverModels({testing::TestDataDir() + "/models"});
+  const DiscoveredModel* q = Find(models, "qwen3-tiny");
+  const DiscoveredModel* g = Find(models, "llama-tiny-gguf/llama-tiny-q4_0");
+  ASSERT_TRUE(q && g);
+  auto qs = ReadModelShape(*q);
+  ASSERT_TRUE(qs.ok()) << qs.status().ToString();
+  EXPECT_GT(qs->n_layers, 0);
+  EXPECT_GT(qs->n_kv_heads, 0);
+  EXPECT_GT(qs->head_dim, 0);
+  auto gs = ReadModelShape(*g);
+  ASSERT_TRUE(gs.ok()) << gs.status().ToString();
+  EXPECT_GT(gs->n_layers, 0);
+  EXPECT_GT(gs->hidden, 0);
+  EXPECT_GT(gs->vocab, 0);
+  // KV pool as Engine::Create sizes it: 2 × layers × kv_dim × block × 4 bytes per block.
+  EngineOptions eo;
+  eo.kv_blocks = 3;
+  eo.block_size = 16;
+  EXPECT_EQ(KvPoolBytes(*qs, eo), 3ull * 2 * qs->n_layers * qs->n_kv_heads * qs->head_dim * 16 * 4);
+  CpuEngineFactory f({});
+  const BudgetBytes est = f.ResidentEstimate(*q, ModelSettings());
+  EXPECT_GT(est[0], q->estimated_bytes);  // weights + KV pool + workspace
+  EXPECT_EQ(est[1], 0u);                  // nothing on a GPU
+  ModelSettings shorter;
+  shorter.max_context_window = 64;
+  EXPECT_LT(f.ResidentEstimate(*q, shorter)[0], est[0]);  // a smaller KV pool
+}
+
+TEST(CpuEngineFactory, LoadsGeneratesReportsAndUnloads) {
+  EngineOptions eo;
+  eo.kv_blocks = 8;
+  eo.block_size = 16;
+  auto pool = MakePool(eo);
+  ASSERT_NE(pool, nullptr);
+  AcquireResult r = pool->Acquire("qwen3-tiny");
+  ASSERT_TRUE(r.ok()) << r.error.message;
+  const std::shared_ptr<ServedModel>& m = r.lease->served();
+  ASSERT_NE(m, nullptr);
+  EXPECT_EQ(m->entry.id, "qwen3-tiny");
+  ASSERT_NE(m->engine, nullptr);
+  ASSERT_NE(m->tokenizer, nullptr);
+  EXPECT_TRUE(m->chat_template.has_value());
+  EXPECT_GT(r.lease->engine().DeviceActiveBytes()[0], 0u);  // the KV pool and workspace
+  const PrefillDims d = r.lease->engine().prefill_dims();
+  EXPECT_TRUE(d.valid());
+  EXPECT_TRUE(d.kv_preallocated);
+  // A greedy generation through the leased engine.
+  auto events = std::make_shared<EventStream>();
+  GenerationRequest g;
+  g.prompt = m->tokenizer->Encode("Hello", true);
+  g.sampling.temperature = 0;
+  g.max_tokens = 3;
+  g.ignore_eos = true;
+  g.on_event = events->Callback();
+  ASSERT_TRUE(m->engine->Submit(std::move(g)).ok());
+  std::vector<RequestEvent> all = events->WaitAll();
+  ASSERT_FALSE(all.empty());
+  EXPECT_EQ(all.back().finish, FinishReason::kLength);
+  EXPECT_EQ(all.back().usage.completion_tokens, 3);
+  EXPECT_TRUE(pool->CheckPrefill(*r.lease, 10, 0).ok());
+  for (const ModelStatus& s : pool->ModelStatuses()) {
+    if (s.id != "qwen3-tiny") continue;
+    EXPECT_TRUE(s.loaded);
+    EXPECT_GT(s.memory_bytes, s.weight_bytes);
+    EXPECT_EQ(*s.max_context_window, m->engine->context_length());
+  }
+  EXPECT_EQ(pool->Unload("qwen3-tiny").outcome, UnloadOutcome::kPending);  // leased
+  r.lease.reset();
+  UnloadResult again = pool->Unload("qwen3-tiny");
+  EXPECT_TRUE(again.ok());
+  // The GGUF model too.
+  AcquireResult gg = pool->Acquire("llama-tiny-q4_0");  // the last path component resolves
+  ASSERT_TRUE(gg.ok()) << gg.error.message;
+  EXPECT_TRUE(gg.lease->served()->entry.gguf());
+}
+
+}  // namespace
+}  // namespace llmhost

@@ -1,0 +1,185 @@
+// Prefill memory guard and the memory monitor's arithmetic (spec section 3
+// rules 4–7, section 4 "prefill memory guard", "memory monitor"): KV bytes
+// per token, blocks to free, scratch per chunk, pricing of uncached and
+// mostly-cached prompts, eviction before rejecting, skips.
+#include "pool/prefill_guard.h"
+
+#include <gtest/gtest.h>
+
+#include "fake_engine.h"
+
+namespace llmhost {
+namespace {
+
+using testing::kGB;
+using testing::PoolFixture;
+using testing::FakeModelSpec;
+
+// Llama-3-8B-like: 32 layers, 32 heads, 8 KV heads of 128, f16 KV.
+PrefillDims Llama8B() {
+  PrefillDims d;
+  d.n_layers = 32;
+  d.n_heads = 32;
+  d.n_kv_heads = 8;
+  d.head_dim = 128;
+  d.hidden = 4096;
+  d.intermediate = 14336;
+  d.kv_dtype_bytes = 2;
+  d.prefill_chunk = 512;
+  return d;
+}
+
+TEST(PrefillEstimator, KvBytesAndBlocks) {
+  const PrefillDims d = Llama8B();
+  // tokens × kv_heads × head_dim × dtype × 2 × layers: 128 KiB per token.
+  EXPECT_EQ(KvBytesForTokens(d, 1), 8u * 128 * 2 * 2 * 32);
+  EXPECT_EQ(KvBytesForTokens(d, 1000), 1000u * 131072);
+  EXPECT_EQ(KvBytesForTokens(d, 0), 0u);
+  EXPECT_EQ(KvBlocksToFree(0, 100), 0);
+  EXPECT_EQ(KvBlocksToFree(1, 100), 1);
+  EXPECT_EQ(KvBlocksToFree(100, 100), 1);
+  EXPECT_EQ(KvBlocksToFree(101, 100), 2);  // rounds up
+  // Saturates instead of overflowing on absurd dimensions.
+  PrefillDims huge = d;
+  huge.n_layers = int64_t{1} << 40;
+  EXPECT_EQ(KvBytesForTokens(huge, int64_t{1} << 40), UINT64_MAX);
+}
+
+TEST(PrefillEstimator, ScratchIsChargedPerChunk) {
+  PrefillDims d = Llama8B();
+  const uint64_t per_token = 4 * 4096 + 2 * 4096 + 2 * 1024 + 3 * 14336;
+  // A materialising kernel: chunk × n_heads score rows as long as the sequence.
+  EXPECT_EQ(PrefillScratchBytes(d, 512, 4096), 512 * per_token * 4 + 512ull * 32 * 4096 * 4);
+  d.attention_scratch_rows = 8;  // a streaming kernel's few rows
+  EXPECT_EQ(PrefillScratchBytes(d, 512, 4096), 512 * per_token * 4 + 8ull * 4096 * 4);
+}
+
+TEST(PrefillEstimator, ZeroWithoutModelInfoOrNewTokens) {
+  EXPECT_EQ(EstimatePrefill(PrefillDims(), 1000, 0).peak(), 0u);
+  EXPECT_EQ(EstimatePrefill(Llama8B(), 1000, 1000).peak(), 0u);  // fully cached
+  EXPECT_EQ(EstimatePrefill(Llama8B(), 0, 0).peak(), 0u);
+  EXPECT_GT(EstimatePrefill(Llama8B(), 1, 0).peak(), 0u);
+}
+
+TEST(PrefillEstimator, LongUncachedAndLongMostlyCachedContexts) {
+  const PrefillDims d = Llama8B();
+  const PrefillEstimate uncached = EstimatePrefill(d, 32768, 0);
+  EXPECT_EQ(uncached.kv_bytes, KvBytesForTokens(d, 32768));
+  EXPECT_EQ(uncached.scratch_bytes, PrefillScratchBytes(d, 512, 32768));
+  // 32000 of 32768 cached: KV only for the 768-token suffix, scratch for one
+  // chunk over the whole sequence.
+  const PrefillEstimate cached = EstimatePrefill(d, 32768, 32000);
+  EXPECT_EQ(cached.kv_bytes, KvBytesForTokens(d, 768));
+  EXPECT_EQ(cached.scratch_bytes, PrefillScratchBytes(d, 512, 32768));
+  // A suffix smaller than a chunk is one smaller chunk.
+  EXPECT_EQ(EstimatePrefill(d, 32768, 32700).scratch_bytes, PrefillScratchBytes(d, 68, 32768));
+  // Whole-prompt prefill (chunk 0).
+  PrefillDims whole = d;
+  whole.prefill_chunk = 0;
+  EXPECT_EQ(EstimatePrefill(whole, 1000, 0).scratch_bytes, PrefillScratchBytes(d, 1000, 1000));
+}
+
+TEST(PrefillEstimator, PeakWithAndWithoutAPreallocatedKvPool) {
+  PrefillEstimate e{3 * kGB, kGB};
+  PrefillReadings r{2 * kGB, 4 * kGB, 5 * kGB};
+  EXPECT_EQ(PrefillPeak(e, r, false), 5 * kGB + 4 * kGB);  // three-way max + KV + scratch
+  // A preallocated pool is in committed already: KV grows only the footprint.
+  EXPECT_EQ(PrefillPeak(e, r, true), std::max(4 * kGB + 4 * kGB, 5 * kGB + kGB));
+}
+
+// ---- the pool's guard ---------------------------------------------------------------
+
+FakeModelSpec WithDims(uint64_t resident) {
+  FakeModelSpec s;
+  s.resident = resident;
+  s.dims = Llama8B();
+  return s;
+}
+
+// Prompt sizes with a KV of about `gb` GiB (128 KiB per token).
+int64_t TokensFor(double gb) { return static_cast<int64_t>(gb * 8192); }
+
+TEST(PoolPrefillGuard, PassesANormalRequestAndRejectsAnOversizedOne) {
+  PoolFixture f;
+  f.factory->Set("a", WithDims(3 * kGB));
+  f.Start({"a"});
+  AcquireResult r = f.pool->Acquire("a");
+  ASSERT_TRUE(r.ok());
+  EXPECT_TRUE(f.pool->CheckPrefill(*r.lease, 2000, 0).ok());
+  // Limit 10 GiB × 0.9 = 9 GiB; 3 GiB committed + 7 GiB of KV does not fit.
+  PoolError e = f.pool->CheckPrefill(*r.lease, TokensFor(7), 0);
+  ASSERT_EQ(e.code, PoolErrorCode::kPrefillRejected);
+  EXPECT_EQ(PoolErrorHttpStatus(e.code), 400);
+  EXPECT_EQ(PoolErrorApiCode(e), "prefill_memory_exceeded");
+  EXPECT_EQ(e.limit_bytes, f.pool->Memory().host.prefill_limit);
+  EXPECT_GT(e.estimated_bytes, e.limit_bytes);
+  EXPECT_NE(e.message.find("prefill memory guard rejected this prompt: Prefill would require ~"),
+            std::string::npos)
+      << e.message;
+  EXPECT_NE(e.message.find("shorten the context"), std::string::npos);
+  // The same prompt, mostly cached, passes.
+  EXPECT_TRUE(f.pool->CheckPrefill(*r.lease, TokensFor(7), TokensFor(6.5)).ok());
+}
+
+TEST(PoolPrefillGuard, EvictsIdleModelsBeforeRejecting) {
+  PoolFixture f;
+  f.factory->Set("a", WithDims(2 * kGB));
+  f.factory->Set("idle", WithDims(4 * kGB));
+  f.Start({"a", "idle"});
+  ASSERT_TRUE(f.Touch("idle").ok());
+  AcquireResult r = f.pool->Acquire("a");
+  ASSERT_TRUE(r.ok());
+  // 6 GiB committed + 4 GiB KV > 9 GiB; without the idle model: 6 GiB.
+  EXPECT_TRUE(f.pool->CheckPrefill(*r.lease, TokensFor(4), 0).ok());
+  EXPECT_EQ(f.LoadedIds(), std::vector<std::string>{"a"});
+}
+
+TEST(PoolPrefillGuard, NeverEvictsTheRequesterPinnedOrBusyModelsAndReclaimsFirst) {
+  PoolFixture f;
+  f.factory->Set("a", WithDims(2 * kGB));
+  f.factory->Set("pinned", WithDims(2 * kGB));
+  f.factory->Set("busy", WithDims(2 * kGB));
+  f.Start({"a", "busy", "pinned"});
+  ASSERT_TRUE(f.pool->SetPinned("pinned", true).ok());
+  ASSERT_TRUE(f.Touch("pinned").ok());
+  AcquireResult busy = f.pool->Acquire("busy");
+  AcquireResult r = f.pool->Acquire("a");
+  ASSERT_TRUE(r.ok() && busy.ok());
+  PoolError e = f.pool->CheckPrefill(*r.lease, TokensFor(4), 0);  // 6 + 4 > 9
+  EXPECT_EQ(e.code, PoolErrorCode::kPrefillRejected);
+  EXPECT_EQ(f.LoadedIds(), (std::vector<std::string>{"a", "busy", "pinned"}));
+  EXPECT_GE(f.factory->Last("pinned")->caches_released.load(), 1);  // one reclaim round first
+}
+
+TEST(PoolPrefillGuard, SkippedWhenTheGuardIsOffOrTheRequestFullyCached) {
+  {
+    PoolFixture f;
+    f.options.guard.prefill_guard = false;
+    f.factory->Set("a", WithDims(3 * kGB));
+    f.Start({"a"});
+    AcquireResult r = f.pool->Acquire("a");
+    EXPECT_TRUE(f.pool->CheckPrefill(*r.lease, TokensFor(100), 0).ok());
+  }
+  {
+    PoolFixture f;
+    f.options.guard.tier = GuardTier::kOff;
+    f.factory->Set("a", WithDims(3 * kGB));
+    f.Start({"a"}, 0);
+    AcquireResult r = f.pool->Acquire("a");
+    EXPECT_TRUE(f.pool->CheckPrefill(*r.lease, TokensFor(100), 0).ok());
+  }
+  {
+    PoolFixture f;
+    f.factory->Set("a", WithDims(3 * kGB));
+    f.factory->Set("b", testing::Spec(kGB));  // no model dimensions: the estimate is 0
+    f.Start({"a", "b"});
+    AcquireResult r = f.pool->Acquire("a");
+    EXPECT_TRUE(f.pool->CheckPrefill(*r.lease, TokensFor(100), TokensFor(100)).ok());
+    EXPECT_FALSE(f.pool->CheckPrefill(*r.lease, TokensFor(100), 0).ok());
+    AcquireResult b = f.pool->Acquire("b");
+    EXPECT_TRUE(f.pool->CheckPrefill(*b.lease, TokensFor(100), 0).ok());
+  }
+}
+
+}  // namespace
+}  // namespace llmhost
