@@ -3,7 +3,7 @@
 //
 //   node bench/serve_bench.mjs --url http://127.0.0.1:PORT --model llama1b-mlx4 \
 //       --tiny-model qwen3-tiny [--pid SERVER_PID] [--max-tokens 64] [--concurrency 1,4,8]
-//       [--overhead-requests 300] [--prefix-repeats 2] [--vocab 32000]
+//       [--overhead-requests 300] [--prefix-repeats 1] [--vocab 32000]
 //
 // Phases:
 //  1. decode: C streaming /v1/completions at once, each a 16-id random prompt
@@ -27,7 +27,7 @@ import { readFileSync } from 'node:fs';
 const args = {
   url: null, model: 'llama1b-mlx4', 'tiny-model': 'qwen3-tiny', pid: null,
   'max-tokens': '64', concurrency: '1,4,8', 'overhead-requests': '300',
-  'prefix-repeats': '2', vocab: '32000',
+  'prefix-repeats': '1', vocab: '32000',
 };
 for (let i = 2; i < process.argv.length; i += 2) {
   const k = process.argv[i].replace(/^--/, '');
