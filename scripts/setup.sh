@@ -20,6 +20,9 @@ if [[ "${SKIP_APT:-0}" != 1 ]]; then
   export DEBIAN_FRONTEND=noninteractive
   $SUDO apt-get update -qq
   $SUDO apt-get install -y -qq --no-install-recommends "${PACKAGES[@]}"
+  # Node.js runs the integration tests with the official SDKs; a machine
+  # without it gets Debian's (node 18 runs them too).
+  command -v npm >/dev/null || $SUDO apt-get install -y -qq --no-install-recommends nodejs npm
 fi
 
 # The official OpenAI / Anthropic SDKs for the integration tests (pinned by
