@@ -175,6 +175,9 @@ class EnginePool {
   MemorySnapshot Memory();                          // reads the probe
   RequestCounts Requests() const;
   std::vector<DiscoveredModel> Models() const;
+  // The loaded model `id` (statistics only: no lease, last_access untouched);
+  // null when it is not loaded.
+  std::shared_ptr<ServedModel> Peek(const std::string& id) const;
   double load_seconds_per_gb() const;  // EMA of load speed (0: no load yet)
 
   // ---- memory enforcer interface (memory_enforcer.h) -------------------------

@@ -19,17 +19,17 @@ MemoryEnforcer::~MemoryEnforcer() { Stop(); }
 void MemoryEnforcer::Start() {
   pool_->SetWakeHook([this] { Wake(); });
   std::lock_guard<std::mutex> lock(mu_);
-  if (thread_.joinable()) return;
-  stop_ = false;
+  if (thread_.joinable() || stopped_) return;
   thread_ = std::thread([this] { Loop(); });
 }
 
 void MemoryEnforcer::Stop() {
-  pool_->SetWakeHook(nullptr);
   {
     std::lock_guard<std::mutex> lock(mu_);
-    stop_ = true;
+    if (stopped_) return;  // the pool may be gone after the first Stop()
+    stopped_ = stop_ = true;
   }
+  pool_->SetWakeHook(nullptr);
   cv_.notify_all();
   if (thread_.joinable()) thread_.join();
 }

@@ -64,6 +64,8 @@ class MemoryEnforcer {
 
   // Starts the polling thread (and hooks pool wake-ups to Wake()).
   void Start();
+  // Stops the thread and unhooks the pool; once: later calls (and the
+  // destructor) do not touch the pool, which may be gone by then.
   void Stop();
   // Polls now and at the fast rate for a while.
   void Wake();
@@ -82,6 +84,7 @@ class MemoryEnforcer {
   mutable std::mutex mu_;
   std::condition_variable cv_;
   bool stop_ = false;
+  bool stopped_ = false;  // Stop() ran: the pool is not touched again
   bool woken_ = false;
   std::chrono::steady_clock::time_point fast_until_{};
   bool over_ceiling_last_ = false;

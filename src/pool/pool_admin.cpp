@@ -244,6 +244,12 @@ std::vector<DiscoveredModel> EnginePool::Models() const {
   return out;
 }
 
+std::shared_ptr<ServedModel> EnginePool::Peek(const std::string& id) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::shared_ptr<Slot> s = FindSlot(id);
+  return s && s->state == SlotState::kLoaded && s->engine ? s->engine->served() : nullptr;
+}
+
 double EnginePool::load_seconds_per_gb() const {
   std::lock_guard<std::mutex> lock(mu_);
   return load_s_per_gb_;

@@ -40,6 +40,7 @@ std::string ErrorJson(const ApiError& e, ApiFlavor flavor) {
                   {"param", e.param.empty() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(e.param)},
                   {"code", e.code.empty() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(e.code)}};
   }
+  for (const auto& [key, value] : e.numbers) j["error"][key] = value;
   // Messages may quote client text: never fail on invalid UTF-8.
   return j.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
 }

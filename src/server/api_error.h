@@ -6,9 +6,12 @@
 // server_error / api_error / overloaded_error).
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 #include "server/http_types.h"
 
@@ -22,16 +25,18 @@ struct ApiError {
   std::string param;  // the request field at fault ("" → null)
   std::string code;   // a machine-readable code ("" → null)
   int retry_after_s = 0;  // > 0: a Retry-After header
+  // Extra numeric fields of the error object ("estimated_bytes", "limit_bytes").
+  std::vector<std::pair<std::string, uint64_t>> numbers;
 };
 
 // Anthropic routes (/v1/messages...) answer in Anthropic's shape; all others in OpenAI's.
 ApiFlavor FlavorForPath(std::string_view path);
 
 inline ApiError BadRequest(std::string message, std::string param = "") {
-  return ApiError{400, std::move(message), std::move(param), "", 0};
+  return ApiError{400, std::move(message), std::move(param), "", 0, {}};
 }
 inline ApiError ErrorWithStatus(int status, std::string message, std::string code = "") {
-  return ApiError{status, std::move(message), "", std::move(code), 0};
+  return ApiError{status, std::move(message), "", std::move(code), 0, {}};
 }
 
 std::string ErrorType(int status, ApiFlavor flavor);

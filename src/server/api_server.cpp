@@ -8,7 +8,7 @@ namespace llmhost::server {
 
 namespace {
 
-enum class Route { kHealth, kModels, kInference, kStatus };
+enum class Route { kHealth, kModels, kModelsStatus, kInference, kStatus, kAdmin };
 
 struct RouteEntry {
   const char* method;
@@ -20,12 +20,20 @@ struct RouteEntry {
 constexpr RouteEntry kRoutes[] = {
     {"GET", "/health", Route::kHealth},
     {"GET", "/v1/models", Route::kModels},
-    {"GET", "/v1/models/", Route::kModels},  // /v1/models/{id}
+    {"GET", "/v1/models/status", Route::kModelsStatus},
+    {"GET", "/v1/models/", Route::kModels},    // /v1/models/{id}
+    {"POST", "/v1/models/", Route::kAdmin},    // /v1/models/{id}/unload
     {"POST", "/v1/chat/completions", Route::kInference},
     {"POST", "/v1/completions", Route::kInference},
     {"POST", "/v1/messages", Route::kInference},
     {"POST", "/v1/messages/count_tokens", Route::kInference},
     {"GET", "/api/status", Route::kStatus},
+    {"GET", "/admin/api/models", Route::kAdmin},
+    {"GET", "/admin/api/models/", Route::kAdmin},
+    {"POST", "/admin/api/models/", Route::kAdmin},
+    {"PUT", "/admin/api/models/", Route::kAdmin},
+    {"POST", "/admin/api/reload", Route::kAdmin},
+    {"GET", "/admin/api/status", Route::kStatus},
 };
 
 bool PathMatches(const std::string& path, const char* pattern) {
@@ -41,13 +49,13 @@ std::string NormalizePath(std::string path) {
 
 }  // namespace
 
-ApiServer::ApiServer(const ServeSettings& settings, ModelRegistry* registry)
-    : settings_(settings), registry_(registry), auth_(settings.api_keys), cors_(settings.cors_origins),
+ApiServer::ApiServer(const ServeSettings& settings, EnginePool* pool, MemoryEnforcer* enforcer)
+    : settings_(settings), pool_(pool), enforcer_(enforcer), auth_(settings.api_keys), cors_(settings.cors_origins),
       started_(std::chrono::steady_clock::now()) {}
 
-Result<std::unique_ptr<ApiServer>> ApiServer::Create(const ServeSettings& settings,
-                                                     ModelRegistry* registry, bool handle_signals) {
-  std::unique_ptr<ApiServer> s(new ApiServer(settings, registry));
+Result<std::unique_ptr<ApiServer>> ApiServer::Create(const ServeSettings& settings, EnginePool* pool,
+                                                     MemoryEnforcer* enforcer, bool handle_signals) {
+  std::unique_ptr<ApiServer> s(new ApiServer(settings, pool, enforcer));
   HttpServerOptions o;
   o.host = settings.host;
   o.port = settings.port;
@@ -185,6 +193,8 @@ void ApiServer::Handle(HttpRequest request, std::shared_ptr<ResponseWriter> writ
     case Route::kModels: HandleModels(*this, request, writer); break;
     case Route::kInference: HandleInference(*this, request, writer); break;
     case Route::kStatus: HandleStatus(*this, request, writer); break;
+    case Route::kModelsStatus: HandleModelsStatus(*this, request, writer); break;
+    case Route::kAdmin: HandleAdmin(*this, request, writer); break;
     case Route::kHealth: break;
   }
 }

@@ -1,19 +1,23 @@
-// ApiServer: llmhost's HTTP API over an HttpServer and a ModelRegistry.
+// ApiServer: llmhost's HTTP API over an HttpServer and an EnginePool.
 //
 // Routes (one table, api_server.cpp):
 //   GET  /health                         open, {"status":"ok"}
-//   GET  /v1/models, /v1/models/{id}     models under --model-dir
+//   GET  /v1/models, /v1/models/{id}     models under --model-dir (id = alias when set)
+//   GET  /v1/models/status               every model: loaded, memory, TTL, requests
+//   POST /v1/models/{id}/unload          as /admin/api/models/{id}/unload
 //   POST /v1/chat/completions            OpenAI chat
 //   POST /v1/completions                 OpenAI text completions
 //   POST /v1/messages                    Anthropic Messages
 //   POST /v1/messages/count_tokens       Anthropic token count
-//   GET  /api/status                     HTTP and engine statistics (KV pool, queue)
+//   GET  /api/status                     memory, models, requests, HTTP and engine statistics
+//   /admin/api/...                       models (list, load, unload, unload-if-idle, pin,
+//                                        unpin, settings), reload (routes_admin.cpp)
 //   OPTIONS *                            CORS preflight
 // Every route but /health and preflights needs an API key when keys are set.
 //
 // Run() serves until SIGINT/SIGTERM (or Shutdown()), drains, cancels what
 // is still generating, and returns; then destroy the ApiServer before the
-// registry's models go.
+// pool.
 #pragma once
 
 #include <atomic>
@@ -24,7 +28,8 @@
 #include <set>
 #include <thread>
 
-#include "pool/model_registry.h"
+#include "pool/engine_pool.h"
+#include "pool/memory_enforcer.h"
 #include "server/auth.h"
 #include "server/cors.h"
 #include "server/generation_relay.h"
@@ -35,9 +40,9 @@ namespace llmhost::server {
 
 class ApiServer {
  public:
-  // Binds the port. `registry` must outlive the server.
-  static Result<std::unique_ptr<ApiServer>> Create(const ServeSettings& settings,
-                                                   ModelRegistry* registry, bool handle_signals);
+  // Binds the port. `pool` (and `enforcer`, which may be null) must outlive the server.
+  static Result<std::unique_ptr<ApiServer>> Create(const ServeSettings& settings, EnginePool* pool,
+                                                   MemoryEnforcer* enforcer, bool handle_signals);
   ~ApiServer();
 
   int port() const { return http_->port(); }
@@ -49,7 +54,8 @@ class ApiServer {
     std::atomic<int64_t> generations{0}, prompt_tokens{0}, cached_tokens{0}, completion_tokens{0};
   };
   const ServeSettings& settings() const { return settings_; }
-  ModelRegistry& registry() { return *registry_; }
+  EnginePool& pool() { return *pool_; }
+  MemoryEnforcer* enforcer() { return enforcer_; }
   Counters& counters() { return counters_; }
   HttpServerStats http_stats() const { return http_->stats(); }
   int64_t uptime_s() const;
@@ -58,13 +64,14 @@ class ApiServer {
   size_t relay_count() const;
 
  private:
-  ApiServer(const ServeSettings& settings, ModelRegistry* registry);
+  ApiServer(const ServeSettings& settings, EnginePool* pool, MemoryEnforcer* enforcer);
   void Handle(HttpRequest request, std::shared_ptr<ResponseWriter> writer);
   void TickerLoop();
   void CancelAllRelays();
 
   ServeSettings settings_;
-  ModelRegistry* registry_;
+  EnginePool* pool_;
+  MemoryEnforcer* enforcer_;
   ApiKeyAuth auth_;
   CorsPolicy cors_;
   std::unique_ptr<HttpServer> http_;
@@ -85,5 +92,13 @@ void HandleModels(ApiServer& server, const HttpRequest& request,
                   const std::shared_ptr<ResponseWriter>& writer);
 void HandleStatus(ApiServer& server, const HttpRequest& request,
                   const std::shared_ptr<ResponseWriter>& writer);
+void HandleModelsStatus(ApiServer& server, const HttpRequest& request,
+                        const std::shared_ptr<ResponseWriter>& writer);
+void HandleAdmin(ApiServer& server, const HttpRequest& request,
+                 const std::shared_ptr<ResponseWriter>& writer);
+
+// A pool error as an API error: 404 / 507 / 409 / 503 (Retry-After) / 400
+// prefill_memory_exceeded (with estimated_bytes, limit_bytes) / 500.
+ApiError PoolApiError(const PoolError& e);
 
 }  // namespace llmhost::server

@@ -43,12 +43,12 @@ MaybeError ApiKeyAuth::Check(const HttpRequest& request) const {
   if (token.empty()) token = Trim(request.Header("x-api-key"));
   if (token.empty()) {
     return ApiError{401, "API key required: send 'Authorization: Bearer KEY' or 'x-api-key: KEY'",
-                    "", "invalid_api_key", 0};
+                    "", "invalid_api_key", 0, {}};
   }
   const Sha256Digest given = Sha256Of(token);
   bool match = false;
   for (const Sha256Digest& d : digests_) match |= DigestEqual(given, d);  // no early exit
-  if (!match) return ApiError{401, "Invalid API key", "", "invalid_api_key", 0};
+  if (!match) return ApiError{401, "Invalid API key", "", "invalid_api_key", 0, {}};
   return std::nullopt;
 }
 

@@ -17,12 +17,13 @@ HeaderList SseHeaders() {
 
 std::shared_ptr<GenerationRelay> GenerationRelay::Create(
     std::shared_ptr<ResponseWriter> writer, std::unique_ptr<ResponseFormatter> formatter,
-    std::shared_ptr<LoadedModel> model, KeepAliveMode keepalive, ApiFlavor flavor,
+    std::shared_ptr<ModelLease> lease, KeepAliveMode keepalive, ApiFlavor flavor,
     std::function<void(const GenerationRelay*, const RelayStats&)> on_done) {
   std::shared_ptr<GenerationRelay> r(new GenerationRelay());
   r->writer_ = std::move(writer);
   r->formatter_ = std::move(formatter);
-  r->model_ = std::move(model);
+  r->lease_ = std::move(lease);
+  r->model_ = r->lease_->served();
   r->engine_ = r->model_->engine.get();
   r->keepalive_ = keepalive;
   r->flavor_ = flavor;
@@ -62,7 +63,21 @@ MaybeError GenerationRelay::Submit(GenerationRequest request) {
   writer_->OnClose([weak] {
     if (auto self = weak.lock()) self->Cancel();
   });
+  lease_->SetAbortHandler([weak](AbortReason reason) {
+    if (auto self = weak.lock()) self->Abort(reason);
+  });
   return std::nullopt;
+}
+
+void GenerationRelay::Abort(AbortReason reason) {
+  uint64_t id = 0;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!submitted_ || done_) return;
+    abort_reason_ = reason;
+    id = engine_id_;
+  }
+  engine_->Cancel(id);
 }
 
 void GenerationRelay::Cancel() {
@@ -115,6 +130,7 @@ void GenerationRelay::OnEvent(RequestEvent ev) {
     out += formatter_->Start(u);
     started_ = true;
   }
+  tokens_sent_ += static_cast<int64_t>(ev.token_ids.size());
   if (!ev.text.empty() || !ev.logprobs.empty()) out += formatter_->Delta(ev.text, ConvertLogprobs(ev));
   if (ev.finish == llmhost::FinishReason::kNone) {
     if (!out.empty()) {
@@ -134,6 +150,10 @@ void GenerationRelay::OnEvent(RequestEvent ev) {
 
 void GenerationRelay::Finish(const RequestEvent& ev) {
   done_ = true;
+  // The engine is done with the request: the model may be evicted from now
+  // on (released before the client hears back, so that what it sees next,
+  // /api/status included, reflects it). model_ keeps the tokenizer alive.
+  lease_.reset();
   RelayStats stats{ev.usage.prompt_tokens, ev.usage.cached_tokens, ev.usage.completion_tokens,
                    FinishReasonName(ev.finish)};
   const bool stream = formatter_->streaming();
@@ -143,6 +163,18 @@ void GenerationRelay::Finish(const RequestEvent& ev) {
     ApiError e = ev.finish == llmhost::FinishReason::kAbort
                      ? ErrorWithStatus(503, "the request was aborted (the server is shutting down)")
                      : ErrorWithStatus(500, "generation failed: " + ev.error.message());
+    if (ev.finish == llmhost::FinishReason::kAbort && abort_reason_ == AbortReason::kModelUnloaded) {
+      e = ErrorWithStatus(503, "the model was unloaded while this request ran; retry", "model_unloaded");
+      e.retry_after_s = 1;
+    } else if (ev.finish == llmhost::FinishReason::kAbort && abort_reason_ == AbortReason::kMemoryPressure) {
+      e = tokens_sent_ == 0
+              ? ErrorWithStatus(400,
+                                "The request was stopped during prefill: the server's memory limit was reached "
+                                "while processing it. Retry later, free memory or shorten the context.",
+                                "prefill_memory_aborted")
+              : ErrorWithStatus(503, "the request was stopped: the server's memory limit was reached", "memory_pressure");
+      if (e.status == 503) e.retry_after_s = 5;
+    }
     if (!writer_->closed()) {
       if (stream) {
         writer_->Write(formatter_->StreamError(e));

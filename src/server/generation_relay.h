@@ -1,7 +1,14 @@
 // GenerationRelay: carries one engine request's events to its HTTP client.
 //
-//   auto relay = GenerationRelay::Create(writer, formatter, model, keepalive);
+//   auto relay = GenerationRelay::Create(writer, formatter, lease, keepalive);
 //   if (MaybeError e = relay->Submit(std::move(request))) → answer e
+//
+// The relay holds the model's pool lease (pool/engine_pool.h) until the
+// final event has been sent: the model is not evicted under a request. When
+// the pool aborts the request (a manual unload: 503 model_unloaded; memory
+// pressure: 400 prefill_memory_aborted before the first token, else 503),
+// the engine request is cancelled and the client gets that error, in the
+// stream when it has started.
 //
 // Submit hands the request to the model's engine; a synchronous refusal
 // (400 invalid, 503 queue full) is returned for the caller to answer with
@@ -23,7 +30,7 @@
 #include <string>
 
 #include "engine/request.h"
-#include "pool/model_registry.h"
+#include "pool/engine_pool.h"
 #include "server/http_types.h"
 #include "server/response_format.h"
 
@@ -41,7 +48,7 @@ class GenerationRelay : public std::enable_shared_from_this<GenerationRelay> {
   // `on_done` runs once after the final event was handed to the writer.
   static std::shared_ptr<GenerationRelay> Create(std::shared_ptr<ResponseWriter> writer,
                                                  std::unique_ptr<ResponseFormatter> formatter,
-                                                 std::shared_ptr<LoadedModel> model,
+                                                 std::shared_ptr<ModelLease> lease,
                                                  KeepAliveMode keepalive, ApiFlavor flavor,
                                                  std::function<void(const GenerationRelay*, const RelayStats&)> on_done);
 
@@ -50,6 +57,8 @@ class GenerationRelay : public std::enable_shared_from_this<GenerationRelay> {
   void Tick(std::chrono::steady_clock::time_point now);
   // Cancels the engine request (client gone, server shutdown).
   void Cancel();
+  // Cancels it because the pool aborted it (the client is told why).
+  void Abort(AbortReason reason);
   bool done() const;
 
  private:
@@ -60,8 +69,11 @@ class GenerationRelay : public std::enable_shared_from_this<GenerationRelay> {
 
   std::shared_ptr<ResponseWriter> writer_;
   std::unique_ptr<ResponseFormatter> formatter_;
-  std::shared_ptr<LoadedModel> model_;  // the tokenizer, for logprob tokens
+  std::shared_ptr<ModelLease> lease_;    // released after the final event
+  std::shared_ptr<ServedModel> model_;  // the tokenizer, for logprob tokens
   Engine* engine_ = nullptr;             // model_->engine; outlives every event it sends
+  AbortReason abort_reason_ = AbortReason::kNone;
+  int64_t tokens_sent_ = 0;
   KeepAliveMode keepalive_ = KeepAliveMode::kChunk;
   ApiFlavor flavor_ = ApiFlavor::kOpenAI;
   std::function<void(const GenerationRelay*, const RelayStats&)> on_done_;

@@ -15,7 +15,7 @@ bool HasLateSystemMessage(const nlohmann::ordered_json& messages) {
 
 }  // namespace
 
-MaybeError RenderChat(const InferenceRequest& request, const LoadedModel& model, std::string* text) {
+MaybeError RenderChat(const InferenceRequest& request, const ServedModel& model, std::string* text) {
   if (!model.chat_template) {
     return BadRequest("the model '" + model.entry.id +
                       "' has no chat template: send a raw prompt to /v1/completions instead");
@@ -42,7 +42,7 @@ MaybeError RenderChat(const InferenceRequest& request, const LoadedModel& model,
   return std::nullopt;
 }
 
-MaybeError BuildPromptIds(const InferenceRequest& request, const LoadedModel& model,
+MaybeError BuildPromptIds(const InferenceRequest& request, const ServedModel& model,
                           std::vector<int32_t>* ids) {
   const Tokenizer& tok = *model.tokenizer;
   switch (request.prompt_kind) {
@@ -87,6 +87,29 @@ MaybeError BuildPromptIds(const InferenceRequest& request, const LoadedModel& mo
   return std::nullopt;
 }
 
+void ApplyModelSettings(const ModelSettings& m, InferenceRequest* r) {
+  SamplingRequest& q = r->sampling;
+  auto fill = [](auto& field, const auto& value) {
+    if (!field && value) field = *value;
+  };
+  fill(q.temperature, m.sampling.temperature);
+  fill(q.top_p, m.sampling.top_p);
+  fill(q.top_k, m.sampling.top_k);
+  fill(q.min_p, m.sampling.min_p);
+  fill(q.repetition_penalty, m.sampling.repetition_penalty);
+  fill(q.presence_penalty, m.sampling.presence_penalty);
+  fill(q.frequency_penalty, m.sampling.frequency_penalty);
+  fill(q.max_tokens, m.max_tokens);
+  if (m.chat_template_kwargs.is_object() && !m.chat_template_kwargs.empty()) {
+    nlohmann::ordered_json merged = nlohmann::ordered_json::object();
+    for (const auto& [k, v] : m.chat_template_kwargs.items()) merged[k] = nlohmann::ordered_json::parse(v.dump());
+    if (r->chat_template_kwargs.is_object()) {
+      for (const auto& [k, v] : r->chat_template_kwargs.items()) merged[k] = v;
+    }
+    r->chat_template_kwargs = std::move(merged);
+  }
+}
+
 SamplingParams ResolveSampling(const SamplingRequest& r, const GenerationConfig& g) {
   SamplingParams p;
   p.temperature = r.temperature.value_or(g.temperature.value_or(1.0));
@@ -106,7 +129,7 @@ SamplingParams ResolveSampling(const SamplingRequest& r, const GenerationConfig&
   return p;
 }
 
-GenerationRequest MakeGenerationRequest(const InferenceRequest& request, const LoadedModel& model,
+GenerationRequest MakeGenerationRequest(const InferenceRequest& request, const ServedModel& model,
                                         std::vector<int32_t> prompt) {
   GenerationRequest g;
   g.prompt = std::move(prompt);

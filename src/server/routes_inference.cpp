@@ -1,5 +1,6 @@
 // POST /v1/chat/completions, /v1/completions, /v1/messages,
 // /v1/messages/count_tokens: parse → model → prompt ids → engine → relay.
+#include <atomic>
 #include <chrono>
 #include <ctime>
 
@@ -20,19 +21,6 @@ MaybeError ParseRequest(const std::string& path, const OJson& body, InferenceReq
   return ParseMessagesRequest(body, /*count_only=*/true, out);
 }
 
-ApiError ModelError(const Status& s) {
-  switch (s.code()) {
-    case StatusCode::kNotFound: {
-      ApiError e = ErrorWithStatus(404, s.message(), "model_not_found");
-      e.param = "model";
-      return e;
-    }
-    case StatusCode::kResourceExhausted:  // the weights or the KV pool do not fit
-      return ErrorWithStatus(507, "insufficient memory to load the model: " + s.message());
-    default: return ErrorWithStatus(500, "the model could not be loaded: " + s.message());
-  }
-}
-
 std::unique_ptr<ResponseFormatter> MakeFormatter(const InferenceRequest& r, const ResponseMeta& meta) {
   switch (r.api) {
     case ApiKind::kChatCompletions: return MakeChatCompletionsFormatter(meta, r.stream);
@@ -49,7 +37,80 @@ const char* IdPrefix(ApiKind api) {
   }
 }
 
+// After the model's lease is granted (on the handler's thread, or the
+// pool's when the request had to queue): prompt, prefill guard, engine.
+void ContinueInference(ApiServer& server, const std::string& path, InferenceRequest req,
+                       std::chrono::steady_clock::time_point t0, const std::shared_ptr<ResponseWriter>& writer,
+                       AcquireResult acquired) {
+  const ApiFlavor flavor = FlavorForPath(path);
+  auto fail = [&](const ApiError& e) { writer->Send(ErrorResponse(e, flavor)); };
+  if (!acquired.ok()) {
+    if (acquired.error.code == PoolErrorCode::kCancelled) return;  // the client went away
+    return fail(PoolApiError(acquired.error));
+  }
+  std::shared_ptr<ModelLease> lease(std::move(acquired.lease));
+  const ServedModel& model = *lease->served();
+  ApplyModelSettings(lease->settings(), &req);
+  std::vector<int32_t> ids;
+  if (MaybeError e = BuildPromptIds(req, model, &ids)) return fail(*e);
+
+  if (req.api == ApiKind::kCountTokens) {
+    HttpResponse r;
+    r.body = nlohmann::json{{"input_tokens", ids.size()}}.dump();
+    writer->Send(std::move(r));
+    return;
+  }
+  // The prompt's memory before any work (the engine's prefix cache is its
+  // own: the whole prompt is priced as uncached).
+  PoolError guard = server.pool().CheckPrefill(*lease, static_cast<int64_t>(ids.size()), 0);
+  if (!guard.ok()) return fail(PoolApiError(guard));
+
+  ResponseMeta meta;
+  meta.id = NewResponseId(IdPrefix(req.api));
+  meta.model = model.entry.id;
+  meta.created = static_cast<int64_t>(std::time(nullptr));
+  meta.include_usage = req.include_usage;
+  meta.logprobs = req.sampling.logprobs;
+  meta.top_logprobs = req.sampling.top_logprobs;
+  const size_t n_prompt = ids.size();
+  GenerationRequest gen = MakeGenerationRequest(req, model, std::move(ids));
+
+  ApiServer* srv = &server;
+  auto on_done = [srv, path, t0](const GenerationRelay* relay, const RelayStats& s) {
+    auto& c = srv->counters();
+    c.generations++;
+    c.prompt_tokens += s.prompt_tokens;
+    c.cached_tokens += s.cached_tokens;
+    c.completion_tokens += s.completion_tokens;
+    const double ms =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    LOG_INFO("http: " << path << ": prompt " << s.prompt_tokens << " (cached " << s.cached_tokens
+                      << "), completion " << s.completion_tokens << ", finish " << s.finish << ", "
+                      << static_cast<int64_t>(ms) << " ms");
+    srv->RemoveRelay(relay);
+  };
+  auto relay = GenerationRelay::Create(writer, MakeFormatter(req, meta), std::move(lease),
+                                       server.settings().sse_keepalive, flavor, on_done);
+  server.AddRelay(relay);
+  if (MaybeError e = relay->Submit(std::move(gen))) {
+    server.RemoveRelay(relay.get());
+    LOG_DEBUG("http: " << path << ": refused (" << e->status << "): " << e->message << " [prompt "
+                       << n_prompt << " tokens]");
+    return fail(*e);
+  }
+}
+
 }  // namespace
+
+ApiError PoolApiError(const PoolError& e) {
+  ApiError out = ErrorWithStatus(PoolErrorHttpStatus(e.code), e.message, PoolErrorApiCode(e));
+  out.retry_after_s = e.retry_after_s;
+  if (e.code == PoolErrorCode::kNotFound) out.param = "model";
+  if (e.code == PoolErrorCode::kPrefillRejected) {
+    out.numbers = {{"estimated_bytes", e.estimated_bytes}, {"limit_bytes", e.limit_bytes}};
+  }
+  return out;
+}
 
 void HandleInference(ApiServer& server, const HttpRequest& request,
                      const std::shared_ptr<ResponseWriter>& writer) {
@@ -63,52 +124,22 @@ void HandleInference(ApiServer& server, const HttpRequest& request,
   if (MaybeError e = ParseRequest(request.path, body, &req)) return fail(*e);
   body = OJson();  // the parsed request holds what is needed
 
-  Result<std::shared_ptr<LoadedModel>> model = server.registry().Get(req.model);
-  if (!model.ok()) return fail(ModelError(model.status()));
-  std::vector<int32_t> ids;
-  if (MaybeError e = BuildPromptIds(req, **model, &ids)) return fail(*e);
-
-  if (req.api == ApiKind::kCountTokens) {
-    HttpResponse r;
-    r.body = nlohmann::json{{"input_tokens", ids.size()}}.dump();
-    writer->Send(std::move(r));
-    return;
-  }
-
-  ResponseMeta meta;
-  meta.id = NewResponseId(IdPrefix(req.api));
-  meta.model = (*model)->entry.id;
-  meta.created = static_cast<int64_t>(std::time(nullptr));
-  meta.include_usage = req.include_usage;
-  meta.logprobs = req.sampling.logprobs;
-  meta.top_logprobs = req.sampling.top_logprobs;
-  const size_t n_prompt = ids.size();
-  GenerationRequest gen = MakeGenerationRequest(req, **model, std::move(ids));
-
+  // The model may have to load, or wait for memory that busy models hold:
+  // the request queues in the pool without holding a handler thread.
   ApiServer* srv = &server;
-  const std::string route = request.path;
-  auto on_done = [srv, route, t0](const GenerationRelay* relay, const RelayStats& s) {
-    auto& c = srv->counters();
-    c.generations++;
-    c.prompt_tokens += s.prompt_tokens;
-    c.cached_tokens += s.cached_tokens;
-    c.completion_tokens += s.completion_tokens;
-    const double ms =
-        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-    LOG_INFO("http: " << route << ": prompt " << s.prompt_tokens << " (cached " << s.cached_tokens
-                      << "), completion " << s.completion_tokens << ", finish " << s.finish << ", "
-                      << static_cast<int64_t>(ms) << " ms");
-    srv->RemoveRelay(relay);
-  };
-  auto relay = GenerationRelay::Create(writer, MakeFormatter(req, meta), *model,
-                                       server.settings().sse_keepalive, flavor, on_done);
-  server.AddRelay(relay);
-  if (MaybeError e = relay->Submit(std::move(gen))) {
-    server.RemoveRelay(relay.get());
-    LOG_DEBUG("http: " << request.path << ": refused (" << e->status << "): " << e->message
-                       << " [prompt " << n_prompt << " tokens]");
-    return fail(*e);
-  }
+  const std::string path = request.path;
+  const std::string model = req.model;
+  auto cont = std::make_shared<InferenceRequest>(std::move(req));
+  EnginePool* pool = &server.pool();
+  // Queued: a client that hangs up leaves the queue. (Set first: once the
+  // lease is granted, the relay replaces it with its own.)
+  auto ticket = std::make_shared<std::atomic<uint64_t>>(0);
+  writer->OnClose([pool, ticket] {
+    if (const uint64_t t = ticket->load()) pool->CancelAcquire(t);
+  });
+  ticket->store(pool->AcquireAsync(model, [srv, path, cont, t0, writer](AcquireResult r) {
+    ContinueInference(*srv, path, std::move(*cont), t0, writer, std::move(r));
+  }));
 }
 
 }  // namespace llmhost::server

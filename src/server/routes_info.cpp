@@ -1,7 +1,8 @@
-// GET /v1/models, /v1/models/{id}, /api/status.
+// GET /v1/models, /v1/models/{id}, /v1/models/status, /api/status.
 #include <nlohmann/json.hpp>
 
 #include "server/api_server.h"
+#include "server/pool_json.h"
 
 namespace llmhost::server {
 
@@ -9,22 +10,17 @@ namespace {
 
 using Json = nlohmann::ordered_json;
 
-Json ModelJson(const ModelEntry& e, const std::shared_ptr<LoadedModel>& loaded) {
-  Json j = {{"id", e.id},
+// OpenAI's model object; the id is the alias when one is set (what clients
+// should send), "root" the model's own id.
+Json ModelJson(const ModelStatus& m) {
+  Json j = {{"id", m.alias ? *m.alias : m.id},
             {"object", "model"},
-            {"created", loaded ? loaded->loaded_at : 0},
+            {"created", m.last_access ? static_cast<int64_t>(*m.last_access) : 0},
             {"owned_by", "llmhost"},
-            {"loaded", loaded != nullptr}};
-  if (loaded) j["context_length"] = loaded->engine->context_length();
+            {"root", m.id},
+            {"loaded", m.loaded}};
+  if (m.max_context_window) j["context_length"] = *m.max_context_window;
   return j;
-}
-
-std::shared_ptr<LoadedModel> FindLoaded(const std::vector<std::shared_ptr<LoadedModel>>& loaded,
-                                        const std::string& id) {
-  for (const auto& m : loaded) {
-    if (m->entry.id == id) return m;
-  }
-  return nullptr;
 }
 
 void SendJson(const std::shared_ptr<ResponseWriter>& writer, const Json& j) {
@@ -33,59 +29,83 @@ void SendJson(const std::shared_ptr<ResponseWriter>& writer, const Json& j) {
   writer->Send(std::move(r));
 }
 
+Json EngineJson(const EngineStats& s) {
+  return Json{{"context_length", s.context_length},
+              {"running", s.running},
+              {"waiting", s.waiting},
+              {"submitted", s.submitted},
+              {"rejected", s.rejected},
+              {"steps", s.counters.steps},
+              {"finished", s.counters.finished},
+              {"aborted", s.counters.aborted},
+              {"failed", s.counters.failed},
+              {"preemptions", s.counters.preemptions},
+              {"prompt_tokens", s.counters.prompt_tokens},
+              {"cached_tokens", s.counters.cached_tokens},
+              {"prefill_tokens", s.counters.prefill_tokens},
+              {"generated_tokens", s.counters.generated_tokens},
+              {"kv_cache_bytes", s.kv_cache_bytes},
+              {"kv",
+               {{"blocks_total", s.kv.blocks_total},
+                {"blocks_used", s.kv.blocks_used},
+                {"blocks_free", s.kv.blocks_free},
+                {"blocks_cached", s.kv.blocks_cached},
+                {"prefix_lookups", s.kv.lookups},
+                {"prefix_hits", s.kv.hits},
+                {"prefix_cached_tokens", s.kv.cached_tokens}}}};
+}
+
 }  // namespace
 
 void HandleModels(ApiServer& server, const HttpRequest& request,
                   const std::shared_ptr<ResponseWriter>& writer) {
-  const auto loaded = server.registry().Loaded();
+  const std::vector<ModelStatus> models = server.pool().ModelStatuses();
   const std::string prefix = "/v1/models/";
   if (request.path.size() > prefix.size()) {
-    const std::string id = request.path.substr(prefix.size());
-    for (const ModelEntry& e : server.registry().List()) {
-      if (e.id == id) return SendJson(writer, ModelJson(e, FindLoaded(loaded, e.id)));
+    const std::string name = request.path.substr(prefix.size());
+    Result<std::string> id = server.pool().Resolve(name);
+    for (const ModelStatus& m : models) {
+      if (id.ok() && m.id == *id) return SendJson(writer, ModelJson(m));
     }
-    ApiError err = ErrorWithStatus(404, "The model '" + id + "' does not exist", "model_not_found");
+    ApiError err = ErrorWithStatus(404, "The model '" + name + "' does not exist", "model_not_found");
     writer->Send(ErrorResponse(err, ApiFlavor::kOpenAI));
     return;
   }
   Json data = Json::array();
-  for (const ModelEntry& e : server.registry().List()) data.push_back(ModelJson(e, FindLoaded(loaded, e.id)));
+  for (const ModelStatus& m : models) {
+    if (!m.hidden) data.push_back(ModelJson(m));
+  }
   SendJson(writer, Json{{"object", "list"}, {"data", std::move(data)}});
+}
+
+void HandleModelsStatus(ApiServer& server, const HttpRequest&, const std::shared_ptr<ResponseWriter>& writer) {
+  Json models = Json::array();
+  for (const ModelStatus& m : server.pool().ModelStatuses()) models.push_back(ModelStatusJson(m, false));
+  SendJson(writer, Json{{"models", std::move(models)}});
 }
 
 void HandleStatus(ApiServer& server, const HttpRequest&, const std::shared_ptr<ResponseWriter>& writer) {
   const HttpServerStats h = server.http_stats();
   auto& c = server.counters();
+  EnginePool& pool = server.pool();
+  const RequestCounts rc = pool.Requests();
   Json models = Json::array();
-  for (const auto& m : server.registry().Loaded()) {
-    const EngineStats s = m->engine->Stats();
-    models.push_back(
-        {{"id", m->entry.id},
-         {"context_length", s.context_length},
-         {"running", s.running},
-         {"waiting", s.waiting},
-         {"submitted", s.submitted},
-         {"rejected", s.rejected},
-         {"steps", s.counters.steps},
-         {"finished", s.counters.finished},
-         {"aborted", s.counters.aborted},
-         {"failed", s.counters.failed},
-         {"preemptions", s.counters.preemptions},
-         {"prompt_tokens", s.counters.prompt_tokens},
-         {"cached_tokens", s.counters.cached_tokens},
-         {"prefill_tokens", s.counters.prefill_tokens},
-         {"generated_tokens", s.counters.generated_tokens},
-         {"kv",
-          {{"bytes", s.kv_cache_bytes},
-           {"blocks_total", s.kv.blocks_total},
-           {"blocks_used", s.kv.blocks_used},
-           {"blocks_free", s.kv.blocks_free},
-           {"blocks_cached", s.kv.blocks_cached},
-           {"prefix_lookups", s.kv.lookups},
-           {"prefix_hits", s.kv.hits},
-           {"prefix_cached_tokens", s.kv.cached_tokens}}}});
+  for (const ModelStatus& m : pool.ModelStatuses()) {
+    Json j = ModelStatusJson(m, true);
+    if (m.loaded) {
+      // Statistics without a lease: reading them must not count as a use.
+      if (std::shared_ptr<ServedModel> served = pool.Peek(m.id)) {
+        // The engine's statistics beside the pool's figures (no key is shared).
+        const Json engine = EngineJson(served->engine->Stats());
+        for (const auto& [key, value] : engine.items()) j[key] = value;
+      }
+    }
+    models.push_back(std::move(j));
   }
   Json j = {{"uptime_s", server.uptime_s()},
+            {"memory", MemoryJson(pool.Memory(), pool.load_seconds_per_gb())},
+            {"requests",
+             {{"active", rc.active}, {"waiting", rc.waiting}, {"memory_blocked", rc.memory_blocked}}},
             {"http",
              {{"connections", h.connections},
               {"requests_active", h.requests_active},
@@ -97,6 +117,13 @@ void HandleStatus(ApiServer& server, const HttpRequest&, const std::shared_ptr<R
               {"cached_tokens", c.cached_tokens.load()},
               {"completion_tokens", c.completion_tokens.load()}}},
             {"models", std::move(models)}};
+  if (MemoryEnforcer* e = server.enforcer()) {
+    const EnforcerTick t = e->last_tick();
+    Json actions = Json::array();
+    for (const auto& a : t.actions) actions.push_back(a);
+    j["memory"]["enforcer"] = {{"level", PressureLevelName(t.level)}, {"emergency", t.emergency},
+                               {"last_actions", std::move(actions)}};
+  }
   SendJson(writer, j);
 }
 

@@ -6,6 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "pool/memory_limits.h"
 #include "util/file.h"
 
 namespace llmhost::server {
@@ -60,10 +61,12 @@ Result<std::map<std::string, Value>> ReadSettingsFile(const std::string& path) {
           v.items.push_back(x.get<std::string>());
         } else if (x.is_number_integer() || x.is_number_unsigned()) {
           v.items.push_back(std::to_string(x.get<int64_t>()));
+        } else if (x.is_number_float()) {
+          v.items.push_back(x.dump());
         } else if (x.is_boolean()) {
           v.items.push_back(x.get<bool>() ? "true" : "false");
         } else {
-          return Status::InvalidArgument(v.source + ": expected a string or an integer");
+          return Status::InvalidArgument(v.source + ": expected a string or a number");
         }
         return Status::OK();
       };
@@ -77,6 +80,18 @@ Result<std::map<std::string, Value>> ReadSettingsFile(const std::string& path) {
     }
   }
   return out;
+}
+
+Result<double> ParseNumber(const Value& v, double min, double max) {
+  const std::string& s = v.items.back();
+  char* end = nullptr;
+  errno = 0;
+  const double x = std::strtod(s.c_str(), &end);
+  if (s.empty() || *end != '\0' || errno != 0 || !(x >= min && x <= max)) {
+    return Status::InvalidArgument(v.source + ": '" + s + "' is not a number in [" + std::to_string(min) + ", " +
+                                   std::to_string(max) + "]");
+  }
+  return x;
 }
 
 Result<int> ParseInt(const Value& v, int min, int max) {
@@ -114,6 +129,13 @@ const std::vector<ServeFlag>& ServeFlags() {
       {"drain-timeout", false, "seconds to let requests finish on SIGTERM/SIGINT (default 30)"},
       {"io-threads", false, "HTTP I/O threads (default 2)"},
       {"precision", false, "CPU matmul precision: fast, fast-int8 or f32 (default fast)"},
+      {"memory-guard", false,
+       "memory guard tier: off, safe, balanced, aggressive or custom (default balanced)"},
+      {"memory-guard-gb", false, "custom memory ceiling in GiB, fractions allowed; implies --memory-guard custom"},
+      {"prefill-guard", false, "refuse prompts whose prefill would exceed memory: on or off (default on)"},
+      {"model-wait-timeout", false,
+       "seconds a request may wait for its model to load or for memory, then 503 (default 120)"},
+      {"idle-ttl", false, "seconds a model may stay idle before it is unloaded; 0: never (default 0)"},
   };
   return kFlags;
 }
@@ -181,6 +203,7 @@ Result<ServeSettings> ResolveServeSettings(const SettingValues& cli, const EnvLo
     return std::nullopt;
   };
 
+  std::string guard_source;  // where --memory-guard came from, for errors
   for (const ServeFlag& f : ServeFlags()) {
     const std::string name = f.name;
     if (name == "home") continue;
@@ -222,12 +245,46 @@ Result<ServeSettings> ResolveServeSettings(const SettingValues& cli, const EnvLo
       ASSIGN_OR_RETURN(s.drain_timeout, ParseInt(*v, 0, 3600));
     } else if (name == "io-threads") {
       ASSIGN_OR_RETURN(s.io_threads, ParseInt(*v, 1, 64));
+    } else if (name == "memory-guard") {
+      auto tier = ParseGuardTier(last);
+      if (!tier.ok()) return Status::InvalidArgument(v->source + ": " + tier.status().message());
+      s.memory_guard = GuardTierName(*tier);
+      guard_source = v->source;
+    } else if (name == "memory-guard-gb") {
+      ASSIGN_OR_RETURN(s.memory_guard_gb, ParseNumber(*v, 0, 1 << 20));
+      if (s.memory_guard_gb <= 0) return Status::InvalidArgument(v->source + ": the ceiling must be above 0 GiB");
+    } else if (name == "prefill-guard") {
+      if (last == "on" || last == "true" || last == "1") {
+        s.prefill_guard = true;
+      } else if (last == "off" || last == "false" || last == "0") {
+        s.prefill_guard = false;
+      } else {
+        return Status::InvalidArgument(v->source + ": '" + last + "' (expected on or off)");
+      }
+    } else if (name == "model-wait-timeout") {
+      ASSIGN_OR_RETURN(s.model_wait_timeout, ParseNumber(*v, 0, 86400));
+    } else if (name == "idle-ttl") {
+      if (last == "none" || last == "off") {
+        s.idle_ttl = 0;
+      } else {
+        ASSIGN_OR_RETURN(s.idle_ttl, ParseInt(*v, 0, 365 * 24 * 3600));
+      }
     } else if (name == "precision") {
       if (last != "fast" && last != "fast-int8" && last != "f32") {
         return Status::InvalidArgument(v->source + ": '" + last + "' (expected fast, fast-int8 or f32)");
       }
       s.precision = last;
     }
+  }
+  // A custom ceiling implies the custom tier; the custom tier needs one.
+  if (s.memory_guard_gb > 0 && s.memory_guard != "custom") {
+    if (s.memory_guard == "off" && !guard_source.empty()) {
+      return Status::InvalidArgument(guard_source + ": 'off' contradicts --memory-guard-gb (a custom ceiling)");
+    }
+    s.memory_guard = "custom";
+  }
+  if (s.memory_guard == "custom" && s.memory_guard_gb <= 0) {
+    return Status::InvalidArgument(guard_source + ": the custom tier needs --memory-guard-gb (the ceiling in GiB)");
   }
   if (s.model_dirs.empty()) s.model_dirs.push_back(JoinPath(s.home, "models"));
   if (s.max_queue == 0) s.max_queue = std::max(4 * s.max_concurrent_requests, 32);

@@ -31,6 +31,12 @@ struct ServeSettings {
   int drain_timeout = 30;               // seconds
   int io_threads = 2;
   std::string precision = "fast";       // CPU matmul precision: fast, fast-int8, f32
+  // Memory guard (pool/memory_limits.h).
+  std::string memory_guard = "balanced";  // off, safe, balanced, aggressive, custom
+  double memory_guard_gb = 0;           // the custom ceiling in GiB (> 0 implies custom)
+  bool prefill_guard = true;
+  double model_wait_timeout = 120;      // seconds a request may queue for its model, then 503
+  int64_t idle_ttl = 0;                 // seconds idle before a model unloads; 0: never
 };
 
 // One serve flag: its name ("max-concurrent-requests"), whether it repeats,

@@ -1,4 +1,4 @@
-// The whole server in-process (ApiServer + ModelRegistry + engines) on a free
+// The whole server in-process (ApiServer + EnginePool + engines) on a free
 // port, driven over real sockets: generation against the transformers
 // goldens, streaming = non-streaming, 16 parallel streams = alone, the
 // engine's pool whole after a client hangs up, errors and their shapes,
@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "http_test_client.h"
+#include "pool/cpu_engine_factory.h"
 #include "server/anthropic_request.h"
 #include "server/openai_request.h"
 #include "server/prompt_builder.h"
@@ -27,18 +28,28 @@ namespace {
 using Json = nlohmann::json;
 using testing::Request;
 
+// The pool `llmhost serve` builds, on the CPU reference path, without a
+// memory ceiling that tests could trip over on a loaded machine.
+std::unique_ptr<EnginePool> MakePool(std::vector<std::string> model_dirs, const ServeSettings& s) {
+  PoolOptions po;
+  po.model_dirs = std::move(model_dirs);
+  po.guard.tier = GuardTier::kOff;
+  CpuEngineFactoryOptions fo;
+  fo.engine.max_concurrent_requests = s.max_concurrent_requests;
+  fo.engine.max_queue = s.max_queue;
+  fo.precision = Precision::kReference;
+  auto pool = EnginePool::Create(po, std::make_unique<CpuEngineFactory>(fo), std::make_shared<LinuxMemoryProbe>());
+  EXPECT_TRUE(pool.ok()) << pool.status().ToString();
+  return pool.ok() ? std::move(*pool) : nullptr;
+}
+
 class TestServer {
  public:
   TestServer(ServeSettings s, std::vector<std::string> model_dirs) {
     s.port = 0;
     s.host = "127.0.0.1";
-    ModelRegistryOptions ro;
-    ro.model_dirs = std::move(model_dirs);
-    ro.engine.max_concurrent_requests = s.max_concurrent_requests;
-    ro.engine.max_queue = s.max_queue;
-    ro.precision = Precision::kReference;
-    registry_ = ModelRegistry::Create(ro);
-    auto api = ApiServer::Create(s, registry_.get(), /*handle_signals=*/false);
+    pool_ = MakePool(std::move(model_dirs), s);
+    auto api = ApiServer::Create(s, pool_.get(), nullptr, /*handle_signals=*/false);
     EXPECT_TRUE(api.ok()) << api.status().ToString();
     if (!api.ok()) return;
     api_ = std::move(*api);
@@ -48,13 +59,13 @@ class TestServer {
     if (api_) api_->Shutdown();
     if (thread_.joinable()) thread_.join();
     api_.reset();
-    registry_.reset();
+    pool_.reset();
   }
   int port() const { return api_ ? api_->port() : 0; }
-  ModelRegistry& registry() { return *registry_; }
+  EnginePool& pool() { return *pool_; }
 
  private:
-  std::unique_ptr<ModelRegistry> registry_;
+  std::unique_ptr<EnginePool> pool_;
   std::unique_ptr<ApiServer> api_;
   std::thread thread_;
 };
@@ -76,10 +87,10 @@ Json Golden(const std::string& name) {
 std::string IdsJson(const Json& ids) { return ids.dump(); }
 
 // Text of greedy ids as the engine streams it (special tokens skipped).
-std::string DecodeIds(ModelRegistry& reg, const std::string& model, const std::vector<int32_t>& ids) {
-  auto m = reg.Get(model);
+std::string DecodeIds(EnginePool& pool, const std::string& model, const std::vector<int32_t>& ids) {
+  AcquireResult m = pool.Acquire(model);
   EXPECT_TRUE(m.ok());
-  return m.ok() ? (*m)->tokenizer->Decode(ids, /*skip_special=*/true) : "";
+  return m.ok() ? m.lease->served()->tokenizer->Decode(ids, /*skip_special=*/true) : "";
 }
 
 // Concatenated text of an SSE stream of chat chunks; checks it ends with [DONE].
@@ -126,7 +137,7 @@ TEST(ApiServer, CompletionsFollowTheGoldenGreedyTokens) {
     auto r = Request(srv.port(), "POST", "/v1/completions", body);
     ASSERT_EQ(r.status, 200) << r.body;
     Json j = Json::parse(r.body);
-    EXPECT_EQ(j["choices"][0]["text"], DecodeIds(srv.registry(), fixture, greedy)) << fixture;
+    EXPECT_EQ(j["choices"][0]["text"], DecodeIds(srv.pool(), fixture, greedy)) << fixture;
     EXPECT_EQ(j["choices"][0]["finish_reason"], "length");
     EXPECT_EQ(j["usage"]["prompt_tokens"], g["input_ids"].size());
     EXPECT_EQ(j["usage"]["completion_tokens"], greedy.size());
@@ -145,7 +156,7 @@ TEST(ApiServer, ChatStreamsWhatItAnswersAndSixteenStreamsMatchOne) {
   // The golden chat prompt is this conversation through the model's template.
   const Json g = Golden("qwen3-tiny")["prompts"]["chat"];
   EXPECT_EQ(pj["usage"]["prompt_tokens"], g["input_ids"].size());
-  EXPECT_EQ(text, DecodeIds(srv.registry(), "qwen3-tiny", g["greedy_tokens"].get<std::vector<int32_t>>()));
+  EXPECT_EQ(text, DecodeIds(srv.pool(), "qwen3-tiny", g["greedy_tokens"].get<std::vector<int32_t>>()));
 
   const std::string stream_body = body + R"(,"stream":true,"stream_options":{"include_usage":true}})";
   auto streamed = Request(srv.port(), "POST", "/v1/chat/completions", stream_body);
@@ -319,13 +330,12 @@ TEST(ApiServer, RealtokToolsPromptMatchesGolden) {
                  {"role": "user", "content": "What's the weather in Paris?"}]})";
   InferenceRequest req;
   ASSERT_FALSE(ParseChatCompletionsRequest(OJson::parse(body), &req));
-  ModelRegistryOptions ro;
-  ro.model_dirs = {models};
-  auto reg = ModelRegistry::Create(ro);
-  auto model = reg->Get("qwen3-realtok-tiny");
-  ASSERT_TRUE(model.ok()) << model.status().ToString();
+  auto pool = MakePool({models}, DefaultSettings());
+  AcquireResult acquired = pool->Acquire("qwen3-realtok-tiny");
+  ASSERT_TRUE(acquired.ok()) << acquired.error.message;
+  std::shared_ptr<ServedModel> model = acquired.lease->served();
   std::vector<int32_t> ids;
-  ASSERT_FALSE(BuildPromptIds(req, **model, &ids));
+  ASSERT_FALSE(BuildPromptIds(req, *model, &ids));
   EXPECT_EQ(ids, g["input_ids"].get<std::vector<int32_t>>());
 
   const std::string anthropic = R"({"model": "qwen3-realtok-tiny", "system": "You can call tools.",
@@ -338,7 +348,7 @@ TEST(ApiServer, RealtokToolsPromptMatchesGolden) {
   InferenceRequest areq;
   ASSERT_FALSE(ParseMessagesRequest(OJson::parse(anthropic), false, &areq));
   std::vector<int32_t> aids;
-  ASSERT_FALSE(BuildPromptIds(areq, **model, &aids));
+  ASSERT_FALSE(BuildPromptIds(areq, *model, &aids));
   EXPECT_EQ(aids, ids);
 
   // Over HTTP: greedy tokens as the golden's.
@@ -351,7 +361,7 @@ TEST(ApiServer, RealtokToolsPromptMatchesGolden) {
   ASSERT_EQ(r.status, 200) << r.body;
   Json j = Json::parse(r.body);
   EXPECT_EQ(j["choices"][0]["message"]["content"],
-            (*model)->tokenizer->Decode(g["greedy_tokens"].get<std::vector<int32_t>>(), true));
+            model->tokenizer->Decode(g["greedy_tokens"].get<std::vector<int32_t>>(), true));
 }
 
 }  // namespace

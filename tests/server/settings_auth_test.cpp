@@ -92,6 +92,60 @@ TEST(ServeSettings, BadValuesNameTheirSource) {
   EXPECT_NE(f.status().message().find("settings.json"), std::string::npos);
 }
 
+TEST(ServeSettings, MemoryGuardFlagsFromEverySource) {
+  FakeEnv env;
+  env.vars["HOME"] = "/tmp";
+  auto d = ResolveServeSettings({}, env.lookup());
+  ASSERT_TRUE(d.ok());
+  EXPECT_EQ(d->memory_guard, "balanced");
+  EXPECT_EQ(d->memory_guard_gb, 0);
+  EXPECT_TRUE(d->prefill_guard);
+  EXPECT_EQ(d->model_wait_timeout, 120);
+  EXPECT_EQ(d->idle_ttl, 0);
+  // --memory-guard-gb (fractions allowed) implies custom.
+  auto c = ResolveServeSettings({{"memory-guard-gb", {"1.5"}}, {"prefill-guard", {"off"}},
+                                 {"model-wait-timeout", {"2.5"}}, {"idle-ttl", {"600"}}},
+                                env.lookup());
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->memory_guard, "custom");
+  EXPECT_DOUBLE_EQ(c->memory_guard_gb, 1.5);
+  EXPECT_FALSE(c->prefill_guard);
+  EXPECT_DOUBLE_EQ(c->model_wait_timeout, 2.5);
+  EXPECT_EQ(c->idle_ttl, 600);
+  // Environment and settings.json (a fractional number in JSON).
+  const std::string home = testing::MakeTempDir();
+  ASSERT_TRUE(WriteFileAtomic(JoinPath(home, "settings.json"),
+                              R"({"memory_guard": "aggressive", "idle_ttl": 30, "memory_guard_gb": 0.75})")
+                  .ok());
+  FakeEnv env2;
+  env2.vars["LLMHOST_HOME"] = home;
+  env2.vars["LLMHOST_MEMORY_GUARD"] = "safe";
+  auto e = ResolveServeSettings({}, env2.lookup());
+  ASSERT_TRUE(e.ok()) << e.status().ToString();
+  EXPECT_EQ(e->memory_guard, "custom");  // the file's ceiling wins over the tier: it implies custom
+  EXPECT_DOUBLE_EQ(e->memory_guard_gb, 0.75);
+  EXPECT_EQ(e->idle_ttl, 30);
+  // Errors name their source.
+  struct Bad {
+    SettingValues cli;
+    const char* text;
+  } bad[] = {
+      {{{"memory-guard", {"huge"}}}, "--memory-guard: 'huge'"},
+      {{{"memory-guard", {"custom"}}}, "needs --memory-guard-gb"},
+      {{{"memory-guard", {"off"}}, {"memory-guard-gb", {"2"}}}, "contradicts --memory-guard-gb"},
+      {{{"memory-guard-gb", {"0"}}}, "--memory-guard-gb"},
+      {{{"memory-guard-gb", {"lots"}}}, "--memory-guard-gb: 'lots'"},
+      {{{"prefill-guard", {"maybe"}}}, "--prefill-guard: 'maybe'"},
+      {{{"model-wait-timeout", {"-1"}}}, "--model-wait-timeout"},
+      {{{"idle-ttl", {"1.5"}}}, "--idle-ttl"},
+  };
+  for (const Bad& b : bad) {
+    auto r = ResolveServeSettings(b.cli, env.lookup());
+    ASSERT_FALSE(r.ok()) << b.text;
+    EXPECT_NE(r.status().message().find(b.text), std::string::npos) << r.status().message();
+  }
+}
+
 TEST(ServeSettings, ByteSizesAndEnvNames) {
   EXPECT_EQ(*ParseByteSize("32MB"), 32ull << 20);
   EXPECT_EQ(*ParseByteSize("512kib"), 512ull << 10);

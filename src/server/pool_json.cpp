@@ -1,0 +1,80 @@
+#include "server/pool_json.h"
+
+namespace llmhost::server {
+
+namespace {
+
+using Json = nlohmann::ordered_json;
+
+template <typename T>
+Json OrNull(const std::optional<T>& v) {
+  return v ? Json(*v) : Json(nullptr);
+}
+
+Json BudgetJson(const MemoryLimits& l, uint64_t usage, uint64_t committed) {
+  return Json{{"ceiling_bytes", l.admission_ceiling},
+              {"soft_bytes", l.soft_bytes},
+              {"hard_bytes", l.hard_bytes},
+              {"usage_bytes", usage},
+              {"committed_bytes", committed},
+              {"level", PressureLevelName(LevelFor(usage, l))},
+              {"static_ceiling_bytes", l.static_ceiling},
+              {"dynamic_ceiling_bytes", l.dynamic_ceiling},
+              {"prefill_limit_bytes", l.prefill_limit}};
+}
+
+}  // namespace
+
+Json ModelStatusJson(const ModelStatus& m, bool detail) {
+  Json j = {{"id", m.id},
+            {"alias", OrNull(m.alias)},
+            {"loaded", m.loaded},
+            {"loading", m.loading},
+            {"pinned", m.pinned},
+            {"memory_bytes", m.memory_bytes},
+            {"estimated_bytes", m.estimated_bytes},
+            {"last_access", OrNull(m.last_access)},
+            {"ttl_seconds", OrNull(m.ttl_seconds)},
+            {"active_requests", m.active_requests},
+            {"max_context_window", OrNull(m.max_context_window)}};
+  if (detail) {
+    j["path"] = m.path;
+    j["type"] = m.type;
+    j["weight_bytes"] = m.weight_bytes;
+    j["pending_unload"] = m.pending_unload;
+    j["default"] = m.is_default;
+    j["hidden"] = m.hidden;
+    j["waiting_requests"] = m.waiting_requests;
+    j["load_error"] = OrNull(m.load_error);
+  }
+  return j;
+}
+
+Json MemoryJson(const MemorySnapshot& m, double load_seconds_per_gb) {
+  const MemoryLimits& h = m.host;
+  Json j = BudgetJson(h, m.usage, m.committed[0]);
+  j["level"] = PressureLevelName(m.level);  // the worse of both budgets
+  j["guard"] = h.guard_on;
+  j["tier"] = GuardTierName(h.tier);
+  j["binding"] = h.Describe();
+  j["footprint_bytes"] = m.footprint;
+  j["pss_bytes"] = m.pss;
+  j["device_active_bytes"] = m.device_active[0];
+  j["total_bytes"] = h.total;
+  j["available_bytes"] = m.system.EffectiveAvailable();
+  j["cgroup_limit_bytes"] = m.system.cgroup_limit;
+  j["admission_paused"] = m.admission_paused;
+  j["load_seconds_per_gb"] = load_seconds_per_gb;
+  if (m.has_device) {
+    j["device"] = BudgetJson(m.device, m.device_usage, m.committed[1]);
+    Json gpus = Json::array();
+    for (const GpuMemory& g : m.gpus) {
+      gpus.push_back({{"index", g.index}, {"name", g.name}, {"total_bytes", g.total_bytes},
+                      {"free_bytes", g.free_bytes}, {"used_bytes", g.used_bytes}});
+    }
+    j["gpus"] = std::move(gpus);
+  }
+  return j;
+}
+
+}  // namespace llmhost::server
