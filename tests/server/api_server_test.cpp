@@ -266,26 +266,37 @@ TEST(ApiServer, FullQueueAnswers503WithRetryAfter) {
   TestServer srv(s, {ModelsDir()});
   const std::string long_stream =
       R"({"model":"qwen3-tiny","prompt":"a","max_tokens":3500,"temperature":0,"ignore_eos":true,"stream":true})";
-  // One running (its first token seen), one waiting, the third refused.
-  std::vector<int> fds;
-  for (int i = 0; i < 2; ++i) {
-    int fd = testing::ConnectLocal(srv.port());
-    ASSERT_GE(fd, 0);
-    ASSERT_TRUE(testing::SendAll(fd, testing::FormatRequest("POST", "/v1/completions", long_stream)));
-    fds.push_back(fd);
-    if (i == 0) {
-      std::string buf;
-      while (buf.find("\"text\"") == std::string::npos) ASSERT_TRUE(testing::ReadMore(fd, &buf));
-    }
+  const std::string long_body =
+      R"({"model":"qwen3-tiny","prompt":"a","max_tokens":3500,"temperature":0,"ignore_eos":true})";
+  // One request running (its first token seen); then four more at once while
+  // it runs: one fits the waiting queue, the others are refused. Sent
+  // together rather than one by one after polling /api/status, so that the
+  // running request (a few seconds of decoding) cannot finish in between
+  // even on a loaded machine.
+  int running = testing::ConnectLocal(srv.port());
+  ASSERT_GE(running, 0);
+  ASSERT_TRUE(testing::SendAll(running, testing::FormatRequest("POST", "/v1/completions", long_stream)));
+  std::string buf;
+  while (buf.find("\"text\"") == std::string::npos) ASSERT_TRUE(testing::ReadMore(running, &buf));
+  std::vector<std::thread> senders;
+  std::vector<testing::HttpReply> answers(4);
+  for (size_t i = 0; i < answers.size(); ++i) {
+    senders.emplace_back([&, i] { answers[i] = Request(srv.port(), "POST", "/v1/completions", long_body); });
   }
-  for (int i = 0; i < 600 && StatusOf(srv.port(), "qwen3-tiny")["waiting"] != 1; ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  // Hanging up cancels the running request, so the queued one runs next.
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  ::close(running);
+  for (auto& t : senders) t.join();
+  int refused = 0;
+  for (auto& a : answers) {
+    if (a.status == 200) continue;
+    ++refused;
+    EXPECT_EQ(a.status, 503) << a.body;
+    EXPECT_EQ(a.headers["retry-after"], "1");
+    EXPECT_EQ(Json::parse(a.body)["error"]["type"], "server_error");
   }
-  auto refused = Request(srv.port(), "POST", "/v1/completions", long_stream);
-  EXPECT_EQ(refused.status, 503) << refused.body;
-  EXPECT_EQ(refused.headers["retry-after"], "1");
-  EXPECT_EQ(Json::parse(refused.body)["error"]["type"], "server_error");
-  for (int fd : fds) ::close(fd);
+  // While the first runs, only one fits the queue: the cap refused the rest.
+  EXPECT_GE(refused, 1);
 }
 
 TEST(ApiServer, AnthropicMessagesAndCountTokens) {
