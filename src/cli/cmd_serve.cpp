@@ -81,10 +81,13 @@ int RunServe(const server::SettingValues& cli_values) {
   if (!api.ok()) return Fail(api.status().message());
   std::printf("llmhost: listening on http://%s:%d\n", s.host.c_str(), (*api)->port());
   std::fflush(stdout);
-  (*api)->Run();
-  api->reset();  // connections closed, requests cancelled
+  (*api)->Run();  // drained; what still ran was cancelled
   enforcer.Stop();
-  pool.reset();  // engines stopped
+  // Engines first: their threads may hold the last references to requests'
+  // connections, which must go while the HTTP server still exists.
+  pool->Shutdown();
+  api->reset();
+  pool.reset();
   LOG_INFO("serve: stopped");
   return 0;
 }

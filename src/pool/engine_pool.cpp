@@ -384,7 +384,14 @@ void EnginePool::ManagerLoop() {
     }
     if (progressed || stop_) continue;
     // Sleep until something changes or the next queued request times out.
-    auto next = std::chrono::steady_clock::now() + std::chrono::seconds(1);
+    // An engine's request count trails its final events by a step: when a
+    // model without leases still reports requests, look again soon.
+    bool trailing = false;
+    for (const auto& [id, s] : slots_) {
+      trailing |= s->state == SlotState::kLoaded && s->in_use == 0 && s->engine && s->engine->ActiveRequests() > 0;
+    }
+    auto next = std::chrono::steady_clock::now() +
+                (trailing ? std::chrono::milliseconds(20) : std::chrono::milliseconds(1000));
     for (const auto& [t, w] : waiters_) next = std::min(next, w.deadline);
     cv_.wait_until(lock, next);
   }

@@ -13,7 +13,8 @@ constexpr uint64_t kHotCacheSlack = 512 * kMiB;
 
 uint64_t Scale(uint64_t bytes, double f) {
   const double v = static_cast<double>(bytes) * f;
-  return v <= 0 ? 0 : static_cast<uint64_t>(v);
+  if (!(v > 0)) return 0;
+  return v >= 1.8e19 ? UINT64_MAX : static_cast<uint64_t>(v);
 }
 
 uint64_t MinNonZero(uint64_t a, uint64_t b) {
@@ -176,7 +177,8 @@ std::string MemoryLimits::Describe() const {
     case CeilingSource::kCustom:
       return "the custom ceiling (" + FormatBytes(dynamic_ceiling) + ", --memory-guard-gb)";
     case CeilingSource::kDevice:
-      return "the device memory (" + FormatBytes(device_cap) + ")";
+      return "the device memory (" + FormatBytes(admission_ceiling != 0 ? admission_ceiling : device_cap) +
+             " of " + FormatBytes(device_cap) + ")";
   }
   return "";
 }

@@ -19,6 +19,19 @@ uint64_t Sat(uint64_t a, uint64_t b) { return a > b ? a - b : 0; }
 
 std::string Mb(uint64_t bytes) { return std::to_string(bytes >> 20) + "MiB"; }
 
+// "[a:idle:350MiB,b:busy:350MiB]": loaded models, least recently used first.
+std::string LruList(std::vector<VictimCandidate> c) {
+  std::stable_sort(c.begin(), c.end(), [](const VictimCandidate& x, const VictimCandidate& y) {
+    return x.last_access != y.last_access ? x.last_access < y.last_access : x.id < y.id;
+  });
+  std::string out = "[";
+  for (const VictimCandidate& v : c) {
+    const char* state = v.pinned ? "pinned" : (v.leased || v.active) ? "busy" : "idle";
+    out += (out.size() > 1 ? "," : "") + v.id + ":" + state + ":" + Mb(v.freeable_bytes);
+  }
+  return out + "]";
+}
+
 PoolError MakeError(PoolErrorCode code, std::string message) {
   PoolError e;
   e.code = code;
@@ -134,8 +147,8 @@ EnginePool::AdmissionPlan EnginePool::PlanAdmission(const Slot& head, uint64_t t
     if (auto v = ChooseVictim(cands, static_cast<int64_t>(projected - target), head.model.id)) {
       plan.kind = Plan::kEvict;
       plan.victim = FindSlot(cands[*v].id);
-      LOG_INFO(log.str() << " victim=" << cands[*v].id << " frees=" << Mb(cands[*v].freeable_bytes)
-                         << " outcome=evict");
+      LOG_INFO(log.str() << " lru=" << LruList(cands) << " victim=" << cands[*v].id
+                         << " frees=" << Mb(cands[*v].freeable_bytes) << " outcome=evict");
       return plan;
     }
     if (projected <= ceiling) {

@@ -80,7 +80,8 @@ PoolError EnginePool::CheckPrefill(const ModelLease& lease, int64_t prompt_token
     const uint64_t peak = PrefillPeak(est, r, dims.kv_preallocated);
     if (peak <= limit) return PoolError();
     // Make room: idle models other than the requester, size-aware.
-    if (EvictIdle(false, lease.id(), static_cast<int64_t>(peak - limit))) continue;
+    const int64_t need = static_cast<int64_t>(std::min<uint64_t>(peak - limit, INT64_MAX));
+    if (EvictIdle(false, lease.id(), need)) continue;
     if (!reclaimed) {
       Reclaim();
       reclaimed = true;

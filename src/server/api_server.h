@@ -16,8 +16,10 @@
 // Every route but /health and preflights needs an API key when keys are set.
 //
 // Run() serves until SIGINT/SIGTERM (or Shutdown()), drains, cancels what
-// is still generating, and returns; then destroy the ApiServer before the
-// pool.
+// is still generating, and returns. Then stop the pool (EnginePool::Shutdown:
+// an engine's thread may hold the last reference to a request's connection,
+// which must be released while the HTTP server exists), destroy the
+// ApiServer, and only then the pool.
 #pragma once
 
 #include <atomic>

@@ -4,8 +4,10 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <filesystem>
 
+#include "pool/memory_limits.h"
 #include "test_util.h"
 #include "util/file.h"
 
@@ -135,7 +137,18 @@ TEST(MemoryProbe, LiveReadingsOfThisProcess) {
   ASSERT_TRUE(s.ok);
   EXPECT_GT(s.mem_total, p.rss_bytes);
   EXPECT_LE(s.EffectiveAvailable(), s.EffectiveTotal());
-  (void)probe.Gpus();  // no GPU here, or NVML answers: either is fine
+  // On a machine with an NVIDIA driver, NVML reports each GPU's memory.
+  for (const GpuMemory& g : probe.Gpus()) {
+    EXPECT_GT(g.total_bytes, 0u) << g.index;
+    EXPECT_LE(g.free_bytes, g.total_bytes) << g.name;
+    EXPECT_LE(g.used_bytes, g.total_bytes) << g.name;
+    const MemoryLimits d = ComputeDeviceLimits(GuardSettings(), g, 0);
+    EXPECT_GT(d.admission_ceiling, 0u);
+    EXPECT_LE(d.admission_ceiling, g.total_bytes);
+    std::printf("GPU %d %s: %llu MiB total, %llu MiB free\n", g.index, g.name.c_str(),
+                static_cast<unsigned long long>(g.total_bytes >> 20),
+                static_cast<unsigned long long>(g.free_bytes >> 20));
+  }
 }
 
 TEST(MemoryProbe, FakeReturnsWhatWasSet) {

@@ -58,6 +58,7 @@ class TestServer {
   ~TestServer() {
     if (api_) api_->Shutdown();
     if (thread_.joinable()) thread_.join();
+    if (pool_) pool_->Shutdown();  // engines first: they may hold the last references to connections
     api_.reset();
     pool_.reset();
   }
