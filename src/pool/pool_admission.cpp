@@ -140,7 +140,7 @@ EnginePool::AdmissionPlan EnginePool::PlanAdmission(const Slot& head, uint64_t t
         << " committed=" << Mb(committed_[i]) << " current=" << Mb(current) << " target=" << Mb(target)
         << " ceiling=" << (ceiling == UINT64_MAX ? std::string("none") : Mb(ceiling));
     if (projected <= target) {
-      LOG_DEBUG(log.str() << " outcome=fits");
+      LOG_INFO(log.str() << " outcome=admit");
       continue;
     }
     const std::vector<VictimCandidate> cands = Candidates(b);
