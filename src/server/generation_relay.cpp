@@ -13,6 +13,28 @@ HeaderList SseHeaders() {
   return {{"Cache-Control", "no-cache"}, {"X-Accel-Buffering", "no"}};
 }
 
+// Why an aborted request stopped, as the client hears it.
+ApiError AbortError(AbortReason reason, bool tokens_sent) {
+  if (reason == AbortReason::kModelUnloaded) {
+    ApiError e = ErrorWithStatus(503, "the model was unloaded while this request ran; retry", "model_unloaded");
+    e.retry_after_s = 1;
+    return e;
+  }
+  if (reason == AbortReason::kMemoryPressure) {
+    if (!tokens_sent) {
+      return ErrorWithStatus(400,
+                             "The request was stopped during prefill: the server's memory limit was reached "
+                             "while processing it. Retry later, free memory or shorten the context.",
+                             "prefill_memory_aborted");
+    }
+    ApiError e = ErrorWithStatus(503, "the request was stopped: the server's memory limit was reached",
+                                 "memory_pressure");
+    e.retry_after_s = 5;
+    return e;
+  }
+  return ErrorWithStatus(503, "the request was aborted (the server is shutting down)");
+}
+
 }  // namespace
 
 std::shared_ptr<GenerationRelay> GenerationRelay::Create(
@@ -32,11 +54,22 @@ std::shared_ptr<GenerationRelay> GenerationRelay::Create(
 }
 
 MaybeError GenerationRelay::Submit(GenerationRequest request) {
+  std::weak_ptr<GenerationRelay> weak = weak_from_this();
+  // Set before the engine sees the request: a short one can finish, and
+  // Finish release lease_, before this function returns. An abort that
+  // arrives before the request is submitted is recorded and checked below.
+  lease_->SetAbortHandler([weak](AbortReason reason) {
+    if (auto self = weak.lock()) self->Abort(reason);
+  });
   // The engine holds the callback (and so this relay) until the final event.
   request.on_event = [self = shared_from_this()](RequestEvent ev) { self->OnEvent(std::move(ev)); };
   {
     // Held across Submit and the stream's start: an early event waits for it.
     std::lock_guard<std::mutex> lock(mu_);
+    if (abort_reason_ != AbortReason::kNone) {
+      done_ = true;
+      return AbortError(abort_reason_, false);
+    }
     Result<uint64_t> id = engine_->Submit(std::move(request));
     if (!id.ok()) {
       done_ = true;
@@ -59,12 +92,8 @@ MaybeError GenerationRelay::Submit(GenerationRequest request) {
       writer_->Write(formatter_->KeepAlive(keepalive_));
     }
   }
-  std::weak_ptr<GenerationRelay> weak = weak_from_this();
   writer_->OnClose([weak] {
     if (auto self = weak.lock()) self->Cancel();
-  });
-  lease_->SetAbortHandler([weak](AbortReason reason) {
-    if (auto self = weak.lock()) self->Abort(reason);
   });
   return std::nullopt;
 }
@@ -73,8 +102,9 @@ void GenerationRelay::Abort(AbortReason reason) {
   uint64_t id = 0;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    if (!submitted_ || done_) return;
+    if (done_) return;
     abort_reason_ = reason;
+    if (!submitted_) return;  // Submit sees abort_reason_ and does not submit
     id = engine_id_;
   }
   engine_->Cancel(id);
@@ -160,21 +190,9 @@ void GenerationRelay::Finish(const RequestEvent& ev) {
   if (ev.finish == llmhost::FinishReason::kAbort || ev.finish == llmhost::FinishReason::kError) {
     // Client gone: nothing reaches it. Otherwise (shutdown, failed step) it
     // learns why.
-    ApiError e = ev.finish == llmhost::FinishReason::kAbort
-                     ? ErrorWithStatus(503, "the request was aborted (the server is shutting down)")
-                     : ErrorWithStatus(500, "generation failed: " + ev.error.message());
-    if (ev.finish == llmhost::FinishReason::kAbort && abort_reason_ == AbortReason::kModelUnloaded) {
-      e = ErrorWithStatus(503, "the model was unloaded while this request ran; retry", "model_unloaded");
-      e.retry_after_s = 1;
-    } else if (ev.finish == llmhost::FinishReason::kAbort && abort_reason_ == AbortReason::kMemoryPressure) {
-      e = tokens_sent_ == 0
-              ? ErrorWithStatus(400,
-                                "The request was stopped during prefill: the server's memory limit was reached "
-                                "while processing it. Retry later, free memory or shorten the context.",
-                                "prefill_memory_aborted")
-              : ErrorWithStatus(503, "the request was stopped: the server's memory limit was reached", "memory_pressure");
-      if (e.status == 503) e.retry_after_s = 5;
-    }
+    const ApiError e = ev.finish == llmhost::FinishReason::kAbort
+                           ? AbortError(abort_reason_, tokens_sent_ > 0)
+                           : ErrorWithStatus(500, "generation failed: " + ev.error.message());
     if (!writer_->closed()) {
       if (stream) {
         writer_->Write(formatter_->StreamError(e));
