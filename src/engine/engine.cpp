@@ -38,6 +38,8 @@ Result<std::unique_ptr<Engine>> Engine::Create(Model* model, const Tokenizer* to
   so.prefill_chunk_tokens = options.prefill_chunk_tokens;
   so.max_context = context;
   so.prefix_caching = options.prefix_caching;
+  so.block_store = options.block_store;
+  so.model_id = options.model_id;
   so.eos_token_ids = options.eos_token_ids ? *options.eos_token_ids : EosTokenIds(*model, tokenizer);
   auto sched = std::make_unique<Scheduler>(std::make_unique<ModelStep>(model), std::move(cache),
                                            fingerprint, tokenizer, std::move(so));

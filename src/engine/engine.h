@@ -51,6 +51,10 @@ struct EngineOptions {
   int64_t prefill_chunk_tokens = 512;  // 0: whole prompts in one step
   int64_t max_context = 0;             // 0: the model's max_position_embeddings
   bool prefix_caching = true;
+  // The KV block store shared by the engines of a server (hot RAM + SSD
+  // tiers): full blocks are saved there and restored on a prefix hit.
+  std::shared_ptr<BlockStore> block_store;
+  std::string model_id;  // the model's id in the store (stats, file headers)
   // Stop ids of the model; unset: EosTokenIds(model, tokenizer).
   std::optional<std::vector<int32_t>> eos_token_ids;
 };

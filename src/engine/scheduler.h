@@ -27,6 +27,7 @@
 #include <cstdint>
 #include <deque>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "engine/request.h"
@@ -49,6 +50,10 @@ struct SchedulerOptions {
   int64_t max_context = 0;
   std::vector<int32_t> eos_token_ids;  // stop ids of the model (EosTokenIds)
   bool prefix_caching = true;
+  // Where full blocks are saved and restored from beyond the paged pool (the
+  // hot RAM and SSD tiers, kv/block_store.h); null: none. Needs prefix_caching.
+  std::shared_ptr<BlockStore> block_store;
+  std::string model_id;                // names the model in the store
 };
 
 struct SchedulerCounters {

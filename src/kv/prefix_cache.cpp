@@ -1,11 +1,13 @@
 #include "kv/prefix_cache.h"
 
 #include <algorithm>
+#include <utility>
 
 namespace llmhost {
 
 PrefixCache::PrefixCache(KvCache* cache, const Sha256Digest& model_fingerprint)
     : cache_(cache),
+      fingerprint_(model_fingerprint),
       key_of_(static_cast<size_t>(cache->allocator().total_blocks())),
       indexed_(static_cast<size_t>(cache->allocator().total_blocks()), 0) {
   // The chain's root: the fingerprint under a domain tag, so that a root is
@@ -18,6 +20,24 @@ PrefixCache::PrefixCache(KvCache* cache, const Sha256Digest& model_fingerprint)
 }
 
 PrefixCache::~PrefixCache() { cache_->allocator().set_allocate_hook(nullptr); }
+
+void PrefixCache::AttachStore(std::shared_ptr<BlockStore> store, std::string model_id) {
+  store_ = std::move(store);
+  model_id_ = std::move(model_id);
+}
+
+BlockMeta PrefixCache::MetaOf(const BlockKey& key) const {
+  BlockMeta m;
+  m.key = key;
+  m.fingerprint = fingerprint_;
+  m.model = model_id_;
+  m.token_count = cache_->block_size();
+  m.n_layers = cache_->n_layers();
+  m.block_size = cache_->block_size();
+  m.kv_dim = cache_->kv_dim();
+  m.dtype = "F32";
+  return m;
+}
 
 BlockKey PrefixCache::KeyOf(const BlockKey& parent, std::span<const int32_t> block_tokens) const {
   Sha256 h;
@@ -53,12 +73,14 @@ int64_t PrefixCache::Acquire(CachedSequence* seq) {
   ExtendKeys(seq);
   const size_t limit = seq->keys.size();
   BlockAllocator& alloc = cache_->allocator();
-  for (size_t i = 0; i < limit; ++i) {
+  size_t i = 0;
+  for (; i < limit; ++i) {
     auto it = index_.find(seq->keys[i]);
     if (it == index_.end()) break;
     alloc.Ref(it->second);  // revives it from the free list when unreferenced
     seq->kv.block_table.push_back(it->second);
   }
+  if (i < limit && store_) RestoreFromStore(seq, i);
   const int64_t blocks = static_cast<int64_t>(seq->kv.block_table.size());
   seq->published = static_cast<size_t>(blocks);
   int64_t len = blocks * block_size();
@@ -91,12 +113,47 @@ void PrefixCache::Publish(CachedSequence* seq) {
     const size_t b = static_cast<size_t>(id);
     if (indexed_[b] && key_of_[b] == key) continue;
     if (index_.count(key)) continue;  // an equal block is already findable
-    if (indexed_[b]) Unindex(id);
-    index_.emplace(key, id);
-    key_of_[b] = key;
-    indexed_[b] = 1;
+    Index(id, key);
+    if (store_) SaveToStore(id, key);
   }
   seq->published = full;
+}
+
+void PrefixCache::Index(int32_t id, const BlockKey& key) {
+  const size_t b = static_cast<size_t>(id);
+  if (indexed_[b]) Unindex(id);
+  index_.emplace(key, id);
+  key_of_[b] = key;
+  indexed_[b] = 1;
+}
+
+void PrefixCache::SaveToStore(int32_t id, const BlockKey& key) {
+  if (store_->Contains(key)) return;  // e.g. computed again after a partial restore: skip the copy
+  std::vector<uint8_t> data(cache_->block_bytes());
+  cache_->ReadBlock(id, data.data());
+  store_->Save(MetaOf(key), std::move(data));
+  ++counters_.store_saves;
+}
+
+void PrefixCache::RestoreFromStore(CachedSequence* seq, size_t from) {
+  if (!store_->Contains(seq->keys[from])) return;  // the common miss: no I/O, no allocation
+  BlockAllocator& alloc = cache_->allocator();
+  // At most what the free list holds; the rest of the prompt is prefilled.
+  const size_t room = static_cast<size_t>(std::max<int32_t>(alloc.free_blocks(), 0));
+  const size_t count = std::min(seq->keys.size() - from, room);
+  std::vector<BlockMeta> want;
+  want.reserve(count);
+  for (size_t i = from; i < from + count; ++i) want.push_back(MetaOf(seq->keys[i]));
+  const std::vector<BlockBytes> got = store_->LoadPrefix(want);
+  for (size_t j = 0; j < got.size(); ++j) {
+    if (!got[j] || got[j]->size() != cache_->block_bytes()) break;
+    const std::optional<int32_t> id = alloc.Allocate();  // may evict an unreferenced cached block
+    if (!id) break;
+    cache_->WriteBlock(*id, got[j]->data());
+    Index(*id, want[j].key);
+    seq->kv.block_table.push_back(*id);
+    ++counters_.store_restored;
+  }
 }
 
 void PrefixCache::Release(CachedSequence* seq) {
@@ -115,6 +172,10 @@ int64_t PrefixCache::CachedPrefixBlocks(std::span<const int32_t> tokens) const {
   ExtendKeys(&s);
   int64_t n = 0;
   while (n < static_cast<int64_t>(s.keys.size()) && index_.count(s.keys[static_cast<size_t>(n)])) ++n;
+  while (store_ && n < static_cast<int64_t>(s.keys.size()) &&
+         store_->Contains(s.keys[static_cast<size_t>(n)])) {
+    ++n;
+  }
   return n;
 }
 

@@ -20,20 +20,27 @@
 //   ... Forward(tokens [s.kv.length, ...)) ...; pc.Publish(&s);
 //   pc.Release(&s);                 // blocks stay findable until reused
 //
+// With a BlockStore attached (kv/block_store.h: the hot RAM and SSD tiers),
+// every block Publish indexes is also saved there, and Acquire continues a
+// walk that misses in the index with the store: blocks it still holds
+// (after their paged block was reused, the model unloaded or the server
+// restarted) are copied into fresh paged blocks and indexed again.
+//
 // Not thread-safe: the engine's executor thread owns it (and the KvCache).
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <span>
+#include <string>
 #include <unordered_map>
 #include <vector>
 
+#include "kv/block_store.h"
 #include "model/kv_cache.h"
 #include "util/sha256.h"
 
 namespace llmhost {
-
-using BlockKey = Sha256Digest;
 
 // A sequence together with the tokens it stands for and their block keys.
 struct CachedSequence {
@@ -50,6 +57,8 @@ struct PrefixCacheStats {
   uint64_t hit_blocks = 0;     // blocks reused in total
   uint64_t cached_tokens = 0;  // positions reused in total (not recomputed)
   uint64_t evictions = 0;      // indexed blocks handed out for new contents
+  uint64_t store_saves = 0;    // blocks handed to the block store
+  uint64_t store_restored = 0; // blocks copied back from the block store
   int64_t blocks_total = 0;
   int64_t blocks_used = 0;     // referenced by a sequence
   int64_t blocks_free = 0;     // on the free list (cached ones included)
@@ -65,6 +74,10 @@ class PrefixCache {
   ~PrefixCache();
   PrefixCache(const PrefixCache&) = delete;
   PrefixCache& operator=(const PrefixCache&) = delete;
+
+  // Saves published blocks to `store` and restores from it (null: none).
+  // `model_id` names the model in the store's stats and files.
+  void AttachStore(std::shared_ptr<BlockStore> store, std::string model_id);
 
   KvCache& cache() { return *cache_; }
   int64_t block_size() const { return cache_->block_size(); }
@@ -98,8 +111,8 @@ class PrefixCache {
   // blocks half written). Blocks and references are untouched.
   void Clear();
 
-  // How many leading full blocks of `tokens` are findable now (no
-  // references taken, no stats counted).
+  // How many leading full blocks of `tokens` are findable now, in the index
+  // or the attached store (no references taken, no stats counted, no I/O).
   int64_t CachedPrefixBlocks(std::span<const int32_t> tokens) const;
 
   PrefixCacheStats stats() const;
@@ -107,6 +120,12 @@ class PrefixCache {
  private:
   void OnAllocate(int32_t id);
   void Unindex(int32_t id);
+  void Index(int32_t id, const BlockKey& key);
+  // Restores keys [from, ...) of seq from the store into fresh blocks
+  // appended to seq->kv.block_table (as many as it holds and the free list allows).
+  void RestoreFromStore(CachedSequence* seq, size_t from);
+  void SaveToStore(int32_t id, const BlockKey& key);
+  BlockMeta MetaOf(const BlockKey& key) const;
 
   struct KeyHash {
     size_t operator()(const BlockKey& k) const {
@@ -117,7 +136,10 @@ class PrefixCache {
   };
 
   KvCache* cache_;
+  Sha256Digest fingerprint_;
   BlockKey root_;
+  std::shared_ptr<BlockStore> store_;
+  std::string model_id_;
   std::unordered_map<BlockKey, int32_t, KeyHash> index_;
   std::vector<BlockKey> key_of_;    // per block id: its key when indexed
   std::vector<uint8_t> indexed_;    // per block id: 1 when key_of_ is valid

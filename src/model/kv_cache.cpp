@@ -146,4 +146,28 @@ void KvCache::CopyBlock(int32_t from, int32_t to) {
   }
 }
 
+uint64_t KvCache::block_bytes() const {
+  return 2 * static_cast<uint64_t>(n_layers_ * block_size_ * kv_dim_) * sizeof(float);
+}
+
+void KvCache::ReadBlock(int32_t id, uint8_t* out) const {
+  const size_t bytes = static_cast<size_t>(block_size_ * kv_dim_) * sizeof(float);
+  const size_t offset = static_cast<size_t>(id) * bytes;
+  backend_->Synchronize();  // a device backend may still be writing K/V
+  for (size_t l = 0; l < layers_.size(); ++l) {
+    backend_->CopyToHost(out + l * bytes, layers_[l].k, offset, bytes);
+    backend_->CopyToHost(out + (layers_.size() + l) * bytes, layers_[l].v, offset, bytes);
+  }
+}
+
+void KvCache::WriteBlock(int32_t id, const uint8_t* in) {
+  const size_t bytes = static_cast<size_t>(block_size_ * kv_dim_) * sizeof(float);
+  const size_t offset = static_cast<size_t>(id) * bytes;
+  for (size_t l = 0; l < layers_.size(); ++l) {
+    backend_->CopyToDevice(layers_[l].k, offset, in + l * bytes, bytes);
+    backend_->CopyToDevice(layers_[l].v, offset, in + (layers_.size() + l) * bytes, bytes);
+  }
+  backend_->Synchronize();  // `in` may be freed once this returns
+}
+
 }  // namespace llmhost

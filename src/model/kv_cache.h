@@ -103,6 +103,13 @@ class KvCache {
   // Drops the sequence's references; it is empty afterwards.
   void Release(KvSequence* seq);
 
+  // One block of every layer as host bytes, laid out [2][n_layers][block_size]
+  // [kv_dim] f32 (K of every layer, then V): the unit the KV block store
+  // (kv/block_store.h) saves and restores.
+  uint64_t block_bytes() const;
+  void ReadBlock(int32_t id, uint8_t* out) const;    // out: block_bytes()
+  void WriteBlock(int32_t id, const uint8_t* in);    // in: block_bytes()
+
  private:
   struct LayerBuffers {
     DeviceBuffer k, v;

@@ -1,0 +1,186 @@
+// The engine over a KV block store (the hot/SSD tiers' interface): blocks
+// published by one engine are restored by a later one (a model reloaded, a
+// server restarted), reported as cached tokens, and give the same greedy ids
+// as a cold run; a store that loses or refuses blocks only costs a prefill.
+#include <gtest/gtest.h>
+
+#include <map>
+#include <mutex>
+
+#include "engine/engine_test_util.h"
+#include "kv/block_store.h"
+
+namespace llmhost {
+namespace {
+
+using testing::Collect;
+using testing::Greedy;
+using testing::Outcome;
+using testing::PromptIds;
+using testing::ReferenceGreedy;
+
+// An in-memory BlockStore that checks what it is given.
+class MapStore : public BlockStore {
+ public:
+  void Save(const BlockMeta& meta, std::vector<uint8_t> data) override {
+    std::lock_guard<std::mutex> lk(mu_);
+    EXPECT_EQ(data.size(), 2u * static_cast<uint64_t>(meta.n_layers * meta.block_size * meta.kv_dim) * 4u);
+    EXPECT_EQ(meta.token_count, meta.block_size);
+    EXPECT_EQ(meta.dtype, "F32");
+    EXPECT_EQ(meta.model, "tiny");
+    ++saves_;
+    blocks_[meta.key] = {meta, std::make_shared<const std::vector<uint8_t>>(std::move(data))};
+  }
+  std::vector<BlockBytes> LoadPrefix(std::span<const BlockMeta> want) override {
+    std::lock_guard<std::mutex> lk(mu_);
+    ++load_calls_;
+    std::vector<BlockBytes> out;
+    for (const BlockMeta& m : want) {
+      auto it = blocks_.find(m.key);
+      if (it == blocks_.end() || it->second.first.fingerprint != m.fingerprint ||
+          it->second.first.n_layers != m.n_layers || it->second.first.kv_dim != m.kv_dim) {
+        break;
+      }
+      out.push_back(it->second.second);
+    }
+    return out;
+  }
+  bool Contains(const BlockKey& key) const override {
+    std::lock_guard<std::mutex> lk(mu_);
+    return blocks_.count(key) > 0;
+  }
+  // Forgets every block (a cleared or lost cache).
+  void Drop() {
+    std::lock_guard<std::mutex> lk(mu_);
+    blocks_.clear();
+  }
+  size_t size() const {
+    std::lock_guard<std::mutex> lk(mu_);
+    return blocks_.size();
+  }
+  int saves() const {
+    std::lock_guard<std::mutex> lk(mu_);
+    return saves_;
+  }
+  int load_calls() const {
+    std::lock_guard<std::mutex> lk(mu_);
+    return load_calls_;
+  }
+
+ private:
+  mutable std::mutex mu_;
+  std::map<BlockKey, std::pair<BlockMeta, BlockBytes>> blocks_;
+  int saves_ = 0, load_calls_ = 0;
+};
+
+class BlockStoreEngineTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!testing::LoadFixture("llama3-tiny", &f_)) GTEST_SKIP() << "llama3-tiny not available";
+  }
+  std::unique_ptr<Engine> MakeEngine(std::shared_ptr<BlockStore> store, int64_t kv_blocks = 64) {
+    EngineOptions opt;
+    opt.block_size = 16;
+    opt.kv_blocks = kv_blocks;
+    opt.prefill_chunk_tokens = 32;
+    opt.block_store = std::move(store);
+    opt.model_id = "tiny";
+    auto e = Engine::Create(f_.model.get(), f_.tokenizer.get(), opt);
+    EXPECT_TRUE(e.ok()) << e.status().ToString();
+    return e.ok() ? std::move(e).value() : nullptr;
+  }
+  Outcome Run(Engine& engine, const std::vector<int32_t>& prompt, int n) {
+    std::shared_ptr<EventStream> s;
+    EXPECT_TRUE(engine.Submit(Greedy(prompt, n, &s)).ok());
+    Outcome o = Collect(s);
+    engine.WaitIdle();
+    return o;
+  }
+  int64_t vocab() const { return f_.model->vocab_size(); }
+  testing::Fixture f_;
+};
+
+TEST_F(BlockStoreEngineTest, ANewEngineRestoresWhatAnEarlierOneSaved) {
+  auto store = std::make_shared<MapStore>();
+  const std::vector<int32_t> prompt = PromptIds(vocab(), 70, 11);  // 4 full blocks + 6
+  const std::vector<int32_t> cold = ReferenceGreedy(*f_.model, prompt, 12);
+  {
+    auto first = MakeEngine(store);
+    ASSERT_TRUE(first);
+    Outcome o = Run(*first, prompt, 12);
+    EXPECT_EQ(o.final_event.usage.cached_tokens, 0);
+    EXPECT_EQ(o.ids, cold);
+    // Prompt + answer = 82 tokens, 81 of them run: 5 full blocks, each saved once.
+    EXPECT_EQ(store->size(), 5u);
+    EXPECT_EQ(first->WaitIdle().kv.store_saves, 5u);
+  }  // "unloaded": its paged blocks are gone
+  auto second = MakeEngine(store);
+  ASSERT_TRUE(second);
+  Outcome o = Run(*second, prompt, 12);
+  EXPECT_EQ(o.final_event.usage.cached_tokens, 64);  // 4 full blocks of the prompt
+  EXPECT_EQ(o.ids, cold);
+  const EngineStats st = second->WaitIdle();
+  EXPECT_EQ(st.kv.store_restored, 4u);
+  EXPECT_EQ(st.kv.store_saves, 0u);  // restored blocks, and the 5th it holds already, are not saved again
+  EXPECT_EQ(st.kv.blocks_used, 0);
+
+  // Exact hit from the store: every block restored, the last token run again.
+  auto third = MakeEngine(store);
+  const std::vector<int32_t> exact(prompt.begin(), prompt.begin() + 64);
+  Outcome e = Run(*third, exact, 6);
+  EXPECT_EQ(e.final_event.usage.cached_tokens, 63);
+  EXPECT_EQ(e.ids, ReferenceGreedy(*f_.model, exact, 6));
+}
+
+TEST_F(BlockStoreEngineTest, PagedIndexFirstThenTheStore) {
+  auto store = std::make_shared<MapStore>();
+  const std::vector<int32_t> prompt = PromptIds(vocab(), 70, 12);
+  {
+    auto first = MakeEngine(store);
+    Run(*first, prompt, 10);
+  }
+  auto engine = MakeEngine(store);
+  // A 40-token prefix only (2 blocks) restores 2 blocks ...
+  const std::vector<int32_t> part(prompt.begin(), prompt.begin() + 40);
+  Outcome a = Run(*engine, part, 4);
+  EXPECT_EQ(a.final_event.usage.cached_tokens, 32);
+  // ... then the whole prompt takes those 2 from the paged index and 2 more from the store.
+  Outcome b = Run(*engine, prompt, 10);
+  EXPECT_EQ(b.final_event.usage.cached_tokens, 64);
+  EXPECT_EQ(b.ids, ReferenceGreedy(*f_.model, prompt, 10));
+  EXPECT_EQ(engine->WaitIdle().kv.store_restored, 4u);
+}
+
+TEST_F(BlockStoreEngineTest, ALostStoreCostsOnlyAPrefill) {
+  auto store = std::make_shared<MapStore>();
+  const std::vector<int32_t> prompt = PromptIds(vocab(), 50, 13);
+  {
+    auto first = MakeEngine(store);
+    Run(*first, prompt, 4);
+  }
+  store->Drop();
+  auto engine = MakeEngine(store);
+  Outcome o = Run(*engine, prompt, 8);
+  EXPECT_EQ(o.final_event.usage.cached_tokens, 0);
+  EXPECT_EQ(o.ids, ReferenceGreedy(*f_.model, prompt, 8));
+  EXPECT_EQ(store->load_calls(), 0);  // Contains() said no: no load attempted
+}
+
+TEST_F(BlockStoreEngineTest, RestoreIsBoundedByTheFreeBlocks) {
+  auto store = std::make_shared<MapStore>();
+  const std::vector<int32_t> prompt = PromptIds(vocab(), 100, 14);  // 6 full blocks + 4
+  {
+    auto first = MakeEngine(store);
+    Run(*first, prompt, 4);
+  }
+  // A pool of 8 blocks: the prompt and its first output need 7; all 6
+  // stored blocks fit and are restored, the rest is prefilled.
+  auto engine = MakeEngine(store, 8);
+  ASSERT_TRUE(engine);
+  Outcome o = Run(*engine, prompt, 4);
+  EXPECT_EQ(o.final_event.usage.cached_tokens, 96);
+  EXPECT_EQ(o.ids, ReferenceGreedy(*f_.model, prompt, 4));
+}
+
+}  // namespace
+}  // namespace llmhost
