@@ -30,6 +30,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -48,6 +49,9 @@ struct TieredStoreOptions {
   size_t writer_queue_blocks = 32;   // bounded queue of the background writer
   double inline_after_s = 1.0;       // a save waits this long for queue room, then writes inline
   int load_threads = 4;              // parallel file reads in LoadPrefix
+  // Tests only: called on the writing thread (background writer or inline)
+  // before each block file is written, e.g. to hold the writer back.
+  std::function<void(const BlockKey&)> before_write_for_test;
 };
 
 // Counters since start, and the current sizes. Per model (by BlockMeta::model)
@@ -63,6 +67,7 @@ struct TierStats {
   uint64_t pending_hits = 0;     // blocks served from the writer's queue
   uint64_t ssd_hits = 0, ssd_writes = 0, ssd_evictions = 0;
   uint64_t inline_writes = 0;    // queue full: written on the saving thread
+  uint64_t dropped_saves = 0;    // hot-only saves with no room (pressure, block over the budget)
   uint64_t hot_bytes = 0, hot_blocks = 0;
   uint64_t pending_bytes = 0, pending_blocks = 0;
   uint64_t ssd_bytes = 0, ssd_files = 0;
@@ -83,8 +88,8 @@ class TieredBlockStore final : public BlockStore {
   bool Contains(const BlockKey& key) const override;
 
   // Writes every dirty hot block to the SSD and waits for the writer's
-  // queue to drain; DeadlineExceeded (what is left still queued) after
-  // timeout_s. OK at once without an SSD tier.
+  // queue to drain; ResourceExhausted ("flush deadline exceeded", saying
+  // what is left) after timeout_s. OK at once without an SSD tier.
   Status Flush(double timeout_s);
   // Under memory pressure saves skip the hot tier (write-through to SSD;
   // hot-only: the save is dropped, counted).
@@ -112,7 +117,8 @@ class TieredBlockStore final : public BlockStore {
 // The safetensors file of one block (exposed for tests, the fuzz target and
 // tools). EncodeBlockFile returns header + data; DecodeBlockFile checks the
 // header, the sizes and the data's SHA-256 and fills meta and data;
-// InvalidArgument / DataLoss says what is wrong.
+// InvalidArgument (malformed header, wrong shape or size) or Corruption
+// (checksum mismatch) says what is wrong.
 std::vector<uint8_t> EncodeBlockFile(const BlockMeta& meta, std::span<const uint8_t> data);
 Status DecodeBlockFile(std::span<const uint8_t> file, BlockMeta* meta, std::vector<uint8_t>* data);
 // Reads only the header (the startup scan): meta, and the data's size.
