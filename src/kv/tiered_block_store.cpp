@@ -124,72 +124,70 @@ std::vector<BlockBytes> TieredBlockStore::LoadPrefix(std::span<const BlockMeta> 
   if (want.empty() || s.options.mode == CacheMode::kOff) return out;
   const std::string& model = want[0].model;
   if (s.ssd) s.ssd->NoteFingerprint(want[0].fingerprint);
-  {
-    std::lock_guard<std::mutex> lock(s.mu);
-    for (const BlockMeta& w : want) {
-      const HotTier::Entry* e = s.hot.Find(w.key);
-      if (!e || !e->meta.SameShape(w)) break;
-      out.push_back(e->data);
-    }
-  }
-  s.stats.Add(model, &TierStats::hot_hits, static_cast<int64_t>(out.size()));
-  if (s.ssd && out.size() < want.size()) {
-    // Plan the rest: pending bytes, or a disk read, up to the first block held nowhere.
-    size_t first = out.size();
-    std::vector<BlockBytes> got;
-    std::vector<size_t> disk;  // indexes into got
-    for (size_t i = first; i < want.size(); ++i) {
-      BlockBytes p = s.ssd->FindPending(want[i]);
-      if (!p && !s.ssd->Indexed(want[i].key)) break;
-      if (!p) disk.push_back(got.size());
-      got.push_back(std::move(p));
-    }
-    // Disk reads in parallel; reads past the first failure are skipped.
-    std::atomic<size_t> next{0}, first_fail{got.size()};
-    auto work = [&] {
-      for (size_t k; (k = next.fetch_add(1)) < disk.size();) {
-        size_t g = disk[k];
-        if (g > first_fail.load()) continue;
-        got[g] = s.ssd->Read(want[first + g]);
-        if (!got[g]) {
-          size_t cur = first_fail.load();
-          while (g < cur && !first_fail.compare_exchange_weak(cur, g)) {
-          }
-        }
-      }
-    };
-    size_t n_threads = std::min<size_t>(s.options.load_threads, disk.size());
-    std::vector<std::thread> threads;
-    for (size_t t = 1; t < n_threads; ++t) threads.emplace_back(work);
-    if (n_threads > 0) work();
-    for (std::thread& t : threads) t.join();
-    // The leading valid run; promote what came from disk to the hot tier.
-    size_t run = 0;
-    while (run < got.size() && got[run]) ++run;
-    std::vector<BlockKey> submit;
-    uint64_t pending_hits = 0, ssd_hits = 0, promoted = 0;
+  // Plan each block, in order: hot, pending writes, disk; stop at the first
+  // block held nowhere.
+  enum Source : uint8_t { kHot, kPending, kDisk };
+  std::vector<BlockBytes> got;
+  std::vector<Source> from;
+  std::vector<size_t> disk;  // indexes into got
+  for (const BlockMeta& w : want) {
+    BlockBytes b;
     {
       std::lock_guard<std::mutex> lock(s.mu);
-      size_t d = 0;
-      for (size_t g = 0; g < run; ++g) {
-        bool from_disk = d < disk.size() && disk[d] == g;
-        if (from_disk) ++d;
-        ++(from_disk ? ssd_hits : pending_hits);
-        if (from_disk && s.CanUseHot()) {
-          std::vector<HotTier::Entry> evicted;
-          if (s.hot.Add(want[first + g], got[g], false, &evicted) == HotTier::Insert::kInserted) {
-            ++promoted;
-          }
-          for (BlockKey& k : s.PendEvictedLocked(&evicted)) submit.push_back(k);
+      const HotTier::Entry* e = s.hot.Find(w.key);
+      if (e && e->meta.SameShape(w)) b = e->data;
+    }
+    if (b) {
+      from.push_back(kHot);
+    } else if (s.ssd && (b = s.ssd->FindPending(w))) {
+      from.push_back(kPending);
+    } else if (s.ssd && s.ssd->Indexed(w.key)) {
+      from.push_back(kDisk);
+      disk.push_back(got.size());
+    } else {
+      break;
+    }
+    got.push_back(std::move(b));
+  }
+  // Disk reads in parallel; reads past the first failure are skipped.
+  std::atomic<size_t> next{0}, first_fail{got.size()};
+  auto work = [&] {
+    for (size_t k; (k = next.fetch_add(1)) < disk.size();) {
+      size_t g = disk[k];
+      if (g > first_fail.load()) continue;
+      got[g] = s.ssd->Read(want[g]);
+      if (!got[g]) {
+        size_t cur = first_fail.load();
+        while (g < cur && !first_fail.compare_exchange_weak(cur, g)) {
         }
-        out.push_back(std::move(got[g]));
       }
     }
-    s.stats.Add(model, &TierStats::pending_hits, static_cast<int64_t>(pending_hits));
-    s.stats.Add(model, &TierStats::ssd_hits, static_cast<int64_t>(ssd_hits));
-    s.stats.Add(model, &TierStats::hot_promotions, static_cast<int64_t>(promoted));
-    s.SubmitAll(submit);
+  };
+  size_t n_threads = std::min<size_t>(s.options.load_threads, disk.size());
+  std::vector<std::thread> threads;
+  for (size_t t = 1; t < n_threads; ++t) threads.emplace_back(work);
+  if (n_threads > 0) work();
+  for (std::thread& t : threads) t.join();
+  // The leading valid run; what came from disk is promoted to the hot tier.
+  size_t run = 0;
+  while (run < got.size() && got[run]) ++run;
+  uint64_t counts[3] = {0, 0, 0}, promoted = 0;
+  std::vector<BlockKey> submit;
+  for (size_t g = 0; g < run; ++g) {
+    ++counts[from[g]];
+    if (from[g] == kDisk && s.CanUseHot()) {
+      std::lock_guard<std::mutex> lock(s.mu);
+      std::vector<HotTier::Entry> evicted;
+      if (s.hot.Add(want[g], got[g], false, &evicted) == HotTier::Insert::kInserted) ++promoted;
+      for (BlockKey& k : s.PendEvictedLocked(&evicted)) submit.push_back(k);
+    }
+    out.push_back(std::move(got[g]));
   }
+  s.SubmitAll(submit);
+  s.stats.Add(model, &TierStats::hot_hits, static_cast<int64_t>(counts[kHot]));
+  s.stats.Add(model, &TierStats::pending_hits, static_cast<int64_t>(counts[kPending]));
+  s.stats.Add(model, &TierStats::ssd_hits, static_cast<int64_t>(counts[kDisk]));
+  s.stats.Add(model, &TierStats::hot_promotions, static_cast<int64_t>(promoted));
   s.stats.Add(model, &TierStats::loads, static_cast<int64_t>(out.size()));
   s.stats.Add(model, out.empty() ? &TierStats::misses : &TierStats::hits);
   return out;
