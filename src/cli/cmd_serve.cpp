@@ -14,6 +14,7 @@
 
 #include "cli/commands.h"
 #include "cli/model_args.h"
+#include "kv/tiered_block_store.h"
 #include "pool/cpu_engine_factory.h"
 #include "pool/engine_pool.h"
 #include "pool/memory_enforcer.h"
@@ -31,6 +32,24 @@ int Fail(const std::string& message) {
   return 1;
 }
 
+// Seconds that SIGTERM/SIGINT allow for writing dirty hot KV blocks to the SSD.
+constexpr double kCacheFlushTimeoutS = 60;
+
+// The KV block store of --cache-mode (null when off).
+Result<std::shared_ptr<TieredBlockStore>> OpenKvStore(const server::ServeSettings& s, const SystemMemory& sys) {
+  ASSIGN_OR_RETURN(CacheMode mode, ParseCacheMode(s.cache_mode));
+  if (mode == CacheMode::kOff) return std::shared_ptr<TieredBlockStore>();
+  TieredStoreOptions o;
+  o.mode = mode;
+  o.hot_max_bytes = s.hot_cache_max_size.Resolve(sys.EffectiveTotal());
+  o.cache_dir = s.cache_dir;
+  o.ssd_auto = s.ssd_cache_max_size.is_auto;
+  if (!o.ssd_auto) o.ssd_max_bytes = s.ssd_cache_max_size.bytes;
+  auto store = TieredBlockStore::Open(o);
+  if (!store.ok()) return store.status().WithContext("the KV cache (--cache-dir " + s.cache_dir + ")");
+  return std::shared_ptr<TieredBlockStore>(std::move(*store));
+}
+
 int RunServe(const server::SettingValues& cli_values) {
   auto settings = server::ResolveServeSettings(cli_values, [](const char* name) { return std::getenv(name); });
   if (!settings.ok()) return Fail(settings.status().message());
@@ -42,6 +61,18 @@ int RunServe(const server::SettingValues& cli_values) {
   const uint64_t fds = server::RaiseFileDescriptorLimit();
   if (fds < 8192) LOG_WARN("serve: only " << fds << " file descriptors (RLIMIT_NOFILE): few connections fit");
 
+  auto probe = std::make_shared<LinuxMemoryProbe>();
+  auto store_or = OpenKvStore(s, probe->System());
+  if (!store_or.ok()) return Fail(store_or.status().message());
+  const std::shared_ptr<TieredBlockStore> store = *store_or;
+  if (store) {
+    const TierStats ts = store->stats();
+    LOG_INFO("serve: KV cache " << s.cache_mode << ": hot " << FormatBytes(ts.hot_max_bytes) << " ("
+                                << s.hot_cache_max_size.ToString() << "), SSD " << s.cache_dir << " holds "
+                                << ts.ssd_files << " blocks (" << FormatBytes(ts.ssd_bytes) << ") of "
+                                << FormatBytes(ts.ssd_effective_max_bytes));
+  }
+
   PoolOptions po;
   po.model_dirs = s.model_dirs;
   po.guard.tier = *ParseGuardTier(s.memory_guard);  // validated by ResolveServeSettings
@@ -50,12 +81,18 @@ int RunServe(const server::SettingValues& cli_values) {
   po.model_wait_timeout_s = s.model_wait_timeout;
   if (s.idle_ttl > 0) po.idle_ttl_s = s.idle_ttl;
   po.settings_path = JoinPath(s.home, "model_settings.json");
+  if (store) {
+    po.cache_ram_bytes = [store] { return store->ram_bytes(); };
+    po.shrink_cache = [store](uint64_t keep) { return store->ShrinkHot(keep); };
+    po.cache_max_bytes = store->options().hot_max_bytes;
+  }
   CpuEngineFactoryOptions fo;
   fo.engine.max_concurrent_requests = s.max_concurrent_requests;
   fo.engine.max_queue = s.max_queue;
   fo.engine.block_size = s.block_size;
   fo.precision = *precision;
-  auto pool_or = EnginePool::Create(po, std::make_unique<CpuEngineFactory>(fo), std::make_shared<LinuxMemoryProbe>());
+  fo.engine.block_store = store;
+  auto pool_or = EnginePool::Create(po, std::make_unique<CpuEngineFactory>(fo), probe);
   if (!pool_or.ok()) return Fail(pool_or.status().message());
   std::unique_ptr<EnginePool> pool = std::move(*pool_or);
   const auto models = pool->Models();
@@ -73,11 +110,23 @@ int RunServe(const server::SettingValues& cli_values) {
                                   << mem.host.Describe() << "), soft " << FormatBytes(mem.host.soft_bytes)
                                   << ", hard " << FormatBytes(mem.host.hard_bytes) << ", prefill guard "
                                   << (s.prefill_guard ? "on" : "off") << ", footprint " << FormatBytes(mem.footprint));
-  MemoryEnforcer enforcer(pool.get());
+  EnforcerOptions eo;
+  if (store) {
+    EnginePool* p = pool.get();
+    // Hard pressure: the hot tier gives back what lies above the soft target.
+    eo.shrink_hot_cache = [store, p](uint64_t target_usage) {
+      const uint64_t usage = p->Memory().usage;
+      if (usage <= target_usage) return false;
+      const uint64_t ram = store->ram_bytes(), excess = usage - target_usage;
+      return store->ShrinkHot(ram > excess ? ram - excess : 0) > 0;
+    };
+    eo.on_level = [store](PressureLevel level) { store->SetPressure(level != PressureLevel::kOk); };
+  }
+  MemoryEnforcer enforcer(pool.get(), eo);
   enforcer.Start();
   pool->PreloadPinned();
 
-  auto api = server::ApiServer::Create(s, pool.get(), &enforcer, /*handle_signals=*/true);
+  auto api = server::ApiServer::Create(s, pool.get(), &enforcer, /*handle_signals=*/true, store.get());
   if (!api.ok()) return Fail(api.status().message());
   std::printf("llmhost: listening on http://%s:%d\n", s.host.c_str(), (*api)->port());
   std::fflush(stdout);
@@ -88,6 +137,17 @@ int RunServe(const server::SettingValues& cli_values) {
   pool->Shutdown();
   api->reset();
   pool.reset();
+  if (store) {
+    // Dirty hot blocks reach the SSD, so that the next start finds them.
+    const TierStats before = store->stats();
+    const Status flushed = store->Flush(kCacheFlushTimeoutS);
+    if (flushed.ok()) {
+      LOG_INFO("serve: KV cache flushed (" << before.hot_blocks << " hot blocks, " << store->stats().ssd_files
+                                           << " block files)");
+    } else {
+      LOG_WARN("serve: KV cache flush incomplete: " << flushed.message());
+    }
+  }
   LOG_INFO("serve: stopped");
   return 0;
 }
@@ -108,7 +168,9 @@ void RegisterServeCommands(CLI::App& app) {
       "Memory: the pool loads models on demand and evicts idle ones (least recently used) so that\n"
       "the process stays under the memory guard's ceiling; a request whose model must wait for busy\n"
       "models queues (--model-wait-timeout), and only a model that can never fit is refused (507).\n"
-      "Per-model settings (alias, pinned, ttl_seconds, sampling, ...) live in <home>/model_settings.json.");
+      "Per-model settings (alias, pinned, ttl_seconds, sampling, ...) live in <home>/model_settings.json.\n"
+      "KV cache: full blocks of every prompt stay in RAM (--hot-cache-max-size) and on disk (--cache-dir),\n"
+      "so a repeated prefix is restored instead of recomputed, also after a restart (--cache-mode).");
   for (const server::ServeFlag& f : server::ServeFlags()) {
     CLI::Option* opt = cmd->add_option(std::string("--") + f.name, (*values)[f.name], f.help);
     opt->expected(1);

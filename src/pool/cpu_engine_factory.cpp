@@ -186,7 +186,8 @@ Result<std::unique_ptr<LoadedEngine>> CpuEngineFactory::Load(const DiscoveredMod
     if (auto gen = LoadGenerationConfig(entry.path); gen.ok()) m->generation = *gen;
   }
   RETURN_IF_ERROR(aborted());
-  const EngineOptions eo = EngineOptionsFor(settings);
+  EngineOptions eo = EngineOptionsFor(settings);
+  eo.model_id = entry.id;
   auto engine = Engine::Create(m->model.get(), m->tokenizer.get(), eo);
   if (!engine.ok()) return engine.status().WithContext("starting the engine of '" + entry.id + "'");
   m->engine = std::move(*engine);

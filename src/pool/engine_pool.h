@@ -115,6 +115,13 @@ struct PoolOptions {
   int settle_rounds = 10;                // settle barrier: rounds, seconds apart
   double settle_interval_s = 0.5;
   int emergency_reclaim_rounds = 3;
+  // The KV block store's RAM (hot tier + blocks queued for the SSD), counted
+  // as committed host memory at admission; before a model is evicted, made
+  // to wait or refused for it, the store is shrunk (it is a cache: what it
+  // drops in write-back mode goes to the SSD). Unset: no store.
+  std::function<uint64_t()> cache_ram_bytes;
+  std::function<uint64_t(uint64_t keep_bytes)> shrink_cache;  // returns the bytes freed
+  uint64_t cache_max_bytes = 0;  // its budget (reserved from the prefill limit)
 };
 
 // Time sources, replaceable in tests. unix_now: wall clock (last_access,

@@ -79,6 +79,7 @@ EnforcerTick MemoryEnforcer::CheckAndEnforce() {
   const MemoryLimits& L = m.host;
   t.usage = m.usage;
   t.level = m.level;
+  if (options_.on_level) options_.on_level(m.level);
   if (!L.guard_on) {
     pool_->SetAdmissionPaused(false);
     std::lock_guard<std::mutex> lock(mu_);

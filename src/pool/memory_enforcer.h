@@ -40,6 +40,9 @@ struct EnforcerOptions {
   // Shrinks the hot KV cache toward `target_bytes` of usage; returns true if
   // it freed anything. Unset: no hot cache.
   std::function<bool(uint64_t target_bytes)> shrink_hot_cache;
+  // Told the pressure level on every poll (the KV store saves write-through
+  // above kOk). Unset: nobody.
+  std::function<void(PressureLevel)> on_level;
   double fast_after_wake_s = 10;
   double active_interval_s = 1;
   double idle_interval_s = 10;

@@ -60,9 +60,12 @@ MemorySnapshot EnginePool::SampleLocked() {
   m.gpus = probe_->Gpus();
   m.device_active = DeviceActiveLocked();
   m.committed = committed_;
+  if (options_.cache_ram_bytes) m.cache_bytes = options_.cache_ram_bytes();
   LimitInputs in;
   in.system = m.system;
   in.footprint = m.footprint;
+  in.hot_cache_max = options_.cache_max_bytes;
+  in.hot_cache_used = m.cache_bytes;
   m.host = ComputeLimits(options_.guard, in);
   m.usage = std::max(m.device_active[0], m.footprint);
   if (!m.gpus.empty()) {
@@ -116,7 +119,7 @@ std::vector<VictimCandidate> EnginePool::Candidates(Budget b) const {
 EnginePool::AdmissionPlan EnginePool::PlanAdmission(const Slot& head, uint64_t ticket) {
   AdmissionPlan plan;
   plan.size = head.estimate;
-  const MemorySnapshot m = SampleLocked();
+  MemorySnapshot m = SampleLocked();
   for (Budget b : kBudgets) {
     const size_t i = BudgetIndex(b);
     const uint64_t size = plan.size[i];
@@ -131,13 +134,28 @@ EnginePool::AdmissionPlan EnginePool::PlanAdmission(const Slot& head, uint64_t t
     const bool best_effort = !L.guard_on || L.admission_ceiling == 0;
     const uint64_t ceiling = L.admission_ceiling == 0 ? UINT64_MAX : L.admission_ceiling;
     const uint64_t target = std::min(L.soft_bytes == 0 ? ceiling : L.soft_bytes, ceiling);
-    const uint64_t footprint = b == Budget::kHost ? m.footprint : 0;
-    const uint64_t current = std::max({m.device_active[i], footprint, committed_[i]});
-    const uint64_t projected = current + size;
+    uint64_t footprint = b == Budget::kHost ? m.footprint : 0;
+    uint64_t cache = b == Budget::kHost ? m.cache_bytes : 0;
+    uint64_t current = std::max({m.device_active[i], footprint, committed_[i] + cache});
+    uint64_t projected = current + size;
+    if (projected > target && cache > 0 && options_.shrink_cache) {
+      // The KV cache gives way before any model does.
+      const uint64_t excess = projected - target;
+      const uint64_t freed = options_.shrink_cache(cache > excess ? cache - excess : 0);
+      if (freed > 0) {
+        LOG_INFO("pool: shrank the KV cache by " << Mb(freed) << " for " << head.model.id);
+        m = SampleLocked();
+        footprint = m.footprint;
+        cache = m.cache_bytes;
+        current = std::max({m.device_active[i], footprint, committed_[i] + cache});
+        projected = current + size;
+      }
+    }
     std::ostringstream log;
     log << "pool: admission model=" << head.model.id << " budget=" << BudgetName(b) << " size=" << Mb(size)
         << " device_active=" << Mb(m.device_active[i]) << " footprint=" << Mb(footprint)
-        << " committed=" << Mb(committed_[i]) << " current=" << Mb(current) << " target=" << Mb(target)
+        << " committed=" << Mb(committed_[i]) << " cache=" << Mb(cache) << " current=" << Mb(current)
+        << " target=" << Mb(target)
         << " ceiling=" << (ceiling == UINT64_MAX ? std::string("none") : Mb(ceiling));
     if (projected <= target) {
       LOG_INFO(log.str() << " outcome=admit");
@@ -157,7 +175,7 @@ EnginePool::AdmissionPlan EnginePool::PlanAdmission(const Slot& head, uint64_t t
     }
     if (evicted_for_ticket_ == ticket) {
       // The evicted model's resident pages may not have left the footprint yet.
-      const uint64_t alt = std::max(m.device_active[i], committed_[i]) + size;
+      const uint64_t alt = std::max(m.device_active[i], committed_[i] + cache) + size;
       if (alt <= ceiling) {
         LOG_INFO(log.str() << " outcome=admit_footprint_lags");
         continue;

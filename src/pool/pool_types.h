@@ -83,6 +83,7 @@ struct MemorySnapshot {
   uint64_t pss = 0;
   BudgetBytes device_active{};
   BudgetBytes committed{};
+  uint64_t cache_bytes = 0;   // the KV block store's RAM (PoolOptions::cache_ram_bytes)
   uint64_t usage = 0;         // host: max(device_active, footprint)
   uint64_t device_usage = 0;  // device: device_active
   PressureLevel level = PressureLevel::kOk;  // the worse of both budgets

@@ -33,6 +33,8 @@ constexpr RouteEntry kRoutes[] = {
     {"POST", "/admin/api/models/", Route::kAdmin},
     {"PUT", "/admin/api/models/", Route::kAdmin},
     {"POST", "/admin/api/reload", Route::kAdmin},
+    {"GET", "/admin/api/cache", Route::kAdmin},
+    {"POST", "/admin/api/cache/", Route::kAdmin},  // clear-hot, clear-ssd
     {"GET", "/admin/api/status", Route::kStatus},
 };
 
@@ -54,8 +56,10 @@ ApiServer::ApiServer(const ServeSettings& settings, EnginePool* pool, MemoryEnfo
       started_(std::chrono::steady_clock::now()) {}
 
 Result<std::unique_ptr<ApiServer>> ApiServer::Create(const ServeSettings& settings, EnginePool* pool,
-                                                     MemoryEnforcer* enforcer, bool handle_signals) {
+                                                     MemoryEnforcer* enforcer, bool handle_signals,
+                                                     TieredBlockStore* kv_store) {
   std::unique_ptr<ApiServer> s(new ApiServer(settings, pool, enforcer));
+  s->kv_store_ = kv_store;
   HttpServerOptions o;
   o.host = settings.host;
   o.port = settings.port;

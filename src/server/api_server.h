@@ -30,6 +30,7 @@
 #include <set>
 #include <thread>
 
+#include "kv/tiered_block_store.h"
 #include "pool/engine_pool.h"
 #include "pool/memory_enforcer.h"
 #include "server/auth.h"
@@ -42,9 +43,11 @@ namespace llmhost::server {
 
 class ApiServer {
  public:
-  // Binds the port. `pool` (and `enforcer`, which may be null) must outlive the server.
+  // Binds the port. `pool` (and `enforcer` and `kv_store`, which may be
+  // null) must outlive the server.
   static Result<std::unique_ptr<ApiServer>> Create(const ServeSettings& settings, EnginePool* pool,
-                                                   MemoryEnforcer* enforcer, bool handle_signals);
+                                                   MemoryEnforcer* enforcer, bool handle_signals,
+                                                   TieredBlockStore* kv_store = nullptr);
   ~ApiServer();
 
   int port() const { return http_->port(); }
@@ -58,6 +61,7 @@ class ApiServer {
   const ServeSettings& settings() const { return settings_; }
   EnginePool& pool() { return *pool_; }
   MemoryEnforcer* enforcer() { return enforcer_; }
+  TieredBlockStore* kv_store() { return kv_store_; }
   Counters& counters() { return counters_; }
   HttpServerStats http_stats() const { return http_->stats(); }
   int64_t uptime_s() const;
@@ -74,6 +78,7 @@ class ApiServer {
   ServeSettings settings_;
   EnginePool* pool_;
   MemoryEnforcer* enforcer_;
+  TieredBlockStore* kv_store_ = nullptr;
   ApiKeyAuth auth_;
   CorsPolicy cors_;
   std::unique_ptr<HttpServer> http_;
@@ -97,6 +102,9 @@ void HandleStatus(ApiServer& server, const HttpRequest& request,
 void HandleModelsStatus(ApiServer& server, const HttpRequest& request,
                         const std::shared_ptr<ResponseWriter>& writer);
 void HandleAdmin(ApiServer& server, const HttpRequest& request,
+                 const std::shared_ptr<ResponseWriter>& writer);
+// routes_cache.cpp: GET /admin/api/cache, POST /admin/api/cache/clear-hot|clear-ssd.
+void HandleCache(ApiServer& server, const HttpRequest& request,
                  const std::shared_ptr<ResponseWriter>& writer);
 
 // A pool error as an API error: 404 / 507 / 409 / 503 (Retry-After) / 400

@@ -50,6 +50,13 @@ Json ModelStatusJson(const ModelStatus& m, bool detail) {
   return j;
 }
 
+void SendJson(const std::shared_ptr<ResponseWriter>& writer, const Json& j, int status) {
+  HttpResponse r;
+  r.status = status;
+  r.body = j.dump(-1, ' ', false, Json::error_handler_t::replace);
+  writer->Send(std::move(r));
+}
+
 Json MemoryJson(const MemorySnapshot& m, double load_seconds_per_gb) {
   const MemoryLimits& h = m.host;
   Json j = BudgetJson(h, m.usage, m.committed[0]);
@@ -60,6 +67,7 @@ Json MemoryJson(const MemorySnapshot& m, double load_seconds_per_gb) {
   j["footprint_bytes"] = m.footprint;
   j["pss_bytes"] = m.pss;
   j["device_active_bytes"] = m.device_active[0];
+  j["cache_bytes"] = m.cache_bytes;
   j["total_bytes"] = h.total;
   j["available_bytes"] = m.system.EffectiveAvailable();
   j["cgroup_limit_bytes"] = m.system.cgroup_limit;

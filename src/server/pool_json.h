@@ -4,7 +4,11 @@
 
 #include <nlohmann/json.hpp>
 
+#include <memory>
+
+#include "kv/tiered_block_store.h"
 #include "pool/engine_pool.h"
+#include "server/http_types.h"
 
 namespace llmhost::server {
 
@@ -18,5 +22,13 @@ nlohmann::ordered_json ModelStatusJson(const ModelStatus& m, bool detail);
 //  "level", ...}: the host budget's figures, the readings behind them and,
 //  on a GPU machine, the device budget.
 nlohmann::ordered_json MemoryJson(const MemorySnapshot& m, double load_seconds_per_gb);
+
+// The KV cache tiers (routes_cache.cpp): {"mode", "saves", "loads", "hits",
+// "misses", "errors", "inline_writes", "hot":{...}, "pending":{...},
+// "ssd":{...}, "models":{id:{saves, loads, hits, misses, errors}}}.
+nlohmann::ordered_json CacheJson(const TieredBlockStore& store);
+
+// Sends `j` as the body (JSON) with `status`.
+void SendJson(const std::shared_ptr<ResponseWriter>& writer, const nlohmann::ordered_json& j, int status = 200);
 
 }  // namespace llmhost::server

@@ -8,6 +8,7 @@
 //   GET  /admin/api/models/{id}/settings        per-model settings
 //   PUT  /admin/api/models/{id}/settings        a patch (null removes a field), applied now
 //   POST /admin/api/reload                      re-runs model discovery
+//   GET  /admin/api/cache, POST .../clear-hot|clear-ssd   the KV cache tiers (routes_cache.cpp)
 //   POST /v1/models/{id}/unload                 as the admin unload
 // Model ids may contain '/': the action is the last path segment.
 #include <nlohmann/json.hpp>
@@ -23,13 +24,6 @@ namespace {
 using Json = nlohmann::ordered_json;
 
 constexpr const char* kActions[] = {"load", "unload", "unload-if-idle", "pin", "unpin", "settings"};
-
-void SendJson(const std::shared_ptr<ResponseWriter>& writer, const Json& j, int status = 200) {
-  HttpResponse r;
-  r.status = status;
-  r.body = j.dump(-1, ' ', false, Json::error_handler_t::replace);
-  writer->Send(std::move(r));
-}
 
 void SendError(const std::shared_ptr<ResponseWriter>& writer, const ApiError& e) {
   writer->Send(ErrorResponse(e, ApiFlavor::kOpenAI));
@@ -131,6 +125,9 @@ void HandleAdmin(ApiServer& server, const HttpRequest& request, const std::share
     for (const ModelStatus& m : server.pool().ModelStatuses()) list.push_back(ModelStatusJson(m, true));
     return SendJson(writer, Json{{"models", std::move(list)},
                                  {"memory", MemoryJson(server.pool().Memory(), server.pool().load_seconds_per_gb())}});
+  }
+  if (request.path == "/admin/api/cache" || request.path.rfind("/admin/api/cache/", 0) == 0) {
+    return HandleCache(server, request, writer);
   }
   if (request.path == "/admin/api/reload") {
     server.pool().Rediscover();

@@ -23,12 +23,6 @@ Json ModelJson(const ModelStatus& m) {
   return j;
 }
 
-void SendJson(const std::shared_ptr<ResponseWriter>& writer, const Json& j) {
-  HttpResponse r;
-  r.body = j.dump(-1, ' ', false, Json::error_handler_t::replace);
-  writer->Send(std::move(r));
-}
-
 Json EngineJson(const EngineStats& s) {
   return Json{{"context_length", s.context_length},
               {"running", s.running},
@@ -117,6 +111,7 @@ void HandleStatus(ApiServer& server, const HttpRequest&, const std::shared_ptr<R
               {"cached_tokens", c.cached_tokens.load()},
               {"completion_tokens", c.completion_tokens.load()}}},
             {"models", std::move(models)}};
+  if (TieredBlockStore* store = server.kv_store()) j["cache"] = CacheJson(*store);
   if (MemoryEnforcer* e = server.enforcer()) {
     const EnforcerTick t = e->last_tick();
     Json actions = Json::array();

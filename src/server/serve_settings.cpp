@@ -6,6 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "kv/block_store.h"
 #include "pool/memory_limits.h"
 #include "util/file.h"
 
@@ -136,6 +137,13 @@ const std::vector<ServeFlag>& ServeFlags() {
       {"model-wait-timeout", false,
        "seconds a request may wait for its model to load or for memory, then 503 (default 120)"},
       {"idle-ttl", false, "seconds a model may stay idle before it is unloaded; 0: never (default 0)"},
+      {"cache-mode", false,
+       "KV cache tiers: write-back, write-through, hot-only or off (default write-back)"},
+      {"hot-cache-max-size", false,
+       "RAM for KV blocks, shared by all models: a size (e.g. 4GB) or a share of RAM (e.g. 10%) (default 10%)"},
+      {"cache-dir", false, "folder of the SSD tier of the KV cache (default <home>/cache)"},
+      {"ssd-cache-max-size", false,
+       "disk for KV blocks: a size (e.g. 100GB) or auto = half of free space + the cache (default 100GB)"},
   };
   return kFlags;
 }
@@ -165,10 +173,55 @@ Result<uint64_t> ParseByteSize(const std::string& text) {
     mult = 1ull << 20;
   } else if (unit == "g" || unit == "gb" || unit == "gib") {
     mult = 1ull << 30;
+  } else if (unit == "t" || unit == "tb" || unit == "tib") {
+    mult = 1ull << 40;
   } else {
-    return Status::InvalidArgument("'" + text + "': unknown size unit (use B, KB, MB or GB)");
+    return Status::InvalidArgument("'" + text + "': unknown size unit (use B, KB, MB, GB or TB)");
   }
+  if (n > UINT64_MAX / mult) return Status::InvalidArgument("'" + text + "' is too large");
   return n * mult;
+}
+
+Result<SizeSetting> ParseSizeSetting(const std::string& text, bool allow_percent, bool allow_auto) {
+  SizeSetting out;
+  if (allow_auto && text == "auto") {
+    out.is_auto = true;
+    return out;
+  }
+  if (allow_percent && !text.empty() && text.back() == '%') {
+    char* end = nullptr;
+    const std::string num = text.substr(0, text.size() - 1);
+    const double p = std::strtod(num.c_str(), &end);
+    if (num.empty() || end != num.c_str() + num.size() || !(p > 0) || p > 100) {
+      return Status::InvalidArgument("'" + text + "': a percentage must be in (0, 100]");
+    }
+    out.percent = p;
+    return out;
+  }
+  auto bytes = ParseByteSize(text);
+  if (!bytes.ok()) {
+    std::string also = allow_percent ? ", a percentage of RAM such as 10%" : "";
+    if (allow_auto) also += " or auto";
+    return Status::InvalidArgument(bytes.status().message() + (also.empty() ? "" : " (or" + also.substr(1) + ")"));
+  }
+  out.bytes = *bytes;
+  return out;
+}
+
+uint64_t SizeSetting::Resolve(uint64_t base) const {
+  if (percent > 0) return static_cast<uint64_t>(static_cast<double>(base) * percent / 100.0);
+  return bytes;
+}
+
+std::string SizeSetting::ToString() const {
+  if (is_auto) return "auto";
+  if (percent > 0) {
+    std::string p = std::to_string(percent);
+    p.erase(p.find_last_not_of('0') + 1);
+    if (!p.empty() && p.back() == '.') p.pop_back();
+    return p + "%";
+  }
+  return std::to_string(bytes);
 }
 
 Result<ServeSettings> ResolveServeSettings(const SettingValues& cli, const EnvLookup& env) {
@@ -269,6 +322,17 @@ Result<ServeSettings> ResolveServeSettings(const SettingValues& cli, const EnvLo
       } else {
         ASSIGN_OR_RETURN(s.idle_ttl, ParseInt(*v, 0, 365 * 24 * 3600));
       }
+    } else if (name == "cache-mode") {
+      auto mode = ParseCacheMode(last);
+      if (!mode.ok()) return Status::InvalidArgument(v->source + ": " + mode.status().message());
+      s.cache_mode = CacheModeName(*mode);
+    } else if (name == "hot-cache-max-size" || name == "ssd-cache-max-size") {
+      const bool hot = name == "hot-cache-max-size";
+      auto size = ParseSizeSetting(last, /*allow_percent=*/hot, /*allow_auto=*/!hot);
+      if (!size.ok()) return Status::InvalidArgument(v->source + ": " + size.status().message());
+      (hot ? s.hot_cache_max_size : s.ssd_cache_max_size) = *size;
+    } else if (name == "cache-dir") {
+      s.cache_dir = last;
     } else if (name == "precision") {
       if (last != "fast" && last != "fast-int8" && last != "f32") {
         return Status::InvalidArgument(v->source + ": '" + last + "' (expected fast, fast-int8 or f32)");
@@ -287,6 +351,7 @@ Result<ServeSettings> ResolveServeSettings(const SettingValues& cli, const EnvLo
     return Status::InvalidArgument(guard_source + ": the custom tier needs --memory-guard-gb (the ceiling in GiB)");
   }
   if (s.model_dirs.empty()) s.model_dirs.push_back(JoinPath(s.home, "models"));
+  if (s.cache_dir.empty()) s.cache_dir = JoinPath(s.home, "cache");
   if (s.max_queue == 0) s.max_queue = std::max(4 * s.max_concurrent_requests, 32);
   return s;
 }

@@ -16,6 +16,16 @@
 
 namespace llmhost::server {
 
+// A size given as bytes, a percentage (of RAM) or "auto".
+struct SizeSetting {
+  uint64_t bytes = 0;
+  double percent = 0;  // > 0: this share of the base instead of bytes
+  bool is_auto = false;
+  // bytes, or percent of `base` (rounded down).
+  uint64_t Resolve(uint64_t base) const;
+  std::string ToString() const;
+};
+
 struct ServeSettings {
   std::string home;                     // ~/.llmhost
   std::string host = "127.0.0.1";
@@ -37,6 +47,11 @@ struct ServeSettings {
   bool prefill_guard = true;
   double model_wait_timeout = 120;      // seconds a request may queue for its model, then 503
   int64_t idle_ttl = 0;                 // seconds idle before a model unloads; 0: never
+  // KV cache tiers (kv/tiered_block_store.h).
+  std::string cache_mode = "write-back";  // write-back, write-through, hot-only, off
+  SizeSetting hot_cache_max_size{0, 10, false};   // of min(MemTotal, cgroup limit)
+  std::string cache_dir;                // default <home>/cache
+  SizeSetting ssd_cache_max_size{uint64_t{100} << 30, 0, false};  // or auto
 };
 
 // One serve flag: its name ("max-concurrent-requests"), whether it repeats,
@@ -56,8 +71,11 @@ using EnvLookup = std::function<const char*(const char*)>;
 // flag and its source (e.g. "LLMHOST_PORT: 'x' is not a port").
 Result<ServeSettings> ResolveServeSettings(const SettingValues& cli, const EnvLookup& env);
 
-// "32MB", "512KiB", "1g", "1048576" → bytes (K/M/G are powers of 1024).
+// "32MB", "512KiB", "1g", "2T", "1048576" → bytes (K/M/G/T, with an optional
+// B or iB, are powers of 1024).
 Result<uint64_t> ParseByteSize(const std::string& text);
+// A byte size, or "N%" when allow_percent, or "auto" when allow_auto.
+Result<SizeSetting> ParseSizeSetting(const std::string& text, bool allow_percent, bool allow_auto);
 // "LLMHOST_" + upper snake case of the flag name.
 std::string EnvName(const std::string& flag);
 

@@ -43,6 +43,51 @@ TEST(EnginePoolAdmission, eviction_when_live_memory_undercounts) {
   EXPECT_EQ(f.pool->Memory().committed[0], 5 * kGB);
 }
 
+// The KV block store's RAM counts as committed memory, and gives way before
+// any model: here 3 GiB of cache beside a (4) leaves no room for b (4) under
+// the soft target (8.5); shrinking the cache to 0.5 GiB makes room, a stays.
+TEST(EnginePoolAdmission, KvCacheRamCountsAndShrinksBeforeAModelIsEvicted) {
+  PoolFixture f;
+  auto cache = std::make_shared<std::atomic<uint64_t>>(0);
+  std::vector<uint64_t> keeps;
+  f.options.cache_ram_bytes = [cache] { return cache->load(); };
+  f.options.shrink_cache = [cache, &keeps](uint64_t keep) {
+    keeps.push_back(keep);
+    const uint64_t before = cache->load();
+    cache->store(std::min(before, keep));
+    return before - cache->load();
+  };
+  f.options.cache_max_bytes = 4 * kGB;
+  f.factory->Set("a", Size(4 * kGB));
+  f.factory->Set("b", Size(4 * kGB));
+  f.Start({"a", "b"});
+  f.probe->set_footprint(0);
+  ASSERT_TRUE(f.Touch("a").ok());
+  cache->store(3 * kGB);
+  EXPECT_EQ(f.pool->Memory().cache_bytes, 3 * kGB);
+  ASSERT_TRUE(f.Touch("b").ok());
+  EXPECT_EQ(f.LoadedIds(), (std::vector<std::string>{"a", "b"}));
+  ASSERT_EQ(keeps.size(), 1u);
+  // 4 (a) + 3 (cache) + 4 (b) = 11 > 8.5: keep 3 − 2.5 = 0.5 GiB.
+  EXPECT_EQ(keeps[0], kGB / 2);
+  EXPECT_EQ(cache->load(), kGB / 2);
+}
+
+// A cache that cannot shrink (say, blocks still queued for the SSD) is
+// counted all the same: the least recently used model is evicted instead.
+TEST(EnginePoolAdmission, KvCacheThatCannotShrinkStillCounts) {
+  PoolFixture f;
+  f.options.cache_ram_bytes = [] { return 3 * kGB; };
+  f.options.shrink_cache = [](uint64_t) { return uint64_t{0}; };
+  f.factory->Set("a", Size(4 * kGB));
+  f.factory->Set("b", Size(4 * kGB));
+  f.Start({"a", "b"});
+  f.probe->set_footprint(0);
+  ASSERT_TRUE(f.Touch("a").ok());
+  ASSERT_TRUE(f.Touch("b").ok());
+  EXPECT_EQ(f.LoadedIds(), std::vector<std::string>{"b"});
+}
+
 TEST(EnginePoolAdmission, PairUnderTheSoftTargetStaysLoaded) {
   PoolFixture f;
   f.factory->Set("a", Size(4 * kGB));

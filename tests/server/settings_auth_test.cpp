@@ -157,6 +157,45 @@ TEST(ServeSettings, ByteSizesAndEnvNames) {
   EXPECT_EQ(EnvName("api-key"), "LLMHOST_API_KEY");
 }
 
+TEST(ServeSettings, KvCacheFlags) {
+  auto d = ResolveServeSettings({{"home", {"/h"}}}, [](const char*) -> const char* { return nullptr; });
+  ASSERT_TRUE(d.ok());
+  EXPECT_EQ(d->cache_mode, "write-back");
+  EXPECT_EQ(d->cache_dir, "/h/cache");
+  EXPECT_EQ(d->hot_cache_max_size.Resolve(1000), 100u);  // 10% of RAM
+  EXPECT_EQ(d->ssd_cache_max_size.Resolve(0), 100ull << 30);
+
+  auto s = ResolveServeSettings({{"home", {"/h"}},
+                                 {"cache-mode", {"hot-only"}},
+                                 {"hot-cache-max-size", {"2GiB"}},
+                                 {"cache-dir", {"/ssd/kv"}},
+                                 {"ssd-cache-max-size", {"auto"}}},
+                                [](const char*) -> const char* { return nullptr; });
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  EXPECT_EQ(s->cache_mode, "hot-only");
+  EXPECT_EQ(s->hot_cache_max_size.Resolve(1000), 2ull << 30);
+  EXPECT_EQ(s->cache_dir, "/ssd/kv");
+  EXPECT_TRUE(s->ssd_cache_max_size.is_auto);
+
+  auto env = ResolveServeSettings({{"home", {"/h"}}}, [](const char* n) -> const char* {
+    return std::string(n) == "LLMHOST_HOT_CACHE_MAX_SIZE" ? "25%" : nullptr;
+  });
+  ASSERT_TRUE(env.ok());
+  EXPECT_EQ(env->hot_cache_max_size.Resolve(4000), 1000u);
+
+  auto bad_mode = ResolveServeSettings({{"cache-mode", {"sometimes"}}}, [](const char*) -> const char* { return nullptr; });
+  ASSERT_FALSE(bad_mode.ok());
+  EXPECT_NE(bad_mode.status().message().find("--cache-mode"), std::string::npos) << bad_mode.status().message();
+  EXPECT_NE(bad_mode.status().message().find("write-through"), std::string::npos) << bad_mode.status().message();
+  EXPECT_FALSE(ParseSizeSetting("150%", true, false).ok());
+  EXPECT_FALSE(ParseSizeSetting("0%", true, false).ok());
+  EXPECT_FALSE(ParseSizeSetting("10%", false, true).ok());  // the SSD cap takes no percentage
+  EXPECT_FALSE(ParseSizeSetting("auto", true, false).ok());  // nor the hot tier auto
+  EXPECT_EQ(ParseSizeSetting("1.5%", true, false)->percent, 1.5);
+  EXPECT_EQ(*ParseByteSize("2TB"), 2ull << 40);
+  EXPECT_FALSE(ParseByteSize("99999999999999T").ok());  // overflow
+}
+
 HttpRequest WithHeaders(HeaderList h) {
   HttpRequest r;
   r.headers = std::move(h);
