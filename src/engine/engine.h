@@ -28,6 +28,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <span>
 #include <thread>
 #include <vector>
 
@@ -92,6 +93,11 @@ class Engine {
   Result<uint64_t> Submit(GenerationRequest request);
   // Thread-safe; no-op for an unknown or finished id.
   void Cancel(uint64_t id);
+  // Thread-safe: the prompt positions the prefix cache and the block store
+  // now hold (what a prefill would not recompute), for the prefill guard.
+  int64_t CachedPrefixTokens(std::span<const int32_t> prompt) const {
+    return sched_->CachedPrefixTokens(prompt);
+  }
   // Thread-safe snapshot, refreshed after every step.
   EngineStats Stats() const;
   // Blocks until nothing is queued or running, and returns the stats of

@@ -33,6 +33,13 @@ Scheduler::Scheduler(std::unique_ptr<StepModel> model, std::unique_ptr<KvCache> 
 
 Scheduler::~Scheduler() { AbortAll(); }
 
+int64_t Scheduler::CachedPrefixTokens(std::span<const int32_t> prompt) const {
+  if (!options_.prefix_caching || prompt.empty()) return 0;
+  const int64_t n = static_cast<int64_t>(prompt.size());
+  const int64_t cached = prefix_->CachedPrefixBlocks(prompt) * cache_->block_size();
+  return std::min(cached, n - 1);  // the last prompt token always runs
+}
+
 Status Scheduler::Validate(const GenerationRequest& r) const {
   const int64_t n = static_cast<int64_t>(r.prompt.size());
   if (n == 0) return Status::InvalidArgument("the prompt has no tokens");

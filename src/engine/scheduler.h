@@ -27,6 +27,7 @@
 #include <cstdint>
 #include <deque>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -84,6 +85,10 @@ class Scheduler {
   // a message for the client (empty prompt, token id out of range, prompt too
   // long, bad sampling values, bad stop strings). Thread-safe.
   Status Validate(const GenerationRequest& request) const;
+  // The positions of `prompt` that admission would now take from the prefix
+  // cache or the block store (an estimate: blocks may be evicted, or the
+  // free list too short to restore them all, before then). Thread-safe.
+  int64_t CachedPrefixTokens(std::span<const int32_t> prompt) const;
   // Positions a sequence may hold: min(max_context, the model's, the pool's).
   int64_t context_length() const { return context_; }
   int64_t vocab_size() const { return vocab_; }

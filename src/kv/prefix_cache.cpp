@@ -122,6 +122,7 @@ void PrefixCache::Publish(CachedSequence* seq) {
 void PrefixCache::Index(int32_t id, const BlockKey& key) {
   const size_t b = static_cast<size_t>(id);
   if (indexed_[b]) Unindex(id);
+  std::lock_guard<std::mutex> lock(index_mu_);
   index_.emplace(key, id);
   key_of_[b] = key;
   indexed_[b] = 1;
@@ -162,6 +163,7 @@ void PrefixCache::Release(CachedSequence* seq) {
 }
 
 void PrefixCache::Clear() {
+  std::lock_guard<std::mutex> lock(index_mu_);
   index_.clear();
   std::fill(indexed_.begin(), indexed_.end(), 0);
 }
@@ -171,7 +173,10 @@ int64_t PrefixCache::CachedPrefixBlocks(std::span<const int32_t> tokens) const {
   s.tokens.assign(tokens.begin(), tokens.end());
   ExtendKeys(&s);
   int64_t n = 0;
-  while (n < static_cast<int64_t>(s.keys.size()) && index_.count(s.keys[static_cast<size_t>(n)])) ++n;
+  {
+    std::lock_guard<std::mutex> lock(index_mu_);
+    while (n < static_cast<int64_t>(s.keys.size()) && index_.count(s.keys[static_cast<size_t>(n)])) ++n;
+  }
   while (store_ && n < static_cast<int64_t>(s.keys.size()) &&
          store_->Contains(s.keys[static_cast<size_t>(n)])) {
     ++n;
@@ -188,6 +193,7 @@ void PrefixCache::OnAllocate(int32_t id) {
 
 void PrefixCache::Unindex(int32_t id) {
   const size_t b = static_cast<size_t>(id);
+  std::lock_guard<std::mutex> lock(index_mu_);
   auto it = index_.find(key_of_[b]);
   if (it != index_.end() && it->second == id) index_.erase(it);
   indexed_[b] = 0;

@@ -26,11 +26,14 @@
 // (after their paged block was reused, the model unloaded or the server
 // restarted) are copied into fresh paged blocks and indexed again.
 //
-// Not thread-safe: the engine's executor thread owns it (and the KvCache).
+// Not thread-safe: the engine's executor thread owns it (and the KvCache),
+// except CachedPrefixBlocks, which any thread may call (the prefill guard
+// prices a prompt's uncached part before the request reaches the engine).
 #pragma once
 
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <span>
 #include <string>
 #include <unordered_map>
@@ -113,6 +116,7 @@ class PrefixCache {
 
   // How many leading full blocks of `tokens` are findable now, in the index
   // or the attached store (no references taken, no stats counted, no I/O).
+  // Thread-safe.
   int64_t CachedPrefixBlocks(std::span<const int32_t> tokens) const;
 
   PrefixCacheStats stats() const;
@@ -140,6 +144,9 @@ class PrefixCache {
   BlockKey root_;
   std::shared_ptr<BlockStore> store_;
   std::string model_id_;
+  // Written only by the executor thread, under index_mu_; read there without
+  // it, and elsewhere (CachedPrefixBlocks) with it.
+  mutable std::mutex index_mu_;
   std::unordered_map<BlockKey, int32_t, KeyHash> index_;
   std::vector<BlockKey> key_of_;    // per block id: its key when indexed
   std::vector<uint8_t> indexed_;    // per block id: 1 when key_of_ is valid

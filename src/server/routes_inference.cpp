@@ -60,9 +60,10 @@ void ContinueInference(ApiServer& server, const std::string& path, InferenceRequ
     writer->Send(std::move(r));
     return;
   }
-  // The prompt's memory before any work (the engine's prefix cache is its
-  // own: the whole prompt is priced as uncached).
-  PoolError guard = server.pool().CheckPrefill(*lease, static_cast<int64_t>(ids.size()), 0);
+  // The prompt's memory before any work: only what the prefix cache and the
+  // KV tiers do not hold is priced.
+  const int64_t cached = model.engine->CachedPrefixTokens(ids);
+  PoolError guard = server.pool().CheckPrefill(*lease, static_cast<int64_t>(ids.size()), cached);
   if (!guard.ok()) return fail(PoolApiError(guard));
 
   ResponseMeta meta;

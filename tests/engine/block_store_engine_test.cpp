@@ -113,9 +113,14 @@ TEST_F(BlockStoreEngineTest, ANewEngineRestoresWhatAnEarlierOneSaved) {
     // Prompt + answer = 82 tokens, 81 of them run: 5 full blocks, each saved once.
     EXPECT_EQ(store->size(), 5u);
     EXPECT_EQ(first->WaitIdle().kv.store_saves, 5u);
+    EXPECT_EQ(first->CachedPrefixTokens(prompt), 64);  // what the prefill guard prices as free
   }  // "unloaded": its paged blocks are gone
   auto second = MakeEngine(store);
   ASSERT_TRUE(second);
+  EXPECT_EQ(second->CachedPrefixTokens(prompt), 64);  // found in the store
+  auto no_store = MakeEngine(nullptr);
+  EXPECT_EQ(no_store->CachedPrefixTokens(prompt), 0);
+  no_store.reset();
   Outcome o = Run(*second, prompt, 12);
   EXPECT_EQ(o.final_event.usage.cached_tokens, 64);  // 4 full blocks of the prompt
   EXPECT_EQ(o.ids, cold);
