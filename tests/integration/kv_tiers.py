@@ -18,15 +18,18 @@ of a server without a block store (--cache-mode off) for the same prompt.
                counts errors only for corrupt files, rebuilds the index (files,
                bytes), keeps the cap and gives the cold answers.
 3. corruption  after a clean run and SIGTERM: flip a byte in one block file's
-               data, truncate another, delete a third; a restart gives the cold
-               answers, cache.errors counts the flipped and truncated files,
-               and every file left on disk is valid.
+               data, truncate another, delete a third; restart, delete a fourth
+               (known to the rebuilt index); the cold answers, cache.errors
+               counts the flipped, truncated and missing files, and every file
+               left on disk is valid.
 4. cap         ~4x the SSD cap written in distinct prompts: the block files on
                disk (sampled throughout and after every request) never exceed
                the cap, /api/status agrees, ssd.evictions > 0; a restart with a
                smaller cap shrinks the cache at start.
-5. admin       write-back keeps blocks in RAM only; clear-hot sends them to the
-               SSD (returns the count), clear-ssd deletes every file.
+5. admin       write-back keeps blocks in RAM only, and they outlive an unload
+               of the model (the next request restores them from the hot tier);
+               clear-hot sends them to the SSD (returns the count), clear-ssd
+               deletes every file.
 
 Usage: kv_tiers.py LLMHOST_BINARY [--model DIR] [--work DIR] [--keep]
 Exit 0 on success, 1 on a failed check, 77 when skipped (not Linux).
@@ -163,9 +166,9 @@ class Server:
             time.sleep(0.05)
         fail(f"{self.name}: the cache did not settle {what} within 120 s: {last}")
 
-    def chat(self, text, quiet=False):
+    def chat(self, text, quiet=False, max_tokens=MAX_TOKENS):
         """(answer, prompt_tokens, cached_tokens); quiet: None on any error (a killed server)."""
-        body = {"model": MODEL, "temperature": 0, "max_tokens": MAX_TOKENS, "ignore_eos": True,
+        body = {"model": MODEL, "temperature": 0, "max_tokens": max_tokens, "ignore_eos": True,
                 "messages": [{"role": "user", "content": text}]}
         try:
             st, j = http(self.url + "/v1/chat/completions", body)
@@ -485,26 +488,38 @@ def scenario_crash(ctx, n_prompts=24, tokens=320):
                             "disk_bytes_end": end["bytes"], "errors": st.get("errors")}
 
 
-def scenario_corruption(ctx, n_prompts=4, tokens=200):
+def scenario_corruption(ctx, n_prompts=5, tokens=200):
     cache = os.path.join(ctx.work, "corruption", "cache")
     texts = [prompt_of(ctx.cold_srv, 200 + i, tokens) for i in range(n_prompts)]
     cold = [ctx.cold(t) for t in texts]
     flags = ["--cache-dir", cache, "--cache-mode", "write-through"]
     s = ctx.server("corruption", flags, "clean")
-    files_of = []
+    first_block = []  # the file of each prompt's first block
     seen = set()
-    for t in texts:
-        s.chat(t)
+    for i, t in enumerate(texts):
+        # The longest word prefix of the prompt whose chat has < 30 tokens: one
+        # full block, which holds only the template's opening and the text's
+        # first words (the template's closing takes ~10 tokens), as in the
+        # whole prompt; the one file it writes is the prompt's first block.
+        words = t.split(" ")
+        w = 1
+        while s.count_tokens(" ".join(words[:w + 1])) < 2 * BLOCK - 2:
+            w += 1
+        short = " ".join(words[:w])
+        s.chat(short, max_tokens=1)  # (generated tokens fill blocks too)
         s.settle()
         now = set(scan(cache)["blocks"])
-        mine = sorted(now - seen, key=lambda p: os.stat(p).st_mtime_ns)
-        if not mine:
-            fail("corruption: a prompt wrote no block file")
-        files_of.append(mine)
-        seen = now
+        if len(now - seen) != 1:
+            fail(f"corruption: a one-block prompt wrote {len(now - seen)} block files")
+        first_block.append((now - seen).pop())
+        _, _, c = s.chat(t)
+        if c < BLOCK:  # the prompt's own first block is that file
+            fail(f"corruption: prompt {i} did not reuse its prefix's block (cached_tokens {c})")
+        s.settle()
+        seen = set(scan(cache)["blocks"])
     s.stop()
-    # The oldest file of a prompt is its first block: a restore must read it.
-    flipped, truncated, deleted = files_of[0][0], files_of[1][0], files_of[2][0]
+    # Damage each prompt's first block: a restore must read it first.
+    flipped, truncated, deleted = first_block[0], first_block[1], first_block[2]
     with open(flipped, "r+b") as f:
         off = header_end(flipped) + 100
         f.seek(off)
@@ -520,6 +535,9 @@ def scenario_corruption(ctx, n_prompts=4, tokens=200):
 
     s = ctx.server("corruption", flags, "restarted")
     st0 = s.status()
+    # Missing after the startup scan: the index still names it.
+    gone_live = first_block[4]
+    os.remove(gone_live)
     answers = [s.chat(t) for t in texts]
     st = s.settle()
     for i, (a, p, c) in enumerate(answers):
@@ -528,9 +546,16 @@ def scenario_corruption(ctx, n_prompts=4, tokens=200):
     a3, p3, c3 = answers[3]
     if c3 < full_blocks(p3):
         fail(f"corruption: the intact prompt restored {c3} tokens, want >= {full_blocks(p3)}")
-    if st.get("errors", 0) < 2:
-        fail(f"corruption: cache.errors is {st.get('errors')}, want >= 2 (a flipped and a truncated file); "
-             f"at start it was {st0.get('errors')}; status {json.dumps(st)}")
+    for i in (0, 1, 2, 4):
+        if answers[i][2] != 0:
+            fail(f"corruption: prompt {i}, whose first block file is bad or gone, reports "
+                 f"{answers[i][2]} cached tokens")
+    # Flipped, truncated, deleted after the scan; the file deleted before the
+    # start may count too.
+    if not 3 <= st.get("errors", 0) <= 4:
+        fail(f"corruption: cache.errors is {st.get('errors')}, want 3 or 4 (a flipped file, a truncated one, "
+             f"one deleted after the start scan, maybe one deleted before it); at start it was "
+             f"{st0.get('errors')}; status {json.dumps(st)}")
     model_errors = st.get("models", {}).get(MODEL, {}).get("errors")
     s.stop()
     end = scan(cache)
@@ -605,11 +630,21 @@ def scenario_admin(ctx):
     cache = os.path.join(home, "cache")  # the default: <home>/cache
     s = ctx.server("admin", [], "write-back", home=home)
     texts = [make_text(400 + i, 120) for i in range(2)]
-    for t in texts:
-        s.chat(t)
+    first = s.chat(texts[0])
+    s.chat(texts[1])
     st = s.settle()
     if os.path.realpath(st["ssd"].get("dir", "")) != os.path.realpath(cache):
         fail(f"admin: ssd.dir is {st['ssd'].get('dir')!r}, want the default {cache}")
+    # Blocks outlive the model's engine: unload it, ask again, the hot tier answers.
+    a0, p0, _ = first
+    s.post(f"/admin/api/models/{MODEL}/unload")
+    a, _, c = s.chat(texts[0])
+    if a != a0 or c < full_blocks(p0):
+        fail(f"admin: after unloading the model: cached_tokens {c} (want >= {full_blocks(p0)}), "
+             f"answer {a} (before: {a0})")
+    st = s.settle()
+    if st["hot"]["hits"] <= 0:
+        fail(f"admin: the restore after an unload shows no hot hits: {json.dumps(st['hot'])}")
     hot = st["hot"]["blocks"]
     if hot <= 0:
         fail(f"admin: no hot blocks after two prompts: {json.dumps(st)}")
