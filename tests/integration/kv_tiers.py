@@ -30,6 +30,10 @@ of a server without a block store (--cache-mode off) for the same prompt.
                of the model (the next request restores them from the hot tier);
                clear-hot sends them to the SSD (returns the count), clear-ssd
                deletes every file.
+6. modes       hot-only (RAM only, a % of RAM), write-back under a 64 KiB hot
+               tier (evicted dirty blocks written, the rest at SIGINT), flags
+               from the environment and settings.json, and a block size change
+               (the other layout's files kept, never matched).
 
 Usage: kv_tiers.py LLMHOST_BINARY [--model DIR] [--work DIR] [--keep]
 Exit 0 on success, 1 on a failed check, 77 when skipped (not Linux).
@@ -99,7 +103,7 @@ def kill_live():
 
 
 class Server:
-    def __init__(self, binary, models_dir, home, extra, name):
+    def __init__(self, binary, models_dir, home, extra, name, env=None):
         os.makedirs(home, exist_ok=True)
         self.name = name
         self.log_path = os.path.join(home, f"serve-{name}.log")
@@ -107,7 +111,8 @@ class Server:
         cmd = [binary, "serve", "--home", home, "--model-dir", models_dir, "--port", "0",
                "--block-size", str(BLOCK), "--max-concurrent-requests", "4"] + extra
         self.cmd = cmd
-        self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=self.log, text=True)
+        self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=self.log, text=True,
+                                     env=dict(os.environ, **(env or {})))
         LIVE.append(self)
         line = self.proc.stdout.readline()
         m = re.search(r"listening on (http://\S+)", line)
@@ -123,9 +128,9 @@ class Server:
         with open(self.log_path, errors="replace") as f:
             return f.read()[-n:]
 
-    def stop(self):
-        """SIGTERM; the exit code must be 0."""
-        self.proc.send_signal(signal.SIGTERM)
+    def stop(self, sig=signal.SIGTERM):
+        """SIGTERM (or SIGINT); the exit code must be 0."""
+        self.proc.send_signal(sig)
         try:
             rc = self.proc.wait(timeout=120)
         except subprocess.TimeoutExpired:
@@ -343,9 +348,9 @@ class Ctx:
         # F32 K and V of every layer: the data of one block file.
         self.block_bytes = 2 * c["num_hidden_layers"] * BLOCK * c["num_key_value_heads"] * head_dim * 4
 
-    def server(self, scenario, extra, name, home=None):
+    def server(self, scenario, extra, name, home=None, env=None):
         return Server(self.binary, self.models, home or os.path.join(self.work, scenario), extra,
-                      f"{scenario}-{name}")
+                      f"{scenario}-{name}", env)
 
     def cold(self, text):
         """The answer of a server without a block store (started once, --cache-mode off)."""
@@ -674,6 +679,90 @@ def scenario_admin(ctx):
     ctx.summary["admin"] = {"hot_blocks": hot, "cleared_ssd": j.get("cleared")}
 
 
+def effective_ram():
+    """MemTotal, or the cgroup v2 memory limit when lower (what 10% is a share of)."""
+    with open("/proc/meminfo") as f:
+        total = int(f.readline().split()[1]) * 1024
+    try:
+        with open("/sys/fs/cgroup/memory.max") as f:
+            v = f.read().strip()
+        if v != "max":
+            total = min(total, int(v))
+    except OSError:
+        pass
+    return total
+
+
+def scenario_modes(ctx):
+    """hot-only, write-back eviction under a small hot budget, the settings'
+    three sources, and a block size change (another layout's files)."""
+    text = prompt_of(ctx.cold_srv, 500, 200)
+    cold = ctx.cold(text)
+    home = os.path.join(ctx.work, "modes")
+    cache = os.path.join(home, "cache-from-env")
+
+    # hot-only, a percentage of RAM: nothing reaches the disk; an unload keeps the blocks.
+    s = ctx.server("modes", ["--cache-mode", "hot-only", "--hot-cache-max-size", "1%", "--cache-dir", cache],
+                   "hot-only")
+    a, p, _ = s.chat(text)
+    st = s.settle()
+    want = effective_ram() // 100
+    if abs(st["hot"]["max_bytes"] - want) > want // 100:
+        fail(f"modes: --hot-cache-max-size 1% gives {st['hot']['max_bytes']} bytes, want ~{want}")
+    if scan(cache)["blocks"] or st.get("ssd", {}).get("files", 0):
+        fail("modes: hot-only wrote block files")
+    s.post(f"/admin/api/models/{MODEL}/unload")
+    a2, _, c2 = s.chat(text)
+    s.stop()
+    if a != cold or a2 != cold or c2 < full_blocks(p):
+        fail(f"modes: hot-only after an unload: cached {c2} (want >= {full_blocks(p)}), answers {a} / {a2}, "
+             f"cold {cold}")
+    if scan(cache)["blocks"]:
+        fail("modes: hot-only wrote block files at shutdown")
+
+    # write-back with a 64 KiB hot tier (4 blocks): dirty blocks reach the disk
+    # when evicted, the rest at SIGINT. Cache dir from the environment, SSD
+    # cap from settings.json.
+    with open(os.path.join(home, "settings.json"), "w") as f:
+        json.dump({"ssd_cache_max_size": "10MB"}, f)
+    env = {"LLMHOST_CACHE_DIR": cache}
+    s = ctx.server("modes", ["--hot-cache-max-size", "64KiB"], "write-back", env=env)
+    a, p, _ = s.chat(text)
+    st = s.settle()
+    hot, ssd = st["hot"], st["ssd"]
+    if a != cold:
+        fail(f"modes: write-back answer {a}, cold {cold}")
+    if hot["max_bytes"] != 65536 or hot["bytes"] > 65536 or hot["evictions"] <= 0:
+        fail(f"modes: a 64KiB hot tier: {json.dumps(hot)}")
+    if ssd["max_bytes"] != 10 << 20 or os.path.realpath(ssd["dir"]) != os.path.realpath(cache):
+        fail(f"modes: settings.json's ssd_cache_max_size 10MB / LLMHOST_CACHE_DIR not applied: {json.dumps(ssd)}")
+    if ssd["writes"] != hot["evictions"] or len(scan(cache)["blocks"]) != ssd["files"]:
+        fail(f"modes: write-back wrote {ssd['writes']} files for {hot['evictions']} evicted dirty blocks "
+             f"({len(scan(cache)['blocks'])} on disk)")
+    saves = st["saves"]
+    s.stop(signal.SIGINT)
+    files = scan(cache)["blocks"]
+    if len(files) != saves:
+        fail(f"modes: {len(files)} block files after SIGINT, {saves} blocks saved (the flush lost some)")
+
+    # Another block size is another layout: its files are kept, never matched.
+    s = ctx.server("modes", ["--block-size", str(2 * BLOCK)], "block-size-32", env=env)
+    st0 = s.status()
+    a, _, c = s.chat(text)
+    st = s.settle()
+    s.stop()
+    if a != cold or c != 0:
+        fail(f"modes: with --block-size {2 * BLOCK}: cached {c} (want 0), answer {a}, cold {cold}")
+    if st0["ssd"]["files"] != len(files) or st0.get("errors", 0) or st.get("errors", 0):
+        fail(f"modes: a block size change: {st0['ssd']['files']} files indexed of {len(files)}, errors "
+             f"{st.get('errors')}")
+    left = set(scan(cache)["blocks"])
+    if not set(files) <= left:
+        fail("modes: files of the other block size were deleted while space allows")
+    ctx.summary["modes"] = {"hot_evictions": hot["evictions"], "ssd_writes": ssd["writes"], "saves": saves,
+                            "files_after_flush": len(files), "files_with_both_layouts": len(left)}
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("binary")
@@ -701,7 +790,7 @@ def main():
     ctx = Ctx(args)
     ctx.cold_srv = ctx.server("cold", ["--cache-mode", "off"], "reference")
     scenarios = [("restart", scenario_restart), ("crash", scenario_crash), ("corruption", scenario_corruption),
-                 ("cap", scenario_cap), ("admin", scenario_admin)]
+                 ("cap", scenario_cap), ("admin", scenario_admin), ("modes", scenario_modes)]
     only = [x for x in args.only.split(",") if x]
     try:
         for name, fn in scenarios:
