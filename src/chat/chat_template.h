@@ -18,6 +18,7 @@
 #include <nlohmann/json.hpp>
 
 #include "chat/jinja_eval.h"
+#include "tokenizer/tokenizer.h"
 #include "util/status.h"
 
 namespace llmhost {
@@ -75,6 +76,10 @@ struct ModelChatTemplates {
 // tokenizer_config.json (a string or {"content": ...}). A directory without
 // any template is not an error: default_template is then empty.
 Result<ModelChatTemplates> LoadModelChatTemplates(const std::string& model_dir);
+
+// The same for a model directory or a GGUF file (its tokenizer.chat_template,
+// and its bos/eos ids as `tok` spells them).
+Result<ModelChatTemplates> LoadChatTemplatesAt(const std::string& path, const Tokenizer& tok);
 
 // Parses "YYYY-MM-DD[THH:MM[:SS]]" into a civil time (for --now).
 Result<std::tm> ParseIsoLocalTime(std::string_view text);

@@ -18,7 +18,6 @@
 #include "chat/chat_template.h"
 #include "cli/commands.h"
 #include "cli/model_args.h"
-#include "formats/gguf.h"
 #include "model/generate.h"
 #include "tokenizer/stream_decoder.h"
 #include "tokenizer/tokenizer.h"
@@ -46,32 +45,13 @@ int Fail(const std::string& message) {
   return 1;
 }
 
-// The chat template and bos/eos strings of a model directory or GGUF file.
-Result<ModelChatTemplates> ChatTemplatesFor(const Model& model, const Tokenizer& tok) {
-  if (IsDirectory(model.path())) return LoadModelChatTemplates(model.path());
-  ModelChatTemplates t;
-  ASSIGN_OR_RETURN(std::unique_ptr<GgufFile> f, GgufFile::Open(model.path()));
-  if (f->Has("tokenizer.chat_template")) {
-    ASSIGN_OR_RETURN(t.default_template, f->GetString("tokenizer.chat_template"));
-  }
-  auto token = [&](const char* key) -> std::string {
-    if (!f->Has(key)) return "";
-    auto id = f->GetInt(key);
-    if (!id.ok()) return "";
-    return tok.IdToToken(static_cast<TokenId>(*id)).value_or("");
-  };
-  t.bos_token = token("tokenizer.ggml.bos_token_id");
-  t.eos_token = token("tokenizer.ggml.eos_token_id");
-  return t;
-}
-
 Result<std::vector<int32_t>> PromptIds(const GenerateCliOptions& o, const Model& model,
                                        const Tokenizer& tok) {
   const int given = !o.prompt.empty() + !o.chat.empty() + !o.ids.empty();
   if (given != 1) return Status::InvalidArgument("give exactly one of --prompt, --chat, --ids");
   if (!o.ids.empty()) return ParseIdList(o.ids);
   if (!o.prompt.empty()) return tok.Encode(o.prompt, /*add_special=*/true);
-  ASSIGN_OR_RETURN(ModelChatTemplates t, ChatTemplatesFor(model, tok));
+  ASSIGN_OR_RETURN(ModelChatTemplates t, LoadChatTemplatesAt(model.path(), tok));
   if (t.default_template.empty()) {
     return Status::NotFound(model.path() + ": the model has no chat template (use --prompt)");
   }

@@ -14,26 +14,6 @@ namespace {
 
 constexpr int64_t kUnknownContext = 8192;  // as Engine::Create assumes
 
-// Chat template and bos/eos strings: the model directory's files, or the
-// GGUF metadata (tokenizer.chat_template, token ids of bos/eos).
-Result<ModelChatTemplates> TemplatesFor(const DiscoveredModel& entry, const Tokenizer& tok) {
-  if (!entry.gguf()) return LoadModelChatTemplates(entry.path);
-  ModelChatTemplates t;
-  ASSIGN_OR_RETURN(std::unique_ptr<GgufFile> f, GgufFile::Open(entry.path));
-  if (f->Has("tokenizer.chat_template")) {
-    ASSIGN_OR_RETURN(t.default_template, f->GetString("tokenizer.chat_template"));
-  }
-  auto token = [&](const char* key) -> std::string {
-    if (!f->Has(key)) return "";
-    auto id = f->GetInt(key);
-    if (!id.ok()) return "";
-    return tok.IdToToken(static_cast<TokenId>(*id)).value_or("");
-  };
-  t.bos_token = token("tokenizer.ggml.bos_token_id");
-  t.eos_token = token("tokenizer.ggml.eos_token_id");
-  return t;
-}
-
 class CpuLoadedEngine final : public LoadedEngine {
  public:
   CpuLoadedEngine(std::shared_ptr<ServedModel> m, int64_t chunk, int threads)
@@ -166,7 +146,7 @@ Result<std::unique_ptr<LoadedEngine>> CpuEngineFactory::Load(const DiscoveredMod
   auto tok = Tokenizer::FromPath(entry.path);
   if (!tok.ok()) return tok.status().WithContext("loading the tokenizer of '" + entry.id + "'");
   m->tokenizer = std::move(*tok);
-  auto templates = TemplatesFor(entry, *m->tokenizer);
+  auto templates = LoadChatTemplatesAt(entry.path, *m->tokenizer);
   if (templates.ok()) {
     m->bos_token = templates->bos_token;
     m->eos_token = templates->eos_token;
