@@ -104,7 +104,7 @@ Status SsdTier::Scan() {
       if (!s.ok()) {
         LOG_WARN("kv cache: deleting unreadable block file: " << s.ToString());
         ::unlink(path.c_str());
-        stats_->Add(s.ok() ? h.meta.model : "", &TierStats::errors);
+        stats_->Add("", &TierStats::errors);  // the header may be unreadable: "(unknown)"
         ++bad;
         continue;
       }
