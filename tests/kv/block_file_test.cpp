@@ -8,6 +8,8 @@
 #include "formats/safetensors.h"
 #include "kv/block_file.h"
 #include "kv/tiered_block_store.h"
+#include "test_util.h"
+#include "util/file.h"
 
 namespace llmhost {
 namespace {
@@ -149,6 +151,34 @@ TEST(BlockFileTest, RoundTripIsStandardSafetensors) {
   EXPECT_EQ(header_bytes, 8 + n);
   EXPECT_EQ(hm.key, meta.key);
   EXPECT_TRUE(hm.SameShape(meta));
+}
+
+// The fuzz seeds were written by a separate Python script (not by
+// EncodeBlockFile): an independent writer of the format.
+TEST(BlockFileTest, DecodesFilesOfAnIndependentWriter) {
+  std::string dir = std::string(LLMHOST_SOURCE_DIR) + "/fuzz/corpus/block_file_fuzz/";
+  auto f32 = ReadFileToString(dir + "seed_f32.safetensors");
+  ASSERT_TRUE(f32.ok()) << f32.status().ToString();
+  std::vector<uint8_t> f(f32->begin(), f32->end());
+  BlockMeta m;
+  std::vector<uint8_t> d;
+  ASSERT_TRUE(DecodeBlockFile(f, &m, &d).ok());
+  EXPECT_EQ(m.key, Sha256Of("seed key 1"));
+  EXPECT_EQ(m.fingerprint, Sha256Of("seed model"));
+  EXPECT_EQ(m.model, "tiny");
+  ASSERT_EQ(d.size(), 32u);
+  for (size_t i = 0; i < d.size(); ++i) EXPECT_EQ(d[i], static_cast<uint8_t>(31 + i * 7)) << i;
+  auto f16 = ReadFileToString(dir + "seed_f16.safetensors");
+  ASSERT_TRUE(f16.ok());
+  std::vector<uint8_t> g(f16->begin(), f16->end());
+  ASSERT_TRUE(DecodeBlockFile(g, &m, &d).ok());
+  EXPECT_EQ(m.dtype, "F16");
+  EXPECT_EQ(d.size(), 16u);
+  auto cut = ReadFileToString(dir + "seed_truncated.safetensors");
+  ASSERT_TRUE(cut.ok());
+  std::vector<uint8_t> c(cut->begin(), cut->end());
+  EXPECT_EQ(DecodeBlockFile(c, &m, &d).code(), StatusCode::kInvalidArgument);
+  EXPECT_TRUE(DecodeBlockFileHeader(c, &m, nullptr).ok()) << "the header alone is intact";
 }
 
 TEST(BlockFileTest, RejectsBadLengthsAndTruncation) {

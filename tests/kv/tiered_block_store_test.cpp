@@ -1,116 +1,15 @@
 // TieredBlockStore: hot LRU and modes, the writer and its pending buffer,
-// restart survival, corruption, the size cap, stale fingerprints, clearing,
-// stats and concurrency. Checks go to the files on disk, not only the stats.
+// clearing, stats and concurrency. Checks go to the files on disk, not only
+// the stats. (Restart, corruption and the cap: ssd_tier_test.cpp.)
 #include <gtest/gtest.h>
 
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
-#include <filesystem>
-#include <fstream>
-#include <future>
-#include <set>
-#include <thread>
-
-#include "kv/tiered_block_store.h"
-#include "test_util.h"
+#include "kv/block_store_test_util.h"
 
 namespace llmhost {
 namespace {
 
+using namespace kvtest;  // NOLINT
 namespace fs = std::filesystem;
-
-constexpr int64_t kLayers = 2, kBlock = 4, kDim = 8;
-constexpr uint64_t kBytes = 2 * kLayers * kBlock * kDim * 4;  // 512
-
-BlockMeta Meta(int i, const std::string& fp = "A", const std::string& model = "m") {
-  BlockMeta m;
-  m.key = Sha256Of("block " + fp + " " + std::to_string(i));
-  m.fingerprint = Sha256Of("model " + fp);
-  m.model = model;
-  m.n_layers = kLayers;
-  m.block_size = kBlock;
-  m.kv_dim = kDim;
-  m.token_count = kBlock;
-  return m;
-}
-
-std::vector<uint8_t> Data(int i, const std::string& fp = "A") {
-  std::vector<uint8_t> d(kBytes);
-  uint32_t x = static_cast<uint32_t>(i * 2654435761u) ^ static_cast<uint32_t>(fp[0]);
-  for (auto& b : d) {
-    x = x * 1103515245u + 12345u;
-    b = static_cast<uint8_t>(x >> 24);
-  }
-  return d;
-}
-
-std::vector<BlockMeta> Chain(int from, int n, const std::string& fp = "A") {
-  std::vector<BlockMeta> v;
-  for (int i = from; i < from + n; ++i) v.push_back(Meta(i, fp));
-  return v;
-}
-
-std::string PathOf(const std::string& dir, const BlockMeta& m) {
-  std::string hex = ToHex(m.key);
-  return dir + "/" + hex.substr(0, 1) + "/" + hex + ".safetensors";
-}
-
-// Sum of the sizes of every regular file under dir.
-uint64_t DiskBytes(const std::string& dir) {
-  uint64_t n = 0;
-  for (const auto& e : fs::recursive_directory_iterator(dir)) {
-    if (e.is_regular_file()) n += e.file_size();
-  }
-  return n;
-}
-
-size_t FileCount(const std::string& dir) {
-  size_t n = 0;
-  for (const auto& e : fs::recursive_directory_iterator(dir)) n += e.is_regular_file();
-  return n;
-}
-
-TieredStoreOptions Opts(const std::string& dir, CacheMode mode, uint64_t hot_blocks) {
-  TieredStoreOptions o;
-  o.mode = mode;
-  o.cache_dir = dir;
-  o.hot_max_bytes = hot_blocks * kBytes;
-  o.ssd_max_bytes = uint64_t{1} << 30;
-  return o;
-}
-
-std::unique_ptr<TieredBlockStore> OpenOrDie(TieredStoreOptions o) {
-  auto r = TieredBlockStore::Open(std::move(o));
-  EXPECT_TRUE(r.ok()) << r.status().ToString();
-  return r.ok() ? std::move(r).value() : nullptr;
-}
-
-void ExpectBlocks(const std::vector<BlockBytes>& got, int from, size_t n,
-                  const std::string& fp = "A") {
-  ASSERT_EQ(got.size(), n);
-  for (size_t i = 0; i < n; ++i) {
-    EXPECT_EQ(*got[i], Data(from + static_cast<int>(i), fp)) << "block " << from + i;
-  }
-}
-
-// Makes the background writer wait on its first block until Release().
-struct WriterGate {
-  std::promise<void> entered, release;
-  std::shared_future<void> released = release.get_future().share();
-  std::atomic<bool> first{true};
-  std::thread::id holder;
-  std::function<void(const BlockKey&)> Hook() {
-    return [this](const BlockKey&) {
-      if (first.exchange(false)) {
-        entered.set_value();
-        released.wait();
-      }
-    };
-  }
-  void Release() { release.set_value(); }
-};
 
 TEST(TieredBlockStoreTest, OpenValidatesOptions) {
   TieredStoreOptions o;
@@ -240,6 +139,7 @@ TEST(TieredBlockStoreTest, PendingBufferServesQueuedBlocks) {
   TieredStoreOptions o = Opts(dir, CacheMode::kWriteBack, 0);  // no hot tier: straight to the writer
   o.before_write_for_test = gate.Hook();
   auto st = OpenOrDie(o);
+  GateGuard guard{&gate};
   st->Save(Meta(0), Data(0));
   st->Save(Meta(1), Data(1));
   gate.entered.get_future().wait();  // the writer holds block 0
@@ -267,6 +167,7 @@ TEST(TieredBlockStoreTest, FullQueueWritesInlineAndDropsNothing) {
   o.inline_after_s = 0;
   o.before_write_for_test = gate.Hook();
   auto st = OpenOrDie(o);
+  GateGuard guard{&gate};
   st->Save(Meta(0), Data(0));
   gate.entered.get_future().wait();  // writer busy with 0, queue empty
   st->Save(Meta(1), Data(1));        // queued
@@ -286,175 +187,13 @@ TEST(TieredBlockStoreTest, FlushTimesOutWhileTheWriterIsStuck) {
   TieredStoreOptions o = Opts(dir, CacheMode::kWriteBack, 4);
   o.before_write_for_test = gate.Hook();
   auto st = OpenOrDie(o);
+  GateGuard guard{&gate};
   st->Save(Meta(0), Data(0));
   Status s = st->Flush(0.05);
   EXPECT_FALSE(s.ok());
   EXPECT_NE(s.message().find("deadline"), std::string::npos) << s.ToString();
   gate.Release();
   EXPECT_TRUE(st->Flush(10).ok());
-}
-
-TEST(TieredBlockStoreTest, SurvivesARestartWithIdenticalBytes) {
-  std::string dir = testing::MakeTempDir();
-  {
-    auto st = OpenOrDie(Opts(dir, CacheMode::kWriteBack, 8));
-    for (int i = 0; i < 6; ++i) st->Save(Meta(i), Data(i));
-    ASSERT_TRUE(st->Flush(30).ok());
-  }
-  auto st = OpenOrDie(Opts(dir, CacheMode::kWriteBack, 8));
-  TierStats s = st->stats();
-  EXPECT_EQ(s.ssd_files, 6u);
-  EXPECT_EQ(s.ssd_bytes, DiskBytes(dir));
-  EXPECT_EQ(s.errors, 0u);
-  for (int i = 0; i < 6; ++i) EXPECT_TRUE(st->Contains(Meta(i).key));
-  std::vector<BlockMeta> want = Chain(0, 6);
-  for (BlockMeta& m : want) m.model = "renamed";  // model names may differ
-  ExpectBlocks(st->LoadPrefix(want), 0, 6);
-  s = st->stats();
-  EXPECT_EQ(s.ssd_hits, 6u);
-  EXPECT_EQ(s.hot_promotions, 6u);
-  ExpectBlocks(st->LoadPrefix(want), 0, 6);
-  EXPECT_EQ(st->stats().hot_hits, 6u);
-  // Another fingerprint or shape under the same keys is a miss.
-  std::vector<BlockMeta> other = Chain(0, 1);
-  other[0].kv_dim = 4;
-  EXPECT_TRUE(st->LoadPrefix(other).empty());
-}
-
-TEST(TieredBlockStoreTest, RestartRebuildsLruOrderFromMtimeAndEnforcesTheCap) {
-  std::string dir = testing::MakeTempDir();
-  {
-    auto st = OpenOrDie(Opts(dir, CacheMode::kWriteThrough, 0));
-    for (int i = 0; i < 6; ++i) st->Save(Meta(i), Data(i));
-    ASSERT_TRUE(st->Flush(30).ok());
-  }
-  uint64_t file = fs::file_size(PathOf(dir, Meta(0)));
-  // Age order 3, 5, 0, 1, 2, 4 (oldest first), unlike the key order.
-  const int order[6] = {3, 5, 0, 1, 2, 4};
-  for (int rank = 0; rank < 6; ++rank) {
-    struct timespec t[2] = {{1000000 + rank * 10, 0}, {1000000 + rank * 10, 0}};
-    ASSERT_EQ(::utimensat(AT_FDCWD, PathOf(dir, Meta(order[rank])).c_str(), t, 0), 0);
-  }
-  TieredStoreOptions o = Opts(dir, CacheMode::kWriteBack, 0);
-  o.ssd_max_bytes = 4 * file + file / 2;  // 6 files exceed it: down to 90% = 4 files
-  auto st = OpenOrDie(o);
-  EXPECT_FALSE(fs::exists(PathOf(dir, Meta(3))));
-  EXPECT_FALSE(fs::exists(PathOf(dir, Meta(5))));
-  for (int i : {0, 1, 2, 4}) EXPECT_TRUE(fs::exists(PathOf(dir, Meta(i)))) << i;
-  EXPECT_EQ(st->stats().ssd_evictions, 2u);
-  EXPECT_LE(DiskBytes(dir), o.ssd_max_bytes);
-  EXPECT_EQ(st->stats().ssd_max_bytes, o.ssd_max_bytes);
-}
-
-TEST(TieredBlockStoreTest, StaleTempFilesAreRemovedAtStart) {
-  std::string dir = testing::MakeTempDir();
-  { OpenOrDie(Opts(dir, CacheMode::kWriteBack, 1)); }
-  std::string tmp = dir + "/a/" + std::string(64, 'a') + ".safetensors.123-0.tmp";
-  std::ofstream(tmp) << "half a block";
-  std::string foreign = dir + "/a/notes.txt";
-  std::ofstream(foreign) << "not ours";
-  auto st = OpenOrDie(Opts(dir, CacheMode::kWriteBack, 1));
-  EXPECT_FALSE(fs::exists(tmp));
-  EXPECT_TRUE(fs::exists(foreign)) << "files that are not ours are left alone";
-  EXPECT_EQ(st->stats().ssd_files, 0u);
-}
-
-TEST(TieredBlockStoreTest, CorruptTruncatedAndMissingFilesAreMisses) {
-  std::string dir = testing::MakeTempDir();
-  {
-    auto st = OpenOrDie(Opts(dir, CacheMode::kWriteThrough, 0));
-    for (int i = 0; i < 8; ++i) st->Save(Meta(i), Data(i));
-    ASSERT_TRUE(st->Flush(30).ok());
-  }
-  {  // block 2: one flipped data byte
-    std::fstream f(PathOf(dir, Meta(2)), std::ios::in | std::ios::out | std::ios::binary);
-    f.seekg(-3, std::ios::end);
-    char c;
-    f.get(c);
-    f.seekp(-3, std::ios::end);
-    f.put(static_cast<char>(c ^ 0x10));
-  }
-  fs::resize_file(PathOf(dir, Meta(5)), fs::file_size(PathOf(dir, Meta(5))) - 7);  // truncated
-  std::ofstream(PathOf(dir, Meta(6)), std::ios::trunc) << "garbage header";
-  auto st = OpenOrDie(Opts(dir, CacheMode::kWriteBack, 0));
-  // The scan drops what is unreadable from the header or sizes: 5 and 6.
-  EXPECT_EQ(st->stats().errors, 2u);
-  EXPECT_FALSE(fs::exists(PathOf(dir, Meta(5))));
-  EXPECT_FALSE(fs::exists(PathOf(dir, Meta(6))));
-  EXPECT_TRUE(st->Contains(Meta(2).key)) << "a data flip is found on load only";
-  // Load: 0, 1 valid; 2 corrupt -> the leading run is 2 blocks.
-  ExpectBlocks(st->LoadPrefix(Chain(0, 8)), 0, 2);
-  EXPECT_EQ(st->stats().errors, 3u);
-  EXPECT_FALSE(fs::exists(PathOf(dir, Meta(2))));
-  EXPECT_FALSE(st->Contains(Meta(2).key));
-  ExpectBlocks(st->LoadPrefix(Chain(3, 2)), 3, 2);
-  // Deleted behind the store's back.
-  fs::remove(PathOf(dir, Meta(7)));
-  ExpectBlocks(st->LoadPrefix(Chain(7, 1)), 7, 0);
-  EXPECT_FALSE(st->Contains(Meta(7).key));
-  EXPECT_EQ(st->stats().errors, 4u);
-  EXPECT_EQ(st->stats().ssd_bytes, DiskBytes(dir));
-}
-
-TEST(TieredBlockStoreTest, DiskUseNeverExceedsTheCapOldestEvictedFirst) {
-  std::string dir = testing::MakeTempDir();
-  uint64_t file;
-  {
-    auto st = OpenOrDie(Opts(dir, CacheMode::kWriteBack, 0));
-    st->Save(Meta(1000), Data(1000));
-    ASSERT_TRUE(st->Flush(10).ok());
-    file = DiskBytes(dir);
-    st->ClearSsd();
-  }
-  TieredStoreOptions o = Opts(dir, CacheMode::kWriteBack, 0);
-  o.ssd_max_bytes = 10 * file;
-  auto st = OpenOrDie(o);
-  for (int i = 0; i < 40; ++i) {
-    st->Save(Meta(i), Data(i));
-    ASSERT_TRUE(st->Flush(10).ok());
-    uint64_t disk = DiskBytes(dir);
-    ASSERT_LE(disk, o.ssd_max_bytes) << "after save " << i;
-    ASSERT_EQ(st->stats().ssd_bytes, disk);
-    ASSERT_TRUE(fs::exists(PathOf(dir, Meta(i)))) << "the newest block is kept";
-  }
-  EXPECT_FALSE(fs::exists(PathOf(dir, Meta(0))));
-  EXPECT_TRUE(fs::exists(PathOf(dir, Meta(39))));
-  // Whatever survives is a contiguous run of the newest blocks.
-  size_t files = FileCount(dir);
-  EXPECT_GE(files, 9u);
-  for (int i = 0; i < 40; ++i) {
-    EXPECT_EQ(fs::exists(PathOf(dir, Meta(i))), i >= 40 - static_cast<int>(files)) << i;
-  }
-  EXPECT_GT(st->stats().ssd_evictions, 0u);
-  EXPECT_EQ(st->stats().ssd_effective_max_bytes, o.ssd_max_bytes);
-}
-
-TEST(TieredBlockStoreTest, StaleFingerprintsAreKeptUntilTheCapThenGoFirst) {
-  std::string dir = testing::MakeTempDir();
-  uint64_t file;
-  {
-    auto st = OpenOrDie(Opts(dir, CacheMode::kWriteThrough, 0));
-    for (int i = 0; i < 3; ++i) st->Save(Meta(i, "B"), Data(i, "B"));  // older
-    ASSERT_TRUE(st->Flush(10).ok());
-    for (int i = 0; i < 5; ++i) st->Save(Meta(i, "A"), Data(i, "A"));  // newer, another model
-    ASSERT_TRUE(st->Flush(10).ok());
-    file = fs::file_size(PathOf(dir, Meta(0, "A")));
-  }
-  TieredStoreOptions o = Opts(dir, CacheMode::kWriteThrough, 0);
-  o.ssd_max_bytes = 8 * file + file / 2;
-  auto st = OpenOrDie(o);
-  EXPECT_EQ(st->stats().ssd_files, 8u) << "incompatible blocks are kept while they fit";
-  // Only model B is used now.
-  ExpectBlocks(st->LoadPrefix(Chain(0, 3, "B")), 0, 3, "B");
-  st->Save(Meta(3, "B"), Data(3, "B"));  // 9 files > cap: down to 90% (6 files + the new one)
-  ASSERT_TRUE(st->Flush(10).ok());
-  EXPECT_LE(DiskBytes(dir), o.ssd_max_bytes);
-  for (int i = 0; i < 4; ++i) EXPECT_TRUE(fs::exists(PathOf(dir, Meta(i, "B")))) << "B " << i;
-  // A's blocks go first, oldest first, although B's are older.
-  EXPECT_FALSE(fs::exists(PathOf(dir, Meta(0, "A"))));
-  EXPECT_FALSE(fs::exists(PathOf(dir, Meta(1, "A"))));
-  EXPECT_TRUE(fs::exists(PathOf(dir, Meta(4, "A"))));
-  EXPECT_EQ(st->stats().ssd_files, FileCount(dir));
 }
 
 TEST(TieredBlockStoreTest, ClearHotWritesDirtyBlocksAndClearSsdDeletesFiles) {
