@@ -44,7 +44,9 @@ SsdTier::SsdTier(SsdTierOptions options, TierStatsBook* stats)
 Result<std::unique_ptr<SsdTier>> SsdTier::Open(SsdTierOptions options, TierStatsBook* stats) {
   std::unique_ptr<SsdTier> t(new SsdTier(std::move(options), stats));
   RETURN_IF_ERROR(t->Scan());
-  t->writer_ = std::thread([p = t.get()] { p->WriterLoop(); });
+  for (int i = 0; i < std::max(1, t->options_.writer_threads); ++i) {
+    t->writers_.emplace_back([p = t.get()] { p->WriterLoop(); });
+  }
   return t;
 }
 
@@ -54,7 +56,7 @@ SsdTier::~SsdTier() {
     stop_ = true;
   }
   work_cv_.notify_all();
-  if (writer_.joinable()) writer_.join();
+  for (std::thread& w : writers_) w.join();
 }
 
 std::string SsdTier::PathOf(const BlockKey& key) const {

@@ -1,6 +1,6 @@
 // The SSD tier: one block file per key under <dir>/<first hex>/<key>.safetensors,
-// an in-memory index with LRU order, a size cap, and one background writer
-// fed by a bounded queue. Blocks handed to it stay readable from the
+// an in-memory index with LRU order, a size cap, and background writer
+// threads fed by a bounded queue. Blocks handed to it stay readable from the
 // pending-write buffer until their file is complete. Thread-safe; its mutex
 // is taken under the hot tier's, never the other way round, and is not held
 // while block data is read or written (only for unlink/rename-sized work).
@@ -31,6 +31,7 @@ struct SsdTierOptions {
   uint64_t max_bytes = 0;  // configured cap
   bool auto_size = false;  // cap = (free + existing) / 2 at start
   size_t queue_blocks = 32;
+  int writer_threads = 1;
   double inline_after_s = 1.0;
   std::function<void(const BlockKey&)> before_write;  // tests
 };
@@ -121,7 +122,7 @@ class SsdTier {
   uint64_t effective_max_ = 0;
   uint64_t next_seq_ = 1;
   bool stop_ = false;
-  std::thread writer_;
+  std::vector<std::thread> writers_;
 };
 
 }  // namespace llmhost

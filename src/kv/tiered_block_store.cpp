@@ -60,6 +60,9 @@ Result<std::unique_ptr<TieredBlockStore>> TieredBlockStore::Open(TieredStoreOpti
   if (options.writer_queue_blocks < 1) {
     return Status::InvalidArgument("kv cache: writer_queue_blocks must be at least 1");
   }
+  if (options.writer_threads < 1 || options.writer_threads > 64) {
+    return Status::InvalidArgument("kv cache: writer_threads must be in [1, 64]");
+  }
   if (options.load_threads < 1 || options.load_threads > 256) {
     return Status::InvalidArgument("kv cache: load_threads must be in [1, 256]");
   }
@@ -69,8 +72,14 @@ Result<std::unique_ptr<TieredBlockStore>> TieredBlockStore::Open(TieredStoreOpti
   auto impl = std::make_unique<Impl>(std::move(options));
   if (wants_ssd) {
     const TieredStoreOptions& o = impl->options;
-    SsdTierOptions so{o.cache_dir,          o.ssd_max_bytes,  o.ssd_auto,
-                      o.writer_queue_blocks, o.inline_after_s, o.before_write_for_test};
+    SsdTierOptions so;
+    so.dir = o.cache_dir;
+    so.max_bytes = o.ssd_max_bytes;
+    so.auto_size = o.ssd_auto;
+    so.queue_blocks = o.writer_queue_blocks;
+    so.writer_threads = o.writer_threads;
+    so.inline_after_s = o.inline_after_s;
+    so.before_write = o.before_write_for_test;
     ASSIGN_OR_RETURN(impl->ssd, SsdTier::Open(std::move(so), &impl->stats));
   }
   return std::unique_ptr<TieredBlockStore>(new TieredBlockStore(std::move(impl)));

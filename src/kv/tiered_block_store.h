@@ -14,8 +14,8 @@
 // token count, model fingerprint, model id, layer count, block size, width,
 // dtype, created_at and the SHA-256 of the data. Writes go to a temp file in
 // the same folder, are fdatasync'ed, then renamed (a crash leaves either the
-// old state or the whole file; temp files are deleted at start). One
-// background writer drains a bounded queue; a save that finds the queue full
+// old state or the whole file; temp files are deleted at start). A
+// background writer (writer_threads threads) drains a bounded queue; a save that finds the queue full
 // for `inline_after_s` writes inline (counted); nothing is dropped. Queued
 // blocks stay readable (hot → pending writes → disk).
 //
@@ -47,6 +47,7 @@ struct TieredStoreOptions {
   uint64_t ssd_max_bytes = uint64_t{100} << 30;  // configured cap, before the free-space rule
   bool ssd_auto = false;             // cap = (free space + existing cache) / 2, taken at start
   size_t writer_queue_blocks = 32;   // bounded queue of the background writer
+  int writer_threads = 2;            // threads draining that queue (hashing + write + fdatasync)
   double inline_after_s = 1.0;       // a save waits this long for queue room, then writes inline
   int load_threads = 4;              // parallel file reads in LoadPrefix
   // Tests only: called on the writing thread (background writer or inline)

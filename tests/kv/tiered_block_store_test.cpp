@@ -138,6 +138,7 @@ TEST(TieredBlockStoreTest, PendingBufferServesQueuedBlocks) {
   WriterGate gate;
   TieredStoreOptions o = Opts(dir, CacheMode::kWriteBack, 0);  // no hot tier: straight to the writer
   o.before_write_for_test = gate.Hook();
+  o.writer_threads = 1;  // the gate holds the only writer
   auto st = OpenOrDie(o);
   GateGuard guard{&gate};
   st->Save(Meta(0), Data(0));
@@ -166,6 +167,7 @@ TEST(TieredBlockStoreTest, FullQueueWritesInlineAndDropsNothing) {
   o.writer_queue_blocks = 1;
   o.inline_after_s = 0;
   o.before_write_for_test = gate.Hook();
+  o.writer_threads = 1;  // the gate holds the only writer
   auto st = OpenOrDie(o);
   GateGuard guard{&gate};
   st->Save(Meta(0), Data(0));
@@ -186,6 +188,7 @@ TEST(TieredBlockStoreTest, FlushTimesOutWhileTheWriterIsStuck) {
   WriterGate gate;
   TieredStoreOptions o = Opts(dir, CacheMode::kWriteBack, 4);
   o.before_write_for_test = gate.Hook();
+  o.writer_threads = 1;  // the gate holds the only writer
   auto st = OpenOrDie(o);
   GateGuard guard{&gate};
   st->Save(Meta(0), Data(0));
