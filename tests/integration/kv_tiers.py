@@ -28,7 +28,8 @@ of a server without a block store (--cache-mode off) for the same prompt.
                smaller cap shrinks the cache at start.
 5. admin       write-back keeps blocks in RAM only, and they outlive an unload
                of the model (the next request restores them from the hot tier);
-               clear-hot sends them to the SSD (returns the count), clear-ssd
+               their RAM shows in memory.cache_bytes; clear-hot sends them to
+               the SSD (returns the count), clear-ssd
                deletes every file.
 6. modes       hot-only (RAM only, a % of RAM), write-back under a 64 KiB hot
                tier (evicted dirty blocks written, the rest at SIGINT), flags
@@ -653,6 +654,12 @@ def scenario_admin(ctx):
     hot = st["hot"]["blocks"]
     if hot <= 0:
         fail(f"admin: no hot blocks after two prompts: {json.dumps(st)}")
+    # The hot tier's RAM counts in the pool's memory accounting.
+    _, full = http(s.url + "/api/status")
+    ram = st["hot"]["bytes"] + st["pending"]["bytes"]
+    if full.get("memory", {}).get("cache_bytes") != ram:
+        fail(f"admin: /api/status memory.cache_bytes is {full.get('memory', {}).get('cache_bytes')}, "
+             f"the hot tier holds {ram} bytes")
     if scan(cache)["blocks"] or st["ssd"]["files"]:
         fail(f"admin: write-back wrote {st['ssd']['files']} files before any eviction")
     j = s.post("/admin/api/cache/clear-hot")
