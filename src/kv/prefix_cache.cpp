@@ -1,9 +1,17 @@
 #include "kv/prefix_cache.h"
 
 #include <algorithm>
+#include <atomic>
+#include <thread>
 #include <utility>
 
 namespace llmhost {
+
+namespace {
+// Threads that copy restored blocks into the paged cache (KvCache::WriteBlock
+// of distinct blocks may run concurrently).
+constexpr size_t kRestoreThreads = 4;
+}  // namespace
 
 PrefixCache::PrefixCache(KvCache* cache, const Sha256Digest& model_fingerprint)
     : cache_(cache),
@@ -146,13 +154,27 @@ void PrefixCache::RestoreFromStore(CachedSequence* seq, size_t from) {
   want.reserve(count);
   for (size_t i = from; i < from + count; ++i) want.push_back(MetaOf(seq->keys[i]));
   const std::vector<BlockBytes> got = store_->LoadPrefix(want);
+  std::vector<int32_t> ids;
   for (size_t j = 0; j < got.size(); ++j) {
     if (!got[j] || got[j]->size() != cache_->block_bytes()) break;
     const std::optional<int32_t> id = alloc.Allocate();  // may evict an unreferenced cached block
     if (!id) break;
-    cache_->WriteBlock(*id, got[j]->data());
-    Index(*id, want[j].key);
-    seq->kv.block_table.push_back(*id);
+    ids.push_back(*id);
+  }
+  // The copies (and the first touch of the pool's pages) on a few threads:
+  // a restore is bound by memory bandwidth, which one core does not reach.
+  const size_t n_threads = std::min<size_t>(kRestoreThreads, ids.size());
+  std::atomic<size_t> next{0};
+  auto copy = [&] {
+    for (size_t j; (j = next.fetch_add(1)) < ids.size();) cache_->WriteBlock(ids[j], got[j]->data());
+  };
+  std::vector<std::thread> threads;
+  for (size_t t = 1; t < n_threads; ++t) threads.emplace_back(copy);
+  copy();
+  for (std::thread& t : threads) t.join();
+  for (size_t j = 0; j < ids.size(); ++j) {
+    Index(ids[j], want[j].key);
+    seq->kv.block_table.push_back(ids[j]);
     ++counters_.store_restored;
   }
 }

@@ -109,6 +109,7 @@ class KvCache {
   uint64_t block_bytes() const;
   void ReadBlock(int32_t id, uint8_t* out) const;    // out: block_bytes()
   void WriteBlock(int32_t id, const uint8_t* in);    // in: block_bytes()
+  // (ReadBlock and WriteBlock of distinct blocks may run on several threads at once.)
 
  private:
   struct LayerBuffers {
