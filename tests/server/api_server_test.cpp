@@ -267,8 +267,10 @@ TEST(ApiServer, FullQueueAnswers503WithRetryAfter) {
   TestServer srv(s, {ModelsDir()});
   const std::string long_stream =
       R"({"model":"qwen3-tiny","prompt":"a","max_tokens":3500,"temperature":0,"ignore_eos":true,"stream":true})";
-  const std::string long_body =
-      R"({"model":"qwen3-tiny","prompt":"a","max_tokens":3500,"temperature":0,"ignore_eos":true})";
+  // The four: short (the queued one runs once the first is cancelled; a
+  // sanitizer build decodes ~40 tokens/s).
+  const std::string short_body =
+      R"({"model":"qwen3-tiny","prompt":"a","max_tokens":4,"temperature":0,"ignore_eos":true})";
   // One request running (its first token seen); then four more at once while
   // it runs: one fits the waiting queue, the others are refused. Sent
   // together rather than one by one after polling /api/status, so that the
@@ -282,7 +284,7 @@ TEST(ApiServer, FullQueueAnswers503WithRetryAfter) {
   std::vector<std::thread> senders;
   std::vector<testing::HttpReply> answers(4);
   for (size_t i = 0; i < answers.size(); ++i) {
-    senders.emplace_back([&, i] { answers[i] = Request(srv.port(), "POST", "/v1/completions", long_body); });
+    senders.emplace_back([&, i] { answers[i] = Request(srv.port(), "POST", "/v1/completions", short_body); });
   }
   // Hanging up cancels the running request, so the queued one runs next.
   std::this_thread::sleep_for(std::chrono::milliseconds(200));
