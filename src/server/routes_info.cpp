@@ -111,7 +111,11 @@ void HandleStatus(ApiServer& server, const HttpRequest&, const std::shared_ptr<R
               {"cached_tokens", c.cached_tokens.load()},
               {"completion_tokens", c.completion_tokens.load()}}},
             {"models", std::move(models)}};
-  if (TieredBlockStore* store = server.kv_store()) j["cache"] = CacheJson(*store);
+  if (TieredBlockStore* store = server.kv_store()) {
+    j["cache"] = CacheJson(*store);
+  } else {
+    j["cache"] = {{"mode", "off"}};
+  }
   if (MemoryEnforcer* e = server.enforcer()) {
     const EnforcerTick t = e->last_tick();
     Json actions = Json::array();

@@ -200,9 +200,10 @@ Result<SizeSetting> ParseSizeSetting(const std::string& text, bool allow_percent
   }
   auto bytes = ParseByteSize(text);
   if (!bytes.ok()) {
-    std::string also = allow_percent ? ", a percentage of RAM such as 10%" : "";
-    if (allow_auto) also += " or auto";
-    return Status::InvalidArgument(bytes.status().message() + (also.empty() ? "" : " (or" + also.substr(1) + ")"));
+    std::string also;
+    if (allow_percent) also = "a percentage of RAM such as 10%";
+    if (allow_auto) also += std::string(also.empty() ? "" : " or ") + "auto";
+    return Status::InvalidArgument(bytes.status().message() + (also.empty() ? "" : "; or " + also));
   }
   out.bytes = *bytes;
   return out;

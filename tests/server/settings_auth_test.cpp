@@ -189,7 +189,9 @@ TEST(ServeSettings, KvCacheFlags) {
   EXPECT_NE(bad_mode.status().message().find("write-through"), std::string::npos) << bad_mode.status().message();
   EXPECT_FALSE(ParseSizeSetting("150%", true, false).ok());
   EXPECT_FALSE(ParseSizeSetting("0%", true, false).ok());
-  EXPECT_FALSE(ParseSizeSetting("10%", false, true).ok());  // the SSD cap takes no percentage
+  auto no_pct = ParseSizeSetting("10%", false, true);  // the SSD cap takes no percentage
+  ASSERT_FALSE(no_pct.ok());
+  EXPECT_NE(no_pct.status().message().find("; or auto"), std::string::npos) << no_pct.status().message();
   EXPECT_FALSE(ParseSizeSetting("auto", true, false).ok());  // nor the hot tier auto
   EXPECT_EQ(ParseSizeSetting("1.5%", true, false)->percent, 1.5);
   EXPECT_EQ(*ParseByteSize("2TB"), 2ull << 40);
