@@ -35,22 +35,13 @@ import subprocess
 import sys
 import tempfile
 import time
-import urllib.error
-import urllib.request
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "integration"))
+import llmhost_http  # noqa: E402
 
 
-def http(url, body=None, timeout=3600):
-    data = json.dumps(body).encode() if body is not None else None
-    req = urllib.request.Request(url, data=data, headers={"Content-Type": "application/json"})
-    try:
-        with urllib.request.urlopen(req, timeout=timeout) as r:
-            return r.status, json.loads(r.read() or b"null")
-    except urllib.error.HTTPError as e:
-        raw = e.read()
-        try:
-            return e.code, json.loads(raw or b"null")
-        except ValueError:
-            return e.code, raw.decode(errors="replace")
+def http(url, body=None, timeout=3600, method=None):
+    return llmhost_http.http(url, body, timeout, method)
 
 
 def loadavg():

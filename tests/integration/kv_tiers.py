@@ -53,8 +53,9 @@ import sys
 import tempfile
 import threading
 import time
-import urllib.error
-import urllib.request
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from llmhost_http import http  # noqa: E402
 
 BLOCK = 16
 MODEL = "qwen3-tiny"
@@ -76,21 +77,6 @@ def fail(msg):
 
 def note(msg):
     print("kv_tiers: " + msg, file=sys.stderr, flush=True)
-
-
-def http(url, body=None, timeout=300, method=None):
-    data = json.dumps(body).encode() if body is not None else None
-    req = urllib.request.Request(url, data=data, method=method,
-                                 headers={"Content-Type": "application/json"})
-    try:
-        with urllib.request.urlopen(req, timeout=timeout) as r:
-            return r.status, json.loads(r.read() or b"null")
-    except urllib.error.HTTPError as e:
-        raw = e.read()
-        try:
-            return e.code, json.loads(raw or b"null")
-        except ValueError:
-            return e.code, raw.decode(errors="replace")
 
 
 LIVE = []  # servers to kill if a check fails

@@ -30,8 +30,9 @@ import subprocess
 import sys
 import threading
 import time
-import urllib.error
-import urllib.request
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import llmhost_http  # noqa: E402
 
 MODELS = ["model-a", "model-b", "model-c"]
 # ~145 M parameters in bf16 (tied embeddings): 290 MB of weights each.
@@ -55,13 +56,7 @@ def rss_of(pid, field="VmRSS"):
 
 
 def http(url, body=None, timeout=600):
-    data = json.dumps(body).encode() if body is not None else None
-    req = urllib.request.Request(url, data=data, headers={"Content-Type": "application/json"})
-    try:
-        with urllib.request.urlopen(req, timeout=timeout) as r:
-            return r.status, json.loads(r.read() or b"null")
-    except urllib.error.HTTPError as e:
-        return e.code, json.loads(e.read() or b"null")
+    return llmhost_http.http(url, body, timeout)
 
 
 class Server:
