@@ -84,7 +84,6 @@ int RunServe(const server::SettingValues& cli_values) {
   if (store) {
     po.cache_ram_bytes = [store] { return store->ram_bytes(); };
     po.shrink_cache = [store](uint64_t keep) { return store->ShrinkHot(keep); };
-    po.cache_max_bytes = store->options().hot_max_bytes;
   }
   CpuEngineFactoryOptions fo;
   fo.engine.max_concurrent_requests = s.max_concurrent_requests;

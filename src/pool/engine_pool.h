@@ -121,7 +121,6 @@ struct PoolOptions {
   // drops in write-back mode goes to the SSD). Unset: no store.
   std::function<uint64_t()> cache_ram_bytes;
   std::function<uint64_t(uint64_t keep_bytes)> shrink_cache;  // returns the bytes freed
-  uint64_t cache_max_bytes = 0;  // its budget (reserved from the prefill limit)
 };
 
 // Time sources, replaceable in tests. unix_now: wall clock (last_access,

@@ -64,8 +64,9 @@ MemorySnapshot EnginePool::SampleLocked() {
   LimitInputs in;
   in.system = m.system;
   in.footprint = m.footprint;
-  in.hot_cache_max = options_.cache_max_bytes;
-  in.hot_cache_used = m.cache_bytes;
+  // No hot-cache reservation in the prefill limit: the KV store's RAM is in
+  // the footprint already, and it is a cache that gives way (the pool and the
+  // enforcer shrink it) rather than room a prompt must leave free.
   m.host = ComputeLimits(options_.guard, in);
   m.usage = std::max(m.device_active[0], m.footprint);
   if (!m.gpus.empty()) {

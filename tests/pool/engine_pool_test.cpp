@@ -57,7 +57,6 @@ TEST(EnginePoolAdmission, KvCacheRamCountsAndShrinksBeforeAModelIsEvicted) {
     cache->store(std::min(before, keep));
     return before - cache->load();
   };
-  f.options.cache_max_bytes = 4 * kGB;
   f.factory->Set("a", Size(4 * kGB));
   f.factory->Set("b", Size(4 * kGB));
   f.Start({"a", "b"});
