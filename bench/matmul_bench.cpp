@@ -254,12 +254,13 @@ int Main(int argc, char** argv) {
     key.append(f.name);
     key.push_back(',');
     if (!only.empty() && only.find(key) == std::string::npos) continue;
-    for (MatMulPrecision p : {MatMulPrecision::kFast, MatMulPrecision::kFastInt8}) {
+    for (MatMulPrecision p : {MatMulPrecision::kFast, MatMulPrecision::kFastInt8, MatMulPrecision::kFastBf16}) {
       if (p == MatMulPrecision::kFastInt8 && !f.Quantized()) continue;
+      if (p == MatMulPrecision::kFastBf16 && BestCpuIsa() != CpuIsa::kAmx) continue;
       const Result r = BenchFormat(f, p, pool, reps);
       const double token_bytes = kWeightsPerToken * f.bytes_per_weight;
       std::string label = f.name;
-      label += p == MatMulPrecision::kFast ? " (f32 act.)" : " (int8 act.)";
+      label += p == MatMulPrecision::kFast ? " (f32 act.)" : p == MatMulPrecision::kFastInt8 ? " (int8 act.)" : " (AMX bf16)";
       std::printf("| %s | %.3f | %.1f | %.0f%% | %.1f | %.1f | %.1f | %.1f | %.1f |\n", label.c_str(),
                   f.bytes_per_weight, r.decode1_gbs, 100 * r.decode1_gbs / bw, r.decode8_gbs, r.prefill_gflops,
                   r.decode1_gbs * 1e9 / token_bytes, 8 * r.decode8_gbs * 1e9 / token_bytes,

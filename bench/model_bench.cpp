@@ -243,8 +243,10 @@ int Main(int argc, char** argv) {
     const std::string dir = JoinPath(o.models, "llama1b-" + fmt.name);
     std::vector<Precision> precisions = {Precision::kFast};
     if (fmt.name != "bf16" && o.int8) precisions.push_back(Precision::kFastInt8);
+    if (BestCpuIsa() == CpuIsa::kAmx) precisions.push_back(Precision::kFastBf16);
     for (Precision p : precisions) {
-      Row r{fmt.name + (p == Precision::kFastInt8 ? " fast-int8" : " fast"), &fmt, Run(dir, p, o)};
+      const char* label = p == Precision::kFastInt8 ? " fast-int8" : p == Precision::kFastBf16 ? " fast-bf16" : " fast";
+      Row r{fmt.name + label, &fmt, Run(dir, p, o)};
       std::printf("%s: prefill %.1f, decode b1 %.2f, b%d %.2f tok/s (by CPU time x threads: %.1f, "
                   "%.2f, %.2f); RSS before load %.0f, after load %.0f, after the run %.0f MiB "
                   "(weights %.0f MiB); load avg %s\n",

@@ -37,9 +37,12 @@ enum class DeviceKind { kCpu, kCuda };
 // dequantized exactly to f32, f32 accumulation; the path the golden tests
 // hold to 1e-4. kFast: the fastest kernels this device has with f32
 // activations (SIMD). kFastInt8: as kFast, but quantized weights (MLX, GGUF
-// blocks) multiply int8-quantized activations (as ggml does). Cheap ops have
-// one f32 path; attention and activations share the fast loops.
-enum class Precision { kReference, kFast, kFastInt8 };
+// blocks) multiply int8-quantized activations (as ggml does). kFastBf16:
+// where the CPU has AMX-BF16, activations and weights rounded to bf16 and
+// multiplied in AMX tiles for prefill-sized batches (elsewhere, and for
+// decode, as kFast). Cheap ops have one f32 path;
+// attention and activations share the fast loops.
+enum class Precision { kReference, kFast, kFastInt8, kFastBf16 };
 
 // A region of device memory owned by a Backend. Plain value; the backend
 // keeps the bookkeeping. `data` is a device address (CPU: host memory).
@@ -149,6 +152,10 @@ class Backend {
   // ---- ops (all pointers are device addresses) ------------------------------
   // y[n, w.rows] = x[n, w.cols] · Wᵀ, at precision().
   virtual void MatMul(const WeightMatrix& w, const float* x, int64_t n, float* y) = 0;
+  // As MatMul, for MoE router logits: activations are never rounded (kFast
+  // for kFastInt8 / kFastBf16), so that which experts a token goes to does
+  // not hinge on activation rounding.
+  virtual void RouterMatMul(const WeightMatrix& w, const float* x, int64_t n, float* y) = 0;
   // out[i, :] = row ids[i] of w (dequantized) * scale; ids in [0, w.rows).
   virtual void Embedding(const WeightMatrix& w, const int32_t* ids, int64_t n, float scale,
                          float* out) = 0;

@@ -119,7 +119,7 @@ void RegisterGenerateCommands(CLI::App& app) {
   cmd->add_option("--max-tokens", opts->max_tokens, "tokens to generate at most (default 256)");
   cmd->add_option("--temperature", opts->temperature, "0 = greedy (default); > 0 samples");
   cmd->add_option("--seed", opts->seed, "random seed for sampling (default: random)");
-  cmd->add_option("--precision", opts->precision, "fast (default), fast-int8 or f32 (reference path)");
+  cmd->add_option("--precision", opts->precision, "fast (default), fast-int8, fast-bf16 (AMX) or f32 (reference path)");
   cmd->add_flag("--show-special", opts->show_special, "print special tokens (and the EOS)");
   cmd->add_flag("--verbose", opts->verbose, "print model and memory figures on stderr");
   cmd->callback([opts] { ExitCode() = RunGenerate(*opts); });

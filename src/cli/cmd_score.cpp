@@ -63,7 +63,7 @@ void RegisterScoreCommands(CLI::App& app) {
   cmd->add_option("--ids", opts->ids, "token ids, comma-separated (e.g. 1,2,3)")->required();
   cmd->add_option("--out", opts->out, "output .safetensors file")->required();
   cmd->add_option("--precision", opts->precision,
-                  "f32 (reference path, default), fast (SIMD kernels) or fast-int8");
+                  "f32 (reference path, default), fast (SIMD kernels), fast-int8 or fast-bf16 (AMX)");
   cmd->add_flag("--verbose", opts->verbose, "print model and memory figures on stderr");
   cmd->callback([opts] { ExitCode() = RunScore(*opts); });
 }

@@ -15,8 +15,8 @@ namespace llmhost::cli {
 // "1,2, 3" -> {1, 2, 3}; InvalidArgument naming the bad item.
 Result<std::vector<int32_t>> ParseIdList(const std::string& text);
 
-// "f32" (the reference path), "fast" or "fast-int8" (int8 activations for
-// quantized weights).
+// "f32" (the reference path), "fast", "fast-int8" (int8 activations for
+// quantized weights) or "fast-bf16" (AMX bf16 tiles where the CPU has them).
 Result<Precision> ParsePrecision(const std::string& text);
 
 struct LoadedModel {

@@ -282,7 +282,7 @@ void ForwardPass::DenseMlp(const LayerWeights& w) {
 void ForwardPass::MoeMlp(const LayerWeights& w) {
   const int64_t N = n_, H = s_.hidden, E = s_.n_experts, K = s_.experts_per_token;
   const int64_t I = s_.moe_intermediate;
-  b_.MatMul(w.router, p_.h, N, p_.router);
+  b_.RouterMatMul(w.router, p_.h, N, p_.router);
   b_.TopKRouting(p_.router, N, E, K, s_.norm_topk_prob, p_.topk_ids, p_.topk_w);
   // Dispatch is decided on the host: which tokens go to which expert.
   std::vector<int32_t> ids(static_cast<size_t>(N * K));

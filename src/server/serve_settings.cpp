@@ -129,7 +129,7 @@ const std::vector<ServeFlag>& ServeFlags() {
       {"cors-origins", true, "origins allowed to call from a browser ('*': any); repeatable (default none)"},
       {"drain-timeout", false, "seconds to let requests finish on SIGTERM/SIGINT (default 30)"},
       {"io-threads", false, "HTTP I/O threads (default 2)"},
-      {"precision", false, "CPU matmul precision: fast, fast-int8 or f32 (default fast)"},
+      {"precision", false, "CPU matmul precision: fast, fast-int8, fast-bf16 (AMX) or f32 (default fast)"},
       {"memory-guard", false,
        "memory guard tier: off, safe, balanced, aggressive or custom (default balanced)"},
       {"memory-guard-gb", false, "custom memory ceiling in GiB, fractions allowed; implies --memory-guard custom"},
@@ -335,8 +335,9 @@ Result<ServeSettings> ResolveServeSettings(const SettingValues& cli, const EnvLo
     } else if (name == "cache-dir") {
       s.cache_dir = last;
     } else if (name == "precision") {
-      if (last != "fast" && last != "fast-int8" && last != "f32") {
-        return Status::InvalidArgument(v->source + ": '" + last + "' (expected fast, fast-int8 or f32)");
+      if (last != "fast" && last != "fast-int8" && last != "fast-bf16" && last != "f32") {
+        return Status::InvalidArgument(v->source + ": '" + last +
+                                       "' (expected fast, fast-int8, fast-bf16 or f32)");
       }
       s.precision = last;
     }

@@ -157,8 +157,11 @@ TEST(Conversions, Bf16) {
 TEST(CpuFeatures, DetectionIsConsistent) {
   const CpuFeatures& f = DetectedCpuFeatures();
   std::printf("CPU features: %s; kernels: %s\n", f.Describe().c_str(), CpuIsaName(BestCpuIsa()));
-  if (BestCpuIsa() == CpuIsa::kAvx2) {
+  if (BestCpuIsa() != CpuIsa::kScalar) {
     EXPECT_TRUE(f.avx2 && f.fma && f.f16c);
+  }
+  if (BestCpuIsa() == CpuIsa::kAmx) {
+    EXPECT_TRUE(f.amx_tile && f.amx_bf16);
   }
   if (f.avx512bw) {
     EXPECT_TRUE(f.avx512f);

@@ -9,6 +9,7 @@
 #include <cstdio>
 
 #include "backend/cpu/cpu_backend.h"
+#include "backend/cpu/cpu_features.h"
 #include "model/model.h"
 #include "model/model_test_util.h"
 
@@ -21,6 +22,7 @@ using testing::GoldenPrompt;
 struct FixtureCase {
   const char* name;
   double int8_tolerance;  // documented kFastInt8 relative error per row
+  bool bf16_compared = true;  // false: see kFastBf16 below
 };
 
 // Documented tolerances. kFast: 1e-4 for every fixture (weights are exact in
@@ -29,15 +31,24 @@ struct FixtureCase {
 // GGUF block weights (as ggml's q8 activations); on these tiny random models
 // (hidden 64 / 256) that costs up to 2.4e-2 (GGUF) and 7.5e-2 (MLX) per row:
 // tolerances 3e-2 and 1e-1 (float weights are unaffected: 1e-4). It is
-// opt-in for that reason (generate defaults to kFast).
+// opt-in for that reason (generate defaults to kFast). kFastBf16 (AMX CPUs
+// only; elsewhere it is kFast) rounds activations, and weights that are not
+// bf16, to bf16 for prefill-sized batches: kBf16Tolerance per row (measured
+// on an AMX machine: <= 3.6e-2 on every dense fixture). Not compared:
+// qwen3moe-tiny, a random MoE whose expert choice flips under that rounding
+// on its 'chat' prompt (0.785 row error, and the same 0.785 from rounding the
+// activations to bf16 in front of the f32 kernels: the routing, not the
+// kernel; its other prompts: <= 1.7e-2).
 const FixtureCase kFixtures[] = {
     {"llama3-tiny", 1e-4},        {"llama3-tiny-sharded", 1e-4}, {"mistral-tiny-swa", 1e-4},
-    {"qwen2-tiny", 1e-4},         {"qwen3-tiny", 1e-4},          {"qwen3moe-tiny", 1e-4},
+    {"qwen2-tiny", 1e-4},         {"qwen3-tiny", 1e-4},          {"qwen3moe-tiny", 1e-4, false},
     {"phi3-tiny", 1e-4},          {"gemma3-tiny", 1e-4},         {"llama3-tiny-mlx4", 1e-1},
     {"qwen3-tiny-mlx8", 1e-1},    {"qwen3-realtok-tiny", 1e-4},  {"llama-tiny-f32", 1e-4},
     {"llama-tiny-q8_0", 3e-2},    {"llama-tiny-q4_0", 3e-2},     {"llama-tiny-q4_k", 3e-2},
     {"llama-tiny-q6_k", 3e-2},
 };
+
+constexpr double kBf16Tolerance = 5e-2;
 
 struct PromptResult {
   double worst_rel = 0;
@@ -103,10 +114,13 @@ void RunFixture(const FixtureCase& fc, Precision precision) {
   CpuBackend backend(&ThreadPool::Default(), precision);
   auto model = Model::Load(g.model_path, &backend);
   ASSERT_TRUE(model.ok()) << model.status().ToString();
-  const double tol = precision == Precision::kFastInt8 ? fc.int8_tolerance : 1e-4;
-  const char* tag = precision == Precision::kReference ? ""
-                    : precision == Precision::kFast    ? " (fast)"
-                                                       : " (fast-int8)";
+  const double tol = precision == Precision::kFastInt8   ? fc.int8_tolerance
+                     : precision == Precision::kFastBf16 ? kBf16Tolerance
+                                                         : 1e-4;
+  const char* tag = precision == Precision::kReference  ? ""
+                    : precision == Precision::kFast     ? " (fast)"
+                    : precision == Precision::kFastInt8 ? " (fast-int8)"
+                                                        : " (fast-bf16)";
   for (const GoldenPrompt& p : g.prompts) {
     const std::string label = std::string(fc.name) + "/" + p.name + tag;
     PromptResult r = RunPrompt(**model, p, tol, label, /*check_greedy=*/true);
@@ -117,6 +131,11 @@ void RunFixture(const FixtureCase& fc, Precision precision) {
 TEST_P(GoldenTest, ReferencePath) { RunFixture(GetParam(), Precision::kReference); }
 TEST_P(GoldenTest, FastPath) { RunFixture(GetParam(), Precision::kFast); }
 TEST_P(GoldenTest, FastInt8Path) { RunFixture(GetParam(), Precision::kFastInt8); }
+TEST_P(GoldenTest, FastBf16Path) {
+  if (BestCpuIsa() != CpuIsa::kAmx) GTEST_SKIP() << "no AMX-BF16 here: fast-bf16 is the fast path";
+  if (!GetParam().bf16_compared) GTEST_SKIP() << "expert routing flips under bf16 activations (see kBf16Tolerance)";
+  RunFixture(GetParam(), Precision::kFastBf16);
+}
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, GoldenTest, ::testing::ValuesIn(kFixtures),
                          [](const ::testing::TestParamInfo<FixtureCase>& i) {

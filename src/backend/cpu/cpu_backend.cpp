@@ -128,7 +128,14 @@ void CpuBackend::ReleaseWeight(const WeightMatrix& w) {
 void CpuBackend::MatMul(const WeightMatrix& w, const float* x, int64_t n, float* y) {
   const MatMulPrecision mp = precision_ == Precision::kFast       ? MatMulPrecision::kFast
                             : precision_ == Precision::kFastInt8 ? MatMulPrecision::kFastInt8
+                            : precision_ == Precision::kFastBf16 ? MatMulPrecision::kFastBf16
                                                                  : MatMulPrecision::kReference;
+  llmhost::MatMul(w, x, n, y, mp, pool_);
+}
+
+void CpuBackend::RouterMatMul(const WeightMatrix& w, const float* x, int64_t n, float* y) {
+  const MatMulPrecision mp =
+      precision_ == Precision::kReference ? MatMulPrecision::kReference : MatMulPrecision::kFast;
   llmhost::MatMul(w, x, n, y, mp, pool_);
 }
 

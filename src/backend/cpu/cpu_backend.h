@@ -50,6 +50,7 @@ class CpuBackend final : public Backend {
   void set_precision(Precision p) override { precision_ = p; }
 
   void MatMul(const WeightMatrix& w, const float* x, int64_t n, float* y) override;
+  void RouterMatMul(const WeightMatrix& w, const float* x, int64_t n, float* y) override;
   void Embedding(const WeightMatrix& w, const int32_t* ids, int64_t n, float scale,
                  float* out) override;
   void RmsNorm(const float* x, int64_t rows, int64_t dim, int64_t stride, const float* weight,

@@ -5,6 +5,11 @@
 #include <cstdlib>
 #include <cstring>
 
+#if defined(__linux__)
+#include <sys/syscall.h>
+#include <unistd.h>
+#endif
+
 #if defined(__x86_64__) || defined(__i386__)
 #include <cpuid.h>
 #define LLMHOST_X86 1
@@ -65,13 +70,31 @@ CpuFeatures Detect() {
 CpuFeatures Detect() { return {}; }
 #endif
 
+// Linux hands out AMX tile data per process on request (arch_prctl
+// ARCH_REQ_XCOMP_PERM, feature XTILEDATA = 18); without it the first tile
+// instruction faults.
+bool RequestAmxTileData() {
+#if defined(__linux__) && defined(__x86_64__)
+  constexpr long kArchReqXcompPerm = 0x1023;
+  constexpr long kXfeatureXtiledata = 18;
+  return syscall(SYS_arch_prctl, kArchReqXcompPerm, kXfeatureXtiledata) == 0;
+#else
+  return false;
+#endif
+}
+
 CpuIsa DetectBest() {
   const CpuFeatures& f = DetectedCpuFeatures();
   CpuIsa best = (f.avx2 && f.fma && f.f16c) ? CpuIsa::kAvx2 : CpuIsa::kScalar;
+  CpuIsa cap = CpuIsa::kAmx;
   if (const char* env = std::getenv("LLMHOST_CPU_ISA")) {
-    if (std::strcmp(env, "scalar") == 0) best = CpuIsa::kScalar;
+    if (std::strcmp(env, "scalar") == 0) cap = CpuIsa::kScalar;
+    if (std::strcmp(env, "avx2") == 0) cap = CpuIsa::kAvx2;
   }
-  return best;
+  if (best == CpuIsa::kAvx2 && cap == CpuIsa::kAmx && f.amx_tile && f.amx_bf16 && RequestAmxTileData()) {
+    best = CpuIsa::kAmx;
+  }
+  return static_cast<int>(best) < static_cast<int>(cap) ? best : cap;
 }
 
 std::atomic<int> g_active{-1};
@@ -111,6 +134,7 @@ const char* CpuIsaName(CpuIsa isa) {
   switch (isa) {
     case CpuIsa::kScalar: return "scalar";
     case CpuIsa::kAvx2: return "avx2";
+    case CpuIsa::kAmx: return "amx";
   }
   return "?";
 }

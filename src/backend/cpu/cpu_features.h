@@ -13,8 +13,8 @@ struct CpuFeatures {
   bool avx2 = false, fma = false, f16c = false;
   bool avx512f = false, avx512bw = false, avx512vl = false, avx512dq = false;
   bool avx512_vnni = false, avx512_bf16 = false, avx512_fp16 = false, avx_vnni = false;
-  bool amx_tile = false, amx_bf16 = false, amx_int8 = false;  // CPU bits; the OS must also grant
-                                                              // tile state (not requested yet)
+  bool amx_tile = false, amx_bf16 = false, amx_int8 = false;  // CPU and XCR0 bits; Linux must also
+                                                              // grant tile data (BestCpuIsa asks)
   std::string Describe() const;  // "avx2 fma f16c avx512f ..."
 };
 
@@ -25,12 +25,13 @@ const CpuFeatures& DetectedCpuFeatures();
 enum class CpuIsa {
   kScalar,  // portable C++: the fast path falls back to the reference kernels
   kAvx2,    // AVX2 + FMA + F16C
-  // kAvx512 is reserved for AVX-512 kernels (not written yet: no machine to test them on).
+  kAmx,     // plus AMX-TILE + AMX-BF16 with tile data granted by the OS
+            // (arch_prctl ARCH_REQ_XCOMP_PERM): the kFastBf16 matmuls
 };
 
 const char* CpuIsaName(CpuIsa isa);
 
-// The best level this CPU supports, capped by LLMHOST_CPU_ISA=scalar|avx2
+// The best level this CPU supports, capped by LLMHOST_CPU_ISA=scalar|avx2|amx
 // when set (read once; for tests and comparisons).
 CpuIsa BestCpuIsa();
 

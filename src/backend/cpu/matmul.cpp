@@ -40,7 +40,7 @@ std::string Shape(const WeightMatrix& w) {
 }
 
 const cpu::FastKernels* ActiveKernels() {
-  return ActiveCpuIsa() == CpuIsa::kAvx2 ? cpu::Avx2Kernels() : nullptr;
+  return ActiveCpuIsa() != CpuIsa::kScalar ? cpu::Avx2Kernels() : nullptr;
 }
 
 void Parallel(ThreadPool* pool, int64_t n, int64_t grain,
@@ -100,6 +100,30 @@ void Int8MatMul(const cpu::Int8Kernels& ik, const WeightMatrix& w, const float* 
     float* yt = y + t0 * w.rows;
     Parallel(pool, nt, 8, [&](int64_t a, int64_t b) { ik.quantize_x(w, xt, nt, a, b, qx); });
     Parallel(pool, w.rows, kFusedGrainRows, [&](int64_t r0, int64_t r1) { ik.rows(w, qx, nt, r0, r1, yt, w.rows); });
+  }
+}
+
+void AmxMatMul(const cpu::AmxKernels& ak, const WeightMatrix& w, const float* x, int64_t n, float* y,
+               ThreadPool* pool) {
+  // As Int8MatMul: the calling thread's buffer, kMaxBatchRows rows at a time.
+  static thread_local std::vector<uint8_t> buffer;
+  const int64_t chunk = std::min(n, kMaxBatchRows);
+  const size_t need = static_cast<size_t>(ak.packed_x_bytes(chunk, w.cols));
+  if (buffer.size() < need) buffer.resize(need);
+  void* xp = buffer.data();
+  const int64_t panels = (w.rows + ak.panel_rows - 1) / ak.panel_rows;
+  for (int64_t t0 = 0; t0 < n; t0 += chunk) {
+    const int64_t nt = std::min(chunk, n - t0);
+    const float* xt = x + t0 * w.cols;
+    float* yt = y + t0 * w.rows;
+    const int64_t blocks = (nt + ak.block_tokens - 1) / ak.block_tokens;
+    Parallel(pool, blocks, 1, [&](int64_t b0, int64_t b1) { ak.pack_x(xt, nt, w.cols, b0, b1, xp); });
+    Parallel(pool, panels, 1, [&](int64_t p0, int64_t p1) {
+      for (int64_t p = p0; p < p1; ++p) {
+        const int64_t r0 = p * ak.panel_rows;
+        ak.panel(w, xp, nt, r0, std::min(w.rows, r0 + ak.panel_rows), yt, w.rows);
+      }
+    });
   }
 }
 
@@ -202,6 +226,12 @@ void MatMul(const WeightMatrix& w, const float* x, int64_t n, float* y, MatMulPr
         Int8MatMul(*ik, w, x, n, y, pool);
         return;
       }
+    }
+  }
+  if (precision == MatMulPrecision::kFastBf16 && n >= kAmxMinRows) {
+    if (const cpu::AmxKernels* ak = cpu::AmxBf16Kernels()) {
+      AmxMatMul(*ak, w, x, n, y, pool);
+      return;
     }
   }
   if (precision != MatMulPrecision::kReference && ks != nullptr) {

@@ -31,6 +31,9 @@
 
 namespace llmhost {
 
+// kFastBf16 uses AMX tiles for batches of at least this many rows.
+inline constexpr int64_t kAmxMinRows = 16;
+
 enum class MatMulPrecision {
   kReference,
   kFast,
@@ -44,6 +47,17 @@ enum class MatMulPrecision {
   // (matmul_int8_unit_avx2.cpp), the rest matmul_int8_avx2.cpp; the choice
   // depends on the weight only. Batch invariant like kFast.
   kFastInt8,
+  // For prefill on CPUs with AMX-BF16 (ActiveCpuIsa() == kAmx): batches of
+  // at least kAmxMinRows rows round x and the weights to bf16 (weights of
+  // bf16 files are exact) and multiply them in AMX tiles, products exact and
+  // summed in f32 (matmul_amx.cpp): 2^-9 relative error per activation,
+  // ~0.1-0.3% per output (bounds in matmul_amx_test.cpp), every weight
+  // format. Smaller batches (decode, memory-bound) run kFast, which reads
+  // quantized weights faster than a bf16 panel can be built. Batch invariant
+  // among batches of >= kAmxMinRows rows and among smaller ones, not across
+  // the two: a row's bits depend on which side of the threshold its batch
+  // falls (differences at the bf16-rounding level). Elsewhere: kFast.
+  kFastBf16,
 };
 
 // OK when this build can compute with `w`: a supported format (MLX bits 2-6
