@@ -23,7 +23,8 @@
 // the run would give on an unshared machine.
 //
 // Usage: model_bench --models DIR [--formats bf16,mlx8,mlx4] [--reps N]
-//                    [--prefill-reps N] [--steps N] [--no-int8]
+//                    [--prefill-reps N] [--prefill-tokens N (512; <= 4096, the models' context)]
+//                    [--steps N] [--no-int8]
 //   DIR holds llama1b-bf16, llama1b-mlx8, llama1b-mlx4 (run_model_bench.sh).
 #include <sys/resource.h>
 
@@ -206,6 +207,8 @@ int Main(int argc, char** argv) {
       o.reps = std::max(1, std::atoi(value().c_str()));
     } else if (a == "--prefill-reps") {
       o.prefill_reps = std::max(1, std::atoi(value().c_str()));
+    } else if (a == "--prefill-tokens") {
+      o.prefill = std::max(1, std::atoi(value().c_str()));
     } else if (a == "--steps") {
       o.steps = std::max(1, std::atoi(value().c_str()));
     } else if (a == "--no-int8") {
@@ -213,7 +216,7 @@ int Main(int argc, char** argv) {
     } else {
       std::fprintf(stderr,
                    "usage: model_bench --models DIR [--formats bf16,mlx8,mlx4] [--reps N] "
-                   "[--prefill-reps N] [--steps N] [--no-int8]\n");
+                   "[--prefill-reps N] [--prefill-tokens N] [--steps N] [--no-int8]\n");
       return 1;
     }
   }

@@ -85,30 +85,42 @@ void AttendGroupScalar(const float* q, const float* k_cache, const float* v_cach
 void Attention(const float* q, const float* k_cache, const float* v_cache,
                const AttentionSeq* seqs, int64_t n_seqs, const AttentionParams& p, float* out,
                bool fast, ThreadPool* pool) {
-  AttendGroupFn attend = fast ? AttendGroupAvx2() : nullptr;
-  if (!attend) attend = AttendGroupScalar;
-  // Work items: (query row, KV head). Rows are listed with their sequence.
-  struct RowRef {
+  const AttendTileFn tile = fast ? AttendTileAvx2() : nullptr;
+  // Work items: (tile of a sequence's new rows, KV head). The fast path takes
+  // up to kQueryTile rows per tile; the reference one row at a time.
+  struct Tile {
     int32_t seq;
-    int32_t index;  // among the sequence's new tokens
+    int32_t first;  // among the sequence's new tokens
+    int32_t count;
   };
-  std::vector<RowRef> rows;
+  const int64_t rows_per_tile = tile ? kQueryTile : 1;
+  std::vector<Tile> tiles;
   int64_t max_kv = 0;
   for (int64_t s = 0; s < n_seqs; ++s) {
-    for (int64_t i = 0; i < seqs[s].n_new; ++i) {
-      rows.push_back({static_cast<int32_t>(s), static_cast<int32_t>(i)});
+    for (int64_t i = 0; i < seqs[s].n_new; i += rows_per_tile) {
+      tiles.push_back({static_cast<int32_t>(s), static_cast<int32_t>(i),
+                       static_cast<int32_t>(std::min(rows_per_tile, seqs[s].n_new - i))});
     }
     max_kv = std::max(max_kv, seqs[s].kv_len);
   }
   const int64_t group = p.n_heads / p.n_kv_heads;
-  const int64_t n_items = static_cast<int64_t>(rows.size()) * p.n_kv_heads;
+  // Later tiles of a prefill see more keys: hand them out first.
+  std::reverse(tiles.begin(), tiles.end());
+  const int64_t n_items = static_cast<int64_t>(tiles.size()) * p.n_kv_heads;
   auto body = [&](int64_t i0, int64_t i1) {
-    std::vector<float> scores(static_cast<size_t>(std::max<int64_t>(max_kv, 1) * group));
+    std::vector<float> scores(tile ? 0 : static_cast<size_t>(std::max<int64_t>(max_kv, 1) * group));
     for (int64_t it = i0; it < i1; ++it) {
-      const RowRef& r = rows[static_cast<size_t>(it / p.n_kv_heads)];
-      const AttentionSeq& s = seqs[r.seq];
-      attend(q, k_cache, v_cache, s, s.q_row + r.index, s.kv_len - s.n_new + r.index,
-             it % p.n_kv_heads, p, scores.data(), out);
+      const Tile& t = tiles[static_cast<size_t>(it / p.n_kv_heads)];
+      const AttentionSeq& s = seqs[t.seq];
+      const int64_t row0 = s.q_row + t.first, pos0 = s.kv_len - s.n_new + t.first;
+      const int64_t kv_head = it % p.n_kv_heads;
+      if (tile) {
+        tile(q, k_cache, v_cache, s, row0, pos0, t.count, kv_head, p, out);
+      } else {
+        for (int64_t i = 0; i < t.count; ++i) {
+          AttendGroupScalar(q, k_cache, v_cache, s, row0 + i, pos0 + i, kv_head, p, scores.data(), out);
+        }
+      }
     }
   };
   if (pool && n_items > 1) {
