@@ -150,16 +150,20 @@ TEST(OpsAttentionTest, WindowOfOneSeesOnlyItself) {
 }
 
 // The fast path in tiles of up to 16 query rows gives each row the bits it
-// gets alone: a 45-token prefill (tiles 16 + 16 + 13) against 45 one-token
-// decodes and a prefill split into chunks of 7, for head dims with and
-// without a column tail, GQA groups of 1 and 4, windows and soft caps,
-// keys across 5 KV blocks of 12.
-void ExpectTilesMatchSingleRows(int64_t hd, int64_t heads, int64_t kv_heads, int64_t window, float softcap) {
-  const int64_t bs = 12, n = 45, kvd = kv_heads * hd, qd = heads * hd;
+// gets alone: an n-token prefill (tiles of 16 and a remainder) against n
+// one-token decodes and a prefill split into chunks of 7, for head dims with
+// and without a column tail, GQA groups of 1 and 4, windows and soft caps,
+// keys across shuffled KV blocks of 12, and more keys than the value pass's
+// 128-key chunk (n = 300).
+void ExpectTilesMatchSingleRows(int64_t hd, int64_t heads, int64_t kv_heads, int64_t window, float softcap,
+                                int64_t n = 45) {
+  const int64_t bs = 12, blocks = (n + bs - 1) / bs, kvd = kv_heads * hd, qd = heads * hd;
   std::mt19937 rng(static_cast<uint32_t>(hd * 100 + heads + window));
   std::uniform_real_distribution<float> u(-2, 2);
-  std::vector<int32_t> table = {3, 0, 4, 1, 2};
-  std::vector<float> k_cache(5 * bs * kvd), v_cache(5 * bs * kvd), q(n * qd);
+  std::vector<int32_t> table(blocks);
+  std::iota(table.begin(), table.end(), 0);
+  std::shuffle(table.begin(), table.end(), rng);
+  std::vector<float> k_cache(blocks * bs * kvd), v_cache(blocks * bs * kvd), q(n * qd);
   for (auto* vec : {&k_cache, &v_cache, &q}) {
     for (float& x : *vec) x = u(rng);
   }
@@ -196,6 +200,8 @@ TEST(OpsAttentionTest, FastTilesAreBatchInvariantBitForBit) {
   ExpectTilesMatchSingleRows(72, 4, 4, 0, 0);   // 3 x 24 columns; group 1
   ExpectTilesMatchSingleRows(20, 4, 1, 9, 0);   // 16 + 4-column tail; window
   ExpectTilesMatchSingleRows(128, 4, 1, 0, 30.0f);
+  ExpectTilesMatchSingleRows(64, 8, 2, 0, 0, 300);
+  ExpectTilesMatchSingleRows(20, 4, 1, 200, 0, 300);
 }
 
 }  // namespace

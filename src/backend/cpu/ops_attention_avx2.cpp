@@ -75,13 +75,34 @@ LLMHOST_ATTN_AVX2 void Softmax(float* x, int64_t n) {
 }
 
 // Grow-only per-thread scratch.
-thread_local std::vector<float> tls_scores, tls_kt;
+thread_local std::vector<float> tls_scores, tls_kt, tls_zeros;
 
 // Key j's K (or V) row of this KV head.
 inline const float* KvRow(const float* cache, const AttentionSeq& s, int64_t j, const AttentionParams& p,
                           int64_t kv_head) {
   const int64_t slot = static_cast<int64_t>(s.block_table[j / p.block_size]) * p.block_size + j % p.block_size;
   return cache + slot * p.n_kv_heads * p.head_dim + kv_head * p.head_dim;
+}
+
+// kt[c * 16 + k] = rows[k][c] for k < 8, c < 8 (one 8 x 8 transpose).
+LLMHOST_ATTN_AVX2 inline void Transpose8(const float* const* rows, int64_t c0, float* kt) {
+  __m256 r[8], t[8];
+  for (int k = 0; k < 8; ++k) r[k] = _mm256_loadu_ps(rows[k] + c0);
+  for (int k = 0; k < 8; k += 2) {
+    t[k] = _mm256_unpacklo_ps(r[k], r[k + 1]);
+    t[k + 1] = _mm256_unpackhi_ps(r[k], r[k + 1]);
+  }
+  for (int k = 0; k < 8; k += 4) {
+    r[k] = _mm256_shuffle_ps(t[k], t[k + 2], 0x44);
+    r[k + 1] = _mm256_shuffle_ps(t[k], t[k + 2], 0xEE);
+    r[k + 2] = _mm256_shuffle_ps(t[k + 1], t[k + 3], 0x44);
+    r[k + 3] = _mm256_shuffle_ps(t[k + 1], t[k + 3], 0xEE);
+  }
+  // r[0..3]: columns 0,1,2,3 (and 4..7 in the high halves) of keys 0-3; r[4..7] of keys 4-7.
+  for (int c = 0; c < 4; ++c) {
+    _mm256_storeu_ps(kt + (c0 + c) * 16, _mm256_permute2f128_ps(r[c], r[c + 4], 0x20));
+    _mm256_storeu_ps(kt + (c0 + c + 4) * 16, _mm256_permute2f128_ps(r[c], r[c + 4], 0x31));
+  }
 }
 
 // Scores of kR query rows against 16 keys: s[r][k] = Σ_c q[r][c] kt[c][k],
@@ -105,16 +126,17 @@ LLMHOST_ATTN_AVX2 inline void Scores16(const float* const* qr, const float* kt, 
   }
 }
 
-// o[r][c0 .. c0 + 8 kV) = Σ_j p[r][j] v_j[...] for j in [0, n), one FMA per
-// key in order from the first (kR <= 4 rows, kV <= 3 vectors).
+// o[r][c0 .. c0 + 8 kV) (+)= Σ_j p[r][j] v_j[...] for j in [j0, j1), one FMA
+// per key in order (kR <= 4 rows, kV <= 3 vectors); from +0 when `init`, else
+// continuing the chain from the stored sums.
 template <int kR, int kV>
-LLMHOST_ATTN_AVX2 inline void Values(const float* const* pr, const float* const* vrows, int64_t n, int64_t c0,
-                                     float* const* o) {
+LLMHOST_ATTN_AVX2 inline void Values(const float* const* pr, const float* const* vrows, int64_t j0, int64_t j1,
+                                     int64_t c0, float* const* o, bool init) {
   __m256 acc[kR][kV];
   for (int r = 0; r < kR; ++r) {
-    for (int v = 0; v < kV; ++v) acc[r][v] = _mm256_setzero_ps();
+    for (int v = 0; v < kV; ++v) acc[r][v] = init ? _mm256_setzero_ps() : _mm256_loadu_ps(o[r] + c0 + 8 * v);
   }
-  for (int64_t j = 0; j < n; ++j) {
+  for (int64_t j = j0; j < j1; ++j) {
     __m256 vv[kV];
     for (int v = 0; v < kV; ++v) vv[v] = _mm256_loadu_ps(vrows[j] + c0 + 8 * v);
 #pragma GCC unroll 4
@@ -129,14 +151,14 @@ LLMHOST_ATTN_AVX2 inline void Values(const float* const* pr, const float* const*
 }
 
 template <int kV>
-LLMHOST_ATTN_AVX2 void ValuesRows(const float* const* pr, int64_t rows, const float* const* vrows, int64_t n,
-                                  int64_t c0, float* const* o) {
+LLMHOST_ATTN_AVX2 void ValuesRows(const float* const* pr, int64_t rows, const float* const* vrows, int64_t j0,
+                                  int64_t j1, int64_t c0, float* const* o, bool init) {
   int64_t r = 0;
-  for (; r + 4 <= rows; r += 4) Values<4, kV>(pr + r, vrows, n, c0, o + r);
+  for (; r + 4 <= rows; r += 4) Values<4, kV>(pr + r, vrows, j0, j1, c0, o + r, init);
   switch (rows - r) {
-    case 3: Values<3, kV>(pr + r, vrows, n, c0, o + r); break;
-    case 2: Values<2, kV>(pr + r, vrows, n, c0, o + r); break;
-    case 1: Values<1, kV>(pr + r, vrows, n, c0, o + r); break;
+    case 3: Values<3, kV>(pr + r, vrows, j0, j1, c0, o + r, init); break;
+    case 2: Values<2, kV>(pr + r, vrows, j0, j1, c0, o + r, init); break;
+    case 1: Values<1, kV>(pr + r, vrows, j0, j1, c0, o + r, init); break;
     default: break;
   }
 }
@@ -154,6 +176,8 @@ LLMHOST_ATTN_AVX2 void AttendTile(const float* q, const float* k_cache, const fl
   const int64_t n16 = (n + 15) / 16 * 16;
   if (tls_scores.size() < static_cast<size_t>(R * n16)) tls_scores.resize(R * n16);
   if (tls_kt.size() < static_cast<size_t>(d * 64)) tls_kt.resize(d * 64);
+  if (tls_zeros.size() < static_cast<size_t>(d)) tls_zeros.assign(d, 0.0f);
+  const float* zeros = tls_zeros.data();
   float* S = tls_scores.data();
   float* kt = tls_kt.data();
   std::vector<const float*> qrows(R), vrows(n);
@@ -170,12 +194,14 @@ LLMHOST_ATTN_AVX2 void AttendTile(const float* q, const float* k_cache, const fl
   std::vector<float*> dst(R);
   for (int64_t j0 = 0; j0 < n; j0 += 64) {
     const int64_t m = std::min<int64_t>(64, n - j0), m16 = (m + 15) / 16 * 16;
-    for (int64_t jj = 0; jj < m16; ++jj) {
-      if (jj < m) {
-        const float* kr = KvRow(k_cache, s, L + j0 + jj, p, kv_head);
-        for (int64_t c = 0; c < d; ++c) kt[(jj / 16) * d * 16 + c * 16 + jj % 16] = kr[c];
-      } else {
-        for (int64_t c = 0; c < d; ++c) kt[(jj / 16) * d * 16 + c * 16 + jj % 16] = 0.0f;
+    for (int64_t j8 = 0; j8 < m16; j8 += 8) {
+      const float* kr[8];
+      for (int64_t k = 0; k < 8; ++k) kr[k] = j8 + k < m ? KvRow(k_cache, s, L + j0 + j8 + k, p, kv_head) : zeros;
+      float* ktg = kt + (j8 / 16) * d * 16 + j8 % 16;
+      int64_t c = 0;
+      for (; c + 8 <= d; c += 8) Transpose8(kr, c, ktg);
+      for (; c < d; ++c) {
+        for (int64_t k = 0; k < 8; ++k) ktg[c * 16 + k] = kr[k][c];
       }
     }
     for (int64_t g = 0; g < m16; g += 16) {
@@ -200,10 +226,13 @@ LLMHOST_ATTN_AVX2 void AttendTile(const float* q, const float* k_cache, const fl
     const int64_t a = lo_of(pos0 + i) - L, b = pos0 + i - L + 1;
     for (int64_t h = 0; h < group; ++h) {
       float* sr = srows[i * group + h];
-      for (int64_t j = a; j < b; ++j) {
-        float sc = sr[j] * p.scale;
-        if (p.softcap > 0) sc = p.softcap * std::tanh(sc / p.softcap);
-        sr[j] = sc;
+      if (p.softcap > 0) {
+        for (int64_t j = a; j < b; ++j) sr[j] = p.softcap * std::tanh(sr[j] * p.scale / p.softcap);
+      } else {
+        const __m256 vs = _mm256_set1_ps(p.scale);
+        int64_t j = a;
+        for (; j + 8 <= b; j += 8) _mm256_storeu_ps(sr + j, _mm256_mul_ps(_mm256_loadu_ps(sr + j), vs));
+        for (; j < b; ++j) sr[j] *= p.scale;
       }
       Softmax(sr + a, b - a);
       std::fill(sr, sr + a, 0.0f);
@@ -211,23 +240,30 @@ LLMHOST_ATTN_AVX2 void AttendTile(const float* q, const float* k_cache, const fl
     }
   }
   // out = Σ_j p_j v_j: zero weights add +-0 (an exact no-op on the sum), so a
-  // row's sum is the same as over its own range alone.
+  // row's sum is the same as over its own range alone. Keys in chunks whose V
+  // rows and weights stay in cache while every row runs over them; the sums
+  // wait in `out` between chunks (the chain continues: the same bits).
   for (int64_t j = 0; j < n; ++j) vrows[j] = KvRow(v_cache, s, L + j, p, kv_head);
   const float* const* pr = srows.data();
-  int64_t c0 = 0;
-  for (; c0 + 24 <= d; c0 += 24) ValuesRows<3>(pr, R, vrows.data(), n, c0, orows.data());
-  if (d - c0 >= 16) {
-    ValuesRows<2>(pr, R, vrows.data(), n, c0, orows.data());
-    c0 += 16;
-  } else if (d - c0 >= 8) {
-    ValuesRows<1>(pr, R, vrows.data(), n, c0, orows.data());
-    c0 += 8;
-  }
-  for (int64_t r = 0; r < R; ++r) {  // head_dim % 8 columns: the same FMA order, scalar
-    for (int64_t c = c0; c < d; ++c) {
-      float acc = 0.0f;
-      for (int64_t j = 0; j < n; ++j) acc = std::fma(pr[r][j], vrows[j][c], acc);
-      orows[r][c] = acc;
+  constexpr int64_t kKeyChunk = 128;
+  for (int64_t j0 = 0; j0 < n; j0 += kKeyChunk) {
+    const int64_t j1 = std::min(n, j0 + kKeyChunk);
+    const bool init = j0 == 0;
+    int64_t c0 = 0;
+    for (; c0 + 24 <= d; c0 += 24) ValuesRows<3>(pr, R, vrows.data(), j0, j1, c0, orows.data(), init);
+    if (d - c0 >= 16) {
+      ValuesRows<2>(pr, R, vrows.data(), j0, j1, c0, orows.data(), init);
+      c0 += 16;
+    } else if (d - c0 >= 8) {
+      ValuesRows<1>(pr, R, vrows.data(), j0, j1, c0, orows.data(), init);
+      c0 += 8;
+    }
+    for (int64_t r = 0; r < R; ++r) {  // head_dim % 8 columns: the same FMA chain, scalar
+      for (int64_t c = c0; c < d; ++c) {
+        float acc = init ? 0.0f : orows[r][c];
+        for (int64_t j = j0; j < j1; ++j) acc = std::fma(pr[r][j], vrows[j][c], acc);
+        orows[r][c] = acc;
+      }
     }
   }
 }
