@@ -1,6 +1,7 @@
 #include "util/thread_pool.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstdlib>
 
 namespace llmhost {
@@ -13,7 +14,7 @@ ThreadPool::ThreadPool(int n_threads) {
 ThreadPool::~ThreadPool() {
   {
     std::lock_guard<std::mutex> lock(mu_);
-    stop_ = true;
+    stop_.store(true, std::memory_order_release);
   }
   wake_.notify_all();
   for (auto& t : workers_) t.join();
@@ -28,16 +29,34 @@ ThreadPool& ThreadPool::Default() {
   return *pool;
 }
 
+namespace {
+
+inline void CpuRelax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#else
+  std::this_thread::yield();
+#endif
+}
+
+// Spins until done() or `micros` have passed; true when done() held.
+template <typename Done>
+bool SpinUntil(Done done, int micros) {
+  const auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(micros);
+  for (int i = 0;; ++i) {
+    if (done()) return true;
+    CpuRelax();
+    if ((i & 63) == 63 && std::chrono::steady_clock::now() >= until) return done();
+  }
+}
+
+}  // namespace
+
 // Takes chunks until none are left. Called by workers and the caller alike.
 void ThreadPool::RunChunks() {
   for (;;) {
-    int64_t begin;
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      if (next_ >= n_) return;
-      begin = next_;
-      next_ += chunk_;
-    }
+    const int64_t begin = next_.fetch_add(chunk_, std::memory_order_relaxed);
+    if (begin >= n_) return;
     (*fn_)(begin, std::min(n_, begin + chunk_));
   }
 }
@@ -45,16 +64,19 @@ void ThreadPool::RunChunks() {
 void ThreadPool::WorkerLoop(int) {
   uint64_t seen = 0;
   for (;;) {
-    {
+    auto ready = [&] {
+      return stop_.load(std::memory_order_acquire) || generation_.load(std::memory_order_acquire) != seen;
+    };
+    if (!SpinUntil(ready, kSpinMicros)) {
       std::unique_lock<std::mutex> lock(mu_);
-      wake_.wait(lock, [&] { return stop_ || generation_ != seen; });
-      if (stop_) return;
-      seen = generation_;
+      wake_.wait(lock, ready);
     }
+    if (stop_.load(std::memory_order_acquire)) return;
+    seen = generation_.load(std::memory_order_acquire);
     RunChunks();
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      if (--pending_ == 0) done_.notify_one();
+    if (pending_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+      std::lock_guard<std::mutex> lock(mu_);  // the caller may be about to wait
+      done_.notify_one();
     }
   }
 }
@@ -69,19 +91,22 @@ void ThreadPool::ParallelFor(int64_t n, int64_t grain, const std::function<void(
     return;
   }
   std::lock_guard<std::mutex> call(call_mu_);
+  fn_ = &fn;
+  n_ = n;
+  chunk_ = chunk;
+  next_.store(0, std::memory_order_relaxed);
+  pending_.store(static_cast<int>(workers_.size()), std::memory_order_relaxed);
   {
-    std::lock_guard<std::mutex> lock(mu_);
-    fn_ = &fn;
-    n_ = n;
-    chunk_ = chunk;
-    next_ = 0;
-    pending_ = static_cast<int>(workers_.size());
-    ++generation_;
+    std::lock_guard<std::mutex> lock(mu_);  // a worker deciding to sleep sees the bump or gets the notify
+    generation_.fetch_add(1, std::memory_order_release);
   }
   wake_.notify_all();
   RunChunks();
-  std::unique_lock<std::mutex> lock(mu_);
-  done_.wait(lock, [&] { return pending_ == 0; });
+  auto finished = [&] { return pending_.load(std::memory_order_acquire) == 0; };
+  if (!SpinUntil(finished, kSpinMicros)) {
+    std::unique_lock<std::mutex> lock(mu_);
+    done_.wait(lock, finished);
+  }
   fn_ = nullptr;
 }
 

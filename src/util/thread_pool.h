@@ -5,8 +5,15 @@
 // persist between calls (spawning threads per matmul would cost more than a
 // small matmul). One ParallelFor at a time per pool: the compute executor owns
 // its pool; calls from several threads are serialised.
+//
+// Hand-off: a decode step runs a few hundred short ParallelFors, so waking
+// sleeping workers (a futex call and a scheduler round trip each) would cost
+// a large part of it. Workers that finish a job spin on the job counter for
+// up to kSpinMicros before they block, and the caller spins as long on the
+// workers' completion before it blocks; chunks are claimed with an atomic.
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
@@ -37,19 +44,22 @@ class ThreadPool {
   void WorkerLoop(int index);
   void RunChunks();
 
+  static constexpr int kSpinMicros = 100;
+
   std::vector<std::thread> workers_;
   std::mutex call_mu_;  // serialises ParallelFor callers
   std::mutex mu_;
   std::condition_variable wake_;
   std::condition_variable done_;
-  uint64_t generation_ = 0;  // bumped per ParallelFor call
-  bool stop_ = false;
-  // The current job (valid while a ParallelFor runs).
+  std::atomic<uint64_t> generation_{0};  // bumped (under mu_) per ParallelFor call
+  std::atomic<bool> stop_{false};
+  // The current job (written before generation_ is bumped, valid while a
+  // ParallelFor runs).
   const std::function<void(int64_t, int64_t)>* fn_ = nullptr;
   int64_t n_ = 0;
   int64_t chunk_ = 0;
-  int64_t next_ = 0;      // next chunk start, guarded by mu_
-  int pending_ = 0;       // workers still inside this job
+  std::atomic<int64_t> next_{0};  // next chunk start
+  std::atomic<int> pending_{0};   // workers still inside this job
 };
 
 }  // namespace llmhost
