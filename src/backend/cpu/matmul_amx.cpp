@@ -20,6 +20,7 @@
 // Error: x is rounded to bf16 (relative 2^-9 per element), weights of other
 // formats too; products are exact in f32 and summed in f32. Figures in
 // docs/benchmarks.md and tests/backend/matmul_amx_test.cpp.
+#include "backend/cpu/aligned_scratch.h"
 #include "backend/cpu/matmul_kernels.h"
 #include "backend/cpu/quant_avx2_decode.h"
 
@@ -73,27 +74,9 @@ AVX2_FN void ToBf16(const float* src, int64_t count, uint16_t* dst) {
   for (; i < count; ++i) dst[i] = F32ToBf16(src[i]);
 }
 
-// Per-thread grow-only 64-byte aligned buffer.
-template <typename T>
-class Buffer {
- public:
-  ~Buffer() { std::free(p_); }
-  T* Get(int64_t count) {
-    if (count > cap_) {
-      std::free(p_);
-      cap_ = (count + 31) / 32 * 32;
-      p_ = static_cast<T*>(std::aligned_alloc(64, static_cast<size_t>(cap_) * sizeof(T)));
-    }
-    return p_;
-  }
-
- private:
-  T* p_ = nullptr;
-  int64_t cap_ = 0;
-};
-thread_local Buffer<uint16_t> tls_panel;
-thread_local Buffer<float> tls_row;
-thread_local Buffer<uint16_t> tls_xrow;
+thread_local AlignedScratch<uint16_t> tls_panel;
+thread_local AlignedScratch<float> tls_row;
+thread_local AlignedScratch<uint16_t> tls_xrow;
 
 int64_t PackedXBytes(int64_t n, int64_t cols) {
   return (n + kBlock - 1) / kBlock * kBlock * Round32(cols) * 2;

@@ -11,6 +11,7 @@
 // ([tile][step][3][8]) and runs the 4x3 micro-kernel (12 accumulators, 3
 // weight vectors, x from memory: 15 of 16 ymm) over all x tiles, carrying each
 // output's 8-lane accumulator across chunks in a per-thread buffer.
+#include "backend/cpu/aligned_scratch.h"
 #include "backend/cpu/matmul_kernels.h"
 #include "backend/cpu/quant_avx2_decode.h"
 
@@ -177,24 +178,7 @@ AVX2_FN inline void Kernel4x3(const float* xt, const float* wt, int64_t steps, f
   }
 }
 
-// Grow-only 64-byte aligned per-thread buffers.
-class Scratch {
- public:
-  ~Scratch() { std::free(p_); }
-  float* Get(size_t n) {
-    if (n > cap_) {
-      std::free(p_);
-      cap_ = (n + 15) / 16 * 16;
-      p_ = static_cast<float*>(std::aligned_alloc(64, cap_ * sizeof(float)));
-    }
-    return p_;
-  }
-
- private:
-  float* p_ = nullptr;
-  size_t cap_ = 0;
-};
-thread_local Scratch tls_panel, tls_acc;
+thread_local AlignedScratch<float> tls_panel, tls_acc;
 
 // Dequantizes rows [r0, r0 + nr) x columns [c0, c0 + kc) into tiles of 3
 // rows: wp[tile][step][3][8], zero past nr rows (to a multiple of 3) and past

@@ -180,8 +180,14 @@ LLMHOST_ATTN_AVX2 void AttendTile(const float* q, const float* k_cache, const fl
   const float* zeros = tls_zeros.data();
   float* S = tls_scores.data();
   float* kt = tls_kt.data();
-  std::vector<const float*> qrows(R), vrows(n);
-  std::vector<float*> srows(R), orows(R);
+  // Row pointers, per-thread and reused (a decode calls this per layer and KV head).
+  thread_local std::vector<const float*> qrows, vrows;
+  thread_local std::vector<float*> srows, orows, dst;
+  qrows.resize(R);
+  vrows.resize(n);
+  srows.resize(R);
+  orows.resize(R);
+  dst.resize(R);
   for (int64_t i = 0; i < nq; ++i) {
     for (int64_t h = 0; h < group; ++h) {
       const int64_t r = i * group + h;
@@ -191,7 +197,6 @@ LLMHOST_ATTN_AVX2 void AttendTile(const float* q, const float* k_cache, const fl
     }
   }
   // Scores, 64 keys at a time: transpose their K rows (zero past the range).
-  std::vector<float*> dst(R);
   for (int64_t j0 = 0; j0 < n; j0 += 64) {
     const int64_t m = std::min<int64_t>(64, n - j0), m16 = (m + 15) / 16 * 16;
     for (int64_t j8 = 0; j8 < m16; j8 += 8) {
