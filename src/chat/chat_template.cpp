@@ -10,6 +10,7 @@
 #include "chat/jinja_parser.h"
 #include "chat/jinja_time.h"
 #include "util/file.h"
+#include "util/json.h"
 
 namespace llmhost {
 
@@ -159,12 +160,6 @@ std::string TokenContent(const nlohmann::json& v) {
   return "";
 }
 
-Result<nlohmann::json> ReadJsonFile(const std::string& path) {
-  ASSIGN_OR_RETURN(std::string text, ReadFileToString(path));
-  nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
-  if (j.is_discarded()) return Status::Corruption(path + ": not valid JSON");
-  return j;
-}
 
 }  // namespace
 
@@ -174,14 +169,14 @@ Result<ModelChatTemplates> LoadModelChatTemplates(const std::string& model_dir) 
   nlohmann::json config;
   std::string config_path = JoinPath(model_dir, "tokenizer_config.json");
   if (FileExists(config_path)) {
-    ASSIGN_OR_RETURN(config, ReadJsonFile(config_path));
+    ASSIGN_OR_RETURN(config, ReadJsonFile(config_path, kJsonModelFileMaxBytes));
     if (!config.is_object()) return Status::Corruption(config_path + ": expected a JSON object");
     if (config.contains("bos_token")) out.bos_token = TokenContent(config["bos_token"]);
     if (config.contains("eos_token")) out.eos_token = TokenContent(config["eos_token"]);
   }
   std::string special_path = JoinPath(model_dir, "special_tokens_map.json");
   if ((out.bos_token.empty() || out.eos_token.empty()) && FileExists(special_path)) {
-    auto special = ReadJsonFile(special_path);
+    auto special = ReadJsonFile(special_path, kJsonModelFileMaxBytes);
     if (special.ok() && special->is_object()) {
       if (out.bos_token.empty() && special->contains("bos_token")) out.bos_token = TokenContent((*special)["bos_token"]);
       if (out.eos_token.empty() && special->contains("eos_token")) out.eos_token = TokenContent((*special)["eos_token"]);
@@ -193,7 +188,7 @@ Result<ModelChatTemplates> LoadModelChatTemplates(const std::string& model_dir) 
   if (FileExists(jinja_path)) {
     ASSIGN_OR_RETURN(out.default_template, ReadFileToString(jinja_path));
   } else if (FileExists(json_path)) {
-    ASSIGN_OR_RETURN(nlohmann::json j, ReadJsonFile(json_path));
+    ASSIGN_OR_RETURN(nlohmann::json j, ReadJsonFile(json_path, kJsonModelFileMaxBytes));
     if (!j.is_object() || !j.contains("chat_template") || !j["chat_template"].is_string()) {
       return Status::Corruption(json_path + ": field 'chat_template' must be a string");
     }

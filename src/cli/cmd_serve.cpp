@@ -91,6 +91,11 @@ int RunServe(const server::SettingValues& cli_values) {
   fo.engine.block_size = s.block_size;
   fo.precision = *precision;
   fo.engine.block_store = store;
+  if (store) {
+    WeightsHasherOptions ho;
+    ho.cache_path = JoinPath(s.home, "weights_digests.json");
+    fo.hasher = std::make_shared<WeightsHasher>(ho);
+  }
   auto pool_or = EnginePool::Create(po, std::make_unique<CpuEngineFactory>(fo), probe);
   if (!pool_or.ok()) return Fail(pool_or.status().message());
   std::unique_ptr<EnginePool> pool = std::move(*pool_or);

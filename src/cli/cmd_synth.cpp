@@ -10,6 +10,7 @@
 #include "cli/commands.h"
 #include "model/synth_model.h"
 #include "util/file.h"
+#include "util/json.h"
 
 namespace llmhost::cli {
 
@@ -31,10 +32,9 @@ Result<nlohmann::ordered_json> ReadConfig(const std::string& arg) {
   std::string text = arg, name = "--config";
   if (!arg.empty() && arg[0] == '@') {
     name = arg.substr(1);
-    ASSIGN_OR_RETURN(text, ReadFileToString(name));
+    ASSIGN_OR_RETURN(text, ReadFileToString(name, kJsonModelFileMaxBytes));
   }
-  auto j = nlohmann::ordered_json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded()) return Status::InvalidArgument(name + ": not valid JSON");
+  ASSIGN_OR_RETURN(nlohmann::ordered_json j, ParseOrderedJson(text, name, kJsonModelFileMaxBytes));
   if (!j.is_object()) return Status::InvalidArgument(name + ": expected a JSON object");
   return j;
 }

@@ -9,6 +9,7 @@
 #include "chat/chat_template.h"
 #include "cli/commands.h"
 #include "util/file.h"
+#include "util/json.h"
 
 namespace llmhost::cli {
 namespace {
@@ -56,10 +57,9 @@ int RunRenderTemplate(const RenderTemplateOptions& opt, bool bos_given, bool eos
   if (bos_given) input.bos_token = opt.bos;
   if (eos_given) input.eos_token = opt.eos;
 
-  auto conv_text = ReadFileToString(opt.conversation_path);
-  if (!conv_text.ok()) return Fail(conv_text.status().ToString());
-  nlohmann::ordered_json conv = nlohmann::ordered_json::parse(*conv_text, nullptr, false);
-  if (conv.is_discarded()) return Fail(opt.conversation_path + ": not valid JSON");
+  auto conv_or = ReadOrderedJsonFile(opt.conversation_path, kJsonSettingsMaxBytes);
+  if (!conv_or.ok()) return Fail(conv_or.status().ToString());
+  nlohmann::ordered_json conv = std::move(*conv_or);
   if (!conv.is_object()) return Fail(opt.conversation_path + ": expected a JSON object with 'messages'");
   if (!conv.contains("messages") || !conv["messages"].is_array()) {
     return Fail(opt.conversation_path + ": field 'messages' must be an array");

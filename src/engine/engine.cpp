@@ -32,7 +32,13 @@ Result<std::unique_ptr<Engine>> Engine::Create(Model* model, const Tokenizer* to
     blocks = std::max<int64_t>(1, std::min(per_seq * options.max_concurrent_requests, cap));
   }
   ASSIGN_OR_RETURN(std::unique_ptr<KvCache> cache, model->CreateKvCache(blocks, bs));
-  ASSIGN_OR_RETURN(Sha256Digest fingerprint, ModelFingerprint(*model, bs));
+  ASSIGN_OR_RETURN(Sha256Digest fingerprint, SampledModelFingerprint(*model, bs));
+  std::shared_ptr<WeightsIdentityHandle> identity = options.weights_identity;
+  if (options.block_store && options.prefix_caching && !identity) {
+    ASSIGN_OR_RETURN(WeightFiles files, ListWeightFiles(model->path()));
+    ASSIGN_OR_RETURN(std::vector<Sha256Digest> digests, DigestFiles(files.files, 4));
+    identity = WeightsIdentityHandle::Ready(FullWeightsIdentity(files, digests));
+  }
   SchedulerOptions so;
   so.max_running = options.max_concurrent_requests;
   so.prefill_chunk_tokens = options.prefill_chunk_tokens;
@@ -40,6 +46,14 @@ Result<std::unique_ptr<Engine>> Engine::Create(Model* model, const Tokenizer* to
   so.prefix_caching = options.prefix_caching;
   so.block_store = options.block_store;
   so.model_id = options.model_id;
+  if (identity) {
+    so.store_fingerprint = [identity, layout = LayoutOf(*model, bs)]() {
+      PrefixCache::StoreFingerprint f;
+      f.never = identity->state() == WeightsIdentityHandle::State::kFailed;
+      if (std::optional<Sha256Digest> w = identity->Get()) f.fingerprint = ModelFingerprint(*w, layout);
+      return f;
+    };
+  }
   so.eos_token_ids = options.eos_token_ids ? *options.eos_token_ids : EosTokenIds(*model, tokenizer);
   auto sched = std::make_unique<Scheduler>(std::make_unique<ModelStep>(model), std::move(cache),
                                            fingerprint, tokenizer, std::move(so));
@@ -132,7 +146,19 @@ void Engine::Snapshot() {
 void Engine::Run() {
   std::unique_lock<std::mutex> lk(mu_);
   for (;;) {
-    wake_.wait(lk, [this] { return stop_ || !inbox_.empty() || !cancels_.empty() || sched_->HasWork(); });
+    auto has_work = [this] { return stop_ || !inbox_.empty() || !cancels_.empty() || sched_->HasWork(); };
+    if (sched_->store_pending()) {
+      // The weights are still being hashed: look again now and then, so the
+      // blocks indexed meanwhile reach the store even if no request comes.
+      if (!wake_.wait_for(lk, std::chrono::milliseconds(200), has_work)) {
+        lk.unlock();
+        sched_->PollStore();
+        lk.lock();
+        continue;
+      }
+    } else {
+      wake_.wait(lk, has_work);
+    }
     std::vector<std::pair<uint64_t, GenerationRequest>> inbox;
     inbox.swap(inbox_);
     std::vector<uint64_t> cancels;
@@ -145,6 +171,7 @@ void Engine::Run() {
     for (auto& [id, r] : inbox) sched_->Enqueue(id, std::move(r));
     for (uint64_t id : cancels) sched_->Cancel(id);
     if (stopping) {
+      sched_->PollStore();  // blocks indexed before the weights' hash was known
       sched_->AbortAll();
     } else {
       sched_->Admit();

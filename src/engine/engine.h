@@ -35,6 +35,7 @@
 #include "engine/request.h"
 #include "engine/scheduler.h"
 #include "kv/prefix_cache.h"
+#include "kv/weights_hasher.h"
 #include "model/model.h"
 #include "tokenizer/tokenizer.h"
 #include "util/status.h"
@@ -56,6 +57,10 @@ struct EngineOptions {
   // tiers): full blocks are saved there and restored on a prefix hit.
   std::shared_ptr<BlockStore> block_store;
   std::string model_id;  // the model's id in the store (stats, file headers)
+  // The full identity of the model's weights (kv/weights_hasher.h), which the
+  // store's keys start from; the store is used once it is ready. Null with a
+  // block_store: the identity is computed in Create (every byte read).
+  std::shared_ptr<WeightsIdentityHandle> weights_identity;
   // Stop ids of the model; unset: EosTokenIds(model, tokenizer).
   std::optional<std::vector<int32_t>> eos_token_ids;
 };

@@ -25,7 +25,7 @@ Scheduler::Scheduler(std::unique_ptr<StepModel> model, std::unique_ptr<KvCache> 
   options_.max_running = std::max(options_.max_running, 1);
   options_.prefill_chunk_tokens = std::max<int64_t>(options_.prefill_chunk_tokens, 0);
   if (options_.prefix_caching && options_.block_store) {
-    prefix_->AttachStore(options_.block_store, options_.model_id);
+    prefix_->AttachStore(options_.block_store, options_.model_id, options_.store_fingerprint);
   }
   const int64_t pool = static_cast<int64_t>(cache_->allocator().total_blocks()) * cache_->block_size();
   context_ = options_.max_context > 0 ? std::min(options_.max_context, pool) : pool;

@@ -55,6 +55,9 @@ struct SchedulerOptions {
   // hot RAM and SSD tiers, kv/block_store.h); null: none. Needs prefix_caching.
   std::shared_ptr<BlockStore> block_store;
   std::string model_id;                // names the model in the store
+  // The store's fingerprint once known (kv/prefix_cache.h); until it answers
+  // the store is not used. Null: never.
+  PrefixCache::StoreFingerprintFn store_fingerprint;
 };
 
 struct SchedulerCounters {
@@ -114,6 +117,9 @@ class Scheduler {
   PrefixCacheStats kv_stats() const { return prefix_->stats(); }
   KvCache& cache() { return *cache_; }
   PrefixCache& prefix_cache() { return *prefix_; }
+  // The block store waits for its fingerprint (kv/prefix_cache.h).
+  bool store_pending() const { return prefix_->store_pending(); }
+  void PollStore() { prefix_->PollStore(); }
 
  private:
   struct Planned {

@@ -2,6 +2,7 @@
 
 #include "formats/hf_config_fields.h"
 #include "util/file.h"
+#include "util/json.h"
 
 namespace llmhost {
 
@@ -18,8 +19,7 @@ Status FirstInt(const JsonFields& f, const char* key, std::optional<int64_t>* ou
 
 Result<GenerationConfig> ParseGenerationConfig(std::string_view json_text,
                                                const std::string& name) {
-  nlohmann::json j = nlohmann::json::parse(json_text, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded()) return Status::InvalidArgument(name + ": not valid JSON");
+  ASSIGN_OR_RETURN(nlohmann::json j, ParseJson(json_text, name, kJsonModelFileMaxBytes));
   if (!j.is_object()) return Status::InvalidArgument(name + ": not a JSON object");
   JsonFields f(j, name);
   GenerationConfig g;
@@ -40,7 +40,7 @@ Result<GenerationConfig> ParseGenerationConfig(std::string_view json_text,
 
 Result<GenerationConfig> LoadGenerationConfig(const std::string& path) {
   std::string file = IsDirectory(path) ? JoinPath(path, "generation_config.json") : path;
-  ASSIGN_OR_RETURN(std::string text, ReadFileToString(file));
+  ASSIGN_OR_RETURN(std::string text, ReadFileToString(file, kJsonModelFileMaxBytes));
   return ParseGenerationConfig(text, file);
 }
 

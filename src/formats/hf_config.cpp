@@ -4,6 +4,7 @@
 
 #include "formats/hf_config_fields.h"
 #include "util/file.h"
+#include "util/json.h"
 
 namespace llmhost {
 
@@ -197,15 +198,14 @@ Result<ModelConfig> ParseModelConfigJson(const Json& root, const std::string& na
 }
 
 Result<ModelConfig> ParseModelConfig(std::string_view json_text, const std::string& name) {
-  Json j = Json::parse(json_text, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded()) return Status::InvalidArgument(name + ": not valid JSON");
+  ASSIGN_OR_RETURN(Json j, ParseJson(json_text, name, kJsonModelFileMaxBytes));
   return ParseModelConfigJson(j, name);
 }
 
 Result<ModelConfig> LoadModelConfig(const std::string& path) {
   std::string file = IsDirectory(path) ? JoinPath(path, "config.json") : path;
-  ASSIGN_OR_RETURN(std::string text, ReadFileToString(file));
-  return ParseModelConfig(text, file);
+  ASSIGN_OR_RETURN(Json j, ReadJsonFile(file, kJsonModelFileMaxBytes));
+  return ParseModelConfigJson(j, file);
 }
 
 const RopeConfig& ModelConfig::RopeForLayer(int64_t layer) const {

@@ -5,6 +5,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "util/json.h"
+
 namespace llmhost {
 
 namespace {
@@ -146,12 +148,9 @@ Result<std::unique_ptr<SafetensorsFile>> SafetensorsFile::ParseImpl(
                               " bytes)");
   }
   const char* hbegin = reinterpret_cast<const char*>(data + 8);
-  Json header;
-  try {
-    header = Json::parse(hbegin, hbegin + n);
-  } catch (const Json::exception& e) {
-    return Status::Corruption(name + ": header is not valid JSON: " + e.what());
-  }
+  Result<Json> parsed = ParseJson(std::string_view(hbegin, n), name + ": header", n);
+  if (!parsed.ok()) return Status::Corruption(parsed.status().message());
+  const Json& header = *parsed;
   if (!header.is_object()) return Status::Corruption(name + ": header is not a JSON object");
 
   std::unique_ptr<SafetensorsFile> f(new SafetensorsFile());

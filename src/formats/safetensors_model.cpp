@@ -7,6 +7,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "util/json.h"
+
 namespace llmhost {
 
 namespace {
@@ -69,9 +71,8 @@ Result<std::unique_ptr<SafetensorsModel>> SafetensorsModel::Open(const std::stri
   std::string index_path = JoinPath(path, kSafetensorsIndexName);
   if (FileExists(index_path)) {
     m->layout_ = Layout::kIndexed;
-    ASSIGN_OR_RETURN(std::string text, ReadFileToString(index_path));
-    Json index = Json::parse(text, nullptr, /*allow_exceptions=*/false);
-    if (index.is_discarded() || !index.is_object()) {
+    ASSIGN_OR_RETURN(Json index, ReadJsonFile(index_path, kJsonModelFileMaxBytes));
+    if (!index.is_object()) {
       return Status::Corruption(index_path + ": not a JSON object");
     }
     auto wm = index.find("weight_map");

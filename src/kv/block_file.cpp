@@ -10,33 +10,12 @@
 
 #include "formats/dtype.h"
 #include "kv/tiered_block_store.h"
+#include "util/json.h"
 
 namespace llmhost {
 namespace {
 
 using nlohmann::json;
-
-constexpr int kMaxJsonDepth = 8;  // the real header nests 3 deep
-
-// Rejects deeply nested input before nlohmann builds it (bounded work).
-bool NestingWithin(std::string_view text, int max_depth) {
-  int depth = 0;
-  bool in_string = false;
-  for (size_t i = 0; i < text.size(); ++i) {
-    char c = text[i];
-    if (in_string) {
-      if (c == '\\') ++i;
-      else if (c == '"') in_string = false;
-    } else if (c == '"') {
-      in_string = true;
-    } else if (c == '[' || c == '{') {
-      if (++depth > max_depth) return false;
-    } else if (c == ']' || c == '}') {
-      --depth;
-    }
-  }
-  return true;
-}
 
 bool ParseInt(const std::string& s, int64_t* out) {
   if (s.empty()) return false;
@@ -108,9 +87,10 @@ Status ParseBlockFileHeader(std::span<const uint8_t> head, BlockFileHeader* out)
                std::to_string(head.size() - 8) + " bytes present");
   }
   std::string_view text(reinterpret_cast<const char*>(head.data() + 8), n);
-  if (!NestingWithin(text, kMaxJsonDepth)) return Bad("header JSON nests too deeply");
-  json h = json::parse(text.begin(), text.end(), nullptr, /*allow_exceptions=*/false);
-  if (h.is_discarded() || !h.is_object()) return Bad("header is not a JSON object");
+  Result<json> parsed = ParseJson(text, "header", kBlockFileMaxHeaderBytes);
+  if (!parsed.ok()) return Bad(parsed.status().message());
+  const json& h = *parsed;
+  if (!h.is_object()) return Bad("header is not a JSON object");
   if (h.size() != 2 || !h.contains("__metadata__") || !h.contains("kv")) {
     return Bad("header must hold exactly \"__metadata__\" and the tensor \"kv\"");
   }

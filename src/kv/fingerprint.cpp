@@ -74,38 +74,69 @@ Result<Sha256Digest> WeightFileIdentity(const std::string& file) {
   return h.Finish();
 }
 
-Result<Sha256Digest> WeightsIdentity(const std::string& path) {
-  Sha256 h;
-  PutString(h, "llmhost weights identity v1");
-  std::vector<std::string> files;
+Result<WeightFiles> ListWeightFiles(const std::string& path) {
+  WeightFiles w;
   if (IsDirectory(path)) {
     const std::string config = JoinPath(path, "config.json");
     if (FileExists(config)) {
       ASSIGN_OR_RETURN(std::string text, ReadFileToString(config));
-      PutString(h, "config.json");
-      PutString(h, text);
+      w.config_json = std::move(text);
     }
     std::error_code ec;
     for (const auto& e : std::filesystem::directory_iterator(path, ec)) {
       const std::string name = e.path().filename().string();
       if ((EndsWith(name, ".safetensors") || EndsWith(name, ".gguf")) && e.is_regular_file(ec)) {
-        files.push_back(e.path().string());
+        w.files.push_back(e.path().string());
       }
     }
     if (ec) return Status::IOError(path + ": cannot list the directory: " + ec.message());
-    if (files.empty()) {
+    if (w.files.empty()) {
       return Status::InvalidArgument(path + ": no weight files (*.safetensors, *.gguf) to identify");
     }
-    std::sort(files.begin(), files.end());
+    std::sort(w.files.begin(), w.files.end());
   } else {
-    files.push_back(path);
+    if (!FileExists(path)) return Status::NotFound(path + ": no such file");
+    w.files.push_back(path);
   }
-  PutU64(h, files.size());
-  for (const std::string& f : files) {
-    ASSIGN_OR_RETURN(Sha256Digest d, WeightFileIdentity(f));
-    h.Update(d.data(), d.size());
+  return w;
+}
+
+namespace {
+
+// The identity's frame around per-file digests (sampled or full).
+Sha256Digest IdentityOf(std::string_view version, const WeightFiles& w, const std::vector<Sha256Digest>& per_file) {
+  Sha256 h;
+  PutString(h, version);
+  if (w.config_json) {
+    PutString(h, "config.json");
+    PutString(h, *w.config_json);
   }
+  PutU64(h, w.files.size());
+  for (const Sha256Digest& d : per_file) h.Update(d.data(), d.size());
   return h.Finish();
+}
+
+}  // namespace
+
+Result<Sha256Digest> SampledWeightsIdentity(const std::string& path) {
+  ASSIGN_OR_RETURN(WeightFiles w, ListWeightFiles(path));
+  std::vector<Sha256Digest> per_file;
+  for (const std::string& f : w.files) {
+    ASSIGN_OR_RETURN(Sha256Digest d, WeightFileIdentity(f));
+    per_file.push_back(d);
+  }
+  return IdentityOf("llmhost weights identity v1", w, per_file);
+}
+
+Sha256Digest FullWeightsIdentity(const WeightFiles& w, const std::vector<Sha256Digest>& digests) {
+  std::vector<Sha256Digest> per_file;
+  for (size_t i = 0; i < w.files.size() && i < digests.size(); ++i) {
+    Sha256 h;
+    PutString(h, BaseName(w.files[i]));
+    h.Update(digests[i].data(), digests[i].size());  // the digest covers the size
+    per_file.push_back(h.Finish());
+  }
+  return IdentityOf("llmhost full weights identity v2", w, per_file);
 }
 
 KvLayout LayoutOf(const Model& model, int64_t block_size) {
@@ -136,8 +167,8 @@ Sha256Digest ModelFingerprint(const Sha256Digest& weights_identity, const KvLayo
   return h.Finish();
 }
 
-Result<Sha256Digest> ModelFingerprint(const Model& model, int64_t block_size) {
-  ASSIGN_OR_RETURN(Sha256Digest weights, WeightsIdentity(model.path()));
+Result<Sha256Digest> SampledModelFingerprint(const Model& model, int64_t block_size) {
+  ASSIGN_OR_RETURN(Sha256Digest weights, SampledWeightsIdentity(model.path()));
   return ModelFingerprint(weights, LayoutOf(model, block_size));
 }
 

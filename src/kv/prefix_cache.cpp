@@ -29,15 +29,51 @@ PrefixCache::PrefixCache(KvCache* cache, const Sha256Digest& model_fingerprint)
 
 PrefixCache::~PrefixCache() { cache_->allocator().set_allocate_hook(nullptr); }
 
-void PrefixCache::AttachStore(std::shared_ptr<BlockStore> store, std::string model_id) {
+void PrefixCache::AttachStore(std::shared_ptr<BlockStore> store, std::string model_id,
+                              StoreFingerprintFn store_fingerprint) {
   store_ = std::move(store);
   model_id_ = std::move(model_id);
+  store_fingerprint_fn_ = std::move(store_fingerprint);
 }
 
-BlockMeta PrefixCache::MetaOf(const BlockKey& key) const {
+bool PrefixCache::PollStoreFingerprint() const {
+  if (!store_) return false;
+  if (store_ready_.load(std::memory_order_acquire)) return true;
+  std::lock_guard<std::mutex> lock(store_fp_mu_);
+  if (store_ready_.load(std::memory_order_relaxed)) return true;
+  if (store_never_.load()) return false;
+  const StoreFingerprint fp = store_fingerprint_fn_ ? store_fingerprint_fn_() : StoreFingerprint{true, {}};
+  if (fp.never) store_never_ = true;
+  if (!fp.fingerprint) return false;
+  store_fp_ = *fp.fingerprint;
+  store_ready_.store(true, std::memory_order_release);
+  return true;
+}
+
+bool PrefixCache::StoreActive() {
+  if (!PollStoreFingerprint()) return false;
+  if (!store_caught_up_) {
+    store_caught_up_ = true;
+    // Blocks indexed while the fingerprint was unknown were not saved.
+    std::vector<std::pair<int32_t, BlockKey>> indexed;
+    for (const auto& [key, id] : index_) indexed.emplace_back(id, key);
+    for (const auto& [id, key] : indexed) SaveToStore(id, key);
+  }
+  return true;
+}
+
+BlockKey PrefixCache::StoreKeyOf(const BlockKey& index_key) const {
+  Sha256 h;
+  h.Update("llmhost store key v1");
+  h.Update(store_fp_.data(), store_fp_.size());
+  h.Update(index_key.data(), index_key.size());
+  return h.Finish();
+}
+
+BlockMeta PrefixCache::StoreMetaOf(const BlockKey& index_key) const {
   BlockMeta m;
-  m.key = key;
-  m.fingerprint = fingerprint_;
+  m.key = StoreKeyOf(index_key);
+  m.fingerprint = store_fp_;
   m.model = model_id_;
   m.token_count = cache_->block_size();
   m.n_layers = cache_->n_layers();
@@ -88,7 +124,7 @@ int64_t PrefixCache::Acquire(CachedSequence* seq) {
     alloc.Ref(it->second);  // revives it from the free list when unreferenced
     seq->kv.block_table.push_back(it->second);
   }
-  if (i < limit && store_) RestoreFromStore(seq, i);
+  if (i < limit && StoreActive()) RestoreFromStore(seq, i);
   const int64_t blocks = static_cast<int64_t>(seq->kv.block_table.size());
   seq->published = static_cast<size_t>(blocks);
   int64_t len = blocks * block_size();
@@ -122,7 +158,7 @@ void PrefixCache::Publish(CachedSequence* seq) {
     if (indexed_[b] && key_of_[b] == key) continue;
     if (index_.count(key)) continue;  // an equal block is already findable
     Index(id, key);
-    if (store_) SaveToStore(id, key);
+    if (StoreActive()) SaveToStore(id, key);
   }
   seq->published = full;
 }
@@ -137,22 +173,23 @@ void PrefixCache::Index(int32_t id, const BlockKey& key) {
 }
 
 void PrefixCache::SaveToStore(int32_t id, const BlockKey& key) {
-  if (store_->Contains(key)) return;  // e.g. computed again after a partial restore: skip the copy
+  const BlockMeta meta = StoreMetaOf(key);
+  if (store_->Contains(meta.key)) return;  // e.g. computed again after a partial restore: skip the copy
   std::vector<uint8_t> data(cache_->block_bytes());
   cache_->ReadBlock(id, data.data());
-  store_->Save(MetaOf(key), std::move(data));
+  store_->Save(meta, std::move(data));
   ++counters_.store_saves;
 }
 
 void PrefixCache::RestoreFromStore(CachedSequence* seq, size_t from) {
-  if (!store_->Contains(seq->keys[from])) return;  // the common miss: no I/O, no allocation
+  if (!store_->Contains(StoreKeyOf(seq->keys[from]))) return;  // the common miss: no I/O, no allocation
   BlockAllocator& alloc = cache_->allocator();
   // At most what the free list holds; the rest of the prompt is prefilled.
   const size_t room = static_cast<size_t>(std::max<int32_t>(alloc.free_blocks(), 0));
   const size_t count = std::min(seq->keys.size() - from, room);
   std::vector<BlockMeta> want;
   want.reserve(count);
-  for (size_t i = from; i < from + count; ++i) want.push_back(MetaOf(seq->keys[i]));
+  for (size_t i = from; i < from + count; ++i) want.push_back(StoreMetaOf(seq->keys[i]));
   const std::vector<BlockBytes> got = store_->LoadPrefix(want);
   std::vector<int32_t> ids;
   for (size_t j = 0; j < got.size(); ++j) {
@@ -173,7 +210,7 @@ void PrefixCache::RestoreFromStore(CachedSequence* seq, size_t from) {
   copy();
   for (std::thread& t : threads) t.join();
   for (size_t j = 0; j < ids.size(); ++j) {
-    Index(ids[j], want[j].key);
+    Index(ids[j], seq->keys[from + j]);
     seq->kv.block_table.push_back(ids[j]);
     ++counters_.store_restored;
   }
@@ -199,9 +236,8 @@ int64_t PrefixCache::CachedPrefixBlocks(std::span<const int32_t> tokens) const {
     std::lock_guard<std::mutex> lock(index_mu_);
     while (n < static_cast<int64_t>(s.keys.size()) && index_.count(s.keys[static_cast<size_t>(n)])) ++n;
   }
-  while (store_ && n < static_cast<int64_t>(s.keys.size()) &&
-         store_->Contains(s.keys[static_cast<size_t>(n)])) {
-    ++n;
+  if (PollStoreFingerprint()) {
+    while (n < static_cast<int64_t>(s.keys.size()) && store_->Contains(StoreKeyOf(s.keys[static_cast<size_t>(n)]))) ++n;
   }
   return n;
 }
@@ -223,6 +259,7 @@ void PrefixCache::Unindex(int32_t id) {
 
 PrefixCacheStats PrefixCache::stats() const {
   PrefixCacheStats s = counters_;
+  s.store_ready = store_ready();
   const BlockAllocator& a = cache_->allocator();
   s.blocks_total = a.total_blocks();
   s.blocks_free = a.free_blocks();

@@ -26,13 +26,23 @@
 // (after their paged block was reused, the model unloaded or the server
 // restarted) are copied into fresh paged blocks and indexed again.
 //
+// The store outlives the weights, so its keys start from the fingerprint of
+// the full weights identity (every byte hashed, kv/fingerprint.h), which may
+// become known only after the engine started (kv/weights_hasher.h). A store
+// key is SHA-256 over (that fingerprint, the index key). Until the store
+// fingerprint is known the store is not used at all; when it becomes known,
+// every block indexed meanwhile is saved.
+//
 // Not thread-safe: the engine's executor thread owns it (and the KvCache),
 // except CachedPrefixBlocks, which any thread may call (the prefill guard
 // prices a prompt's uncached part before the request reaches the engine).
 #pragma once
 
+#include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
+#include <optional>
 #include <mutex>
 #include <span>
 #include <string>
@@ -62,6 +72,7 @@ struct PrefixCacheStats {
   uint64_t evictions = 0;      // indexed blocks handed out for new contents
   uint64_t store_saves = 0;    // blocks handed to the block store
   uint64_t store_restored = 0; // blocks copied back from the block store
+  bool store_ready = false;    // a store is attached and its fingerprint known
   int64_t blocks_total = 0;
   int64_t blocks_used = 0;     // referenced by a sequence
   int64_t blocks_free = 0;     // on the free list (cached ones included)
@@ -78,9 +89,24 @@ class PrefixCache {
   PrefixCache(const PrefixCache&) = delete;
   PrefixCache& operator=(const PrefixCache&) = delete;
 
-  // Saves published blocks to `store` and restores from it (null: none).
-  // `model_id` names the model in the store's stats and files.
-  void AttachStore(std::shared_ptr<BlockStore> store, std::string model_id);
+  // The store fingerprint: known, still pending, or never (its weights could
+  // not be hashed). Thread-safe; called until it is known or never.
+  struct StoreFingerprint {
+    bool never = false;
+    std::optional<Sha256Digest> fingerprint;
+  };
+  using StoreFingerprintFn = std::function<StoreFingerprint()>;
+
+  // Saves published blocks to `store` and restores from it (null: none),
+  // from when `store_fingerprint` answers. `model_id` names the model in the
+  // store's stats and files.
+  void AttachStore(std::shared_ptr<BlockStore> store, std::string model_id, StoreFingerprintFn store_fingerprint);
+  // Whether the store is in use (its fingerprint known). Thread-safe.
+  bool store_ready() const { return store_ready_.load(std::memory_order_acquire); }
+  // A store waits for its fingerprint, or for the blocks indexed meanwhile
+  // to be saved (executor thread): call PollStore now and then.
+  bool store_pending() const { return store_ && !store_caught_up_ && !store_never_.load(); }
+  void PollStore() { StoreActive(); }
 
   KvCache& cache() { return *cache_; }
   int64_t block_size() const { return cache_->block_size(); }
@@ -129,7 +155,13 @@ class PrefixCache {
   // appended to seq->kv.block_table (as many as it holds and the free list allows).
   void RestoreFromStore(CachedSequence* seq, size_t from);
   void SaveToStore(int32_t id, const BlockKey& key);
-  BlockMeta MetaOf(const BlockKey& key) const;
+  // For an index key: the store's meta (its key under the store fingerprint).
+  BlockMeta StoreMetaOf(const BlockKey& index_key) const;
+  BlockKey StoreKeyOf(const BlockKey& index_key) const;
+  // True once the store may be used; the first time (executor thread), saves
+  // every block indexed so far.
+  bool StoreActive();
+  bool PollStoreFingerprint() const;  // any thread
 
   struct KeyHash {
     size_t operator()(const BlockKey& k) const {
@@ -144,6 +176,12 @@ class PrefixCache {
   BlockKey root_;
   std::shared_ptr<BlockStore> store_;
   std::string model_id_;
+  StoreFingerprintFn store_fingerprint_fn_;
+  mutable std::mutex store_fp_mu_;
+  mutable std::atomic<bool> store_ready_{false};  // store_fp_ is set (written once, before the flag)
+  mutable std::atomic<bool> store_never_{false};
+  mutable Sha256Digest store_fp_{};
+  bool store_caught_up_ = false;  // executor thread: the blocks indexed before were saved
   // Written only by the executor thread, under index_mu_; read there without
   // it, and elsewhere (CachedPrefixBlocks) with it.
   mutable std::mutex index_mu_;

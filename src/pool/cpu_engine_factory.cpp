@@ -155,11 +155,13 @@ Result<std::unique_ptr<LoadedEngine>> CpuEngineFactory::Load(const DiscoveredMod
       if (parsed.ok()) {
         m->chat_template = std::move(*parsed);
       } else {
+        m->chat_template_error = "its chat template does not parse: " + parsed.status().message();
         LOG_WARN("models: " << entry.id << ": chat template does not parse (" << parsed.status().message()
                             << "); chat routes will refuse it");
       }
     }
   } else {
+    m->chat_template_error = "its chat template cannot be read: " + templates.status().message();
     LOG_WARN("models: " << entry.id << ": no chat template (" << templates.status().message() << ")");
   }
   if (!entry.gguf()) {
@@ -168,6 +170,7 @@ Result<std::unique_ptr<LoadedEngine>> CpuEngineFactory::Load(const DiscoveredMod
   RETURN_IF_ERROR(aborted());
   EngineOptions eo = EngineOptionsFor(settings);
   eo.model_id = entry.id;
+  if (eo.block_store && options_.hasher) eo.weights_identity = options_.hasher->Identify(entry.path);
   auto engine = Engine::Create(m->model.get(), m->tokenizer.get(), eo);
   if (!engine.ok()) return engine.status().WithContext("starting the engine of '" + entry.id + "'");
   m->engine = std::move(*engine);

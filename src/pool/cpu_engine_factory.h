@@ -34,6 +34,10 @@ struct CpuEngineFactoryOptions {
   EngineOptions engine;
   Precision precision = Precision::kFast;
   ThreadPool* threads = nullptr;  // null: ThreadPool::Default()
+  // Hashes each loaded model's weights in the background for the block
+  // store's keys (kv/weights_hasher.h); null with a block store: each engine
+  // hashes its weights while it starts.
+  std::shared_ptr<WeightsHasher> hasher;
 };
 
 class CpuEngineFactory final : public EngineFactory {

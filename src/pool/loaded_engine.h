@@ -39,7 +39,8 @@ struct ServedModel {
   std::unique_ptr<Backend> backend;
   std::unique_ptr<Model> model;
   std::unique_ptr<Tokenizer> tokenizer;
-  std::optional<ChatTemplate> chat_template;  // none: the model has no template
+  std::optional<ChatTemplate> chat_template;  // none: the model has no (usable) template
+  std::string chat_template_error;            // why a template it has cannot be used ("" when none)
   std::string bos_token, eos_token;           // as the template sees them
   GenerationConfig generation;                // defaults when the file is absent
   int64_t loaded_at = 0;                      // unix seconds

@@ -1,13 +1,18 @@
 #include "pool/model_discovery.h"
 
+#include <sys/stat.h>
+
 #include <algorithm>
 #include <filesystem>
+#include <map>
+#include <optional>
 #include <set>
 
 #include <nlohmann/json.hpp>
 
 #include "formats/gguf.h"
 #include "util/file.h"
+#include "util/json.h"
 #include "util/log.h"
 
 namespace llmhost {
@@ -17,7 +22,6 @@ namespace fs = std::filesystem;
 namespace {
 
 constexpr int kMaxWeightSearchDepth = 3;
-constexpr size_t kMaxConfigBytes = 4 << 20;
 
 bool Hidden(const std::string& name) { return !name.empty() && name[0] == '.'; }
 
@@ -81,11 +85,9 @@ uint64_t SumSafetensorsRecursive(const fs::path& dir, int depth) {
 // model_type and max_position_embeddings of a config.json (empty / 0 when unreadable).
 void ReadConfigInfo(const fs::path& dir, DiscoveredModel* m) {
   const fs::path p = dir / "config.json";
-  if (SizeOf(p) > kMaxConfigBytes) return;
-  auto text = ReadFileToString(p.string());
-  if (!text.ok()) return;
-  nlohmann::json j = nlohmann::json::parse(*text, nullptr, /*allow_exceptions=*/false);
-  if (!j.is_object()) return;
+  auto parsed = ReadJsonFile(p.string(), kJsonModelFileMaxBytes);
+  if (!parsed.ok() || !parsed->is_object()) return;
+  const nlohmann::json& j = *parsed;
   auto type = j.find("model_type");
   if (type != j.end() && type->is_string()) m->model_type = type->get<std::string>();
   const nlohmann::json* ctx_holder = &j;
@@ -106,12 +108,43 @@ int64_t GgufContextLength(const fs::path& file) {
   return ctx.ok() && *ctx > 0 ? *ctx : 0;
 }
 
+// A file or directory by what it is, not by the path (or link) that reached it.
+struct FileIdentity {
+  uint64_t dev = 0, ino = 0;
+  auto operator<=>(const FileIdentity&) const = default;
+};
+
+std::optional<FileIdentity> IdentityOf(const fs::path& p) {
+  struct stat st {};
+  if (::stat(p.c_str(), &st) != 0) return std::nullopt;
+  return FileIdentity{static_cast<uint64_t>(st.st_dev), static_cast<uint64_t>(st.st_ino)};
+}
+
 struct Scan {
   std::string root;
   std::vector<DiscoveredModel>* out;
+  // Shared by every root: what was scanned or added already, by identity,
+  // so that a link (to a parent, to itself, to another model) is never
+  // followed twice. The path that reached it first wins.
+  std::map<FileIdentity, std::string>* seen_folders;  // scanned for models
+  std::map<FileIdentity, std::string>* seen_models;   // added as a model
+
+  // False (and a log line) when `p` was reached before as a folder / model.
+  bool FirstVisit(const fs::path& p, const char* what) {
+    const std::optional<FileIdentity> id = IdentityOf(p);
+    if (!id) return true;
+    auto* seen = std::string_view(what) == "folder" ? seen_folders : seen_models;
+    auto [it, inserted] = seen->emplace(*id, p.string());
+    if (!inserted) {
+      LOG_INFO("models: " << p.string() << " is the " << what << " " << it->second
+                          << " again (a link): skipped");
+    }
+    return inserted;
+  }
 
   void AddDirectory(const std::string& id, const fs::path& dir, ModelSource source) {
     if (FileExists((dir / "adapter_config.json").string())) return;  // a LoRA adapter
+    if (!FirstVisit(dir, "model directory")) return;
     const uint64_t weights = ModelWeightBytes(dir.string());
     if (weights == 0) {
       LOG_DEBUG("models: " << dir.string() << " has config.json but no weight files: skipped");
@@ -131,6 +164,7 @@ struct Scan {
   void AddGguf(const std::string& id, const fs::path& file) {
     const uint64_t size = SizeOf(file);
     if (size == 0) return;
+    if (!FirstVisit(file, "model file")) return;
     DiscoveredModel m;
     m.id = id;
     m.path = file.string();
@@ -147,6 +181,7 @@ struct Scan {
   // Returns the folders that are none of the above (org candidates).
   std::vector<fs::path> Level(const fs::path& dir, const std::string& prefix) {
     std::vector<fs::path> others;
+    if (!FirstVisit(dir, "folder")) return others;
     for (const auto& e : Children(dir)) {
       const std::string name = e.path().filename().string();
       if (Hidden(name)) continue;
@@ -218,13 +253,14 @@ uint64_t ModelWeightBytes(const std::string& dir) {
 std::vector<DiscoveredModel> DiscoverModels(const std::vector<std::string>& roots) {
   std::vector<DiscoveredModel> all;
   std::set<std::string> seen;
+  std::map<FileIdentity, std::string> folders, models;
   for (const std::string& root : roots) {
     if (!IsDirectory(root)) {
       LOG_WARN("models: " << root << " is not a directory: skipped");
       continue;
     }
     std::vector<DiscoveredModel> found;
-    Scan scan{root, &found};
+    Scan scan{root, &found, &folders, &models};
     const fs::path r(root);
     for (const fs::path& org : scan.Level(r, "")) scan.Level(org, org.filename().string() + "/");
     if (found.empty() && FileExists(JoinPath(root, "config.json"))) {

@@ -1,8 +1,12 @@
 #include "pool/model_settings.h"
 
 #include <cmath>
+#include <ctime>
+#include <filesystem>
 
+#include "chat/template_kwargs.h"
 #include "util/file.h"
+#include "util/json.h"
 #include "util/log.h"
 
 namespace llmhost {
@@ -11,7 +15,6 @@ namespace {
 
 using Json = nlohmann::json;
 
-constexpr size_t kMaxSettingsFile = 16 << 20;
 constexpr size_t kMaxAliasBytes = 256;
 constexpr int64_t kMaxTtlSeconds = int64_t{10} * 365 * 24 * 3600;
 
@@ -55,6 +58,24 @@ Result<std::optional<std::string>> Text(const Json& v, const std::string& field)
   if (s.empty()) return std::optional<std::string>();
   if (s.size() > kMaxAliasBytes) return Bad(field, "longer than 256 bytes");
   return std::optional<std::string>(std::move(s));
+}
+
+// An alias is a name clients put in "model": printable, no path separators
+// (ids with '/' are org/Model paths), not blank.
+Result<std::optional<std::string>> Alias(const Json& v, const std::string& field) {
+  if (v.is_null()) return std::optional<std::string>();
+  if (!v.is_string()) return Bad(field, "expected a string (null removes the alias)");
+  const std::string& s = v.get_ref<const std::string&>();
+  if (s.find_first_not_of(" \t") == std::string::npos) {
+    return Bad(field, "must not be blank (null removes the alias)");
+  }
+  if (s.size() > kMaxAliasBytes) return Bad(field, "longer than 256 bytes");
+  for (unsigned char c : s) {
+    if (c < 0x20 || c == 0x7f) return Bad(field, "must not contain control characters");
+    if (c == '/' || c == '\\') return Bad(field, "must not contain '/' or '\\' (ids with '/' name org/Model folders)");
+  }
+  if (s.front() == ' ' || s.back() == ' ') return Bad(field, "must not start or end with a space");
+  return std::optional<std::string>(s);
 }
 
 Status ApplySampling(const Json& j, SamplingDefaults* s) {
@@ -124,7 +145,7 @@ Result<ModelSettings> ApplyModelSettingsJson(const ModelSettings& base, const Js
   ModelSettings s = base;
   for (const auto& [key, v] : patch.items()) {
     if (key == "alias" || key == "model_alias") {
-      ASSIGN_OR_RETURN(s.alias, Text(v, key));
+      ASSIGN_OR_RETURN(s.alias, Alias(v, key));
     } else if (key == "pinned" || key == "is_pinned") {
       ASSIGN_OR_RETURN(s.pinned, Bool(v, key));
     } else if (key == "default" || key == "is_default") {
@@ -140,9 +161,8 @@ Result<ModelSettings> ApplyModelSettingsJson(const ModelSettings& base, const Js
     } else if (key == "chat_template_kwargs") {
       if (v.is_null()) {
         s.chat_template_kwargs = Json::object();
-      } else if (!v.is_object()) {
-        return Bad(key, "expected an object");
       } else {
+        RETURN_IF_ERROR(CheckTemplateKwargs(v, key));
         s.chat_template_kwargs = v;
       }
     } else if (key == "max_context_window" || key == "max_context") {
@@ -156,22 +176,63 @@ Result<ModelSettings> ApplyModelSettingsJson(const ModelSettings& base, const Js
   return s;
 }
 
+namespace {
+
+// "<path>.bad-20261201-153000": beside the original, so the user finds it.
+std::string SetAsideName(const std::string& path) {
+  const std::time_t now = std::time(nullptr);
+  std::tm tm{};
+  localtime_r(&now, &tm);
+  char stamp[32];
+  std::strftime(stamp, sizeof(stamp), "%Y%m%d-%H%M%S", &tm);
+  std::string name = path + ".bad-" + stamp;
+  for (int i = 1; FileExists(name); ++i) name = path + ".bad-" + stamp + "-" + std::to_string(i);
+  return name;
+}
+
+}  // namespace
+
 Result<std::unique_ptr<ModelSettingsStore>> ModelSettingsStore::Open(const std::string& path) {
   std::unique_ptr<ModelSettingsStore> store(new ModelSettingsStore(path));
   if (path.empty() || !FileExists(path)) return store;
-  ASSIGN_OR_RETURN(std::string text, ReadFileToString(path));
-  if (text.size() > kMaxSettingsFile) return Status::InvalidArgument(path + ": larger than 16 MB");
-  Json j = Json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded() || !j.is_object()) return Status::InvalidArgument(path + ": not a JSON object");
-  auto models = j.find("models");
-  if (models == j.end() || models->is_null()) return store;
-  if (!models->is_object()) return Status::InvalidArgument(path + ": models: expected an object");
-  for (const auto& [id, v] : models->items()) {
-    auto s = ApplyModelSettingsJson(ModelSettings(), v);
-    if (!s.ok()) return s.status().WithContext(path + ": models." + id);
-    RETURN_IF_ERROR(store->CheckUnique(id, *s, {}).WithContext(path));
-    store->models_[id] = std::move(*s);
+  // Entries that do not validate are reported and left out; the rest load.
+  Result<Json> j = ReadJsonFile(path, kJsonSettingsMaxBytes);
+  if (!j.ok()) {
+    store->problems_.push_back(j.status().message());
+  } else if (!j->is_object()) {
+    store->problems_.push_back(path + ": not a JSON object");
+  } else if (auto models = j->find("models"); models != j->end() && !models->is_null()) {
+    if (!models->is_object()) {
+      store->problems_.push_back(path + ": models: expected an object");
+    } else {
+      for (const auto& [id, v] : models->items()) {
+        auto s = ApplyModelSettingsJson(ModelSettings(), v);
+        Status st = s.ok() ? store->CheckUnique(id, *s, {}) : s.status();
+        if (!st.ok()) {
+          store->problems_.push_back(path + ": models." + id + ": " + st.message() + " (left out)");
+          continue;
+        }
+        store->models_[id] = std::move(*s);
+      }
+    }
   }
+  if (store->problems_.empty()) return store;
+  // Never fatal, and nothing is lost: the file is kept under another name
+  // and what did load is written back in its place.
+  for (const std::string& p : store->problems_) LOG_ERROR("settings: " << p);
+  const std::string aside = SetAsideName(path);
+  std::error_code ec;
+  std::filesystem::rename(path, aside, ec);
+  if (ec) {
+    LOG_ERROR("settings: cannot set " << path << " aside (" << ec.message()
+                                      << "): per-model settings stay in memory and are not saved");
+    store->path_.clear();
+    return store;
+  }
+  store->set_aside_path_ = aside;
+  LOG_ERROR("settings: " << path << " was set aside as " << aside << "; " << store->models_.size()
+                         << " models' settings loaded from it");
+  if (Status st = store->Save(); !st.ok()) LOG_ERROR("settings: " << st.message());
   return store;
 }
 
@@ -209,6 +270,10 @@ Status ModelSettingsStore::CheckUnique(const std::string& id, const ModelSetting
 
 Status ModelSettingsStore::Save() const {
   if (path_.empty()) return Status::OK();
+  // A --home that does not exist yet is created with the first setting.
+  std::error_code ec;
+  std::filesystem::create_directories(DirName(path_), ec);
+  if (ec) return Status::IOError(DirName(path_) + ": cannot create the directory: " + ec.message());
   Json models = Json::object();
   for (const auto& [id, s] : models_) {
     Json j = ModelSettingsToJson(s);

@@ -19,6 +19,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -59,8 +60,12 @@ Result<ModelSettings> ApplyModelSettingsJson(const ModelSettings& base, const nl
 
 class ModelSettingsStore {
  public:
-  // `path` "" keeps settings in memory only. A missing file is empty; a
-  // malformed one is an error naming the file and the field.
+  // `path` "" keeps settings in memory only. A missing file is empty. A file
+  // that cannot be read, or entries that do not validate, never fail the
+  // open: each problem is logged (problems()), the valid entries load, and
+  // the file is renamed to "<path>.bad-<time>" (set_aside_path()) and written
+  // anew with what loaded. When even the rename fails, nothing is written to
+  // `path` (settings stay in memory).
   static Result<std::unique_ptr<ModelSettingsStore>> Open(const std::string& path);
 
   ModelSettings Get(const std::string& id) const;  // defaults when unset
@@ -72,6 +77,8 @@ class ModelSettingsStore {
   Result<ModelSettings> Patch(const std::string& id, const nlohmann::json& patch,
                               const std::vector<std::string>& taken_ids = {});
   const std::string& path() const { return path_; }
+  const std::vector<std::string>& problems() const { return problems_; }
+  const std::string& set_aside_path() const { return set_aside_path_; }
 
  private:
   explicit ModelSettingsStore(std::string path) : path_(std::move(path)) {}
@@ -80,6 +87,8 @@ class ModelSettingsStore {
   Status Save() const;                                                   // with mu_ held
 
   std::string path_;
+  std::vector<std::string> problems_;  // found by Open
+  std::string set_aside_path_;
   mutable std::mutex mu_;
   std::map<std::string, ModelSettings> models_;
 };

@@ -1,6 +1,9 @@
 #include "server/anthropic_request.h"
 
 #include <limits>
+#include <string_view>
+
+#include "server/tool_schema.h"
 
 namespace llmhost::server {
 
@@ -40,6 +43,20 @@ MaybeError ToolResultText(const OJson& content, const std::string& path, std::st
   return std::nullopt;
 }
 
+// Blocks that carry nothing a local text model can use: redacted thinking
+// (encrypted) and what Anthropic's own server tools returned.
+bool SkippedBlockType(const std::string& type) {
+  static constexpr std::string_view kSkipped[] = {
+      "redacted_thinking",     "server_tool_use",         "web_search_tool_result",
+      "web_fetch_tool_result", "code_execution_tool_result", "bash_code_execution_tool_result",
+      "text_editor_code_execution_tool_result", "mcp_tool_use", "mcp_tool_result",
+      "container_upload",      "search_result"};
+  for (std::string_view s : kSkipped) {
+    if (type == s) return true;
+  }
+  return false;
+}
+
 // One Anthropic message → one or more template messages appended to `out`.
 MaybeError ConvertMessage(const OJson& m, const std::string& path, OJson* out) {
   if (!m.is_object()) return BadRequest("'" + path + "' must be an object with a role", path);
@@ -66,6 +83,7 @@ MaybeError ConvertMessage(const OJson& m, const std::string& path, OJson* out) {
                       cpath);
   }
   const bool assistant = *role == "assistant";
+  const size_t before = out->size();
   std::string text, reasoning;
   bool have_text = false;
   OJson tool_calls = OJson::array();
@@ -121,10 +139,17 @@ MaybeError ConvertMessage(const OJson& m, const std::string& path, OJson* out) {
       return BadRequest("'" + bp + "': " + *type +
                             " blocks are not supported (the models served here read text only)",
                         bp + ".type");
+    } else if (*type == "tool_use" || *type == "tool_result") {
+      return BadRequest("'" + bp + "': a " + *type + " block belongs in " +
+                            (*type == "tool_use" ? "an assistant" : "a user") + " message",
+                        bp + ".type");
+    } else if (!SkippedBlockType(*type)) {
+      return BadRequest("'" + bp + ".type': content blocks of type '" + *type +
+                            "' are not supported (text, tool_use, tool_result, thinking, redacted_thinking are)",
+                        bp + ".type");
     }
-    // Other block types (redacted_thinking, server tool blocks, ...) carry
-    // nothing a local text model can use: skipped.
   }
+  if (!assistant && !have_text && out->size() == before) have_text = true;  // an empty turn stays a turn
   if (assistant) {
     OJson msg = {{"role", "assistant"}, {"content", text}};
     if (!tool_calls.empty()) msg["tool_calls"] = std::move(tool_calls);
@@ -184,21 +209,112 @@ MaybeError ReadTools(const OJson& body, OJson* tools) {
     fn["name"] = *name;
     if (description) fn["description"] = *description;
     auto schema = t.find("input_schema");
-    if (schema != t.end() && !schema->is_null()) {
-      if (!schema->is_object()) return BadRequest("'" + tp + ".input_schema' must be an object", tp + ".input_schema");
-      fn["parameters"] = *schema;
-    } else {
-      fn["parameters"] = {{"type", "object"}, {"properties", OJson::object()}};
+    if (schema == t.end() || schema->is_null()) {
+      return BadRequest("'" + tp + ".input_schema' is required: the JSON Schema of the tool's input",
+                        tp + ".input_schema");
     }
+    RETURN_IF_API_ERROR(CheckToolSchema(*schema, tp + ".input_schema"));
+    fn["parameters"] = *schema;
     out.push_back({{"type", "function"}, {"function", std::move(fn)}});
   }
   if (!out.empty()) *tools = std::move(out);
   return std::nullopt;
 }
 
+// tool_choice: {"type": "auto" | "any" | "tool" (with "name") | "none",
+// "disable_parallel_tool_use": bool}.
+MaybeError ReadToolChoice(const OJson& body, InferenceRequest* out) {
+  auto it = body.find("tool_choice");
+  if (it == body.end() || it->is_null()) return std::nullopt;
+  if (!it->is_object()) return BadRequest("'tool_choice' must be an object such as {\"type\": \"auto\"}", "tool_choice");
+  std::optional<std::string> type, name;
+  std::optional<bool> no_parallel;
+  RETURN_IF_API_ERROR(ReadString(*it, "type", "tool_choice", &type));
+  RETURN_IF_API_ERROR(ReadBool(*it, "disable_parallel_tool_use", "tool_choice", &no_parallel));
+  ToolChoice& c = out->tool_choice;
+  c.parallel = !no_parallel.value_or(false);
+  const std::string t = type.value_or("");
+  if (t == "auto") {
+    c.mode = ToolChoice::kAuto;
+  } else if (t == "none") {
+    c.mode = ToolChoice::kNone;
+  } else if (t == "any") {
+    c.mode = ToolChoice::kRequired;
+  } else if (t == "tool") {
+    c.mode = ToolChoice::kRequired;
+    RETURN_IF_API_ERROR(ReadString(*it, "name", "tool_choice", &name));
+    if (!name || name->empty()) return BadRequest("'tool_choice.name' is required with type \"tool\"", "tool_choice.name");
+    bool found = false;
+    if (out->tools.is_array()) {
+      for (const OJson& tool : out->tools) found |= tool["function"]["name"] == *name;
+    }
+    if (!found) return BadRequest("'tool_choice.name': '" + *name + "' is not one of the request's tools", "tool_choice.name");
+    c.names.push_back(*name);
+  } else {
+    return BadRequest("'tool_choice.type' must be auto, any, tool or none" + (type ? "; got '" + t + "'" : std::string()),
+                      "tool_choice.type");
+  }
+  if (c.mode == ToolChoice::kRequired && !out->tools.is_array()) {
+    return BadRequest("'tool_choice' requires tools, but the request has none", "tool_choice");
+  }
+  return std::nullopt;
+}
+
+bool HasBeta(std::string_view header, std::string_view name) {
+  size_t pos = 0;
+  while (pos <= header.size()) {
+    size_t end = header.find(',', pos);
+    if (end == std::string_view::npos) end = header.size();
+    std::string_view item = header.substr(pos, end - pos);
+    while (!item.empty() && item.front() == ' ') item.remove_prefix(1);
+    while (!item.empty() && item.back() == ' ') item.remove_suffix(1);
+    if (item == name) return true;
+    pos = end + 1;
+  }
+  return false;
+}
+
+// thinking: {"type": "enabled", "budget_tokens": N >= 1024} | {"type":
+// "disabled"} | {"type": "adaptive"}. The budget must stay below max_tokens
+// unless interleaved thinking is on (the budget then spans the whole turn).
+MaybeError ReadThinking(const OJson& body, bool count_only, std::string_view beta, InferenceRequest* out) {
+  auto thinking = body.find("thinking");
+  if (thinking == body.end() || thinking->is_null()) return std::nullopt;
+  if (!thinking->is_object()) {
+    return BadRequest("'thinking' must be an object such as {\"type\": \"enabled\", \"budget_tokens\": 2048}",
+                      "thinking");
+  }
+  std::optional<std::string> type;
+  RETURN_IF_API_ERROR(ReadString(*thinking, "type", "thinking", &type));
+  if (!type) return BadRequest("'thinking.type' is required: enabled, disabled or adaptive", "thinking.type");
+  if (*type != "enabled" && *type != "disabled" && *type != "adaptive") {
+    return BadRequest("'thinking.type' must be enabled, disabled or adaptive; got '" + *type + "'", "thinking.type");
+  }
+  out->chat_template_kwargs["enable_thinking"] = *type != "disabled";
+  if (*type != "enabled") return std::nullopt;
+  std::optional<int64_t> budget;
+  RETURN_IF_API_ERROR(
+      ReadInteger(*thinking, "budget_tokens", "thinking", 0, std::numeric_limits<int32_t>::max(), &budget));
+  if (!budget) return BadRequest("'thinking.budget_tokens' is required when thinking is enabled", "thinking.budget_tokens");
+  if (*budget < kMinThinkingBudget) {
+    return BadRequest("'thinking.budget_tokens' must be at least " + std::to_string(kMinThinkingBudget) + ", got " +
+                          std::to_string(*budget),
+                      "thinking.budget_tokens");
+  }
+  const std::optional<int64_t>& max_tokens = out->sampling.max_tokens;
+  if (!count_only && max_tokens && *budget >= *max_tokens && !HasBeta(beta, "interleaved-thinking-2025-05-14")) {
+    return BadRequest("'thinking.budget_tokens' (" + std::to_string(*budget) + ") must be less than 'max_tokens' (" +
+                          std::to_string(*max_tokens) +
+                          "), unless the anthropic-beta header includes interleaved-thinking-2025-05-14",
+                      "thinking.budget_tokens");
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
-MaybeError ParseMessagesRequest(const OJson& body, bool count_only, InferenceRequest* out) {
+MaybeError ParseMessagesRequest(const OJson& body, bool count_only, InferenceRequest* out,
+                                std::string_view anthropic_beta) {
   out->api = count_only ? ApiKind::kCountTokens : ApiKind::kMessages;
   out->prompt_kind = PromptKind::kChat;
   std::optional<std::string> model;
@@ -215,19 +331,21 @@ MaybeError ParseMessagesRequest(const OJson& body, bool count_only, InferenceReq
     RETURN_IF_API_ERROR(ConvertMessage((*messages)[i], IndexPath("messages", i), &out->messages));
   }
   RETURN_IF_API_ERROR(ReadTools(body, &out->tools));
-  auto thinking = body.find("thinking");
-  if (thinking != body.end() && thinking->is_object()) {
-    std::optional<std::string> type;
-    RETURN_IF_API_ERROR(ReadString(*thinking, "type", "thinking", &type));
-    if (type) out->chat_template_kwargs["enable_thinking"] = *type != "disabled";
+  RETURN_IF_API_ERROR(ReadToolChoice(body, out));
+  ApplyToolChoice(out);
+  SamplingRequest& s = out->sampling;
+  if (!count_only) {
+    RETURN_IF_API_ERROR(ReadInteger(body, "max_tokens", "", 1, std::numeric_limits<int32_t>::max(), &s.max_tokens));
+    if (!s.max_tokens) {
+      return BadRequest("max_tokens: Field required (the most tokens to generate, e.g. 1024)", "max_tokens");
+    }
   }
+  RETURN_IF_API_ERROR(ReadThinking(body, count_only, anthropic_beta, out));
   if (count_only) return std::nullopt;
 
   std::optional<bool> stream;
   RETURN_IF_API_ERROR(ReadBool(body, "stream", "", &stream));
   out->stream = stream.value_or(false);
-  SamplingRequest& s = out->sampling;
-  RETURN_IF_API_ERROR(ReadInteger(body, "max_tokens", "", 1, std::numeric_limits<int32_t>::max(), &s.max_tokens));
   RETURN_IF_API_ERROR(ReadNumber(body, "temperature", "", 0, 100, &s.temperature));
   RETURN_IF_API_ERROR(ReadNumber(body, "top_p", "", 0, 1, &s.top_p));
   RETURN_IF_API_ERROR(ReadInteger(body, "top_k", "", -1, std::numeric_limits<int32_t>::max(), &s.top_k));

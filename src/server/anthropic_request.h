@@ -8,10 +8,17 @@
 //   assistant text / tool_use / thinking  → content / tool_calls / reasoning_content
 //   tools {name, description, input_schema} → {type: function, function: {name, description, parameters}}
 //   thinking {type: enabled|adaptive|disabled} → chat_template_kwargs.enable_thinking
+//   tool_choice {type: auto|any|tool|none}  → ToolChoice (api_request.h)
+// Content blocks of other types are refused (400 naming the type), but for
+// the ones that carry nothing a local model can use (redacted_thinking and
+// the results of Anthropic's server tools), which are skipped.
 // A leading system block that is Claude Code's per-request attribution line
 // ("x-anthropic-billing-header: ...") is dropped: it is metadata, and at the
 // very start of the prompt it would defeat prefix caching across versions.
 #pragma once
+
+#include <cstdint>
+#include <string_view>
 
 #include "server/api_error.h"
 #include "server/api_request.h"
@@ -19,7 +26,13 @@
 
 namespace llmhost::server {
 
-// `count_only`: /v1/messages/count_tokens (no generation fields read).
-MaybeError ParseMessagesRequest(const OJson& body, bool count_only, InferenceRequest* out);
+// `count_only`: /v1/messages/count_tokens (no generation fields read; no
+// max_tokens needed). `anthropic_beta`: the anthropic-beta header (a comma-
+// separated list); with "interleaved-thinking-2025-05-14" a thinking budget
+// may exceed max_tokens, as the API allows.
+MaybeError ParseMessagesRequest(const OJson& body, bool count_only, InferenceRequest* out,
+                                std::string_view anthropic_beta = "");
+
+inline constexpr int64_t kMinThinkingBudget = 1024;
 
 }  // namespace llmhost::server

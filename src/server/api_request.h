@@ -32,6 +32,18 @@ struct SamplingRequest {
   int top_logprobs = 0;  // 0..20
 };
 
+// Which tools the model may call (OpenAI tool_choice, Anthropic tool_choice).
+// kNone: the tools are not shown to the model; `names` (a named function,
+// allowed_tools, Anthropic's {"type": "tool"}): only those are shown.
+// kRequired is shown like kAuto until output is constrained to a call.
+struct ToolChoice {
+  enum Mode { kAuto, kNone, kRequired };
+  Mode mode = kAuto;
+  std::vector<std::string> names;  // empty: every tool of the request
+  bool parallel = true;            // several calls in one turn (OpenAI parallel_tool_calls,
+                                   // Anthropic disable_parallel_tool_use); for the tool-call parser
+};
+
 enum class ApiKind { kChatCompletions, kCompletions, kMessages, kCountTokens };
 enum class PromptKind { kChat, kText, kTokens };
 
@@ -46,6 +58,7 @@ struct InferenceRequest {
   // string content, tool_calls with arguments as objects, role "tool").
   nlohmann::ordered_json messages = nlohmann::ordered_json::array();
   nlohmann::ordered_json tools;  // null: none; else OpenAI-style function tools
+  ToolChoice tool_choice;
   nlohmann::ordered_json chat_template_kwargs = nlohmann::ordered_json::object();
   bool add_generation_prompt = true;
   std::string prompt_text;          // kText
@@ -53,5 +66,26 @@ struct InferenceRequest {
 
   SamplingRequest sampling;
 };
+
+// Narrows request->tools to what tool_choice lets the model see.
+inline void ApplyToolChoice(InferenceRequest* r) {
+  if (!r->tools.is_array()) return;
+  if (r->tool_choice.mode == ToolChoice::kNone) {
+    r->tools = nullptr;
+    return;
+  }
+  if (r->tool_choice.names.empty()) return;
+  nlohmann::ordered_json kept = nlohmann::ordered_json::array();
+  for (const auto& t : r->tools) {
+    const std::string& name = t["function"]["name"].get_ref<const std::string&>();
+    for (const std::string& n : r->tool_choice.names) {
+      if (n == name) {
+        kept.push_back(t);
+        break;
+      }
+    }
+  }
+  r->tools = std::move(kept);
+}
 
 }  // namespace llmhost::server

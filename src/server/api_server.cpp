@@ -53,6 +53,7 @@ std::string NormalizePath(std::string path) {
 
 ApiServer::ApiServer(const ServeSettings& settings, EnginePool* pool, MemoryEnforcer* enforcer)
     : settings_(settings), pool_(pool), enforcer_(enforcer), auth_(settings.api_keys), cors_(settings.cors_origins),
+      host_guard_(settings.host, auth_.open(), settings.allowed_hosts, &cors_),
       started_(std::chrono::steady_clock::now()) {}
 
 Result<std::unique_ptr<ApiServer>> ApiServer::Create(const ServeSettings& settings, EnginePool* pool,
@@ -66,6 +67,8 @@ Result<std::unique_ptr<ApiServer>> ApiServer::Create(const ServeSettings& settin
   o.io_threads = settings.io_threads;
   o.max_body_bytes = settings.max_body_size;
   o.drain_timeout = std::chrono::seconds(settings.drain_timeout);
+  o.max_connections = settings.max_connections;
+  o.header_timeout = std::chrono::seconds(settings.header_timeout);
   o.handle_signals = handle_signals;
   ApiServer* self = s.get();
   auto handler = [self](HttpRequest r, std::shared_ptr<ResponseWriter> w) {
@@ -164,6 +167,10 @@ void ApiServer::Handle(HttpRequest request, std::shared_ptr<ResponseWriter> writ
     return;
   }
   for (auto& [k, v] : cors_.ResponseHeaders(request)) writer->AddHeader(k, v);
+  if (MaybeError e = host_guard_.Check(request)) {
+    writer->Send(ErrorResponse(*e, flavor));
+    return;
+  }
   request.path = NormalizePath(request.path);
   const RouteEntry* match = nullptr;
   bool path_known = false;
@@ -175,6 +182,9 @@ void ApiServer::Handle(HttpRequest request, std::shared_ptr<ResponseWriter> writ
       break;
     }
   }
+  // HEAD is GET without the body (the transport leaves the body out), on
+  // every GET route.
+  if (match && request.method == "HEAD") request.method = "GET";
   if (match && match->route == Route::kHealth) {
     HttpResponse r;
     r.body = R"({"status":"ok"})";

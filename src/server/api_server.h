@@ -36,6 +36,7 @@
 #include "server/auth.h"
 #include "server/cors.h"
 #include "server/generation_relay.h"
+#include "server/host_guard.h"
 #include "server/http_server.h"
 #include "server/serve_settings.h"
 
@@ -81,6 +82,7 @@ class ApiServer {
   TieredBlockStore* kv_store_ = nullptr;
   ApiKeyAuth auth_;
   CorsPolicy cors_;
+  HostGuard host_guard_;
   std::unique_ptr<HttpServer> http_;
   std::chrono::steady_clock::time_point started_;
   Counters counters_;

@@ -17,9 +17,10 @@ class CorsPolicy {
   // The answer to an OPTIONS preflight: 204 with the allowed methods and the
   // requested headers when the origin is allowed, else 403.
   HttpResponse Preflight(const HttpRequest& request) const;
+  // Whether `origin` is one of --cors-origins (or they include "*").
+  bool Allowed(const std::string& origin) const;
 
  private:
-  bool Allowed(const std::string& origin) const;
   std::vector<std::string> origins_;
 };
 

@@ -85,6 +85,11 @@ class HttpServer::Impl {
 
   Status Listen();
   void Accept();
+  size_t SessionCount() const {
+    std::lock_guard<std::mutex> lock(mu);
+    return sessions.size();
+  }
+  void RefuseConnection(tcp::socket socket);
   void BeginShutdown();
   void ShutdownTick();
   void Register(Session* s, std::weak_ptr<Session> w) {
@@ -116,6 +121,8 @@ class HttpServer::Impl {
   std::atomic<bool> shutting_down{false};
   std::atomic<int64_t> requests_active{0};
   std::atomic<int64_t> requests_total{0};
+  std::atomic<int64_t> connections_refused{0};
+  std::chrono::steady_clock::time_point last_refusal_log{};  // on the accepting strand
 };
 
 // The ResponseWriter of one request. Its methods run on any thread; each
@@ -198,7 +205,14 @@ class Session : public std::enable_shared_from_this<Session> {
     if (closed_) return;
     if (!data.empty()) out_.push_back(std::move(data));
     if (completes_exchange) response_complete_ = true;
-    if (!writing_) DoWrite();
+    if (writing_) return;  // OnWrite continues
+    if (!out_.empty()) {
+      DoWrite();
+    } else if (response_complete_) {
+      // Nothing left to send (an HTTP/1.0 stream ends with no bytes of its
+      // own): the exchange is complete now, not on a write that never comes.
+      FinishExchange();
+    }
   }
   bool keep_alive() const { return keep_alive_ && !server_->shutting_down.load(); }
   void OnServerShutdown() {
@@ -210,6 +224,7 @@ class Session : public std::enable_shared_from_this<Session> {
 
  private:
   void ReadRequest();
+  void ReadHeader();
   void OnHeader(beast::error_code ec);
   void OnBody(beast::error_code ec);
   void Dispatch();
@@ -325,10 +340,33 @@ void Session::ReadRequest() {
     return;
   }
   target_.clear();
+  if (buffer_.size() > 0) {  // pipelined: the next request has begun
+    ReadHeader();
+    return;
+  }
+  // Idle until the first byte (idle timeout), then the header timeout: a
+  // client that trickles its headers cannot hold a connection for the
+  // whole keep-alive time.
+  stream_.expires_after(server_->opts.idle_timeout);
+  reading_ = true;
+  stream_.async_read_some(buffer_.prepare(kMonitorReadBytes),
+                          [self = shared_from_this()](beast::error_code ec, size_t n) {
+                            self->reading_ = false;
+                            if (self->closed_) return;
+                            if (ec) {
+                              self->CloseNow();  // idle timeout, hang-up
+                              return;
+                            }
+                            self->buffer_.commit(n);
+                            self->ReadHeader();
+                          });
+}
+
+void Session::ReadHeader() {
   parser_.emplace();
   parser_->body_limit(server_->opts.max_body_bytes);
   parser_->header_limit(static_cast<uint32_t>(server_->opts.max_header_bytes));
-  stream_.expires_after(server_->opts.idle_timeout);
+  stream_.expires_after(server_->opts.header_timeout);
   reading_ = true;
   http::async_read_header(stream_, buffer_, *parser_,
                           [self = shared_from_this()](beast::error_code ec, size_t) {
@@ -497,6 +535,7 @@ void Session::FinishExchange() {
     server_->requests_active--;
   }
   if (close_after_write_ || !keep_alive() || http10_stream) {
+    keep_alive_ = false;  // a pending monitor read must not start another request
     LingerClose();
   } else if (reading_) {
     beast::error_code ignored;
@@ -609,12 +648,45 @@ void HttpServer::Impl::Accept() {
       return;
     }
     beast::error_code ignored;
+    if (SessionCount() >= static_cast<size_t>(std::max(1, opts.max_connections))) {
+      RefuseConnection(std::move(socket));
+      Accept();
+      return;
+    }
     socket.set_option(tcp::no_delay(true), ignored);  // token deltas go out at once
     auto s = std::make_shared<Session>(std::move(socket), this);
     Register(s.get(), s);
     s->Start();
     Accept();
   });
+}
+
+// Over --max-connections: a short 503 (it fits the socket's send buffer, so
+// the write does not block), then close.
+void HttpServer::Impl::RefuseConnection(tcp::socket socket) {
+  const int64_t refused = ++connections_refused;
+  const auto now = std::chrono::steady_clock::now();
+  if (now - last_refusal_log >= std::chrono::seconds(10)) {
+    last_refusal_log = now;
+    LOG_WARN("http: " << opts.max_connections << " connections are open (--max-connections): refusing new ones ("
+                      << refused << " refused so far)");
+  }
+  HttpResponse r = error_responder(503, "too many open connections (the server's --max-connections is " +
+                                            std::to_string(opts.max_connections) + "); retry later",
+                                   "/");
+  std::string out = StatusLine(503, 11);
+  AppendHeader(out, "Server", "llmhost");
+  AppendHeader(out, "Content-Type", r.content_type);
+  AppendHeader(out, "Retry-After", "1");
+  AppendHeader(out, "Content-Length", std::to_string(r.body.size()));
+  AppendHeader(out, "Connection", "close");
+  out += "\r\n";
+  out += r.body;
+  beast::error_code ignored;
+  socket.non_blocking(true, ignored);
+  socket.write_some(net::buffer(out), ignored);
+  socket.shutdown(tcp::socket::shutdown_both, ignored);
+  socket.close(ignored);
 }
 
 void HttpServer::Impl::BeginShutdown() {
@@ -714,6 +786,7 @@ HttpServerStats HttpServer::stats() const {
   }
   s.requests_active = impl_->requests_active.load();
   s.requests_total = impl_->requests_total.load();
+  s.connections_refused = impl_->connections_refused.load();
   return s;
 }
 

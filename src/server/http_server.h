@@ -32,10 +32,12 @@ struct HttpServerOptions {
   int worker_threads = 4;  // run the handlers
   size_t max_body_bytes = 32u << 20;
   size_t max_header_bytes = 64u << 10;
-  std::chrono::seconds idle_timeout{300};    // keep-alive: waiting for the next request
-  std::chrono::seconds read_timeout{60};     // a started request: header and body
+  std::chrono::seconds idle_timeout{300};    // keep-alive: waiting for a request's first byte
+  std::chrono::seconds header_timeout{30};   // from a request's first byte to the end of its headers
+  std::chrono::seconds read_timeout{60};     // a request's body
   std::chrono::seconds write_timeout{120};   // one write to a client that does not read
   std::chrono::seconds drain_timeout{30};
+  int max_connections = 10000;               // beyond it a new connection gets 503 and is closed
   bool handle_signals = false;               // SIGINT/SIGTERM start the shutdown
 };
 
@@ -43,6 +45,7 @@ struct HttpServerStats {
   int64_t connections = 0;       // open now
   int64_t requests_active = 0;   // handed to the handler, not yet answered
   int64_t requests_total = 0;
+  int64_t connections_refused = 0;  // over max_connections
 };
 
 class HttpServer {

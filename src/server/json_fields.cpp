@@ -2,40 +2,11 @@
 
 #include <cmath>
 
+#include "util/json.h"
+
 namespace llmhost::server {
 
 namespace {
-
-// Deepest nesting of arrays/objects in `text`, stopping early past `limit`.
-// nlohmann's parser is iterative, but copying, dumping and rendering values
-// recurse: the depth is checked before parsing.
-int NestingDepth(std::string_view text, int limit) {
-  int depth = 0, max_depth = 0;
-  bool in_string = false, escaped = false;
-  for (char c : text) {
-    if (in_string) {
-      if (escaped) {
-        escaped = false;
-      } else if (c == '\\') {
-        escaped = true;
-      } else if (c == '"') {
-        in_string = false;
-      }
-      continue;
-    }
-    if (c == '"') {
-      in_string = true;
-    } else if (c == '[' || c == '{') {
-      if (++depth > max_depth) {
-        max_depth = depth;
-        if (max_depth > limit) return max_depth;
-      }
-    } else if (c == ']' || c == '}') {
-      --depth;
-    }
-  }
-  return max_depth;
-}
 
 ApiError TypeError(const std::string& field, const char* want, const OJson& got) {
   return BadRequest("'" + field + "' must be " + want + ", got " + JsonTypeName(got), field);
@@ -61,18 +32,11 @@ MaybeError ParseJsonObject(std::string_view body, OJson* out) {
   if (body.find_first_not_of(" \t\r\n") == std::string_view::npos) {
     return BadRequest("the request body is empty: expected a JSON object");
   }
-  if (NestingDepth(body, kMaxJsonDepth) > kMaxJsonDepth) {
-    return BadRequest("the request JSON nests deeper than " + std::to_string(kMaxJsonDepth) +
-                      " levels");
-  }
-  OJson j;
-  try {
-    j = OJson::parse(body.begin(), body.end());
-  } catch (const OJson::exception& e) {  // parse_error: the message gives the byte offset
-    return BadRequest("the request body is not valid JSON: " + std::string(e.what()));
-  }
-  if (!j.is_object()) return BadRequest("the request body must be a JSON object, got " + JsonTypeName(j));
-  *out = std::move(j);
+  // The transport already capped the body at --max-body-size.
+  Result<OJson> j = ParseOrderedJson(body, "the request body", body.size());
+  if (!j.ok()) return BadRequest(j.status().message());
+  if (!j->is_object()) return BadRequest("the request body must be a JSON object, got " + JsonTypeName(*j));
+  *out = std::move(*j);
   return std::nullopt;
 }
 

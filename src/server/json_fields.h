@@ -24,10 +24,8 @@ namespace llmhost::server {
 
 using OJson = nlohmann::ordered_json;
 
-inline constexpr int kMaxJsonDepth = 128;
-
 // Parses `body` as one JSON object. 400 for malformed JSON (with the byte
-// offset), a non-object, or nesting deeper than kMaxJsonDepth.
+// offset), a non-object, or nesting deeper than kJsonMaxDepth (util/json.h).
 MaybeError ParseJsonObject(std::string_view body, OJson* out);
 
 // "messages" + 2 → "messages[2]"; "a" + "b" → "a.b".

@@ -1,6 +1,11 @@
 #include "server/openai_request.h"
 
+#include <algorithm>
 #include <limits>
+
+#include "chat/template_kwargs.h"
+#include "server/tool_schema.h"
+#include "util/json.h"
 
 namespace llmhost::server {
 
@@ -35,8 +40,10 @@ MaybeError ReadModelAndStream(const OJson& body, InferenceRequest* out) {
 OJson ToolArguments(const OJson& args) {
   if (!args.is_string()) return args.is_null() ? OJson::object() : args;
   const std::string& s = args.get_ref<const std::string&>();
-  OJson parsed = OJson::parse(s, nullptr, /*allow_exceptions=*/false);
-  if (!parsed.is_discarded() && parsed.is_object()) return parsed;
+  // Bounded like the body it came in: nested JSON inside a string must not
+  // get past the depth limit.
+  Result<OJson> parsed = ParseOrderedJson(s, "arguments", s.size());
+  if (parsed.ok() && parsed->is_object()) return std::move(*parsed);
   return args;
 }
 
@@ -126,11 +133,118 @@ MaybeError ReadTools(const OJson& body, InferenceRequest* out) {
       return BadRequest("'" + tp + ".function' is required: {\"name\", \"description\", \"parameters\"}",
                         tp + ".function");
     }
-    std::optional<std::string> name;
+    std::optional<std::string> name, description;
     RETURN_IF_API_ERROR(ReadString(*fn, "name", tp + ".function", &name));
     if (!name || name->empty()) return BadRequest("'" + tp + ".function.name' is required", tp + ".function.name");
+    RETURN_IF_API_ERROR(ReadString(*fn, "description", tp + ".function", &description));
+    std::optional<bool> strict;
+    RETURN_IF_API_ERROR(ReadBool(*fn, "strict", tp + ".function", &strict));
+    auto params = fn->find("parameters");
+    if (params != fn->end() && !params->is_null()) {
+      RETURN_IF_API_ERROR(CheckToolSchema(*params, tp + ".function.parameters"));
+    }
   }
   out->tools = *tools;  // as sent: the template prints the schemas in their key order
+  return std::nullopt;
+}
+
+std::vector<std::string> ToolNames(const OJson& tools) {
+  std::vector<std::string> names;
+  if (tools.is_array()) {
+    for (const OJson& t : tools) names.push_back(t["function"]["name"].get<std::string>());
+  }
+  return names;
+}
+
+// The function named by {"type": "function", "function": {"name": ...}} at `path`.
+MaybeError ReadNamedFunction(const OJson& v, const std::string& path, const std::vector<std::string>& names,
+                             std::string* out) {
+  if (!v.is_object()) return BadRequest("'" + path + "' must be an object", path);
+  std::optional<std::string> type;
+  RETURN_IF_API_ERROR(ReadString(v, "type", path, &type));
+  if (type.value_or("") != "function") {
+    return BadRequest("'" + path + ".type' must be \"function\"", path + ".type");
+  }
+  auto fn = v.find("function");
+  if (fn == v.end() || !fn->is_object()) {
+    return BadRequest("'" + path + ".function' is required: {\"name\": ...}", path + ".function");
+  }
+  std::optional<std::string> name;
+  RETURN_IF_API_ERROR(ReadString(*fn, "name", path + ".function", &name));
+  if (!name || name->empty()) return BadRequest("'" + path + ".function.name' is required", path + ".function.name");
+  if (std::find(names.begin(), names.end(), *name) == names.end()) {
+    return BadRequest("'" + path + ".function.name': '" + *name + "' is not one of the request's tools",
+                      path + ".function.name");
+  }
+  *out = *name;
+  return std::nullopt;
+}
+
+// tool_choice: "none" | "auto" | "required" | {"type": "function", "function":
+// {"name"}} | {"type": "allowed_tools", "allowed_tools": {"mode": "auto" |
+// "required", "tools": [named functions]}}.
+MaybeError ReadToolChoice(const OJson& body, InferenceRequest* out) {
+  auto it = body.find("tool_choice");
+  if (it == body.end() || it->is_null()) return std::nullopt;
+  const std::vector<std::string> names = ToolNames(out->tools);
+  ToolChoice& c = out->tool_choice;
+  if (it->is_string()) {
+    const std::string& s = it->get_ref<const std::string&>();
+    if (s == "none") {
+      c.mode = ToolChoice::kNone;
+    } else if (s == "auto") {
+      c.mode = ToolChoice::kAuto;
+    } else if (s == "required") {
+      c.mode = ToolChoice::kRequired;
+    } else {
+      return BadRequest("'tool_choice' must be \"none\", \"auto\", \"required\" or {\"type\": \"function\", "
+                        "\"function\": {\"name\": ...}}; got '" + s + "'",
+                        "tool_choice");
+    }
+  } else if (it->is_object()) {
+    std::optional<std::string> type;
+    RETURN_IF_API_ERROR(ReadString(*it, "type", "tool_choice", &type));
+    if (type.value_or("") == "function") {
+      c.mode = ToolChoice::kRequired;
+      c.names.emplace_back();
+      RETURN_IF_API_ERROR(ReadNamedFunction(*it, "tool_choice", names, &c.names.back()));
+    } else if (type.value_or("") == "allowed_tools") {
+      auto at = it->find("allowed_tools");
+      if (at == it->end() || !at->is_object()) {
+        return BadRequest("'tool_choice.allowed_tools' is required: {\"mode\", \"tools\"}", "tool_choice.allowed_tools");
+      }
+      std::optional<std::string> mode;
+      RETURN_IF_API_ERROR(ReadString(*at, "mode", "tool_choice.allowed_tools", &mode));
+      if (mode.value_or("auto") != "auto" && *mode != "required") {
+        return BadRequest("'tool_choice.allowed_tools.mode' must be \"auto\" or \"required\"",
+                          "tool_choice.allowed_tools.mode");
+      }
+      c.mode = mode.value_or("auto") == "required" ? ToolChoice::kRequired : ToolChoice::kAuto;
+      auto list = at->find("tools");
+      if (list == at->end() || !list->is_array() || list->empty()) {
+        return BadRequest("'tool_choice.allowed_tools.tools' must be a non-empty array", "tool_choice.allowed_tools.tools");
+      }
+      for (size_t i = 0; i < list->size(); ++i) {
+        c.names.emplace_back();
+        RETURN_IF_API_ERROR(
+            ReadNamedFunction((*list)[i], IndexPath("tool_choice.allowed_tools.tools", i), names, &c.names.back()));
+      }
+    } else {
+      return BadRequest("'tool_choice.type' must be \"function\" or \"allowed_tools\"", "tool_choice.type");
+    }
+  } else {
+    return BadRequest("'tool_choice' must be a string or an object, got " + JsonTypeName(*it), "tool_choice");
+  }
+  if (c.mode == ToolChoice::kRequired && names.empty()) {
+    return BadRequest("'tool_choice' requires tools, but the request has none", "tool_choice");
+  }
+  return std::nullopt;
+}
+
+MaybeError ReadParallelToolCalls(const OJson& body, InferenceRequest* out) {
+  std::optional<bool> parallel;
+  RETURN_IF_API_ERROR(ReadBool(body, "parallel_tool_calls", "", &parallel));
+  out->tool_choice.parallel = parallel.value_or(true);
   return std::nullopt;
 }
 
@@ -233,9 +347,15 @@ MaybeError ParseChatCompletionsRequest(const OJson& body, InferenceRequest* out)
     out->messages.push_back(std::move(msg));
   }
   RETURN_IF_API_ERROR(ReadTools(body, out));
+  RETURN_IF_API_ERROR(ReadToolChoice(body, out));
+  RETURN_IF_API_ERROR(ReadParallelToolCalls(body, out));
+  ApplyToolChoice(out);
   auto kwargs = body.find("chat_template_kwargs");
   if (kwargs != body.end() && !kwargs->is_null()) {
-    if (!kwargs->is_object()) return BadRequest("'chat_template_kwargs' must be an object", "chat_template_kwargs");
+    if (Status st = CheckTemplateKwargs(*kwargs, "chat_template_kwargs"); !st.ok()) {
+      const std::string& m = st.message();
+      return BadRequest(m, m.substr(0, m.find(':')));
+    }
     out->chat_template_kwargs = *kwargs;
   }
   std::optional<bool> agp;

@@ -17,6 +17,10 @@ bool HasLateSystemMessage(const nlohmann::ordered_json& messages) {
 
 MaybeError RenderChat(const InferenceRequest& request, const ServedModel& model, std::string* text) {
   if (!model.chat_template) {
+    if (!model.chat_template_error.empty()) {
+      return BadRequest("the model '" + model.entry.id + "' cannot render chats: " + model.chat_template_error +
+                        " (fix the model's template, or send a raw prompt to /v1/completions)");
+    }
     return BadRequest("the model '" + model.entry.id +
                       "' has no chat template: send a raw prompt to /v1/completions instead");
   }

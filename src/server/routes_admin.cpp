@@ -15,6 +15,7 @@
 
 #include "server/api_server.h"
 #include "server/pool_json.h"
+#include "util/json.h"
 #include "util/log.h"
 
 namespace llmhost::server {
@@ -77,13 +78,23 @@ void ModelAction(ApiServer& server, const HttpRequest& request, const std::strin
     return SendJson(writer, SettingsJson(id, *s));
   }
   if (action == "settings" && (m == "PUT" || m == "POST")) {
-    nlohmann::json patch = nlohmann::json::parse(request.body, nullptr, /*allow_exceptions=*/false);
-    if (patch.is_discarded() || !patch.is_object()) {
+    Result<nlohmann::json> patch = ParseJson(request.body, "the request body", request.body.size());
+    if (!patch.ok()) return SendError(writer, BadRequest(patch.status().message()));
+    if (!patch->is_object()) {
       return SendError(writer, BadRequest("the body must be a JSON object of model settings"));
     }
-    auto s = pool.UpdateSettings(id, patch);
-    if (!s.ok()) return SendError(writer, BadRequest(s.status().message()));
-    LOG_INFO("admin: settings of " << id << " changed: " << patch.dump());
+    auto s = pool.UpdateSettings(id, *patch);
+    if (!s.ok()) {
+      const std::string& msg = s.status().message();
+      // Validation names the field first ("chat_template_kwargs.a: ...").
+      const size_t colon = msg.find(':');
+      const std::string field = colon == std::string::npos ? "" : msg.substr(0, colon);
+      const bool is_field = !field.empty() && field.find(' ') == std::string::npos;
+      ApiError e = BadRequest(msg, is_field ? field : "");
+      if (s.status().code() != StatusCode::kInvalidArgument) e = ErrorWithStatus(500, msg);
+      return SendError(writer, e);
+    }
+    LOG_INFO("admin: settings of " << id << " changed: " << patch->dump());
     return SendJson(writer, SettingsJson(id, *s));
   }
   if (m != "POST") {

@@ -14,11 +14,13 @@ namespace llmhost::server {
 
 namespace {
 
-MaybeError ParseRequest(const std::string& path, const OJson& body, InferenceRequest* out) {
+MaybeError ParseRequest(const HttpRequest& request, const OJson& body, InferenceRequest* out) {
+  const std::string& path = request.path;
   if (path == "/v1/chat/completions") return ParseChatCompletionsRequest(body, out);
   if (path == "/v1/completions") return ParseCompletionsRequest(body, out);
-  if (path == "/v1/messages") return ParseMessagesRequest(body, /*count_only=*/false, out);
-  return ParseMessagesRequest(body, /*count_only=*/true, out);
+  const std::string_view beta = request.Header("anthropic-beta");
+  if (path == "/v1/messages") return ParseMessagesRequest(body, /*count_only=*/false, out, beta);
+  return ParseMessagesRequest(body, /*count_only=*/true, out, beta);
 }
 
 std::unique_ptr<ResponseFormatter> MakeFormatter(const InferenceRequest& r, const ResponseMeta& meta) {
@@ -122,7 +124,7 @@ void HandleInference(ApiServer& server, const HttpRequest& request,
   OJson body;
   if (MaybeError e = ParseJsonObject(request.body, &body)) return fail(*e);
   InferenceRequest req;
-  if (MaybeError e = ParseRequest(request.path, body, &req)) return fail(*e);
+  if (MaybeError e = ParseRequest(request, body, &req)) return fail(*e);
   body = OJson();  // the parsed request holds what is needed
 
   // The model may have to load, or wait for memory that busy models hold:

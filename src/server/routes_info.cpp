@@ -46,7 +46,8 @@ Json EngineJson(const EngineStats& s) {
                 {"blocks_cached", s.kv.blocks_cached},
                 {"prefix_lookups", s.kv.lookups},
                 {"prefix_hits", s.kv.hits},
-                {"prefix_cached_tokens", s.kv.cached_tokens}}}};
+                {"prefix_cached_tokens", s.kv.cached_tokens},
+                {"store_ready", s.kv.store_ready}}}};
 }
 
 }  // namespace

@@ -9,6 +9,7 @@
 #include "kv/block_store.h"
 #include "pool/memory_limits.h"
 #include "util/file.h"
+#include "util/json.h"
 
 namespace llmhost::server {
 
@@ -46,9 +47,8 @@ std::string SnakeCase(const std::string& flag) {
 Result<std::map<std::string, Value>> ReadSettingsFile(const std::string& path) {
   std::map<std::string, Value> out;
   if (!FileExists(path)) return out;
-  ASSIGN_OR_RETURN(std::string text, ReadFileToString(path));
-  nlohmann::json j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded() || !j.is_object()) {
+  ASSIGN_OR_RETURN(nlohmann::json j, ReadJsonFile(path, kJsonSettingsMaxBytes));
+  if (!j.is_object()) {
     return Status::InvalidArgument(path + ": not a JSON object");
   }
   for (const ServeFlag& f : ServeFlags()) {
@@ -127,6 +127,11 @@ const std::vector<ServeFlag>& ServeFlags() {
       {"sse-keepalive", false, "keep-alive while a prompt is prefilled: chunk, comment or off (default chunk)"},
       {"max-body-size", false, "largest request body, e.g. 32MB (default 32MB)"},
       {"cors-origins", true, "origins allowed to call from a browser ('*': any); repeatable (default none)"},
+      {"allowed-hosts", true,
+       "Host names a loopback server without --api-key answers besides localhost and loopback addresses "
+       "('*': any); repeatable (default none)"},
+      {"max-connections", false, "open client connections; more are answered 503 and closed (default 10000)"},
+      {"header-timeout", false, "seconds a client may take to send a request's headers (default 30)"},
       {"drain-timeout", false, "seconds to let requests finish on SIGTERM/SIGINT (default 30)"},
       {"io-threads", false, "HTTP I/O threads (default 2)"},
       {"precision", false, "CPU matmul precision: fast, fast-int8, fast-bf16 (AMX) or f32 (default fast)"},
@@ -295,6 +300,12 @@ Result<ServeSettings> ResolveServeSettings(const SettingValues& cli, const EnvLo
       s.max_body_size = *bytes;
     } else if (name == "cors-origins") {
       s.cors_origins = v->items;
+    } else if (name == "allowed-hosts") {
+      s.allowed_hosts = v->items;
+    } else if (name == "max-connections") {
+      ASSIGN_OR_RETURN(s.max_connections, ParseInt(*v, 1, 1 << 24));
+    } else if (name == "header-timeout") {
+      ASSIGN_OR_RETURN(s.header_timeout, ParseInt(*v, 1, 3600));
     } else if (name == "drain-timeout") {
       ASSIGN_OR_RETURN(s.drain_timeout, ParseInt(*v, 0, 3600));
     } else if (name == "io-threads") {

@@ -38,6 +38,9 @@ struct ServeSettings {
   KeepAliveMode sse_keepalive = KeepAliveMode::kChunk;
   uint64_t max_body_size = 32ull << 20;
   std::vector<std::string> cors_origins;
+  std::vector<std::string> allowed_hosts;  // Host names beyond loopback ones (server/host_guard.h)
+  int max_connections = 10000;          // open client connections
+  int header_timeout = 30;              // seconds for a request's headers
   int drain_timeout = 30;               // seconds
   int io_threads = 2;
   std::string precision = "fast";       // CPU matmul precision: fast, fast-int8, fast-bf16, f32

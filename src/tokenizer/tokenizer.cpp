@@ -9,6 +9,7 @@
 #include "tokenizer/gguf_vocab.h"
 #include "tokenizer/hf_tokenizer.h"
 #include "util/file.h"
+#include "util/json.h"
 
 namespace llmhost {
 namespace {
@@ -31,9 +32,8 @@ std::vector<std::string> GgufFilesIn(const std::string& dir) {
 }
 
 Result<std::unique_ptr<Tokenizer>> LoadJsonFile(const std::string& path) {
-  ASSIGN_OR_RETURN(std::string text, ReadFileToString(path));
-  nlohmann::json doc = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (doc.is_discarded()) return Status::InvalidArgument(path + ": not valid JSON");
+  ASSIGN_OR_RETURN(std::string text, ReadFileToString(path, kJsonTokenizerMaxBytes));
+  ASSIGN_OR_RETURN(nlohmann::json doc, ParseJson(text, path, kJsonTokenizerMaxBytes));
   auto t = Tokenizer::FromJson(doc);
   if (!t.ok()) return t.status().WithContext(path);
   return t;

@@ -51,7 +51,7 @@ MappedFile::~MappedFile() {
   if (data_ != nullptr) ::munmap(const_cast<uint8_t*>(data_), size_);
 }
 
-Result<std::string> ReadFileToString(const std::string& path) {
+Result<std::string> ReadFileToString(const std::string& path, size_t max_bytes) {
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) {
     if (errno == ENOENT) return Status::NotFound(path + ": no such file");
@@ -68,6 +68,11 @@ Result<std::string> ReadFileToString(const std::string& path) {
       return s;
     }
     if (n == 0) break;
+    if (static_cast<size_t>(n) > max_bytes - out.size()) {
+      ::close(fd);
+      return Status::InvalidArgument(path + ": larger than the " + std::to_string(max_bytes) +
+                                     " bytes allowed for this file");
+    }
     out.append(buf, static_cast<size_t>(n));
   }
   ::close(fd);

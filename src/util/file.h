@@ -3,6 +3,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -34,8 +35,9 @@ class MappedFile {
   size_t size_;
 };
 
-// Reads a whole file into a string.
-Result<std::string> ReadFileToString(const std::string& path);
+// Reads a whole file into a string; InvalidArgument naming the file when it
+// holds more than `max_bytes` (nothing beyond the limit is read).
+Result<std::string> ReadFileToString(const std::string& path, size_t max_bytes = std::numeric_limits<size_t>::max());
 
 // Writes `data` to `path` atomically: a temp file in the same directory,
 // fsync, rename over `path`, then fsync the directory.

@@ -125,7 +125,7 @@ TEST(SafetensorsMalformed, Framing) {
 }
 
 TEST(SafetensorsMalformed, HeaderJson) {
-  ExpectError(Image("{\"a\":"), StatusCode::kCorruption, "header is not valid JSON");
+  ExpectError(Image("{\"a\":"), StatusCode::kCorruption, "header: not valid JSON");
   ExpectError(Image("{\"\xff\":1}"), StatusCode::kCorruption, "not valid JSON");
   ExpectError(Image("[1,2]"), StatusCode::kCorruption, "not a JSON object");
   ExpectError(Image("{\"t\":[]}"), StatusCode::kCorruption, "tensor 't': entry is not a JSON object");

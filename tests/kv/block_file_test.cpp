@@ -273,7 +273,7 @@ TEST(BlockFileTest, RejectsBadHeaders) {
   expect_bad(x, "a second tensor");
   expect_bad(json::array({1, 2}), "not an object");
   json deep = json::array();
-  for (int i = 0; i < 100; ++i) deep = json::array({deep});
+  for (int i = 0; i < 200; ++i) deep = json::array({deep});
   x = h;
   x["__metadata__"]["model"] = deep;
   expect_bad(x, "deep nesting");

@@ -47,7 +47,7 @@ std::string CopyFixture(const std::string& name, const std::string& dir) {
 }
 
 Sha256Digest Identity(const std::string& path) {
-  auto id = WeightsIdentity(path);
+  auto id = SampledWeightsIdentity(path);
   EXPECT_TRUE(id.ok()) << id.status().ToString();
   return id.ok() ? *id : Sha256Digest{};
 }
@@ -119,11 +119,11 @@ TEST(FingerprintTest, LayoutAndErrors) {
   CpuBackend backend(nullptr);
   auto m = Model::Load(dir, &backend);
   ASSERT_TRUE(m.ok()) << m.status().ToString();
-  auto f256 = ModelFingerprint(**m, 256);
-  auto f16 = ModelFingerprint(**m, 16);
+  auto f256 = SampledModelFingerprint(**m, 256);
+  auto f16 = SampledModelFingerprint(**m, 16);
   ASSERT_TRUE(f256.ok() && f16.ok());
   EXPECT_NE(*f256, *f16);
-  EXPECT_EQ(*ModelFingerprint(**m, 256), *f256);
+  EXPECT_EQ(*SampledModelFingerprint(**m, 256), *f256);
 
   KvLayout l = LayoutOf(**m, 256);
   EXPECT_EQ(l.n_layers, 2);
@@ -147,20 +147,20 @@ TEST(FingerprintTest, LayoutAndErrors) {
   KvLayout ls = LayoutOf(**swa, 256);
   EXPECT_TRUE(std::any_of(ls.windows.begin(), ls.windows.end(), [](int64_t x) { return x > 0; }));
 
-  EXPECT_EQ(WeightsIdentity(tmp.path() + "/missing.gguf").status().code(), StatusCode::kNotFound);
+  EXPECT_EQ(SampledWeightsIdentity(tmp.path() + "/missing.gguf").status().code(), StatusCode::kNotFound);
   fs::create_directory(tmp.path() + "/empty");
-  EXPECT_EQ(WeightsIdentity(tmp.path() + "/empty").status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(SampledWeightsIdentity(tmp.path() + "/empty").status().code(), StatusCode::kInvalidArgument);
 }
 
 TEST(FingerprintTest, GgufFileIsItsOwnIdentity) {
   const std::string gguf = testing::ModelsRoot() + "/llama-tiny-gguf/llama-tiny-q4_0.gguf";
   if (!FileExists(gguf)) GTEST_SKIP() << gguf;
-  auto file = WeightsIdentity(gguf);
-  auto dir = WeightsIdentity(testing::ModelsRoot() + "/llama-tiny-gguf");
+  auto file = SampledWeightsIdentity(gguf);
+  auto dir = SampledWeightsIdentity(testing::ModelsRoot() + "/llama-tiny-gguf");
   ASSERT_TRUE(file.ok() && dir.ok());
   // The directory form folds in the same file, under another preamble.
   EXPECT_NE(*file, *dir);
-  EXPECT_EQ(*WeightsIdentity(gguf), *file);
+  EXPECT_EQ(*SampledWeightsIdentity(gguf), *file);
 }
 
 }  // namespace

@@ -240,7 +240,7 @@ TEST_P(PrefixReuseTest, WarmRunMatchesColdRun) {
   if (!LoadFixture(GetParam(), &l)) GTEST_SKIP() << GetParam();
   Model& m = *l.model;
   const int64_t bs = 16;
-  auto fp = ModelFingerprint(m, bs);
+  auto fp = SampledModelFingerprint(m, bs);
   ASSERT_TRUE(fp.ok()) << fp.status().ToString();
   const std::vector<int32_t> shared = Prompt(m.vocab_size(), 40, 7);  // 2.5 blocks
   std::vector<int32_t> prompt = shared;

@@ -12,6 +12,11 @@ namespace {
 
 using Json = nlohmann::json;
 
+std::string TextOf(const std::string& path) {
+  auto t = ReadFileToString(path);
+  return t.ok() ? *t : "";
+}
+
 TEST(ModelSettings, AppliesAndValidatesFields) {
   auto s = ApplyModelSettingsJson(ModelSettings(), Json::parse(R"({
       "alias": "fast", "pinned": true, "default": true, "ttl_seconds": 600,
@@ -57,6 +62,16 @@ TEST(ModelSettings, AppliesAndValidatesFields) {
       {R"({"max_context_window": -5})", "max_context_window"},
       {R"({"max_tokens": 18446744073709551615})", "max_tokens"},
       {R"({"colour": "red"})", "colour"},
+      {R"({"alias": ""})", "alias"},
+      {R"({"alias": "   "})", "alias"},
+      {R"({"alias": "a\u0007b"})", "alias"},
+      {R"({"alias": "line\nbreak"})", "alias"},
+      {R"({"alias": "org/name"})", "alias"},
+      {R"({"alias": "..\\x"})", "alias"},
+      {R"({"alias": " padded"})", "alias"},
+      {R"({"chat_template_kwargs": {"a": [[[[[[[[1]]]]]]]]}})", "chat_template_kwargs.a"},
+      {R"({"chat_template_kwargs": {"not a name": 1}})", "chat_template_kwargs"},
+      {R"({"chat_template_kwargs": {"messages": []}})", "chat_template_kwargs.messages"},
   };
   for (const Bad& b : bad) {
     auto r = ApplyModelSettingsJson(ModelSettings(), Json::parse(b.json));
@@ -93,23 +108,80 @@ TEST(ModelSettings, StorePersistsAndEnforcesUniqueness) {
   EXPECT_NE(text->find("\"models\""), std::string::npos);
 }
 
-TEST(ModelSettings, MalformedFilesNameTheProblem) {
+TEST(ModelSettings, TemplateKwargsWithinTheLimitsAreKept) {
+  // Seven levels below the kwargs object (8 in all), and 60 KiB of text.
+  auto deep = ApplyModelSettingsJson(
+      ModelSettings(), Json::parse(R"({"chat_template_kwargs": {"a": [[[[[[1]]]]]], "b": "x"}})"));
+  ASSERT_TRUE(deep.ok()) << deep.status().ToString();
+  EXPECT_EQ(deep->chat_template_kwargs["a"][0][0][0][0][0][0], 1);
+  Json big = {{"chat_template_kwargs", {{"text", std::string(60 << 10, 'x')}}}};
+  EXPECT_TRUE(ApplyModelSettingsJson(ModelSettings(), big).ok());
+  big["chat_template_kwargs"]["text"] = std::string(70 << 10, 'x');
+  auto r = ApplyModelSettingsJson(ModelSettings(), big);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("65536"), std::string::npos) << r.status().message();
+}
+
+// A file that cannot be used never stops the server: each problem is
+// reported, what validates loads, the file is kept under another name and
+// written anew with what loaded.
+TEST(ModelSettings, UnreadableFilesAreSetAsideNeverFatal) {
   const std::string dir = testing::MakeTempDir();
   ASSERT_TRUE(WriteFileAtomic(dir + "/a.json", "[1,2").ok());
   auto a = ModelSettingsStore::Open(dir + "/a.json");
-  ASSERT_FALSE(a.ok());
-  EXPECT_NE(a.status().message().find("a.json"), std::string::npos);
-  ASSERT_TRUE(WriteFileAtomic(dir + "/b.json", R"({"models":{"m":{"ttl_seconds":-1}}})").ok());
+  ASSERT_TRUE(a.ok());
+  ASSERT_EQ((*a)->problems().size(), 1u);
+  EXPECT_NE((*a)->problems()[0].find("a.json"), std::string::npos);
+  EXPECT_TRUE((*a)->All().empty());
+  ASSERT_FALSE((*a)->set_aside_path().empty());
+  EXPECT_EQ(TextOf((*a)->set_aside_path()), "[1,2") << "the original is kept";
+
+  ASSERT_TRUE(WriteFileAtomic(dir + "/b.json", R"({"models":{"m":{"ttl_seconds":-1},"ok":{"pinned":true}}})").ok());
   auto b = ModelSettingsStore::Open(dir + "/b.json");
-  ASSERT_FALSE(b.ok());
-  EXPECT_NE(b.status().message().find("models.m: ttl_seconds"), std::string::npos) << b.status().message();
+  ASSERT_TRUE(b.ok());
+  ASSERT_EQ((*b)->problems().size(), 1u);
+  EXPECT_NE((*b)->problems()[0].find("models.m: ttl_seconds"), std::string::npos) << (*b)->problems()[0];
+  EXPECT_TRUE((*b)->Get("ok").pinned);
+  auto rewritten = ModelSettingsStore::Open(dir + "/b.json");
+  ASSERT_TRUE(rewritten.ok());
+  EXPECT_TRUE((*rewritten)->problems().empty());
+  EXPECT_TRUE((*rewritten)->Get("ok").pinned) << "what loaded was written back";
+  EXPECT_NE(TextOf((*b)->set_aside_path()).find("ttl_seconds"), std::string::npos);
+
   ASSERT_TRUE(WriteFileAtomic(dir + "/c.json", R"({"models":{"m":{"alias":"z"},"n":{"alias":"z"}}})").ok());
-  EXPECT_FALSE(ModelSettingsStore::Open(dir + "/c.json").ok());
+  auto c = ModelSettingsStore::Open(dir + "/c.json");
+  ASSERT_TRUE(c.ok());
+  EXPECT_EQ((*c)->problems().size(), 1u);
+  EXPECT_EQ(*(*c)->Get("m").alias, "z");
+
+  // Deeper than the JSON limit, and larger than the settings cap.
+  std::string deep = R"({"models":{"m":{"chat_template_kwargs":{"a":)" + std::string(3000, '[') +
+                     std::string(3000, ']') + "}}}}";
+  ASSERT_TRUE(WriteFileAtomic(dir + "/d.json", deep).ok());
+  auto d = ModelSettingsStore::Open(dir + "/d.json");
+  ASSERT_TRUE(d.ok());
+  ASSERT_EQ((*d)->problems().size(), 1u);
+  EXPECT_NE((*d)->problems()[0].find("nests deeper"), std::string::npos) << (*d)->problems()[0];
+  ASSERT_TRUE(WriteFileAtomic(dir + "/e.json", std::string(17 << 20, ' ')).ok());
+  auto e = ModelSettingsStore::Open(dir + "/e.json");
+  ASSERT_TRUE(e.ok());
+  EXPECT_EQ((*e)->problems().size(), 1u);
+
   // In memory only.
   auto mem = ModelSettingsStore::Open("");
   ASSERT_TRUE(mem.ok());
   EXPECT_TRUE((*mem)->Patch("m", Json::parse(R"({"pinned":true})")).ok());
   EXPECT_TRUE((*mem)->Get("m").pinned);
+}
+
+TEST(ModelSettings, SavingCreatesAMissingHome) {
+  const std::string path = testing::MakeTempDir() + "/not/yet/there/model_settings.json";
+  auto store = ModelSettingsStore::Open(path);
+  ASSERT_TRUE(store.ok());
+  ASSERT_TRUE((*store)->Patch("m", Json::parse(R"({"alias":"fast"})")).ok());
+  auto again = ModelSettingsStore::Open(path);
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(*(*again)->Get("m").alias, "fast");
 }
 
 TEST(ModelSettings, RuntimeKeyChangesOnlyWithReloadingSettings) {

@@ -167,6 +167,46 @@ TEST(OpenAIChat, ErrorsNameTheField) {
        "response_format.type"},
       {R"({"model": "m", "messages": [{"role": "user", "content": "x"}], "chat_template_kwargs": []})",
        "chat_template_kwargs"},
+      {R"({"model": "m", "messages": [{"role": "user", "content": "x"}],
+           "chat_template_kwargs": {"a": [[[[[[[[[1]]]]]]]]]}})", "chat_template_kwargs.a"},
+      {R"({"model": "m", "messages": [{"role": "user", "content": "x"}], "chat_template_kwargs": {"messages": []}})",
+       "chat_template_kwargs.messages"},
+      // Tool schemas and tool_choice.
+      {R"({"model": "m", "messages": [{"role": "user", "content": "x"}],
+           "tools": [{"type": "function", "function": {"name": "f", "parameters": "notaschema"}}]})",
+       "tools[0].function.parameters"},
+      {R"({"model": "m", "messages": [{"role": "user", "content": "x"}],
+           "tools": [{"type": "function", "function": {"name": "f", "parameters": {"type": 5}}}]})",
+       "tools[0].function.parameters.type"},
+      {R"({"model": "m", "messages": [{"role": "user", "content": "x"}],
+           "tools": [{"type": "function", "function": {"name": "f", "parameters": {"type": "string"}}}]})",
+       "tools[0].function.parameters.type"},
+      {R"({"model": "m", "messages": [{"role": "user", "content": "x"}],
+           "tools": [{"type": "function", "function": {"name": "f", "parameters":
+             {"type": "object", "properties": {"p": {"type": "strin"}}}}}]})",
+       "tools[0].function.parameters.properties.p.type"},
+      {R"({"model": "m", "messages": [{"role": "user", "content": "x"}],
+           "tools": [{"type": "function", "function": {"name": "f", "parameters":
+             {"type": "object", "properties": {"p": 3}}}}]})",
+       "tools[0].function.parameters.properties.p"},
+      {R"({"model": "m", "messages": [{"role": "user", "content": "x"}],
+           "tools": [{"type": "function", "function": {"name": "f", "parameters": {"required": "p"}}}]})",
+       "tools[0].function.parameters.required"},
+      {R"({"model": "m", "messages": [{"role": "user", "content": "x"}], "tool_choice": "sometimes"})", "tool_choice"},
+      {R"({"model": "m", "messages": [{"role": "user", "content": "x"}], "tool_choice": 1})", "tool_choice"},
+      {R"({"model": "m", "messages": [{"role": "user", "content": "x"}], "tool_choice": "required"})", "tool_choice"},
+      {R"({"model": "m", "messages": [{"role": "user", "content": "x"}], "tool_choice": {"type": "tool"}})",
+       "tool_choice.type"},
+      {R"({"model": "m", "messages": [{"role": "user", "content": "x"}],
+           "tools": [{"type": "function", "function": {"name": "f"}}],
+           "tool_choice": {"type": "function", "function": {"name": "g"}}})",
+       "tool_choice.function.name"},
+      {R"({"model": "m", "messages": [{"role": "user", "content": "x"}],
+           "tools": [{"type": "function", "function": {"name": "f"}}],
+           "tool_choice": {"type": "allowed_tools", "allowed_tools": {"mode": "always", "tools": []}}})",
+       "tool_choice.allowed_tools.mode"},
+      {R"({"model": "m", "messages": [{"role": "user", "content": "x"}], "parallel_tool_calls": "no"})",
+       "parallel_tool_calls"},
   };
   for (const Case& c : cases) {
     ApiError e = ChatError(c.body);
@@ -174,6 +214,34 @@ TEST(OpenAIChat, ErrorsNameTheField) {
     EXPECT_EQ(e.param, c.param) << c.body << " → " << e.message;
     EXPECT_FALSE(e.message.empty());
   }
+}
+
+TEST(OpenAIChat, ToolChoiceDecidesWhichToolsTheModelSees) {
+  const std::string tools = R"("tools": [{"type": "function", "function": {"name": "f", "parameters":
+      {"type": "object", "properties": {"a": {"anyOf": [{"type": "string"}, {"type": ["integer", "null"]}]},
+       "b": {"type": "array", "items": {"type": "object", "additionalProperties": false}}}, "required": ["a"]}}},
+      {"type": "function", "function": {"name": "g"}}])";
+  auto parse = [&](const std::string& choice) {
+    const std::string body = R"({"model": "m", "messages": [{"role": "user", "content": "x"}], )" + tools +
+                             (choice.empty() ? "" : ", \"tool_choice\": " + choice) + "}";
+    InferenceRequest r;
+    MaybeError e = ParseChatCompletionsRequest(OJson::parse(body), &r);
+    EXPECT_FALSE(e) << choice << ": " << e->message;
+    return r;
+  };
+  EXPECT_EQ(parse("").tools.size(), 2u);
+  EXPECT_EQ(parse(R"("auto")").tools.size(), 2u);
+  EXPECT_EQ(parse(R"("required")").tools.size(), 2u);
+  EXPECT_EQ(parse(R"("required")").tool_choice.mode, ToolChoice::kRequired);
+  EXPECT_TRUE(parse(R"("none")").tools.is_null()) << "tool_choice none: the model is not shown the tools";
+  InferenceRequest named = parse(R"({"type": "function", "function": {"name": "g"}})");
+  ASSERT_EQ(named.tools.size(), 1u);
+  EXPECT_EQ(named.tools[0]["function"]["name"], "g");
+  InferenceRequest allowed = parse(
+      R"({"type": "allowed_tools", "allowed_tools": {"mode": "auto", "tools": [{"type": "function", "function": {"name": "f"}}]}})");
+  ASSERT_EQ(allowed.tools.size(), 1u);
+  EXPECT_EQ(allowed.tools[0]["function"]["name"], "f");
+  EXPECT_EQ(allowed.tool_choice.mode, ToolChoice::kAuto);
 }
 
 TEST(OpenAICompletions, PromptForms) {
@@ -268,8 +336,43 @@ TEST(AnthropicMessages, Errors) {
       {R"({"model": "m", "messages": [{"role": "user", "content": [{"text": "x"}]}]})", "messages[0].content[0].type"},
       {R"({"model": "m", "system": 5, "messages": [{"role": "user", "content": "x"}]})", "system"},
       {R"({"model": "m", "messages": [{"role": "user", "content": "x"}], "max_tokens": 0})", "max_tokens"},
-      {R"({"model": "m", "messages": [{"role": "user", "content": "x"}], "stop_sequences": [1]})", "stop_sequences[0]"},
-      {R"({"model": "m", "messages": [{"role": "user", "content": "x"}], "tools": [{"description": "d"}]})", "tools[0].name"},
+      {R"({"model": "m", "messages": [{"role": "user", "content": "x"}]})", "max_tokens"},
+      {R"({"model": "m", "max_tokens": 8, "messages": [{"role": "user", "content": "x"}], "stop_sequences": [1]})",
+       "stop_sequences[0]"},
+      {R"({"model": "m", "max_tokens": 8, "messages": [{"role": "user", "content": "x"}], "tools": [{"description": "d"}]})",
+       "tools[0].name"},
+      // Tools need a JSON Schema object of type object.
+      {R"({"model": "m", "max_tokens": 8, "messages": [{"role": "user", "content": "x"}], "tools": [{"name": "t"}]})",
+       "tools[0].input_schema"},
+      {R"({"model": "m", "max_tokens": 8, "messages": [{"role": "user", "content": "x"}],
+           "tools": [{"name": "t", "input_schema": "notaschema"}]})", "tools[0].input_schema"},
+      {R"({"model": "m", "max_tokens": 8, "messages": [{"role": "user", "content": "x"}],
+           "tools": [{"name": "t", "input_schema": {"type": 5}}]})", "tools[0].input_schema.type"},
+      {R"({"model": "m", "max_tokens": 8, "messages": [{"role": "user", "content": "x"}],
+           "tools": [{"name": "t", "input_schema": {"type": "object"}}], "tool_choice": {"type": "tool", "name": "u"}})",
+       "tool_choice.name"},
+      {R"({"model": "m", "max_tokens": 8, "messages": [{"role": "user", "content": "x"}], "tool_choice": {"type": "any"}})",
+       "tool_choice"},
+      {R"({"model": "m", "max_tokens": 8, "messages": [{"role": "user", "content": "x"}], "tool_choice": {"type": "some"}})",
+       "tool_choice.type"},
+      // Thinking budgets.
+      {R"({"model": "m", "max_tokens": 8000, "messages": [{"role": "user", "content": "x"}],
+           "thinking": {"type": "enabled", "budget_tokens": 1000}})", "thinking.budget_tokens"},
+      {R"({"model": "m", "max_tokens": 2000, "messages": [{"role": "user", "content": "x"}],
+           "thinking": {"type": "enabled", "budget_tokens": 2000}})", "thinking.budget_tokens"},
+      {R"({"model": "m", "max_tokens": 2000, "messages": [{"role": "user", "content": "x"}],
+           "thinking": {"type": "enabled"}})", "thinking.budget_tokens"},
+      {R"({"model": "m", "max_tokens": 2000, "messages": [{"role": "user", "content": "x"}],
+           "thinking": {"type": "sometimes"}})", "thinking.type"},
+      {R"({"model": "m", "max_tokens": 2000, "messages": [{"role": "user", "content": "x"}], "thinking": true})",
+       "thinking"},
+      // Content blocks: unknown types are named; tool blocks belong to their roles.
+      {R"({"model": "m", "max_tokens": 8, "messages": [{"role": "user", "content": [{"type": "hologram"}]}]})",
+       "messages[0].content[0].type"},
+      {R"({"model": "m", "max_tokens": 8, "messages": [{"role": "user", "content":
+           [{"type": "tool_use", "id": "a", "name": "t", "input": {}}]}]})", "messages[0].content[0].type"},
+      {R"({"model": "m", "max_tokens": 8, "messages": [{"role": "user", "content": "x"}, {"role": "assistant", "content":
+           [{"type": "tool_result", "tool_use_id": "a", "content": "r"}]}]})", "messages[1].content[0].type"},
   };
   for (const Case& c : cases) {
     InferenceRequest r;
@@ -278,10 +381,50 @@ TEST(AnthropicMessages, Errors) {
     EXPECT_EQ(e->status, 400);
     EXPECT_EQ(e->param, c.param) << c.body << " → " << e->message;
   }
-  // count_tokens reads no generation fields.
+  {
+    InferenceRequest r;
+    MaybeError e = ParseMessagesRequest(
+        J(R"({"model": "m", "max_tokens": 8, "messages": [{"role": "user", "content": [{"type": "hologram"}]}]})"),
+        false, &r);
+    ASSERT_TRUE(e);
+    EXPECT_NE(e->message.find("'hologram'"), std::string::npos) << e->message;
+  }
+  // count_tokens reads no generation fields and needs no max_tokens.
   InferenceRequest r;
   EXPECT_FALSE(ParseMessagesRequest(J(R"({"model": "m", "messages": [{"role": "user", "content": "x"}], "max_tokens": 0})"),
                                     true, &r));
+  EXPECT_FALSE(ParseMessagesRequest(J(R"({"model": "m", "messages": [{"role": "user", "content": "x"}]})"), true, &r));
+  // A budget at or above max_tokens is fine with interleaved thinking (Claude Code sends the beta).
+  const char* big_budget = R"({"model": "m", "max_tokens": 2000, "messages": [{"role": "user", "content": "x"}],
+                               "thinking": {"type": "enabled", "budget_tokens": 4000}})";
+  InferenceRequest t;
+  EXPECT_FALSE(ParseMessagesRequest(J(big_budget), false, &t, "claude-code-20250219,interleaved-thinking-2025-05-14"));
+  EXPECT_EQ(t.chat_template_kwargs["enable_thinking"], true);
+  InferenceRequest ok;
+  EXPECT_FALSE(ParseMessagesRequest(J(R"({"model": "m", "max_tokens": 4000, "messages": [{"role": "user", "content": "x"}],
+                                          "thinking": {"type": "enabled", "budget_tokens": 1024}})"),
+                                    false, &ok));
+  // Blocks with nothing for a local model are skipped; an empty user turn stays a turn.
+  InferenceRequest skipped;
+  MaybeError e = ParseMessagesRequest(J(R"({"model": "m", "max_tokens": 8, "messages": [
+      {"role": "user", "content": [{"type": "redacted_thinking", "data": "x"}]}]})"),
+                                      false, &skipped);
+  ASSERT_FALSE(e) << e->message;
+  ASSERT_EQ(skipped.messages.size(), 1u);
+  EXPECT_EQ(skipped.messages[0], J(R"({"role": "user", "content": ""})"));
+  // tool_choice none hides the tools; {"type": "tool"} shows only that one.
+  InferenceRequest none, one;
+  const std::string two_tools = R"("tools": [{"name": "a", "input_schema": {"type": "object"}},
+                                            {"name": "b", "input_schema": {"type": "object"}}])";
+  ASSERT_FALSE(ParseMessagesRequest(OJson::parse(R"({"model": "m", "max_tokens": 8, "messages": [{"role": "user", "content": "x"}], )" +
+                                                 two_tools + R"(, "tool_choice": {"type": "none"}})"),
+                                    false, &none));
+  EXPECT_TRUE(none.tools.is_null());
+  ASSERT_FALSE(ParseMessagesRequest(OJson::parse(R"({"model": "m", "max_tokens": 8, "messages": [{"role": "user", "content": "x"}], )" +
+                                                 two_tools + R"(, "tool_choice": {"type": "tool", "name": "b"}})"),
+                                    false, &one));
+  ASSERT_EQ(one.tools.size(), 1u);
+  EXPECT_EQ(one.tools[0]["function"]["name"], "b");
 }
 
 // The real Claude Code requests of ../shared/clients parse, with their tools
