@@ -154,6 +154,7 @@ void Engine::Run() {
         lk.unlock();
         sched_->PollStore();
         lk.lock();
+        Snapshot();
         continue;
       }
     } else {

@@ -133,6 +133,18 @@ Status SsdTier::Scan() {
   LOG_INFO("kv cache: " << dir << ": " << index_.size() << " block files, " << total_bytes_
                         << " bytes (cap " << configured_max_ << ", effective " << effective_max_
                         << "); removed " << temps << " temp and " << bad << " unreadable files");
+  // Said once at start rather than by every failed write.
+  const std::string probe = dir + "/.llmhost-write-probe-" + std::to_string(::getpid());
+  const int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  if (fd < 0) {
+    writable_ = false;
+    LOG_WARN("kv cache: " << dir << " is not writable (" << std::strerror(errno) << "): the " << index_.size()
+                          << " blocks it holds are served, but no new block will be saved to disk; make it "
+                             "writable or choose another --cache-dir");
+  } else {
+    ::close(fd);
+    ::unlink(probe.c_str());
+  }
   return Status::OK();
 }
 

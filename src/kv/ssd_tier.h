@@ -74,6 +74,9 @@ class SsdTier {
 
   uint64_t pending_bytes() const;
   uint64_t configured_max_bytes() const { return configured_max_; }
+  // Whether a file could be created in the folder at start (a read-only
+  // filesystem still serves the blocks it holds; saves fail).
+  bool writable() const { return writable_; }
   uint64_t effective_max_bytes() const;
   uint64_t bytes() const;
 
@@ -120,6 +123,7 @@ class SsdTier {
   std::set<Sha256Digest> used_fingerprints_;
   uint64_t total_bytes_ = 0, reserved_bytes_ = 0, pending_bytes_ = 0;
   uint64_t effective_max_ = 0;
+  bool writable_ = true;
   uint64_t next_seq_ = 1;
   bool stop_ = false;
   std::vector<std::thread> writers_;

@@ -275,6 +275,7 @@ TierStats TieredBlockStore::stats() const {
   if (impl_->ssd) {
     t.ssd_max_bytes = impl_->ssd->configured_max_bytes();
     t.ssd_effective_max_bytes = impl_->ssd->effective_max_bytes();
+    t.ssd_writable = impl_->ssd->writable();
   }
   return t;
 }

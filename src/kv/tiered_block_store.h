@@ -75,6 +75,7 @@ struct TierStats {
   uint64_t hot_max_bytes = 0;
   uint64_t ssd_max_bytes = 0;            // configured
   uint64_t ssd_effective_max_bytes = 0;  // after the free-space rule
+  bool ssd_writable = true;              // false: the folder was read-only at start
 };
 
 class TieredBlockStore final : public BlockStore {

@@ -42,12 +42,15 @@ class WeightsIdentityHandle {
   // Blocks until ready or failed, at most `timeout`; true when no longer hashing.
   bool Wait(std::chrono::milliseconds timeout) const;
 
-  // A handle that is ready already (tests, engines whose identity was computed inline).
+  // A handle that is ready already (engines whose identity was computed
+  // inline), and one that waits for Finish (the hasher's, or a test's).
   static std::shared_ptr<WeightsIdentityHandle> Ready(const Sha256Digest& identity);
+  static std::shared_ptr<WeightsIdentityHandle> Pending() { return std::make_shared<WeightsIdentityHandle>(); }
+  // Once: ready with the identity, or failed with the status.
+  void Finish(Result<Sha256Digest> r, double seconds);
 
  private:
   friend class WeightsHasher;
-  void Finish(Result<Sha256Digest> r, double seconds);
 
   mutable std::mutex mu_;
   mutable std::condition_variable cv_;

@@ -37,6 +37,7 @@ Json CacheJson(const TieredBlockStore& store) {
               {"files", s.ssd_files},
               {"max_bytes", s.ssd_max_bytes},
               {"effective_max_bytes", s.ssd_effective_max_bytes},
+              {"writable", s.ssd_writable},
               {"hits", s.ssd_hits},
               {"writes", s.ssd_writes},
               {"evictions", s.ssd_evictions}};

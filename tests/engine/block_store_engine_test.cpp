@@ -4,8 +4,10 @@
 // as a cold run; a store that loses or refuses blocks only costs a prefill.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <map>
 #include <mutex>
+#include <thread>
 
 #include "engine/engine_test_util.h"
 #include "kv/block_store.h"
@@ -78,8 +80,10 @@ class BlockStoreEngineTest : public ::testing::Test {
   void SetUp() override {
     if (!testing::LoadFixture("llama3-tiny", &f_)) GTEST_SKIP() << "llama3-tiny not available";
   }
-  std::unique_ptr<Engine> MakeEngine(std::shared_ptr<BlockStore> store, int64_t kv_blocks = 64) {
+  std::unique_ptr<Engine> MakeEngine(std::shared_ptr<BlockStore> store, int64_t kv_blocks = 64,
+                                     std::shared_ptr<WeightsIdentityHandle> identity = nullptr) {
     EngineOptions opt;
+    opt.weights_identity = std::move(identity);
     opt.block_size = 16;
     opt.kv_blocks = kv_blocks;
     opt.prefill_chunk_tokens = 32;
@@ -185,6 +189,56 @@ TEST_F(BlockStoreEngineTest, RestoreIsBoundedByTheFreeBlocks) {
   Outcome o = Run(*engine, prompt, 4);
   EXPECT_EQ(o.final_event.usage.cached_tokens, 96);
   EXPECT_EQ(o.ids, ReferenceGreedy(*f_.model, prompt, 4));
+}
+
+// The store's keys start from the full weights identity, which the server
+// computes in the background: until it is known the engine neither saves nor
+// restores, and once it is known every block indexed meanwhile is saved,
+// even if no request comes.
+TEST_F(BlockStoreEngineTest, TheStoreWaitsForTheWeightsIdentityThenCatchesUp) {
+  auto store = std::make_shared<MapStore>();
+  const std::vector<int32_t> prompt = PromptIds(vocab(), 70, 15);
+  auto pending = WeightsIdentityHandle::Pending();
+  auto engine = MakeEngine(store, 64, pending);
+  ASSERT_TRUE(engine);
+  Outcome o = Run(*engine, prompt, 12);
+  EXPECT_EQ(store->saves(), 0);
+  EXPECT_FALSE(engine->WaitIdle().kv.store_ready);
+  EXPECT_EQ(engine->CachedPrefixTokens(prompt), 64) << "the paged index works meanwhile";
+  pending->Finish(Sha256Of("weights v1"), 0);
+  for (int i = 0; i < 200 && store->size() < 5; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  EXPECT_EQ(store->size(), 5u) << "the blocks indexed before the identity was known are saved";
+  EXPECT_TRUE(engine->WaitIdle().kv.store_ready);
+  engine.reset();
+  auto next = MakeEngine(store, 64, WeightsIdentityHandle::Ready(Sha256Of("weights v1")));
+  Outcome again = Run(*next, prompt, 12);
+  EXPECT_EQ(again.final_event.usage.cached_tokens, 64);
+  EXPECT_EQ(again.ids, o.ids);
+}
+
+// Weights that changed where the sampled identity does not look (same size,
+// same windows) have another full identity: nothing stored before matches.
+TEST_F(BlockStoreEngineTest, AnotherWeightsIdentityMatchesNothingStored) {
+  auto store = std::make_shared<MapStore>();
+  const std::vector<int32_t> prompt = PromptIds(vocab(), 70, 16);
+  {
+    auto first = MakeEngine(store, 64, WeightsIdentityHandle::Ready(Sha256Of("weights v1")));
+    Run(*first, prompt, 4);
+  }
+  ASSERT_GT(store->size(), 0u);
+  auto other = MakeEngine(store, 64, WeightsIdentityHandle::Ready(Sha256Of("weights v2")));
+  EXPECT_EQ(other->CachedPrefixTokens(prompt), 0);
+  Outcome o = Run(*other, prompt, 4);
+  EXPECT_EQ(o.final_event.usage.cached_tokens, 0);
+  EXPECT_EQ(store->load_calls(), 0);
+  // Weights that could not be hashed: the store is never used.
+  auto failed = WeightsIdentityHandle::Pending();
+  failed->Finish(Status::IOError("w.safetensors: the file changed while it was hashed"), 0);
+  const size_t before = store->size();
+  auto unhashed = MakeEngine(store, 64, failed);
+  Outcome u = Run(*unhashed, PromptIds(vocab(), 70, 17), 4);
+  EXPECT_EQ(u.final_event.usage.cached_tokens, 0);
+  EXPECT_EQ(store->size(), before);
 }
 
 }  // namespace

@@ -133,6 +133,23 @@ TEST(ModelDiscovery, SeveralRootsFirstWinsMissingSkippedRootAsModel) {
   EXPECT_EQ(Ids(DiscoverModels({solo + "/"})), std::vector<std::string>{"Solo-1B"});
 }
 
+// A folder linking to itself (or to a parent) would list every model again
+// under its name; a second link to a model would list it twice. Discovery
+// follows no link twice: the first path to reach something wins.
+TEST(ModelDiscovery, LinksAreFollowedOnce) {
+  const std::string root = testing::MakeTempDir();
+  Model(root + "/A");
+  Model(root + "/org/B");
+  fs::create_directory_symlink(root, root + "/selfloop");
+  fs::create_directory_symlink(root + "/org", root + "/org/again");
+  fs::create_directory_symlink(root + "/A", root + "/A-link");
+  fs::create_directory_symlink(root + "/org", root + "/zz-org");
+  Touch(root + "/m.gguf", "GGUF");
+  fs::create_symlink(root + "/m.gguf", root + "/n.gguf");
+  auto found = DiscoverModels({root, root + "/org"});
+  EXPECT_EQ(Ids(found), (std::vector<std::string>{"A", "m", "org/B"}));
+}
+
 TEST(ModelDiscovery, TheRepositoryTestModels) {
   auto found = DiscoverModels({testing::TestDataDir() + "/models"});
   auto ids = Ids(found);

@@ -1,6 +1,7 @@
 // The HTTP transport alone (HttpServer with test handlers): keep-alive,
-// pipelining, chunked streams, limits (413, 431, 400), Expect: 100-continue,
-// hang-up detection, many idle connections, and the shutdown drain.
+// pipelining, chunked streams, HTTP/1.0 streams, limits (413, 431, 400,
+// --max-connections, the header timeout), Expect: 100-continue, hang-up
+// detection, many idle connections, and the shutdown drain.
 #include "server/http_server.h"
 
 #include <gtest/gtest.h>
@@ -21,6 +22,7 @@ using testing::ConnectLocal;
 using testing::FormatRequest;
 using testing::ReadResponse;
 using testing::Request;
+using testing::HttpReply;
 using testing::SendAll;
 
 class HttpServerTest : public ::testing::Test {
@@ -67,6 +69,12 @@ class HttpServerTest : public ::testing::Test {
       w->Write("one ");
       w->Write("two ");
       w->Write("three");
+      w->End();
+    } else if (r.path == "/stream-late") {
+      // The last piece has long been written when End() comes.
+      w->StartStream(200, "text/event-stream", {});
+      w->Write("data: x\n\n");
+      std::this_thread::sleep_for(std::chrono::milliseconds(30));
       w->End();
     } else if (r.path == "/hold") {
       // Answered later (or never): the test watches OnClose.
@@ -223,6 +231,100 @@ TEST_F(HttpServerTest, ShutdownDrainsRequestsInFlight) {
   ::close(fd);
   thread_.join();  // Run() returned
   EXPECT_EQ(closed_, 0);
+}
+
+// Reads until the server closes (true) or the receive timeout passes (false).
+bool ReadToClose(int fd, std::string* out) {
+  char tmp[4096];
+  for (;;) {
+    const ssize_t n = ::recv(fd, tmp, sizeof(tmp), 0);
+    if (n == 0) return true;
+    if (n < 0) return false;
+    out->append(tmp, static_cast<size_t>(n));
+  }
+}
+
+// HTTP/1.0 has no chunked framing: a stream ends when the server closes the
+// connection. Its last write carries no bytes, and the exchange must end
+// with it whether or not an earlier write is still in flight.
+TEST_F(HttpServerTest, Http10StreamsEndByClosingTheConnection) {
+  for (const char* path : {"/stream-late", "/stream"}) {
+    for (int i = 0; i < 20; ++i) {
+      int fd = ConnectLocal(port_, 10);
+      ASSERT_GE(fd, 0);
+      ASSERT_TRUE(SendAll(fd, std::string("GET ") + path + " HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n"));
+      std::string text;
+      ASSERT_TRUE(ReadToClose(fd, &text)) << path << " #" << i << ": the stream never ended: " << text;
+      ::close(fd);
+      EXPECT_EQ(text.rfind("HTTP/1.0 200", 0), 0u) << text;
+      EXPECT_EQ(text.find("Transfer-Encoding"), std::string::npos) << text;
+      EXPECT_NE(text.find(std::string(path) == "/stream" ? "one two three" : "data: x"), std::string::npos) << text;
+    }
+  }
+  for (int i = 0; i < 100 && server_->stats().requests_active != 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  EXPECT_EQ(server_->stats().requests_active, 0);
+}
+
+// Headers must arrive within the header timeout once a request has begun;
+// before its first byte a connection is idle (keep-alive) and may wait.
+TEST_F(HttpServerTest, HeaderTimeoutClosesTricklingClients) {
+  TearDown();
+  HttpServerOptions o;
+  o.header_timeout = std::chrono::seconds(1);
+  Start(o);
+  int slow = ConnectLocal(port_, 10);
+  ASSERT_GE(slow, 0);
+  ASSERT_TRUE(SendAll(slow, "GET /echo HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Te"));
+  const auto t0 = std::chrono::steady_clock::now();
+  std::string ignored;
+  EXPECT_TRUE(ReadToClose(slow, &ignored)) << "closed after the header timeout";
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(8));
+  ::close(slow);
+  // Idle for longer than the header timeout, then a whole request: answered.
+  int idle = ConnectLocal(port_, 10);
+  ASSERT_GE(idle, 0);
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  std::string buf;
+  ASSERT_TRUE(SendAll(idle, FormatRequest("POST", "/echo", "late")));
+  EXPECT_EQ(ReadResponse(idle, &buf).body, "POST  late");
+  ::close(idle);
+}
+
+TEST_F(HttpServerTest, MaxConnectionsRefusesTheNextWith503) {
+  TearDown();
+  HttpServerOptions o;
+  o.max_connections = 2;
+  Start(o);
+  std::vector<int> open;
+  for (int i = 0; i < 2; ++i) {
+    int fd = ConnectLocal(port_, 10);
+    ASSERT_GE(fd, 0);
+    std::string buf;
+    ASSERT_TRUE(SendAll(fd, FormatRequest("POST", "/echo", "x")));
+    EXPECT_EQ(ReadResponse(fd, &buf).status, 200);
+    open.push_back(fd);  // kept alive
+  }
+  int third = ConnectLocal(port_, 10);
+  ASSERT_GE(third, 0);
+  std::string buf;
+  auto refused = ReadResponse(third, &buf);
+  EXPECT_EQ(refused.status, 503);
+  EXPECT_EQ(refused.headers["retry-after"], "1");
+  EXPECT_NE(refused.body.find("max-connections"), std::string::npos) << refused.body;
+  ::close(third);
+  EXPECT_EQ(server_->stats().connections_refused, 1);
+  // A connection closed makes room again.
+  ::close(open.back());
+  open.pop_back();
+  HttpReply again;
+  for (int i = 0; i < 50 && again.status != 200; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    again = Request(port_, "POST", "/echo", "y");
+  }
+  EXPECT_EQ(again.status, 200);
+  for (int fd : open) ::close(fd);
 }
 
 }  // namespace

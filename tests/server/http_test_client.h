@@ -62,8 +62,9 @@ inline bool ReadMore(int fd, std::string* buf) {
 }
 
 // Reads one response from `fd`; `buf` holds bytes already read and keeps
-// what follows the response. Skips 1xx interim responses.
-inline HttpReply ReadResponse(int fd, std::string* buf) {
+// what follows the response. Skips 1xx interim responses. The response to a
+// HEAD request (`head`) has headers only.
+inline HttpReply ReadResponse(int fd, std::string* buf, bool head = false) {
   HttpReply r;
   for (;;) {
     size_t end;
@@ -93,6 +94,7 @@ inline HttpReply ReadResponse(int fd, std::string* buf) {
     if (r.status >= 100 && r.status < 200) continue;
     break;
   }
+  if (head) return r;
   if (r.headers.count("content-length")) {
     const size_t len = std::strtoull(r.headers["content-length"].c_str(), nullptr, 10);
     while (buf->size() < len) {
@@ -134,7 +136,8 @@ inline HttpReply ReadResponse(int fd, std::string* buf) {
 
 inline std::string FormatRequest(const std::string& method, const std::string& path, const std::string& body,
                                  const std::map<std::string, std::string>& headers = {}) {
-  std::string req = method + " " + path + " HTTP/1.1\r\nHost: 127.0.0.1\r\n";
+  std::string req = method + " " + path + " HTTP/1.1\r\n";
+  if (!headers.count("Host")) req += "Host: 127.0.0.1\r\n";
   for (const auto& [k, v] : headers) req += k + ": " + v + "\r\n";
   if (!body.empty() || method == "POST") {
     if (!headers.count("Content-Type")) req += "Content-Type: application/json\r\n";
@@ -152,7 +155,7 @@ inline HttpReply Request(int port, const std::string& method, const std::string&
   if (fd < 0) return {};
   std::string buf;
   HttpReply r;
-  if (SendAll(fd, FormatRequest(method, path, body, headers))) r = ReadResponse(fd, &buf);
+  if (SendAll(fd, FormatRequest(method, path, body, headers))) r = ReadResponse(fd, &buf, method == "HEAD");
   ::close(fd);
   return r;
 }

@@ -22,12 +22,13 @@ namespace {
 using Json = nlohmann::json;
 using testing::Request;
 
-// m1 and m2: two copies (symlinks) of the tiny Qwen3 model: equal sizes.
+// m1 and m2: two copies of the tiny Qwen3 model: equal sizes. (Two links to
+// one directory would be one model: discovery follows no link twice.)
 std::string TwoModels() {
   const std::string dir = ::llmhost::testing::MakeTempDir();
   const std::string src = ::llmhost::testing::TestDataDir() + "/models/qwen3-tiny";
-  std::filesystem::create_directory_symlink(src, dir + "/m1");
-  std::filesystem::create_directory_symlink(src, dir + "/m2");
+  std::filesystem::copy(src, dir + "/m1", std::filesystem::copy_options::recursive);
+  std::filesystem::copy(src, dir + "/m2", std::filesystem::copy_options::recursive);
   return dir;
 }
 
