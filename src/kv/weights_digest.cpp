@@ -172,18 +172,18 @@ void WeightsDigestCache::Load() {
   if (path_.empty() || !FileExists(path_)) return;
   Result<nlohmann::json> j = ReadJsonFile(path_, kJsonSettingsMaxBytes);
   auto fail = [&](const std::string& why) {
-    LOG_WARN("kv: " << path_ << ": " << why << "; its digests are computed again");
+    LOG_WARN("kv: " << why << "; the weights' digests are computed again");
     entries_.clear();
   };
   if (!j.ok()) return fail(j.status().message());
   if (!j->is_object() || j->value("format", "") != kFormat || !j->contains("files") || !(*j)["files"].is_object()) {
-    return fail("not a weights digest file");
+    return fail(path_ + ": not a weights digest file");
   }
   for (const auto& [key, v] : (*j)["files"].items()) {
     Entry e;
     if (!v.is_object() || !v.contains("digest") || !v["digest"].is_string() ||
         !ParseHexDigest(v["digest"].get<std::string>(), &e.digest)) {
-      return fail("entry '" + key + "' is malformed");
+      return fail(path_ + ": entry '" + key + "' is malformed");
     }
     if (v.contains("file") && v["file"].is_string()) e.file = v["file"].get<std::string>();
     if (v.contains("used") && v["used"].is_number_integer()) e.used = v["used"].get<int64_t>();

@@ -17,8 +17,9 @@ export const fixtures = path.join(sourceDir, 'tests', 'data', 'models');
 const sharedCandidate = process.env.LLMHOST_SHARED_DIR || path.resolve(sourceDir, '..', 'shared');
 export const sharedDir = existsSync(sharedCandidate) ? sharedCandidate : null;
 
-export async function startServer(args = [], env = {}) {
-  const home = mkdtempSync(path.join(tmpdir(), 'llmhost-it-'));
+// `home`: a --home to start in again (default: a new temporary one).
+export async function startServer(args = [], env = {}, home = null) {
+  home = home || mkdtempSync(path.join(tmpdir(), 'llmhost-it-'));
   const proc = spawn(binary, ['serve', '--home', home, '--port', '0', ...args], {
     env: { ...process.env, LLMHOST_LOG_LEVEL: 'warn', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -43,6 +44,7 @@ export async function startServer(args = [], env = {}) {
   return {
     port,
     url,
+    home,
     get stderr() { return stderr; },
     // SIGTERM: the server drains and must exit 0.
     async stop() {

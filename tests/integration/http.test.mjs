@@ -80,7 +80,7 @@ function requestOn(port, raw, isDone) {
 
 test('5,000 idle keep-alive connections, then 500 concurrent streams', async () => {
   const idle = [];
-  const health = 'GET /health HTTP/1.1\r\nHost: x\r\n\r\n';
+  const health = 'GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n';
   for (let i = 0; i < 5000; i += 250) {
     const batch = await Promise.all(Array.from({ length: 250 }, () =>
       requestOn(server.port, health, (b) => b.includes('{"status":"ok"}'))));
@@ -90,7 +90,7 @@ test('5,000 idle keep-alive connections, then 500 concurrent streams', async () 
   assert.ok(st.json.http.connections >= 5000, JSON.stringify(st.json.http));
 
   const body = JSON.stringify({ model: MODEL, prompt: 'hello', max_tokens: 8, temperature: 0, stream: true });
-  const raw = `POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body}`;
+  const raw = `POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body}`;
   const t0 = Date.now();
   const streams = await Promise.all(Array.from({ length: 500 }, () =>
     requestOn(server.port, raw, (b) => b.includes('data: [DONE]') && b.endsWith('0\r\n\r\n'))));

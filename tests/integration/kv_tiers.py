@@ -35,6 +35,11 @@ of a server without a block store (--cache-mode off) for the same prompt.
                tier (evicted dirty blocks written, the rest at SIGINT), flags
                from the environment and settings.json, and a block size change
                (the other layout's files kept, never matched).
+7. weights     a synthesized 4 MB model: blocks saved, restored after a
+               restart; then 12 embedding rows that lie outside the 16 windows
+               the sampled identity reads are negated in place (same size), and
+               a restart on the same cache restores nothing (cached 0) and
+               answers as a cold server on the new weights does.
 
 Usage: kv_tiers.py LLMHOST_BINARY [--model DIR] [--work DIR] [--keep]
 Exit 0 on success, 1 on a failed check, 77 when skipped (not Linux).
@@ -756,6 +761,124 @@ def scenario_modes(ctx):
                             "files_after_flush": len(files), "files_with_both_layouts": len(left)}
 
 
+# ---- weights change ------------------------------------------------------------
+
+W_MODEL = "weights-w"
+IDENTITY_WINDOWS, WINDOW_BYTES = 16, 64 * 1024  # kv/fingerprint.h's sampled identity
+
+
+def embedding_rows_outside_windows(path, n):
+    """Rows of model.embed_tokens.weight whose bytes no window covers, and the
+    tensor's (absolute offset, row bytes)."""
+    size = os.path.getsize(path)
+    with open(path, "rb") as f:
+        header_len = int.from_bytes(f.read(8), "little")
+        header = json.loads(f.read(header_len))
+    t = header["model.embed_tokens.weight"]
+    rows, width = t["shape"]
+    elem = {"BF16": 2, "F16": 2, "F32": 4}[t["dtype"]]
+    base = 8 + header_len + t["data_offsets"][0]
+    row_bytes = width * elem
+    w = min(WINDOW_BYTES, size)
+    windows = [((size - w) * i // (IDENTITY_WINDOWS - 1), (size - w) * i // (IDENTITY_WINDOWS - 1) + w)
+               for i in range(IDENTITY_WINDOWS)]
+    free = [r for r in range(300, rows)
+            if all(base + (r + 1) * row_bytes <= a or base + r * row_bytes >= b for a, b in windows)]
+    if len(free) < n:
+        fail(f"weights: only {len(free)} embedding rows lie outside the identity's windows")
+    return free[:n], base, row_bytes, elem
+
+
+def negate_rows(path, rows, base, row_bytes, elem):
+    """Flips the sign of every element of `rows`, in place."""
+    with open(path, "r+b") as f:
+        for r in rows:
+            f.seek(base + r * row_bytes)
+            data = bytearray(f.read(row_bytes))
+            for k in range(elem - 1, len(data), elem):  # the sign bit is in each element's last byte
+                data[k] ^= 0x80
+            f.seek(base + r * row_bytes)
+            f.write(data)
+
+
+def complete_ids(srv, ids):
+    st, j = http(srv.url + "/v1/completions", {"model": W_MODEL, "prompt": ids, "temperature": 0,
+                                               "max_tokens": MAX_TOKENS, "ignore_eos": True})
+    if st != 200:
+        fail(f"{srv.name}: completion: {st} {j}\n" + srv.tail())
+    u = j["usage"]
+    return j["choices"][0]["text"], (u.get("prompt_tokens_details") or {}).get("cached_tokens")
+
+
+def wait_store_ready(srv):
+    """Loads the model and waits until its weights' full identity is known."""
+    st, j = http(srv.url + f"/admin/api/models/{W_MODEL}/load", {}, method="POST")
+    if st != 200:
+        fail(f"{srv.name}: load: {st} {j}")
+    deadline = time.time() + 120
+    while time.time() < deadline:
+        _, j = http(srv.url + "/api/status")
+        m = next((m for m in j.get("models", []) if m.get("id") == W_MODEL), {})
+        if m.get("kv", {}).get("store_ready"):
+            return
+        time.sleep(0.05)
+    fail(f"{srv.name}: the weights were not hashed within 120 s\n" + srv.tail())
+
+
+def scenario_weights(ctx):
+    models = os.path.join(ctx.work, "weights", "models")
+    model = os.path.join(models, W_MODEL)
+    shape = {"hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2,
+             "intermediate_size": 128, "vocab_size": 16384, "max_position_embeddings": 1024,
+             "tie_word_embeddings": False}
+    r = subprocess.run([ctx.binary, "synth-model", "--arch", "llama", "--dtype", "bf16", "--seed", "5",
+                        "--out", model, "--config", json.dumps(shape)], capture_output=True, text=True)
+    if r.returncode != 0:
+        fail("weights: synth-model: " + r.stderr)
+    weights = os.path.join(model, "model.safetensors")
+    rows, base, row_bytes, elem = embedding_rows_outside_windows(weights, 12)
+    # Five full blocks; the changed rows' tokens lead the prompt.
+    rnd = random.Random(7)
+    ids = rows + [rnd.randrange(300, 16000) for _ in range(5 * BLOCK - len(rows))]
+    home = os.path.join(ctx.work, "weights")
+    cache = os.path.join(home, "cache")
+
+    def server(name, extra=()):
+        return Server(ctx.binary, models, home, ["--cache-dir", cache] + list(extra), f"weights-{name}")
+
+    s1 = server("first")
+    wait_store_ready(s1)
+    t1, c1 = complete_ids(s1, ids)
+    s1.stop()
+    if c1 != 0:
+        fail(f"weights: the first request reports {c1} cached tokens")
+    s2 = server("same")
+    wait_store_ready(s2)
+    t2, c2 = complete_ids(s2, ids)
+    s2.stop()
+    if c2 < 4 * BLOCK or t2 != t1:
+        fail(f"weights: unchanged weights after a restart: cached {c2} (want >= {4 * BLOCK}), same text: {t2 == t1}")
+
+    size = os.path.getsize(weights)
+    negate_rows(weights, rows, base, row_bytes, elem)
+    if os.path.getsize(weights) != size:
+        fail("weights: the edit changed the file's size")
+    cold = server("cold", ["--cache-mode", "off"])
+    t_cold, _ = complete_ids(cold, ids)
+    cold.stop()
+    s3 = server("changed")
+    wait_store_ready(s3)
+    t3, c3 = complete_ids(s3, ids)
+    s3.stop()
+    if c3 != 0:
+        fail(f"weights: after negating {len(rows)} embedding rows the server restored {c3} cached tokens "
+             f"computed with the old weights")
+    if t3 != t_cold:
+        fail(f"weights: the answer on the new weights differs from a cold server's:\n  {t3!r}\n  {t_cold!r}")
+    ctx.summary["weights"] = {"rows_changed": len(rows), "cached_same_weights": c2, "cached_after_change": c3,
+                              "answer_changed": t_cold != t1}
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("binary")
@@ -783,7 +906,8 @@ def main():
     ctx = Ctx(args)
     ctx.cold_srv = ctx.server("cold", ["--cache-mode", "off"], "reference")
     scenarios = [("restart", scenario_restart), ("crash", scenario_crash), ("corruption", scenario_corruption),
-                 ("cap", scenario_cap), ("admin", scenario_admin), ("modes", scenario_modes)]
+                 ("cap", scenario_cap), ("admin", scenario_admin), ("modes", scenario_modes),
+                 ("weights", scenario_weights)]
     only = [x for x in args.only.split(",") if x]
     try:
         for name, fn in scenarios:

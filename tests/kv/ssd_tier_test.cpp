@@ -178,5 +178,38 @@ TEST(TieredBlockStoreTest, StaleFingerprintsAreKeptUntilTheCapThenGoFirst) {
   EXPECT_EQ(st->stats().ssd_files, FileCount(dir));
 }
 
+// A cache folder on a read-only filesystem that already holds blocks: the
+// store opens, serves them, and says at start that it cannot save (the
+// read-only view is a bind mount, which needs root: skipped otherwise).
+TEST(TieredBlockStoreTest, AReadOnlyFolderServesItsBlocksAndSaysItCannotSave) {
+  const std::string dir = testing::MakeTempDir(), view = testing::MakeTempDir();
+  {
+    auto st = OpenOrDie(Opts(dir, CacheMode::kWriteThrough, 8));
+    for (int i = 0; i < 3; ++i) st->Save(Meta(i), Data(i));
+    ASSERT_TRUE(st->Flush(30).ok());
+  }
+  const std::string bind = "mount --bind " + dir + " " + view + " 2>/dev/null && mount -o remount,ro,bind " + view +
+                           " 2>/dev/null";
+  if (std::system(bind.c_str()) != 0) {
+    std::system(("umount " + view + " 2>/dev/null").c_str());
+    GTEST_SKIP() << "cannot make a read-only bind mount here (needs root)";
+  }
+  struct Unmount {
+    std::string path;
+    ~Unmount() { std::system(("umount " + path).c_str()); }
+  } unmount{view};
+  {
+    auto st = OpenOrDie(Opts(view, CacheMode::kWriteThrough, 8));
+    ASSERT_TRUE(st);
+    EXPECT_FALSE(st->stats().ssd_writable);
+    EXPECT_EQ(st->stats().ssd_files, 3u);
+    ExpectBlocks(st->LoadPrefix(Chain(0, 3)), 0, 3);
+    st->Save(Meta(9), Data(9));  // fails on disk, counted, never fatal
+    st->Flush(10);
+  }
+  auto writable = OpenOrDie(Opts(dir, CacheMode::kWriteThrough, 8));
+  EXPECT_TRUE(writable->stats().ssd_writable);
+}
+
 }  // namespace
 }  // namespace llmhost
