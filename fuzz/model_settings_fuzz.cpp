@@ -11,6 +11,7 @@
 #include "pool/memory_probe.h"
 #include "pool/model_discovery.h"
 #include "pool/model_settings.h"
+#include "util/json.h"
 
 using namespace llmhost;
 
@@ -18,8 +19,10 @@ static volatile uint64_t g_sink;
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string_view text(reinterpret_cast<const char*>(data), size);
-  nlohmann::json j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (!j.is_discarded()) {
+  // As the admin route and the settings file read it: bounded.
+  Result<nlohmann::json> parsed = ParseJson(text, "fuzz", kJsonSettingsMaxBytes);
+  if (parsed.ok()) {
+    const nlohmann::json& j = *parsed;
     Result<ModelSettings> s = ApplyModelSettingsJson(ModelSettings(), j);
     if (s.ok()) {
       Result<ModelSettings> again = ApplyModelSettingsJson(ModelSettings(), ModelSettingsToJson(*s));

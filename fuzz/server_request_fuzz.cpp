@@ -10,6 +10,7 @@
 
 #include "chat/chat_template.h"
 #include "server/anthropic_request.h"
+#include "server/host_guard.h"
 #include "server/json_fields.h"
 #include "server/openai_request.h"
 
@@ -35,6 +36,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size < 1) return 0;
   const int route = data[0] % 4;
   std::string_view body(reinterpret_cast<const char*>(data + 1), size - 1);
+  // The bytes as a Host header too (the DNS-rebinding guard parses it).
+  (void)IsLoopbackName(HostWithoutPort(body));
   OJson json;
   if (ParseJsonObject(body, &json)) return 0;
   InferenceRequest req;

@@ -40,6 +40,23 @@ TEST(ServeSettings, Defaults) {
   EXPECT_EQ(s->sse_keepalive, KeepAliveMode::kChunk);
   EXPECT_EQ(s->max_body_size, 32ull << 20);
   EXPECT_TRUE(s->cors_origins.empty());
+  EXPECT_TRUE(s->allowed_hosts.empty());
+  EXPECT_EQ(s->max_connections, 10000);
+  EXPECT_EQ(s->header_timeout, 30);
+}
+
+TEST(ServeSettings, ConnectionFlags) {
+  FakeEnv env;
+  env.vars["HOME"] = "/tmp";
+  env.vars["LLMHOST_ALLOWED_HOSTS"] = "llm.lan,box.local";
+  auto s = ResolveServeSettings({{"max-connections", {"500"}}, {"header-timeout", {"5"}}}, env.lookup());
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  EXPECT_EQ(s->allowed_hosts, (std::vector<std::string>{"llm.lan", "box.local"}));
+  EXPECT_EQ(s->max_connections, 500);
+  EXPECT_EQ(s->header_timeout, 5);
+  auto bad = ResolveServeSettings({{"max-connections", {"0"}}}, env.lookup());
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("--max-connections"), std::string::npos);
 }
 
 TEST(ServeSettings, CliBeatsEnvBeatsFileBeatsDefault) {
