@@ -4,7 +4,10 @@
 #include <cmath>
 #include <limits>
 #include <numeric>
+#include <cstring>
 #include <string>
+
+#include "backend/cpu/vec_math.h"
 
 namespace llmhost {
 namespace {
@@ -27,7 +30,7 @@ uint64_t FreshSeed() {
 
 }  // namespace
 
-Status ValidateSamplingParams(const SamplingParams& p) {
+Status ValidateSamplingParams(const SamplingParams& p, int64_t vocab) {
   if (!std::isfinite(p.temperature) || p.temperature < 0) {
     return OutOfRange("temperature", "a finite number >= 0", p.temperature);
   }
@@ -45,6 +48,17 @@ Status ValidateSamplingParams(const SamplingParams& p) {
   }
   if (p.top_logprobs < 0 || p.top_logprobs > kMaxTopLogprobs) {
     return OutOfRange("top_logprobs", "in [0, 20]", p.top_logprobs);
+  }
+  if (p.logit_bias.size() > kMaxLogitBias) {
+    return Status::InvalidArgument("logit_bias must have at most " + std::to_string(kMaxLogitBias) + " entries, got " +
+                                   std::to_string(p.logit_bias.size()));
+  }
+  for (const auto& [id, bias] : p.logit_bias) {
+    if (id < 0 || (vocab > 0 && id >= vocab)) {
+      return Status::InvalidArgument("logit_bias: token id " + std::to_string(id) + " is not in the vocabulary [0, " +
+                                     std::to_string(vocab) + ")");
+    }
+    if (!(bias >= -100 && bias <= 100)) return OutOfRange("logit_bias values", "in [-100, 100]", bias);
   }
   return Status::OK();
 }
@@ -91,124 +105,215 @@ void Sampler::ApplyPenalties(std::vector<float>& z) const {
                                                        params_.presence_penalty);
     }
   }
+  for (const auto& [id, bias] : params_.logit_bias) {
+    if (id >= 0 && id < vocab_) z[static_cast<size_t>(id)] += bias;
+  }
 }
 
 double Sampler::Uniform() { return static_cast<double>(rng_() >> 11) * 0x1.0p-53; }
 
-int32_t Sampler::Draw(const std::vector<float>& z) {
-  const int64_t V = vocab_;
-  // Higher logit first; the lower id first among equals.
-  auto better = [&z](int32_t a, int32_t b) {
-    const float za = z[static_cast<size_t>(a)], zb = z[static_cast<size_t>(b)];
-    return za > zb || (za == zb && a < b);
-  };
-  if (params_.temperature <= 0) {
-    int32_t best = 0;
-    for (int32_t i = 1; i < V; ++i) {
-      if (better(i, best)) best = i;
-    }
-    return best;
-  }
-  cand_.resize(static_cast<size_t>(V));
-  std::iota(cand_.begin(), cand_.end(), 0);
-  size_t sorted = 0;  // cand_[0, sorted) is in `better` order, and before the rest
-  if (params_.top_k > 0 && params_.top_k < V) {
-    const auto k = static_cast<size_t>(params_.top_k);
-    std::partial_sort(cand_.begin(), cand_.begin() + static_cast<ptrdiff_t>(k), cand_.end(), better);
-    cand_.resize(k);
-    sorted = k;
-  }
-  float m = z[static_cast<size_t>(cand_[0])];
-  for (int32_t id : cand_) m = std::max(m, z[static_cast<size_t>(id)]);
-  if (!(m > -std::numeric_limits<float>::infinity())) return *std::min_element(cand_.begin(), cand_.end());
-  // Weights exp((z - max) / T): the top candidate weighs exactly 1 (also
-  // when 1 / T overflows for a tiny temperature).
-  w_.resize(static_cast<size_t>(V));
-  const double inv_t = 1.0 / params_.temperature;
-  double total = 0;
-  for (int32_t id : cand_) {
-    const float zi = z[static_cast<size_t>(id)];
-    const double w = zi == m ? 1.0 : std::exp((static_cast<double>(zi) - m) * inv_t);
-    w_[static_cast<size_t>(id)] = w;
-    total += w;
-  }
-  if (params_.top_p < 1) {
-    // Keep the most likely tokens while the mass before each is < top_p.
-    // Sort only as far as needed: a short prefix usually holds the mass.
-    const double target = params_.top_p * total;
-    size_t n = std::min<size_t>(cand_.size(), 64);
-    for (;;) {
-      if (n > sorted) {
-        std::partial_sort(cand_.begin() + static_cast<ptrdiff_t>(sorted),
-                          cand_.begin() + static_cast<ptrdiff_t>(n), cand_.end(), better);
-        sorted = n;
-      }
-      double cum = 0;
-      size_t keep = 0;
-      while (keep < n && cum < target) cum += w_[static_cast<size_t>(cand_[keep++])];
-      if (cum >= target || n == cand_.size()) {
-        cand_.resize(keep);
-        total = cum;
-        break;
-      }
-      n = std::min(cand_.size(), n * 4);
-    }
-  }
-  if (params_.min_p > 0) {
-    // Relative to the most likely token, whose weight is 1.
-    const double threshold = params_.min_p;
-    size_t out = 0;
-    total = 0;
-    for (int32_t id : cand_) {
-      const double w = w_[static_cast<size_t>(id)];
-      if (w >= threshold) {
-        cand_[out++] = id;
-        total += w;
-      }
-    }
-    cand_.resize(out);
-  }
-  double u = Uniform() * total;
-  for (int32_t id : cand_) {
-    u -= w_[static_cast<size_t>(id)];
-    if (u < 0) return id;
-  }
-  return cand_.back();  // rounding left u >= 0: the last candidate
+namespace {
+
+// Higher logit first; the lower id first among equals.
+struct Better {
+  const float* z;
+  bool operator()(int32_t a, int32_t b) const { return z[a] > z[b] || (z[a] == z[b] && a < b); }
+};
+
+// Buckets of positive float weights by their bit pattern's top 14 bits (the
+// exponent and 5 mantissa bits: 32 buckets an octave, each 2.2% wide): the
+// patterns of positive floats order like their values, so a higher bucket
+// holds only larger weights. Weights are in [0, 1]: buckets [0, 4065).
+constexpr int kBucketShift = 18;
+constexpr size_t kBuckets = (0x3F800000u >> kBucketShift) + 1;
+constexpr int kHistograms = 4;       // interleaved, so that neighbours do not wait on one another
+constexpr int64_t kDrawBlock = 256;  // the draw finds its block by block sums, then scans it
+
+inline uint32_t BucketOf(float w) {
+  uint32_t bits;
+  std::memcpy(&bits, &w, sizeof(bits));
+  return bits >> kBucketShift;
 }
 
-void Sampler::FillLogprobs(const float* logits, SampledToken* out) const {
+inline float BucketFloor(size_t bucket) {
+  const uint32_t bits = static_cast<uint32_t>(bucket) << kBucketShift;
+  float w;
+  std::memcpy(&w, &bits, sizeof(w));
+  return w;
+}
+
+}  // namespace
+
+int32_t Sampler::Draw(const std::vector<float>& z) {
   const int64_t V = vocab_;
-  float m = logits[0];
-  for (int64_t i = 1; i < V; ++i) m = std::max(m, logits[i]);
-  double s = 0;
-  for (int64_t i = 0; i < V; ++i) s += std::exp(static_cast<double>(logits[i]) - m);
-  const double lse = m + std::log(s);
+  Better better{z.data()};
+  if (params_.temperature <= 0) return static_cast<int32_t>(cpu::ArgMax(z.data(), V));  // lowest id on ties
+  const float m = cpu::MaxValue(z.data(), V);
+  if (!(m > -std::numeric_limits<float>::infinity())) return 0;  // every token banned: the lowest id
+  // Weights exp((z - max) / T): the top candidate weighs exactly 1 (also
+  // when 1 / T overflows for a tiny temperature).
+  const double inv_t_d = 1.0 / params_.temperature;
+  const float inv_t = inv_t_d > std::numeric_limits<float>::max() ? std::numeric_limits<float>::infinity()
+                                                                   : static_cast<float>(inv_t_d);
+  if (params_.top_k > 0 && params_.top_k < V) return DrawTopK(z, m, inv_t);
+  w_.resize(static_cast<size_t>(V));
+  const double all = cpu::ExpShifted(z.data(), V, m, inv_t, w_.data());
+  float lo = 0;      // weights below are dropped
+  size_t drop = 0;   // cand_[drop, end): the crossing bucket's members past the top_p cut
+  if (params_.top_p < 1) {
+    // The smallest set of most likely tokens whose mass reaches top_p: whole
+    // buckets from the top while they stay below it, then the crossing
+    // bucket sorted (it is small: a 2.2% band of weights).
+    bucket_mass_.assign(kBuckets * kHistograms, 0.0);
+    double* h = bucket_mass_.data();
+    int64_t i = 0;
+    for (; i + kHistograms <= V; i += kHistograms) {
+      for (int k = 0; k < kHistograms; ++k) {
+        const float w = w_[static_cast<size_t>(i + k)];
+        h[static_cast<size_t>(k) * kBuckets + BucketOf(w)] += w;
+      }
+    }
+    for (; i < V; ++i) h[BucketOf(w_[static_cast<size_t>(i)])] += w_[static_cast<size_t>(i)];
+    const double target = params_.top_p * all;
+    double above = 0;
+    size_t cross = kBuckets - 1;
+    for (;; --cross) {
+      double mass = 0;
+      for (int k = 0; k < kHistograms; ++k) mass += h[static_cast<size_t>(k) * kBuckets + cross];
+      if (above + mass >= target || cross == 0) break;
+      above += mass;
+    }
+    cand_.clear();
+    cpu::CollectBand(w_.data(), V, BucketFloor(cross),
+                     cross + 1 < kBuckets ? BucketFloor(cross + 1) : std::numeric_limits<float>::infinity(),
+                     &cand_);
+    std::sort(cand_.begin(), cand_.end(), better);
+    double cum = above;
+    size_t keep = 0;
+    while (keep < cand_.size() && cum < target) cum += w_[static_cast<size_t>(cand_[keep++])];
+    lo = keep > 0 ? w_[static_cast<size_t>(cand_[keep - 1])] : BucketFloor(cross);
+    drop = keep;
+  }
+  if (params_.min_p > 0) lo = std::max(lo, static_cast<float>(params_.min_p));  // relative to the top weight, 1
+  block_sums_.resize(static_cast<size_t>((V + kDrawBlock - 1) / kDrawBlock));
+  double total = cpu::ZeroBelow(w_.data(), V, lo, kDrawBlock, block_sums_.data());
+  // Members past the cut that tie with its weight survive the threshold.
+  for (size_t j = drop; j < cand_.size() && params_.top_p < 1; ++j) {
+    float& w = w_[static_cast<size_t>(cand_[j])];
+    if (w > 0) {
+      block_sums_[static_cast<size_t>(cand_[j] / kDrawBlock)] -= w;
+      total -= w;
+      w = 0;
+    }
+  }
+  return DrawAll(z, total);
+}
+
+int32_t Sampler::DrawAll(const std::vector<float>& z, double total) {
+  double u = Uniform() * total;
+  int64_t last = -1;
+  for (size_t b = 0; b < block_sums_.size(); ++b) {
+    if (block_sums_[b] <= 0) continue;
+    const int64_t begin = static_cast<int64_t>(b) * kDrawBlock, end = std::min(vocab_, begin + kDrawBlock);
+    if (u >= block_sums_[b] && b + 1 < block_sums_.size()) {
+      u -= block_sums_[b];
+      for (int64_t i = end - 1; i >= begin; --i) {
+        if (w_[static_cast<size_t>(i)] > 0) {
+          last = i;
+          break;
+        }
+      }
+      continue;
+    }
+    for (int64_t i = begin; i < end; ++i) {
+      const float w = w_[static_cast<size_t>(i)];
+      if (w <= 0) continue;
+      last = i;
+      u -= w;
+      if (u < 0) return static_cast<int32_t>(i);
+    }
+    // Rounding between the block's sum and its scan: the next kept token.
+  }
+  if (last >= 0) return static_cast<int32_t>(last);
+  return static_cast<int32_t>(std::max_element(z.begin(), z.end()) - z.begin());
+}
+
+int32_t Sampler::DrawTopK(const std::vector<float>& z, float m, float inv_t) {
+  Better better{z.data()};
+  const auto k = static_cast<size_t>(params_.top_k);
+  if (k <= 4096) {
+    cpu::TopIndices(z.data(), vocab_, k, &cand_);
+  } else {
+    cand_.resize(static_cast<size_t>(vocab_));
+    std::iota(cand_.begin(), cand_.end(), 0);
+    std::nth_element(cand_.begin(), cand_.begin() + static_cast<ptrdiff_t>(k), cand_.end(), better);
+    cand_.resize(k);
+    std::sort(cand_.begin(), cand_.end(), better);
+  }
+  w_.resize(k);
+  double total = 0;
+  for (size_t j = 0; j < k; ++j) {
+    const float d = z[static_cast<size_t>(cand_[j])] - m;
+    w_[j] = d == 0 ? 1.0f : std::exp(d * inv_t);
+    total += w_[j];
+  }
+  size_t n = k;
+  if (params_.top_p < 1) {
+    const double target = params_.top_p * total;
+    double cum = 0;
+    size_t keep = 0;
+    while (keep < n && cum < target) cum += w_[keep++];
+    n = keep;
+    total = cum;
+  }
+  if (params_.min_p > 0) {
+    total = 0;
+    for (size_t j = 0; j < n; ++j) {
+      if (w_[j] < params_.min_p) w_[j] = 0;
+      total += w_[j];
+    }
+  }
+  double u = Uniform() * total;
+  size_t last = 0;
+  for (size_t j = 0; j < n; ++j) {
+    if (w_[j] <= 0) continue;
+    last = j;
+    u -= w_[j];
+    if (u < 0) return cand_[j];
+  }
+  return cand_[last];
+}
+
+void Sampler::FillLogprobs(const float* logits, SampledToken* out) {
+  const int64_t V = vocab_;
+  const float m = cpu::MaxValue(logits, V);
+  double lse = m;
+  if (m > -std::numeric_limits<float>::infinity()) {
+    w_.resize(static_cast<size_t>(V));
+    lse += std::log(cpu::ExpShifted(logits, V, m, 1.0f, w_.data()));
+  }
   out->logprob = static_cast<float>(logits[out->id] - lse);
   const auto n = static_cast<size_t>(std::min<int64_t>(params_.top_logprobs, V));
-  if (n == 0) return;
-  std::vector<int32_t> ids(static_cast<size_t>(V));
-  std::iota(ids.begin(), ids.end(), 0);
-  std::partial_sort(ids.begin(), ids.begin() + static_cast<ptrdiff_t>(n), ids.end(),
-                    [logits](int32_t a, int32_t b) {
-                      return logits[a] > logits[b] || (logits[a] == logits[b] && a < b);
-                    });
-  for (size_t i = 0; i < n; ++i) {
-    out->top.push_back({ids[i], static_cast<float>(logits[ids[i]] - lse)});
-  }
+  cpu::TopIndices(logits, V, n, &cand_);
+  for (int32_t id : cand_) out->top.push_back({id, static_cast<float>(logits[id] - lse)});
 }
 
 SampledToken Sampler::Sample(const float* logits) {
   // NaN / +inf rows (a broken model) must not break the orderings below.
-  raw_.assign(logits, logits + vocab_);
-  for (float& v : raw_) {
-    if (std::isnan(v)) v = -std::numeric_limits<float>::infinity();
-    else if (v == std::numeric_limits<float>::infinity()) v = std::numeric_limits<float>::max();
+  const bool want_logprobs = params_.logprobs || params_.top_logprobs > 0;
+  const size_t v = static_cast<size_t>(vocab_);
+  z_.resize(v);
+  if (want_logprobs) {
+    raw_.resize(v);
+    cpu::SanitizeLogits(logits, raw_.data(), vocab_);
+    std::memcpy(z_.data(), raw_.data(), v * sizeof(float));
+  } else {
+    cpu::SanitizeLogits(logits, z_.data(), vocab_);
   }
-  z_ = raw_;
   ApplyPenalties(z_);
   SampledToken out;
   out.id = Draw(z_);
-  if (params_.logprobs || params_.top_logprobs > 0) FillLogprobs(raw_.data(), &out);
+  if (want_logprobs) FillLogprobs(raw_.data(), &out);
   Accept(out.id);
   return out;
 }

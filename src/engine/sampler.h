@@ -1,8 +1,17 @@
 // Sampler: picks each generated token of one request from its logits row.
 //
 // Order, as Hugging Face transformers applies its processors: penalties
-// (repetition over prompt + output, presence / frequency over output),
-// then temperature, top_k, top_p, min_p, and a draw from what is left.
+// (repetition over prompt + output, presence / frequency over output), the
+// logit bias, then temperature, top_k, top_p, min_p, and a draw from what is
+// left.
+//
+// Every step is a pass over the row or a selection, never a sort of the
+// vocabulary: the weights exp((z - max) / T) in one vector pass; top_k by
+// nth_element; top_p by bucketing the weights on their float exponent (the
+// bit pattern of a positive float orders like its value), which finds the
+// bucket where the kept mass crosses top_p, and sorting that bucket alone;
+// the draw walks the kept tokens in id order (in likelihood order after
+// top_k). bench/sampler_bench.cpp measures it.
 // Temperature 0 is greedy: the argmax of the penalised logits, the lowest id
 // on ties. Every draw comes from the request's own generator, seeded by
 // `seed` (or from std::random_device when unset), so a seeded request gives
@@ -20,6 +29,7 @@
 #include <optional>
 #include <random>
 #include <span>
+#include <utility>
 #include <vector>
 
 #include "util/status.h"
@@ -36,14 +46,19 @@ struct SamplingParams {
   double repetition_penalty = 1.0;   // > 0; 1: off (HF: divides positive logits, multiplies negative)
   double presence_penalty = 0.0;     // [-2, 2]; subtracted once per token present in the output
   double frequency_penalty = 0.0;    // [-2, 2]; subtracted per occurrence in the output
+  // Added to the logits of these ids after the penalties (OpenAI logit_bias;
+  // -100 bans a token in practice, +100 all but forces it).
+  std::vector<std::pair<int32_t, float>> logit_bias;
   std::optional<uint64_t> seed;
   bool logprobs = false;             // report the chosen token's logprob
   int32_t top_logprobs = 0;          // [0, 20]: also the n most likely tokens (needs logprobs)
 };
 
 // InvalidArgument naming the field ("top_p must be in (0, 1], got 0") for a
-// value out of range or not finite.
-Status ValidateSamplingParams(const SamplingParams& p);
+// value out of range or not finite. `vocab` > 0 also checks logit_bias ids.
+Status ValidateSamplingParams(const SamplingParams& p, int64_t vocab = 0);
+
+inline constexpr size_t kMaxLogitBias = 1024;
 
 struct TokenLogprob {
   int32_t id = 0;
@@ -74,7 +89,11 @@ class Sampler {
  private:
   void ApplyPenalties(std::vector<float>& z) const;
   int32_t Draw(const std::vector<float>& z);
-  void FillLogprobs(const float* logits, SampledToken* out) const;
+  int32_t DrawTopK(const std::vector<float>& z, float max_logit, float inv_t);
+  // The draw over the whole row (no top_k): w_ holds every weight (0: not
+  // kept), block_sums_ their sums by blocks.
+  int32_t DrawAll(const std::vector<float>& z, double total);
+  void FillLogprobs(const float* logits, SampledToken* out);
   double Uniform();  // [0, 1), 53 bits, the same on every platform
 
   SamplingParams params_;
@@ -86,9 +105,9 @@ class Sampler {
   std::vector<int32_t> out_count_;    // [vocab] occurrences in the output
   std::vector<int32_t> out_ids_;      // the ids with out_count_ > 0
   // Scratch reused across calls.
-  std::vector<float> raw_, z_;
+  std::vector<float> raw_, z_, w_;
   std::vector<int32_t> cand_;
-  std::vector<double> w_;
+  std::vector<double> bucket_mass_, block_sums_;
 };
 
 }  // namespace llmhost

@@ -60,7 +60,7 @@ Status Scheduler::Validate(const GenerationRequest& r) const {
   if (r.max_tokens && *r.max_tokens < 0) {
     return Status::InvalidArgument("max_tokens must be >= 0, got " + N(*r.max_tokens));
   }
-  RETURN_IF_ERROR(ValidateSamplingParams(r.sampling));
+  RETURN_IF_ERROR(ValidateSamplingParams(r.sampling, vocab_));
   if (!r.stop.empty() && !tokenizer_) {
     return Status::InvalidArgument("stop strings need a tokenizer; this engine has none");
   }

@@ -100,6 +100,10 @@ std::shared_ptr<WeightsIdentityHandle> WeightsHasher::Identify(const std::string
     handle->Finish(FullWeightsIdentity(job.files, digests), 0);
     return handle;
   }
+  if (handle->bytes_total_ <= options_.inline_max_bytes) {
+    HashJob(job, /*background=*/false);
+    return handle;
+  }
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (stop_) {
@@ -122,11 +126,11 @@ void WeightsHasher::Run() {
       job = std::move(queue_.front());
       queue_.pop_front();
     }
-    HashJob(job);
+    HashJob(job, /*background=*/true);
   }
 }
 
-void WeightsHasher::HashJob(Job& job) {
+void WeightsHasher::HashJob(Job& job, bool background) {
   const auto t0 = std::chrono::steady_clock::now();
   // Files remembered since the job was queued (another model sharing them) are not read again.
   std::vector<Sha256Digest> digests(job.files.files.size());
@@ -141,7 +145,7 @@ void WeightsHasher::HashJob(Job& job) {
     }
   }
   Result<std::vector<Sha256Digest>> got =
-      DigestFiles(todo, options_.threads, options_.low_priority, &cancel_, &job.handle->progress_);
+      DigestFiles(todo, options_.threads, background && options_.low_priority, &cancel_, &job.handle->progress_);
   const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   if (!got.ok()) {
     LOG_WARN("kv: cannot hash the weights (" << got.status().message()

@@ -4,8 +4,9 @@
 // Identify(path) answers at once. When every weight file's digest is
 // remembered (kv/weights_digest.h: the same file version seen before, in
 // this process or an earlier one), the identity is ready on return, so a
-// restarted server restores blocks from its first request. Otherwise the
-// files are hashed on a background thread (its chunks on `threads` threads
+// restarted server restores blocks from its first request. A small model
+// (inline_max_bytes) is hashed there and then. Otherwise the files are hashed
+// on a background thread (its chunks on `threads` threads
 // at the lowest CPU priority), one model after another, and the identity
 // becomes ready when the last file is done. Until then the model's engine
 // neither saves blocks to the store nor restores them (it catches up on the
@@ -67,6 +68,10 @@ struct WeightsHasherOptions {
   std::string cache_path;  // <home>/weights_digests.json; "" in memory only
   int threads = 0;         // 0: min(hardware threads, 8)
   bool low_priority = true;
+  // Files still to hash up to this many bytes in all are hashed by Identify
+  // itself (~50 ms for 64 MiB): a small model's first blocks never wait,
+  // whatever the machine's load does to a background thread at nice 19.
+  uint64_t inline_max_bytes = uint64_t{64} << 20;
 };
 
 class WeightsHasher {
@@ -90,7 +95,7 @@ class WeightsHasher {
     std::shared_ptr<WeightsIdentityHandle> handle;
   };
   void Run();
-  void HashJob(Job& job);
+  void HashJob(Job& job, bool background);
 
   WeightsHasherOptions options_;
   WeightsDigestCache cache_;

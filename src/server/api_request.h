@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -27,6 +28,7 @@ struct SamplingRequest {
   std::optional<int64_t> max_tokens;  // >= 1
   std::vector<std::string> stop;      // stop strings (not included in the output)
   std::vector<int32_t> stop_token_ids;
+  std::vector<std::pair<int32_t, float>> logit_bias;  // OpenAI: token id → [-100, 100]
   bool ignore_eos = false;
   bool logprobs = false;
   int top_logprobs = 0;  // 0..20

@@ -1,9 +1,13 @@
 #include "server/openai_request.h"
 
 #include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
 #include <limits>
 
 #include "chat/template_kwargs.h"
+#include "engine/sampler.h"
 #include "server/tool_schema.h"
 #include "util/json.h"
 
@@ -320,6 +324,29 @@ MaybeError ReadOpenAISampling(const OJson& body, SamplingRequest* s) {
         return BadRequest("'stop_token_ids[" + std::to_string(i) + "]' must be a token id", "stop_token_ids");
       }
       s->stop_token_ids.push_back(static_cast<int32_t>((*ids)[i].get<int64_t>()));
+    }
+  }
+  auto bias = body.find("logit_bias");
+  if (bias != body.end() && !bias->is_null()) {
+    if (!bias->is_object()) {
+      return BadRequest("'logit_bias' must be an object of token ids to biases in [-100, 100]", "logit_bias");
+    }
+    if (bias->size() > kMaxLogitBias) {
+      return BadRequest("'logit_bias' may hold at most " + std::to_string(kMaxLogitBias) + " tokens", "logit_bias");
+    }
+    for (auto it = bias->begin(); it != bias->end(); ++it) {
+      const std::string& key = it.key();
+      const std::string field = "logit_bias." + key;
+      char* end = nullptr;
+      errno = 0;
+      const long long id = std::strtoll(key.c_str(), &end, 10);
+      if (key.empty() || *end != '\0' || errno != 0 || id < 0 || id > std::numeric_limits<int32_t>::max()) {
+        return BadRequest("'logit_bias' keys must be token ids (non-negative integers), got '" + key + "'", "logit_bias");
+      }
+      if (!it->is_number() || !std::isfinite(it->get<double>()) || it->get<double>() < -100 || it->get<double>() > 100) {
+        return BadRequest("'" + field + "' must be a number in [-100, 100]", field);
+      }
+      s->logit_bias.emplace_back(static_cast<int32_t>(id), static_cast<float>(it->get<double>()));
     }
   }
   std::optional<bool> ignore_eos;

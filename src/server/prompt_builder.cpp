@@ -128,6 +128,7 @@ SamplingParams ResolveSampling(const SamplingRequest& r, const GenerationConfig&
   p.presence_penalty = r.presence_penalty.value_or(0.0);
   p.frequency_penalty = r.frequency_penalty.value_or(0.0);
   p.seed = r.seed;
+  p.logit_bias = r.logit_bias;
   p.logprobs = r.logprobs;
   p.top_logprobs = std::min(r.top_logprobs, static_cast<int>(kMaxTopLogprobs));
   return p;

@@ -6,6 +6,8 @@
 
 #include <cmath>
 #include <limits>
+#include <numeric>
+#include <random>
 #include <set>
 
 #include "engine/sampler.h"
@@ -98,6 +100,78 @@ TEST(SamplerTest, TopPOverALargeVocabularySortsPastTheFirstWindow) {
   const std::set<int32_t> ids = Support(p, l, 5000);
   EXPECT_LE(*ids.rbegin(), 499);
   EXPECT_GT(ids.size(), 450u);
+}
+
+// top_p finds its set by bucketing weights, not by sorting: on random rows
+// of a large vocabulary every drawn id is in the set a full sort (in double)
+// keeps, and every id of that set with at least 0.2% of its mass shows up.
+TEST(SamplerTest, TopPMatchesAFullSortOnRandomRows) {
+  std::mt19937 rng(9);
+  for (float spread : {0.5f, 3.0f}) {
+    std::normal_distribution<float> normal(0.0f, spread);
+    std::vector<float> l(4000);
+    for (float& v : l) v = normal(rng);
+    for (int i = 0; i < 10; ++i) l[static_cast<size_t>(i * 399)] += 9.0f;
+    for (double temperature : {0.7, 1.0}) {
+      for (double top_p : {0.5, 0.9}) {
+        // The reference: sort by probability, keep while the mass before is < top_p.
+        std::vector<int32_t> order(l.size());
+        std::iota(order.begin(), order.end(), 0);
+        std::sort(order.begin(), order.end(), [&](int32_t a, int32_t b) { return l[a] > l[b] || (l[a] == l[b] && a < b); });
+        std::vector<double> w(l.size());
+        double total = 0;
+        for (size_t i = 0; i < l.size(); ++i) total += w[i] = std::exp((l[i] - l[order[0]]) / temperature);
+        std::set<int32_t> keep;
+        double cum = 0, kept_mass = 0;
+        for (int32_t id : order) {
+          if (cum >= top_p * total) break;
+          cum += w[id];
+          keep.insert(id);
+        }
+        kept_mass = cum;
+        SamplingParams p;
+        p.seed = 5;
+        p.temperature = temperature;
+        p.top_p = top_p;
+        const std::set<int32_t> drawn = Support(p, l, 8000);
+        for (int32_t id : drawn) EXPECT_TRUE(keep.count(id)) << "id " << id << " is outside the top_p set";
+        for (int32_t id : keep) {
+          if (w[id] / kept_mass >= 0.002) {
+            EXPECT_TRUE(drawn.count(id)) << "id " << id << " was never drawn";
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST(SamplerTest, LogitBiasShiftsChosenTokens) {
+  const std::vector<float> l = {1.0f, 3.0f, 2.0f, 0.5f};
+  SamplingParams p;
+  p.temperature = 0;
+  p.logit_bias = {{1, -100.0f}};
+  EXPECT_EQ(Sampler(p, {}, 4).Sample(l.data()).id, 2) << "the greedy token is banned";
+  p.logit_bias = {{3, 100.0f}};
+  EXPECT_EQ(Sampler(p, {}, 4).Sample(l.data()).id, 3);
+  // Sampling too; logprobs stay those of the raw logits.
+  p.temperature = 1.0;
+  p.seed = 7;
+  p.logit_bias = {{0, -100.0f}, {1, -100.0f}, {2, -100.0f}};
+  p.logprobs = true;
+  Sampler s(p, {}, 4);
+  for (int i = 0; i < 50; ++i) {
+    const SampledToken t = s.Sample(l.data());
+    EXPECT_EQ(t.id, 3);
+    EXPECT_LT(t.logprob, -2.0f);
+  }
+  SamplingParams bad;
+  bad.logit_bias = {{4, 1.0f}};
+  EXPECT_NE(ValidateSamplingParams(bad, 4).message().find("token id 4"), std::string::npos);
+  EXPECT_TRUE(ValidateSamplingParams(bad).ok()) << "without a vocabulary only the sign is checked";
+  bad.logit_bias = {{1, 101.0f}};
+  EXPECT_FALSE(ValidateSamplingParams(bad, 4).ok());
+  bad.logit_bias = {{-1, 1.0f}};
+  EXPECT_FALSE(ValidateSamplingParams(bad, 4).ok());
 }
 
 TEST(SamplerTest, MinPIsRelativeToTheMostLikely) {

@@ -153,13 +153,21 @@ TEST(FingerprintTest, LayoutAndErrors) {
 }
 
 TEST(FingerprintTest, GgufFileIsItsOwnIdentity) {
-  const std::string gguf = testing::ModelsRoot() + "/llama-tiny-gguf/llama-tiny-q4_0.gguf";
-  if (!FileExists(gguf)) GTEST_SKIP() << gguf;
+  const std::string src = testing::ModelsRoot() + "/llama-tiny-gguf/llama-tiny-q4_0.gguf";
+  if (!FileExists(src)) GTEST_SKIP() << src;
+  TempDir tmp;
+  const std::string dir = tmp.path() + "/m";
+  fs::create_directory(dir);
+  const std::string gguf = dir + "/llama-tiny-q4_0.gguf";
+  fs::copy_file(src, gguf);
   auto file = SampledWeightsIdentity(gguf);
-  auto dir = SampledWeightsIdentity(testing::ModelsRoot() + "/llama-tiny-gguf");
-  ASSERT_TRUE(file.ok() && dir.ok());
-  // The directory form folds in the same file, under another preamble.
-  EXPECT_NE(*file, *dir);
+  ASSERT_TRUE(file.ok());
+  EXPECT_EQ(*SampledWeightsIdentity(gguf), *file);
+  // A folder that holds only that file (no config.json) is the same model.
+  EXPECT_EQ(*SampledWeightsIdentity(dir), *file);
+  // Another weight file beside it is another model.
+  fs::copy_file(src, dir + "/second.gguf");
+  EXPECT_NE(*SampledWeightsIdentity(dir), *file);
   EXPECT_EQ(*SampledWeightsIdentity(gguf), *file);
 }
 

@@ -123,6 +123,7 @@ TEST(WeightsHasher, RemembersAndHashesInTheBackground) {
   WeightsHasherOptions o;
   o.cache_path = dir + "/weights_digests.json";
   o.threads = 2;
+  o.inline_max_bytes = 0;  // every model in the background here
   Sha256Digest first{};
   {
     WeightsHasher hasher(o);
@@ -157,6 +158,15 @@ TEST(WeightsHasher, RemembersAndHashesInTheBackground) {
     auto config = hasher.Identify(model);
     ASSERT_TRUE(config->Wait(std::chrono::seconds(60)));
     EXPECT_NE(*config->Get(), *changed->Get());
+    // A small model is hashed by Identify itself: ready on return.
+    WeightsHasherOptions small = o;
+    small.cache_path = "";
+    small.inline_max_bytes = uint64_t{8} << 20;
+    WeightsHasher inline_hasher(small);
+    auto now = inline_hasher.Identify(model);
+    EXPECT_EQ(now->state(), WeightsIdentityHandle::State::kReady);
+    EXPECT_FALSE(now->from_cache());
+    EXPECT_EQ(*now->Get(), *config->Get());
     // No weights: failed at once, with the reason.
     auto missing = hasher.Identify(dir + "/nothing-here");
     EXPECT_EQ(missing->state(), WeightsIdentityHandle::State::kFailed);

@@ -145,6 +145,28 @@ TEST(ApiServer, CompletionsFollowTheGoldenGreedyTokens) {
   }
 }
 
+// logit_bias reaches the sampler: -100 on the first greedy token changes
+// the first token; an id outside the vocabulary is a 400.
+TEST(ApiServer, LogitBiasChangesTheGreedyToken) {
+  TestServer srv(DefaultSettings(), {ModelsDir()});
+  const Json g = Golden("qwen3-tiny")["prompts"]["raw"];
+  const std::vector<int32_t> greedy = g["greedy_tokens"].get<std::vector<int32_t>>();
+  auto ask = [&](const Json& bias) {
+    Json body = {{"model", "qwen3-tiny"}, {"prompt", g["input_ids"]}, {"max_tokens", 1}, {"temperature", 0},
+                 {"logprobs", 1}, {"logit_bias", bias}};
+    return Request(srv.port(), "POST", "/v1/completions", body.dump());
+  };
+  auto plain = ask(Json::object());
+  ASSERT_EQ(plain.status, 200) << plain.body;
+  EXPECT_EQ(Json::parse(plain.body)["choices"][0]["text"], DecodeIds(srv.pool(), "qwen3-tiny", {greedy[0]}));
+  auto banned = ask({{std::to_string(greedy[0]), -100}});
+  ASSERT_EQ(banned.status, 200) << banned.body;
+  EXPECT_NE(Json::parse(banned.body)["choices"][0]["text"], Json::parse(plain.body)["choices"][0]["text"]);
+  auto outside = ask({{"999999", 5}});
+  EXPECT_EQ(outside.status, 400) << outside.body;
+  EXPECT_NE(outside.body.find("logit_bias"), std::string::npos) << outside.body;
+}
+
 TEST(ApiServer, ChatStreamsWhatItAnswersAndSixteenStreamsMatchOne) {
   TestServer srv(DefaultSettings(), {ModelsDir()});
   const std::string body =

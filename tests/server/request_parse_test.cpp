@@ -129,6 +129,9 @@ TEST(OpenAIChat, SamplingStreamToolsAndKwargs) {
   // Schemas keep their key order (the template prints them).
   EXPECT_EQ(r.tools[0]["function"]["parameters"].dump(), R"({"z":1,"a":2})");
   EXPECT_EQ(r.chat_template_kwargs["enable_thinking"], false);
+  const SamplingRequest biased =
+      MustParseChat(R"({"model":"m","messages":[{"role":"user","content":"x"}],"logit_bias":{"7":-100,"42":2.5}})").sampling;
+  EXPECT_EQ(biased.logit_bias, (std::vector<std::pair<int32_t, float>>{{7, -100.0f}, {42, 2.5f}}));
   EXPECT_EQ(MustParseChat(R"({"model":"m","messages":[{"role":"user","content":"x"}],"stop":"S"})").sampling.stop,
             std::vector<std::string>{"S"});
 }
@@ -207,6 +210,13 @@ TEST(OpenAIChat, ErrorsNameTheField) {
        "tool_choice.allowed_tools.mode"},
       {R"({"model": "m", "messages": [{"role": "user", "content": "x"}], "parallel_tool_calls": "no"})",
        "parallel_tool_calls"},
+      {R"({"model": "m", "messages": [{"role": "user", "content": "x"}], "logit_bias": [1]})", "logit_bias"},
+      {R"({"model": "m", "messages": [{"role": "user", "content": "x"}], "logit_bias": {"abc": 1}})", "logit_bias"},
+      {R"({"model": "m", "messages": [{"role": "user", "content": "x"}], "logit_bias": {"-3": 1}})", "logit_bias"},
+      {R"({"model": "m", "messages": [{"role": "user", "content": "x"}], "logit_bias": {"12": 101}})",
+       "logit_bias.12"},
+      {R"({"model": "m", "messages": [{"role": "user", "content": "x"}], "logit_bias": {"12": "up"}})",
+       "logit_bias.12"},
   };
   for (const Case& c : cases) {
     ApiError e = ChatError(c.body);
