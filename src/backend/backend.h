@@ -27,6 +27,7 @@
 #include <string>
 
 #include "backend/weight_matrix.h"
+#include "formats/dtype.h"
 #include "util/status.h"
 
 namespace llmhost {
@@ -98,6 +99,7 @@ struct AttentionParams {
   float scale = 1;          // multiplies q·k (1/sqrt(head_dim) or an override)
   float softcap = 0;        // > 0: scores become softcap * tanh(scores / softcap)
   int64_t window = 0;       // > 0: a query at position p sees keys at positions > p - window
+  DType kv_dtype = DType::kF32;  // of the cache's K and V rows: F32, BF16 or F16
 };
 
 // One sequence of an attention batch. Its new tokens are q rows
@@ -168,13 +170,14 @@ class Backend {
   virtual void Rope(float* x, int64_t n_tokens, const int32_t* positions, const float* inv_freq,
                     const RopeParams& p) = 0;
   // Writes k/v[n, kv_dim] (row strides k_stride/v_stride) into cache rows
-  // slots[i] of k_cache/v_cache ([n_slots, kv_dim], slot = block * block_size + offset).
+  // slots[i] of k_cache/v_cache ([n_slots, kv_dim] of kv_dtype: F32, BF16 or
+  // F16, rounded to nearest even; slot = block * block_size + offset).
   virtual void StoreKv(const float* k, int64_t k_stride, const float* v, int64_t v_stride,
-                       int64_t n, int64_t kv_dim, const int32_t* slots, float* k_cache,
-                       float* v_cache) = 0;
-  // Causal attention for a batch of sequences reading K/V through block
-  // tables. out[q_row + i, h * head_dim ...] for every head h.
-  virtual void Attention(const float* q, const float* k_cache, const float* v_cache,
+                       int64_t n, int64_t kv_dim, const int32_t* slots, void* k_cache,
+                       void* v_cache, DType kv_dtype) = 0;
+  // Causal attention for a batch of sequences reading K/V (of p.kv_dtype)
+  // through block tables. out[q_row + i, h * head_dim ...] for every head h.
+  virtual void Attention(const float* q, const void* k_cache, const void* v_cache,
                          const AttentionSeq* seqs, int64_t n_seqs, const AttentionParams& p,
                          float* out) = 0;
   // out[r, c] = act(gate[r, c]) * up[r, c], r < rows, c < cols; row strides given.

@@ -36,6 +36,7 @@ struct GenerateCliOptions {
   double temperature = 0;
   int64_t seed = -1;
   std::string precision = "fast";
+  std::string kv_dtype = "f32";
   bool show_special = false;
   bool verbose = false;
 };
@@ -71,6 +72,8 @@ int RunGenerate(const GenerateCliOptions& o) {
   auto precision = ParsePrecision(o.precision);
   if (!precision.ok()) return Fail(precision.status().ToString());
   if (o.max_tokens < 0) return Fail("--max-tokens must be >= 0");
+  auto kv = ParseKvDtype(o.kv_dtype);
+  if (!kv.ok()) return Fail("--kv-dtype: " + kv.status().message());
   auto lm = LoadModelForCli(o.model, *precision, o.verbose);
   if (!lm.ok()) return Fail(lm.status().ToString());
   Model& model = *lm->model;
@@ -85,6 +88,7 @@ int RunGenerate(const GenerateCliOptions& o) {
   g.temperature = o.temperature;
   g.seed = o.seed >= 0 ? static_cast<uint64_t>(o.seed) : std::random_device{}();
   g.stop_ids = EosTokenIds(model, tok->get());
+  g.kv_dtype = kv->value_or(model.Native16BitType());
   StreamDecoder decoder(**tok, /*skip_special=*/!o.show_special);
   auto emit = [](const std::string& s) {
     if (s.empty()) return;
@@ -120,6 +124,8 @@ void RegisterGenerateCommands(CLI::App& app) {
   cmd->add_option("--temperature", opts->temperature, "0 = greedy (default); > 0 samples");
   cmd->add_option("--seed", opts->seed, "random seed for sampling (default: random)");
   cmd->add_option("--precision", opts->precision, "fast (default), fast-int8, fast-bf16 (AMX) or f32 (reference path)");
+  cmd->add_option("--kv-dtype", opts->kv_dtype,
+                  "K/V cache type: f32 (default: the reference), bf16, f16 or auto (the model's 16-bit type)");
   cmd->add_flag("--show-special", opts->show_special, "print special tokens (and the EOS)");
   cmd->add_flag("--verbose", opts->verbose, "print model and memory figures on stderr");
   cmd->callback([opts] { ExitCode() = RunGenerate(*opts); });

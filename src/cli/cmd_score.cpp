@@ -18,6 +18,7 @@ struct ScoreOptions {
   std::string ids;
   std::string out;
   std::string precision = "f32";
+  std::string kv_dtype = "f32";
   bool verbose = false;
 };
 
@@ -31,11 +32,14 @@ int RunScore(const ScoreOptions& o) {
   if (!ids.ok()) return Fail(ids.status().ToString());
   auto precision = ParsePrecision(o.precision);
   if (!precision.ok()) return Fail(precision.status().ToString());
+  auto kv = ParseKvDtype(o.kv_dtype);
+  if (!kv.ok()) return Fail("--kv-dtype: " + kv.status().message());
   auto lm = LoadModelForCli(o.model, *precision, o.verbose);
   if (!lm.ok()) return Fail(lm.status().ToString());
   Model& model = *lm->model;
   const int64_t t = static_cast<int64_t>(ids->size());
-  auto cache = model.CreateKvCache((t + kDefaultKvBlockSize - 1) / kDefaultKvBlockSize);
+  auto cache = model.CreateKvCache((t + kDefaultKvBlockSize - 1) / kDefaultKvBlockSize, kDefaultKvBlockSize,
+                                   kv->value_or(model.Native16BitType()));
   if (!cache.ok()) return Fail(cache.status().ToString());
   KvSequence seq;
   ForwardItem item{&seq, *ids, LogitsRows::kAll};
@@ -64,6 +68,8 @@ void RegisterScoreCommands(CLI::App& app) {
   cmd->add_option("--out", opts->out, "output .safetensors file")->required();
   cmd->add_option("--precision", opts->precision,
                   "f32 (reference path, default), fast (SIMD kernels), fast-int8 or fast-bf16 (AMX)");
+  cmd->add_option("--kv-dtype", opts->kv_dtype,
+                  "K/V cache type: f32 (default: the reference), bf16, f16 or auto (the model's 16-bit type)");
   cmd->add_flag("--verbose", opts->verbose, "print model and memory figures on stderr");
   cmd->callback([opts] { ExitCode() = RunScore(*opts); });
 }

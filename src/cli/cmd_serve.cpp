@@ -90,6 +90,9 @@ int RunServe(const server::SettingValues& cli_values) {
   fo.engine.max_queue = s.max_queue;
   fo.engine.block_size = s.block_size;
   fo.precision = *precision;
+  auto kv_dtype = ParseKvDtype(s.kv_dtype);
+  if (!kv_dtype.ok()) return Fail(kv_dtype.status().message());
+  fo.kv_dtype = *kv_dtype;
   fo.engine.block_store = store;
   if (store) {
     WeightsHasherOptions ho;

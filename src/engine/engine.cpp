@@ -26,12 +26,12 @@ Result<std::unique_ptr<Engine>> Engine::Create(Model* model, const Tokenizer* to
   if (blocks <= 0) {
     // Enough for every running request at full context, within the byte cap.
     const uint64_t block_bytes =
-        2 * static_cast<uint64_t>(spec.n_layers * spec.kv_dim() * bs) * sizeof(float);
+        2 * static_cast<uint64_t>(spec.n_layers * spec.kv_dim() * bs) * DTypeSize(options.kv_dtype);
     const int64_t per_seq = ((context > 0 ? context : 8192) + bs - 1) / bs;
     const int64_t cap = static_cast<int64_t>(options.kv_cache_bytes / std::max<uint64_t>(block_bytes, 1));
     blocks = std::max<int64_t>(1, std::min(per_seq * options.max_concurrent_requests, cap));
   }
-  ASSIGN_OR_RETURN(std::unique_ptr<KvCache> cache, model->CreateKvCache(blocks, bs));
+  ASSIGN_OR_RETURN(std::unique_ptr<KvCache> cache, model->CreateKvCache(blocks, bs, options.kv_dtype));
   ASSIGN_OR_RETURN(Sha256Digest fingerprint, SampledModelFingerprint(*model, bs));
   std::shared_ptr<WeightsIdentityHandle> identity = options.weights_identity;
   if (options.block_store && options.prefix_caching && !identity) {
@@ -47,7 +47,7 @@ Result<std::unique_ptr<Engine>> Engine::Create(Model* model, const Tokenizer* to
   so.block_store = options.block_store;
   so.model_id = options.model_id;
   if (identity) {
-    so.store_fingerprint = [identity, layout = LayoutOf(*model, bs)]() {
+    so.store_fingerprint = [identity, layout = LayoutOf(*model, bs, options.kv_dtype)]() {
       PrefixCache::StoreFingerprint f;
       f.never = identity->state() == WeightsIdentityHandle::State::kFailed;
       if (std::optional<Sha256Digest> w = identity->Get()) f.fingerprint = ModelFingerprint(*w, layout);

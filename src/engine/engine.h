@@ -50,6 +50,9 @@ struct EngineOptions {
   // full contexts, capped at kv_cache_bytes.
   int64_t kv_blocks = 0;
   uint64_t kv_cache_bytes = uint64_t{2} << 30;
+  // The KV cache's element type: F32 (the reference path's, the default), or
+  // BF16 / F16 (half the memory; Model::Native16BitType picks the model's).
+  DType kv_dtype = DType::kF32;
   int64_t prefill_chunk_tokens = 512;  // 0: whole prompts in one step
   int64_t max_context = 0;             // 0: the model's max_position_embeddings
   bool prefix_caching = true;

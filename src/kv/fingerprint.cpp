@@ -139,9 +139,10 @@ Sha256Digest FullWeightsIdentity(const WeightFiles& w, const std::vector<Sha256D
   return IdentityOf("llmhost full weights identity v2", w, per_file);
 }
 
-KvLayout LayoutOf(const Model& model, int64_t block_size) {
+KvLayout LayoutOf(const Model& model, int64_t block_size, DType kv_dtype) {
   const ModelSpec& s = model.spec();
   KvLayout l;
+  l.kv_dtype = KvDtypeName(kv_dtype);
   l.block_size = block_size;
   l.n_layers = s.n_layers;
   l.n_kv_heads = s.n_kv_heads;

@@ -63,8 +63,8 @@ struct KvLayout {
   std::string numerics;          // backend name + precision (K/V depend on them)
 };
 
-// The layout of `model`'s KV cache with blocks of `block_size` positions.
-KvLayout LayoutOf(const Model& model, int64_t block_size);
+// The layout of `model`'s KV cache with blocks of `block_size` positions of `kv_dtype`.
+KvLayout LayoutOf(const Model& model, int64_t block_size, DType kv_dtype = DType::kF32);
 
 Sha256Digest ModelFingerprint(const Sha256Digest& weights_identity, const KvLayout& layout);
 

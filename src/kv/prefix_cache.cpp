@@ -79,7 +79,7 @@ BlockMeta PrefixCache::StoreMetaOf(const BlockKey& index_key) const {
   m.n_layers = cache_->n_layers();
   m.block_size = cache_->block_size();
   m.kv_dim = cache_->kv_dim();
-  m.dtype = "F32";
+  m.dtype = DTypeName(cache_->dtype());
   return m;
 }
 

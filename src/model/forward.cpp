@@ -358,7 +358,7 @@ void ForwardPass::Layer(int64_t li) {
   }
   ApplyRope(p_.q, s_.n_heads, qkv_stride_, ls.rope_index);
   ApplyRope(p_.k, s_.n_kv_heads, k_stride_, ls.rope_index);
-  b_.StoreKv(p_.k, k_stride_, p_.v, v_stride_, N, kvd, p_.slots, cache_.k(li), cache_.v(li));
+  b_.StoreKv(p_.k, k_stride_, p_.v, v_stride_, N, kvd, p_.slots, cache_.k(li), cache_.v(li), cache_.dtype());
 
   AttentionParams ap;
   ap.n_heads = s_.n_heads;
@@ -370,6 +370,7 @@ void ForwardPass::Layer(int64_t li) {
   ap.scale = s_.attn_scale;
   ap.softcap = s_.attn_softcap;
   ap.window = ls.window;
+  ap.kv_dtype = cache_.dtype();
   b_.Attention(p_.q, cache_.k(li), cache_.v(li), p_.seqs, static_cast<int64_t>(items_.size()), ap,
                p_.attn);
   b_.MatMul(w.o, p_.attn, N, p_.t);

@@ -34,7 +34,8 @@ Result<std::vector<int32_t>> Generate(Model& model, std::span<const int32_t> pro
   if (prompt.empty()) return Status::InvalidArgument("generate: the prompt has no tokens");
   const int64_t total = static_cast<int64_t>(prompt.size()) + std::max<int64_t>(options.max_tokens, 0);
   ASSIGN_OR_RETURN(std::unique_ptr<KvCache> cache,
-                   model.CreateKvCache((total + kDefaultKvBlockSize - 1) / kDefaultKvBlockSize));
+                   model.CreateKvCache((total + kDefaultKvBlockSize - 1) / kDefaultKvBlockSize,
+                                       kDefaultKvBlockSize, options.kv_dtype));
   std::mt19937_64 rng(options.seed);
   KvSequence seq;
   std::vector<int32_t> out;

@@ -21,6 +21,7 @@ struct GenerateOptions {
   double temperature = 0;       // <= 0: greedy (ties: lowest id)
   uint64_t seed = 0;
   std::vector<int32_t> stop_ids;  // generation ends after emitting one of these
+  DType kv_dtype = DType::kF32;   // the KV cache's element type
 };
 
 // Greedy argmax (lowest id on ties), or a draw from softmax(logits / T).

@@ -5,6 +5,23 @@
 
 namespace llmhost {
 
+Result<std::optional<DType>> ParseKvDtype(std::string_view text) {
+  if (text == "auto") return std::optional<DType>();
+  if (text == "f32") return std::optional<DType>(DType::kF32);
+  if (text == "bf16") return std::optional<DType>(DType::kBF16);
+  if (text == "f16") return std::optional<DType>(DType::kF16);
+  return Status::InvalidArgument("KV cache type '" + std::string(text) + "': expected auto, f32, bf16 or f16");
+}
+
+const char* KvDtypeName(DType t) {
+  switch (t) {
+    case DType::kF32: return "f32";
+    case DType::kBF16: return "bf16";
+    case DType::kF16: return "f16";
+    default: return DTypeName(t);
+  }
+}
+
 BlockAllocator::BlockAllocator(int32_t n_blocks)
     : refs_(static_cast<size_t>(n_blocks), 0),
       prev_(static_cast<size_t>(n_blocks), kNone),
@@ -56,13 +73,17 @@ void BlockAllocator::Unref(int32_t id) {
 
 Result<std::unique_ptr<KvCache>> KvCache::Create(Backend* backend, int64_t n_layers,
                                                  int64_t kv_dim, int64_t block_size,
-                                                 int64_t n_blocks) {
+                                                 int64_t n_blocks, DType dtype) {
   if (n_layers <= 0 || kv_dim <= 0 || block_size <= 0 || n_blocks <= 0 || n_blocks > (1 << 30)) {
     return Status::InvalidArgument("kv cache: layers, kv_dim, block_size and blocks must be positive");
   }
+  if (dtype != DType::kF32 && dtype != DType::kBF16 && dtype != DType::kF16) {
+    return Status::InvalidArgument(std::string("kv cache: element type ") + DTypeName(dtype) +
+                                   " is not supported (F32, BF16 or F16)");
+  }
   std::unique_ptr<KvCache> c(
-      new KvCache(backend, n_layers, kv_dim, block_size, static_cast<int32_t>(n_blocks)));
-  const size_t bytes = static_cast<size_t>(n_blocks * block_size * kv_dim) * sizeof(float);
+      new KvCache(backend, n_layers, kv_dim, block_size, static_cast<int32_t>(n_blocks), dtype));
+  const size_t bytes = static_cast<size_t>(n_blocks) * c->layer_block_bytes();
   for (int64_t l = 0; l < n_layers; ++l) {
     LayerBuffers b;
     ASSIGN_OR_RETURN(b.k, backend->Allocate(bytes, "kv cache K, layer " + std::to_string(l)));
@@ -136,8 +157,7 @@ void KvCache::Release(KvSequence* seq) {
 }
 
 void KvCache::CopyBlock(int32_t from, int32_t to) {
-  const size_t row = static_cast<size_t>(kv_dim_) * sizeof(float);
-  const size_t block_bytes = row * static_cast<size_t>(block_size_);
+  const size_t block_bytes = layer_block_bytes();
   for (LayerBuffers& b : layers_) {
     backend_->CopyDeviceToDevice(b.k, static_cast<size_t>(to) * block_bytes, b.k,
                                  static_cast<size_t>(from) * block_bytes, block_bytes);
@@ -146,12 +166,10 @@ void KvCache::CopyBlock(int32_t from, int32_t to) {
   }
 }
 
-uint64_t KvCache::block_bytes() const {
-  return 2 * static_cast<uint64_t>(n_layers_ * block_size_ * kv_dim_) * sizeof(float);
-}
+uint64_t KvCache::block_bytes() const { return 2 * static_cast<uint64_t>(n_layers_) * layer_block_bytes(); }
 
 void KvCache::ReadBlock(int32_t id, uint8_t* out) const {
-  const size_t bytes = static_cast<size_t>(block_size_ * kv_dim_) * sizeof(float);
+  const size_t bytes = layer_block_bytes();
   const size_t offset = static_cast<size_t>(id) * bytes;
   backend_->Synchronize();  // a device backend may still be writing K/V
   for (size_t l = 0; l < layers_.size(); ++l) {
@@ -161,7 +179,7 @@ void KvCache::ReadBlock(int32_t id, uint8_t* out) const {
 }
 
 void KvCache::WriteBlock(int32_t id, const uint8_t* in) {
-  const size_t bytes = static_cast<size_t>(block_size_ * kv_dim_) * sizeof(float);
+  const size_t bytes = layer_block_bytes();
   const size_t offset = static_cast<size_t>(id) * bytes;
   for (size_t l = 0; l < layers_.size(); ++l) {
     backend_->CopyToDevice(layers_[l].k, offset, in + l * bytes, bytes);

@@ -1,8 +1,8 @@
 // KV cache in fixed-size blocks, read through per-sequence block tables.
 //
-// Device memory, per layer: k and v [n_blocks * block_size, kv_dim] f32 (the
-// row of position j of a sequence is block_table[j / block_size] *
-// block_size + j % block_size). Blocks are reference-counted so that
+// Device memory, per layer: k and v [n_blocks * block_size, kv_dim] of the
+// cache's element type, F32, BF16 or F16 (the row of position j of a
+// sequence is block_table[j / block_size] * block_size + j % block_size). Blocks are reference-counted so that
 // sequences can share a prefix (Fork); a write into a shared block first
 // copies it (copy-on-write, in Reserve). The prefix index of src/kv keys
 // full blocks by their tokens and finds them again, even after release, until
@@ -15,6 +15,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <string_view>
 #include <vector>
 
 #include "backend/backend.h"
@@ -23,6 +24,12 @@
 namespace llmhost {
 
 inline constexpr int64_t kDefaultKvBlockSize = 256;
+
+// "--kv-dtype" values: f32, bf16, f16, or auto (nullopt: the model's own
+// 16-bit type, Model::Native16BitType). InvalidArgument otherwise.
+Result<std::optional<DType>> ParseKvDtype(std::string_view text);
+// "f32", "bf16", "f16".
+const char* KvDtypeName(DType t);
 
 // Free list and reference counts of block ids [0, n_blocks).
 //
@@ -71,10 +78,11 @@ struct KvSequence {
 
 class KvCache {
  public:
-  // Allocates 2 * n_layers buffers of n_blocks * block_size * kv_dim floats.
+  // Allocates 2 * n_layers buffers of n_blocks * block_size * kv_dim
+  // elements of `dtype` (F32, BF16 or F16; InvalidArgument otherwise).
   static Result<std::unique_ptr<KvCache>> Create(Backend* backend, int64_t n_layers,
                                                  int64_t kv_dim, int64_t block_size,
-                                                 int64_t n_blocks);
+                                                 int64_t n_blocks, DType dtype = DType::kF32);
   ~KvCache();
   KvCache(const KvCache&) = delete;
   KvCache& operator=(const KvCache&) = delete;
@@ -86,10 +94,13 @@ class KvCache {
   BlockAllocator& allocator() { return alloc_; }
   const BlockAllocator& allocator() const { return alloc_; }
   uint64_t bytes() const { return bytes_; }
+  DType dtype() const { return dtype_; }
+  // Bytes of K and V of one position over every layer.
+  uint64_t bytes_per_token() const { return 2 * static_cast<uint64_t>(n_layers_ * kv_dim_) * DTypeSize(dtype_); }
 
-  // Device pointers of a layer's K and V rows.
-  float* k(int64_t layer) const { return layers_[static_cast<size_t>(layer)].k.as<float>(); }
-  float* v(int64_t layer) const { return layers_[static_cast<size_t>(layer)].v.as<float>(); }
+  // Device pointers of a layer's K and V rows (elements of dtype()).
+  void* k(int64_t layer) const { return layers_[static_cast<size_t>(layer)].k.data; }
+  void* v(int64_t layer) const { return layers_[static_cast<size_t>(layer)].v.data; }
 
   // Blocks that Reserve(seq, new_length) would take from the free list.
   int64_t BlocksNeeded(const KvSequence& seq, int64_t new_length) const;
@@ -104,8 +115,8 @@ class KvCache {
   void Release(KvSequence* seq);
 
   // One block of every layer as host bytes, laid out [2][n_layers][block_size]
-  // [kv_dim] f32 (K of every layer, then V): the unit the KV block store
-  // (kv/block_store.h) saves and restores.
+  // [kv_dim] of dtype() (K of every layer, then V): the unit the KV block
+  // store (kv/block_store.h) saves and restores.
   uint64_t block_bytes() const;
   void ReadBlock(int32_t id, uint8_t* out) const;    // out: block_bytes()
   void WriteBlock(int32_t id, const uint8_t* in);    // in: block_bytes()
@@ -115,13 +126,15 @@ class KvCache {
   struct LayerBuffers {
     DeviceBuffer k, v;
   };
-  KvCache(Backend* backend, int64_t n_layers, int64_t kv_dim, int64_t block_size, int32_t n_blocks)
-      : backend_(backend), n_layers_(n_layers), kv_dim_(kv_dim), block_size_(block_size),
+  KvCache(Backend* backend, int64_t n_layers, int64_t kv_dim, int64_t block_size, int32_t n_blocks, DType dtype)
+      : backend_(backend), n_layers_(n_layers), kv_dim_(kv_dim), block_size_(block_size), dtype_(dtype),
         alloc_(n_blocks) {}
+  size_t layer_block_bytes() const { return static_cast<size_t>(block_size_ * kv_dim_) * DTypeSize(dtype_); }
   void CopyBlock(int32_t from, int32_t to);
 
   Backend* backend_;
   int64_t n_layers_, kv_dim_, block_size_;
+  DType dtype_;
   BlockAllocator alloc_;
   std::vector<LayerBuffers> layers_;
   uint64_t bytes_ = 0;

@@ -86,9 +86,14 @@ class Model {
   // Embedding scale actually applied (Gemma: sqrt(hidden) in the table's dtype).
   float embedding_scale() const { return embed_scale_; }
 
-  // A cache sized for this model: n_blocks blocks of block_size positions.
-  Result<std::unique_ptr<KvCache>> CreateKvCache(int64_t n_blocks,
-                                                 int64_t block_size = kDefaultKvBlockSize) const;
+  // A cache sized for this model: n_blocks blocks of block_size positions,
+  // K and V in `dtype` (F32: the reference path's; BF16 / F16 halve it).
+  Result<std::unique_ptr<KvCache>> CreateKvCache(int64_t n_blocks, int64_t block_size = kDefaultKvBlockSize,
+                                                 DType dtype = DType::kF32) const;
+  // The model's own 16-bit type for a KV cache: BF16 when its embedding table
+  // (or an MLX table's scales) is bf16, F16 otherwise (f16 and f32 tables,
+  // GGUF files), as llama.cpp keeps K/V.
+  DType Native16BitType() const;
 
   // Runs the new tokens of every item through the model, storing their K/V
   // in `cache` (blocks are reserved as needed; ResourceExhausted leaves every

@@ -247,8 +247,14 @@ Status Model::UploadRopeTables() {
   return Status::OK();
 }
 
-Result<std::unique_ptr<KvCache>> Model::CreateKvCache(int64_t n_blocks, int64_t block_size) const {
-  return KvCache::Create(backend_, spec_.n_layers, spec_.kv_dim(), block_size, n_blocks);
+Result<std::unique_ptr<KvCache>> Model::CreateKvCache(int64_t n_blocks, int64_t block_size, DType dtype) const {
+  return KvCache::Create(backend_, spec_.n_layers, spec_.kv_dim(), block_size, n_blocks, dtype);
+}
+
+DType Model::Native16BitType() const {
+  if (embed_.format == WeightFormat::kBF16) return DType::kBF16;
+  if (embed_.format == WeightFormat::kMlxAffine && embed_.scale_dtype == DType::kBF16) return DType::kBF16;
+  return DType::kF16;
 }
 
 }  // namespace llmhost

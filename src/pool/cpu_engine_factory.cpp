@@ -16,8 +16,8 @@ constexpr int64_t kUnknownContext = 8192;  // as Engine::Create assumes
 
 class CpuLoadedEngine final : public LoadedEngine {
  public:
-  CpuLoadedEngine(std::shared_ptr<ServedModel> m, int64_t chunk, int threads)
-      : m_(std::move(m)), chunk_(chunk), threads_(threads) {}
+  CpuLoadedEngine(std::shared_ptr<ServedModel> m, int64_t chunk, int threads, DType kv_dtype)
+      : m_(std::move(m)), chunk_(chunk), threads_(threads), kv_dtype_(kv_dtype) {}
   std::shared_ptr<ServedModel> served() const override { return m_; }
   BudgetBytes DeviceActiveBytes() const override { return {m_->backend->memory_stats().bytes_in_use, 0}; }
   int64_t ActiveRequests() const override {
@@ -35,7 +35,7 @@ class CpuLoadedEngine final : public LoadedEngine {
     d.head_dim = s.head_dim;
     d.hidden = s.hidden;
     d.intermediate = std::max(s.intermediate, s.moe_intermediate);
-    d.kv_dtype_bytes = sizeof(float);
+    d.kv_dtype_bytes = static_cast<int64_t>(DTypeSize(kv_dtype_));
     d.prefill_chunk = chunk_;
     // The CPU attention kernel keeps one score row per task (a thread's
     // query row over the GQA group), never chunk × heads rows.
@@ -48,6 +48,7 @@ class CpuLoadedEngine final : public LoadedEngine {
   std::shared_ptr<ServedModel> m_;
   int64_t chunk_;
   int threads_;
+  DType kv_dtype_;
 };
 
 }  // namespace
@@ -94,7 +95,7 @@ uint64_t KvPoolBytes(const ModelShape& shape, const EngineOptions& o) {
   int64_t context = o.max_context > 0 ? o.max_context : shape.context;
   if (shape.context > 0) context = std::min(context, shape.context);
   const uint64_t block_bytes =
-      2 * static_cast<uint64_t>(shape.n_layers * shape.n_kv_heads * shape.head_dim * bs) * sizeof(float);
+      2 * static_cast<uint64_t>(shape.n_layers * shape.n_kv_heads * shape.head_dim * bs) * DTypeSize(o.kv_dtype);
   if (o.kv_blocks > 0) return static_cast<uint64_t>(o.kv_blocks) * block_bytes;
   const int64_t per_seq = ((context > 0 ? context : kUnknownContext) + bs - 1) / bs;
   const int64_t cap = static_cast<int64_t>(o.kv_cache_bytes / std::max<uint64_t>(block_bytes, 1));
@@ -118,6 +119,8 @@ CpuEngineFactory::CpuEngineFactory(CpuEngineFactoryOptions options) : options_(s
 EngineOptions CpuEngineFactory::EngineOptionsFor(const ModelSettings& settings) const {
   EngineOptions o = options_.engine;
   if (settings.max_context_window) o.max_context = *settings.max_context_window;
+  // "auto" is a 16-bit type whichever the model's is: priced as BF16 until loaded.
+  o.kv_dtype = options_.kv_dtype.value_or(DType::kBF16);
   return o;
 }
 
@@ -170,6 +173,7 @@ Result<std::unique_ptr<LoadedEngine>> CpuEngineFactory::Load(const DiscoveredMod
   RETURN_IF_ERROR(aborted());
   EngineOptions eo = EngineOptionsFor(settings);
   eo.model_id = entry.id;
+  eo.kv_dtype = options_.kv_dtype.value_or(m->model->Native16BitType());
   if (eo.block_store && options_.hasher) eo.weights_identity = options_.hasher->Identify(entry.path);
   auto engine = Engine::Create(m->model.get(), m->tokenizer.get(), eo);
   if (!engine.ok()) return engine.status().WithContext("starting the engine of '" + entry.id + "'");
@@ -184,9 +188,11 @@ Result<std::unique_ptr<LoadedEngine>> CpuEngineFactory::Load(const DiscoveredMod
   }
   const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   LOG_INFO("models: loaded " << entry.id << " (" << m->model->spec().arch << ", context "
-                             << m->engine->context_length() << ") in " << static_cast<int64_t>(ms) << " ms");
+                             << m->engine->context_length() << ", KV " << DTypeName(eo.kv_dtype) << " "
+                             << (m->engine->Stats().kv_cache_bytes >> 20) << " MiB) in " << static_cast<int64_t>(ms)
+                             << " ms");
   return std::unique_ptr<LoadedEngine>(
-      new CpuLoadedEngine(m, eo.prefill_chunk_tokens, options_.threads->size()));
+      new CpuLoadedEngine(m, eo.prefill_chunk_tokens, options_.threads->size(), eo.kv_dtype));
 }
 
 }  // namespace llmhost

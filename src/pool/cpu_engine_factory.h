@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 
 #include "engine/engine.h"
 #include "pool/loaded_engine.h"
@@ -25,14 +26,17 @@ struct ModelShape {
 };
 Result<ModelShape> ReadModelShape(const DiscoveredModel& model);
 
-// The KV pool Engine::Create allocates for this shape (f32 K and V).
+// The KV pool Engine::Create allocates for this shape (K and V of options.kv_dtype).
 uint64_t KvPoolBytes(const ModelShape& shape, const EngineOptions& options);
 // One step's activations: a prefill chunk plus one row per running request.
 uint64_t WorkspaceBytes(const ModelShape& shape, const EngineOptions& options);
 
 struct CpuEngineFactoryOptions {
-  EngineOptions engine;
+  EngineOptions engine;  // engine.kv_dtype is set per model from kv_dtype below
   Precision precision = Precision::kFast;
+  // The KV cache's element type; nullopt ("auto"): each model's own 16-bit
+  // type (Model::Native16BitType). F32 by default: the reference path.
+  std::optional<DType> kv_dtype = DType::kF32;
   ThreadPool* threads = nullptr;  // null: ThreadPool::Default()
   // Hashes each loaded model's weights in the background for the block
   // store's keys (kv/weights_hasher.h); null with a block store: each engine

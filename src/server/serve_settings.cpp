@@ -135,6 +135,9 @@ const std::vector<ServeFlag>& ServeFlags() {
       {"drain-timeout", false, "seconds to let requests finish on SIGTERM/SIGINT (default 30)"},
       {"io-threads", false, "HTTP I/O threads (default 2)"},
       {"precision", false, "CPU matmul precision: fast, fast-int8, fast-bf16 (AMX) or f32 (default fast)"},
+      {"kv-dtype", false,
+       "KV cache element type: auto (the model's 16-bit type: bf16 for bf16 weights, else f16), bf16, f16 or f32 "
+       "(default auto)"},
       {"memory-guard", false,
        "memory guard tier: off, safe, balanced, aggressive or custom (default balanced)"},
       {"memory-guard-gb", false, "custom memory ceiling in GiB, fractions allowed; implies --memory-guard custom"},
@@ -345,6 +348,11 @@ Result<ServeSettings> ResolveServeSettings(const SettingValues& cli, const EnvLo
       (hot ? s.hot_cache_max_size : s.ssd_cache_max_size) = *size;
     } else if (name == "cache-dir") {
       s.cache_dir = last;
+    } else if (name == "kv-dtype") {
+      if (last != "auto" && last != "f32" && last != "bf16" && last != "f16") {
+        return Status::InvalidArgument(v->source + ": '" + last + "' (expected auto, f32, bf16 or f16)");
+      }
+      s.kv_dtype = last;
     } else if (name == "precision") {
       if (last != "fast" && last != "fast-int8" && last != "fast-bf16" && last != "f32") {
         return Status::InvalidArgument(v->source + ": '" + last +

@@ -44,6 +44,7 @@ struct ServeSettings {
   int drain_timeout = 30;               // seconds
   int io_threads = 2;
   std::string precision = "fast";       // CPU matmul precision: fast, fast-int8, fast-bf16, f32
+  std::string kv_dtype = "auto";        // KV cache element type: auto, f32, bf16, f16
   // Memory guard (pool/memory_limits.h).
   std::string memory_guard = "balanced";  // off, safe, balanced, aggressive, custom
   double memory_guard_gb = 0;           // the custom ceiling in GiB (> 0 implies custom)

@@ -11,6 +11,7 @@
 #include <cstring>
 #include <vector>
 
+#include "backend/cpu/matmul.h"
 #include "backend/cpu/ops_attention.h"
 
 namespace llmhost {
@@ -90,7 +91,7 @@ void RunCase(int64_t window, float softcap, float scale, bool fast) {
     }
   }
   cpu::StoreKv(k_new.data(), kvd, v_new.data(), kvd, row, kvd, slots.data(), k_cache.data(),
-               v_cache.data(), nullptr);
+               v_cache.data(), DType::kF32, nullptr);
   AttentionParams p;
   p.n_heads = heads;
   p.n_kv_heads = kv_heads;
@@ -202,6 +203,70 @@ TEST(OpsAttentionTest, FastTilesAreBatchInvariantBitForBit) {
   ExpectTilesMatchSingleRows(128, 4, 1, 0, 30.0f);
   ExpectTilesMatchSingleRows(64, 8, 2, 0, 0, 300);
   ExpectTilesMatchSingleRows(20, 4, 1, 200, 0, 300);
+}
+
+// A 16-bit cache holds K/V rounded to nearest even; attention widens them
+// exactly, so it must give, bit for bit, what it gives over an f32 cache of
+// the rounded values: on both paths, for a prefill tile and decodes, with
+// more keys than one 64-key K batch and one 128-key V chunk. StoreKv's
+// rounding is checked against the scalar conversions.
+TEST(OpsAttentionTest, SixteenBitCachesEqualTheirRoundedF32Cache) {
+  const int64_t heads = 8, kv_heads = 2, hd = 72, bs = 16, n = 150, kvd = kv_heads * hd, qd = heads * hd;
+  const int64_t blocks = (n + bs - 1) / bs;
+  std::mt19937 rng(21);
+  std::uniform_real_distribution<float> u(-3, 3);
+  std::vector<float> k(n * kvd), v(n * kvd), q(n * qd);
+  for (auto* vec : {&k, &v, &q}) {
+    for (float& x : *vec) x = u(rng);
+  }
+  k[5] = 70000.0f;  // beyond f16's range: rounds to inf in f16, as the scalar conversion does
+  std::vector<int32_t> table(blocks), slots(n);
+  std::iota(table.begin(), table.end(), 0);
+  std::shuffle(table.begin(), table.end(), rng);
+  for (int64_t j = 0; j < n; ++j) slots[j] = table[j / bs] * bs + j % bs;
+  AttentionParams p;
+  p.n_heads = heads;
+  p.n_kv_heads = kv_heads;
+  p.head_dim = hd;
+  p.q_stride = p.out_stride = qd;
+  p.block_size = bs;
+  p.scale = 1 / std::sqrt(static_cast<float>(hd));
+  for (DType t : {DType::kBF16, DType::kF16}) {
+    std::vector<uint16_t> k16(blocks * bs * kvd), v16(blocks * bs * kvd);
+    cpu::StoreKv(k.data(), kvd, v.data(), kvd, n, kvd, slots.data(), k16.data(), v16.data(), t, nullptr);
+    std::vector<float> kr(blocks * bs * kvd), vr(blocks * bs * kvd);
+    for (int64_t j = 0; j < n; ++j) {
+      for (int64_t c = 0; c < kvd; ++c) {
+        const int64_t at = slots[j] * kvd + c;
+        const uint16_t want_k = t == DType::kBF16 ? F32ToBf16(k[j * kvd + c]) : F32ToF16(k[j * kvd + c]);
+        const uint16_t want_v = t == DType::kBF16 ? F32ToBf16(v[j * kvd + c]) : F32ToF16(v[j * kvd + c]);
+        ASSERT_EQ(k16[at], want_k) << DTypeName(t) << " K " << j << "," << c;
+        ASSERT_EQ(v16[at], want_v) << DTypeName(t) << " V " << j << "," << c;
+        kr[at] = t == DType::kBF16 ? Bf16ToF32(k16[at]) : F16ToF32(k16[at]);
+        vr[at] = t == DType::kBF16 ? Bf16ToF32(v16[at]) : F16ToF32(v16[at]);
+      }
+    }
+    if (t == DType::kF16) k[5] = 1.0f, kr[slots[0] * kvd + 5] = 1.0f, k16[slots[0] * kvd + 5] = F32ToF16(1.0f);
+    for (bool fast : {false, true}) {
+      ThreadPool pool(3);
+      std::vector<float> out16(n * qd, -1), out32(n * qd, -2);
+      AttentionParams p16 = p;
+      p16.kv_dtype = t;
+      AttentionSeq all{0, n, n, table.data()};
+      cpu::Attention(q.data(), k16.data(), v16.data(), &all, 1, p16, out16.data(), fast, &pool);
+      cpu::Attention(q.data(), kr.data(), vr.data(), &all, 1, p, out32.data(), fast, &pool);
+      for (int64_t i = 0; i < n * qd; ++i) {
+        ASSERT_EQ(std::memcmp(&out16[i], &out32[i], 4), 0) << DTypeName(t) << " fast " << fast << " element " << i;
+      }
+      // A decode at the last position too.
+      AttentionSeq last{n - 1, 1, n, table.data()};
+      cpu::Attention(q.data(), k16.data(), v16.data(), &last, 1, p16, out16.data(), fast, nullptr);
+      for (int64_t c = 0; c < qd; ++c) {
+        ASSERT_EQ(std::memcmp(&out16[(n - 1) * qd + c], &out32[(n - 1) * qd + c], 4), 0);
+      }
+    }
+    k[5] = 70000.0f;
+  }
 }
 
 }  // namespace

@@ -337,8 +337,9 @@ class Ctx:
         with open(os.path.join(args.model, "config.json")) as f:
             c = json.load(f)
         head_dim = c.get("head_dim") or c["hidden_size"] // c["num_attention_heads"]
-        # F32 K and V of every layer: the data of one block file.
-        self.block_bytes = 2 * c["num_hidden_layers"] * BLOCK * c["num_key_value_heads"] * head_dim * 4
+        # K and V of every layer in the model's 16-bit type (--kv-dtype auto,
+        # bf16 for this bf16 model): the data of one block file.
+        self.block_bytes = 2 * c["num_hidden_layers"] * BLOCK * c["num_key_value_heads"] * head_dim * 2
 
     def server(self, scenario, extra, name, home=None, env=None):
         return Server(self.binary, self.models, home or os.path.join(self.work, scenario), extra,
@@ -566,8 +567,8 @@ def scenario_corruption(ctx, n_prompts=5, tokens=200):
 
 def scenario_cap(ctx, n_prompts=16, tokens=256):
     cache = os.path.join(ctx.work, "cap", "cache")
-    cap = 1 << 20  # ~1/4 of the ~4 MB of block files written below
-    flags = ["--cache-dir", cache, "--cache-mode", "write-through", "--ssd-cache-max-size", "1MiB"]
+    cap = 1 << 19  # ~1/5 of the ~2.4 MB of (16-bit) block files written below
+    flags = ["--cache-dir", cache, "--cache-mode", "write-through", "--ssd-cache-max-size", "512KiB"]
     s = ctx.server("cap", flags, "writer")
     texts = [prompt_of(s, 300 + i, tokens) for i in range(n_prompts)]
     peak = {"final": 0, "with_tmp": 0, "samples": 0}
@@ -606,7 +607,7 @@ def scenario_cap(ctx, n_prompts=16, tokens=256):
     if st["ssd"].get("evictions", 0) <= 0:
         fail(f"cap: no SSD evictions: {json.dumps(st['ssd'])}")
     if st["ssd"].get("max_bytes") != cap or st["ssd"].get("effective_max_bytes", cap + 1) > cap:
-        fail(f"cap: --ssd-cache-max-size 1MiB shows as max_bytes {st['ssd'].get('max_bytes')}, "
+        fail(f"cap: --ssd-cache-max-size 512KiB shows as max_bytes {st['ssd'].get('max_bytes')}, "
              f"effective {st['ssd'].get('effective_max_bytes')}")
     s.stop()
     # A smaller cap is enforced at start.

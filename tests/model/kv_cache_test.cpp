@@ -39,7 +39,7 @@ TEST(KvCacheTest, ReserveForkCopyOnWriteRelease) {
   // Fill a's rows with recognisable values: row r of layer l = 100 l + r.
   for (int64_t l = 0; l < 2; ++l) {
     for (int64_t r = 0; r < 6 * 4; ++r) {
-      for (int64_t d = 0; d < 4; ++d) kv.k(l)[r * 4 + d] = kv.v(l)[r * 4 + d] = 100.0f * l + r;
+      for (int64_t d = 0; d < 4; ++d) static_cast<float*>(kv.k(l))[r * 4 + d] = static_cast<float*>(kv.v(l))[r * 4 + d] = 100.0f * l + r;
     }
   }
   a.length = 6;
@@ -56,8 +56,8 @@ TEST(KvCacheTest, ReserveForkCopyOnWriteRelease) {
   for (int64_t l = 0; l < 2; ++l) {
     for (int64_t pos = 4; pos < 6; ++pos) {
       const int64_t src = a.block_table[1] * 4 + pos % 4, dst = b.block_table[1] * 4 + pos % 4;
-      EXPECT_EQ(kv.k(l)[dst * 4], kv.k(l)[src * 4]);
-      EXPECT_EQ(kv.v(l)[dst * 4 + 3], 100.0f * l + src);
+      EXPECT_EQ(static_cast<float*>(kv.k(l))[dst * 4], static_cast<float*>(kv.k(l))[src * 4]);
+      EXPECT_EQ(static_cast<float*>(kv.v(l))[dst * 4 + 3], 100.0f * l + src);
     }
   }
   // A fork at a block boundary shares everything and needs no copy.

@@ -155,12 +155,12 @@ void CpuBackend::Rope(float* x, int64_t n_tokens, const int32_t* positions, cons
 }
 
 void CpuBackend::StoreKv(const float* k, int64_t k_stride, const float* v, int64_t v_stride,
-                         int64_t n, int64_t kv_dim, const int32_t* slots, float* k_cache,
-                         float* v_cache) {
-  cpu::StoreKv(k, k_stride, v, v_stride, n, kv_dim, slots, k_cache, v_cache, pool_);
+                         int64_t n, int64_t kv_dim, const int32_t* slots, void* k_cache,
+                         void* v_cache, DType kv_dtype) {
+  cpu::StoreKv(k, k_stride, v, v_stride, n, kv_dim, slots, k_cache, v_cache, kv_dtype, pool_);
 }
 
-void CpuBackend::Attention(const float* q, const float* k_cache, const float* v_cache,
+void CpuBackend::Attention(const float* q, const void* k_cache, const void* v_cache,
                            const AttentionSeq* seqs, int64_t n_seqs, const AttentionParams& p,
                            float* out) {
   cpu::Attention(q, k_cache, v_cache, seqs, n_seqs, p, out, precision_ != Precision::kReference, pool_);

@@ -58,8 +58,8 @@ class CpuBackend final : public Backend {
   void Rope(float* x, int64_t n_tokens, const int32_t* positions, const float* inv_freq,
             const RopeParams& p) override;
   void StoreKv(const float* k, int64_t k_stride, const float* v, int64_t v_stride, int64_t n,
-               int64_t kv_dim, const int32_t* slots, float* k_cache, float* v_cache) override;
-  void Attention(const float* q, const float* k_cache, const float* v_cache,
+               int64_t kv_dim, const int32_t* slots, void* k_cache, void* v_cache, DType kv_dtype) override;
+  void Attention(const float* q, const void* k_cache, const void* v_cache,
                  const AttentionSeq* seqs, int64_t n_seqs, const AttentionParams& p,
                  float* out) override;
   void GatedActivation(Activation act, const float* gate, int64_t gate_stride, const float* up,

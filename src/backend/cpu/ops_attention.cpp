@@ -5,19 +5,28 @@
 #include <cstring>
 #include <vector>
 
+#include "backend/cpu/convert_rows.h"
 #include "backend/cpu/ops_attention_kernels.h"
 
 namespace llmhost::cpu {
 
 void StoreKv(const float* k, int64_t k_stride, const float* v, int64_t v_stride, int64_t n,
-             int64_t kv_dim, const int32_t* slots, float* k_cache, float* v_cache,
+             int64_t kv_dim, const int32_t* slots, void* k_cache, void* v_cache, DType kv_dtype,
              ThreadPool* pool) {
-  (void)pool;  // a memcpy per row: bandwidth-bound, one thread is enough
-  const size_t row_bytes = static_cast<size_t>(kv_dim) * sizeof(float);
+  (void)pool;  // a copy per row: bandwidth-bound, one thread is enough
+  if (kv_dtype == DType::kF32) {
+    const size_t row_bytes = static_cast<size_t>(kv_dim) * sizeof(float);
+    for (int64_t i = 0; i < n; ++i) {
+      const int64_t slot = slots[i];
+      std::memcpy(static_cast<float*>(k_cache) + slot * kv_dim, k + i * k_stride, row_bytes);
+      std::memcpy(static_cast<float*>(v_cache) + slot * kv_dim, v + i * v_stride, row_bytes);
+    }
+    return;
+  }
   for (int64_t i = 0; i < n; ++i) {
     const int64_t slot = slots[i];
-    std::memcpy(k_cache + slot * kv_dim, k + i * k_stride, row_bytes);
-    std::memcpy(v_cache + slot * kv_dim, v + i * v_stride, row_bytes);
+    FloatsToHalves(k + i * k_stride, static_cast<uint16_t*>(k_cache) + slot * kv_dim, kv_dim, kv_dtype);
+    FloatsToHalves(v + i * v_stride, static_cast<uint16_t*>(v_cache) + slot * kv_dim, kv_dim, kv_dtype);
   }
 }
 
@@ -37,7 +46,7 @@ float Dot(const float* a, const float* b, int64_t n) {
 
 }  // namespace
 
-void AttendGroupScalar(const float* q, const float* k_cache, const float* v_cache,
+void AttendGroupScalar(const float* q, const void* k_cache, const void* v_cache,
                        const AttentionSeq& s, int64_t row, int64_t pos, int64_t kv_head,
                        const AttentionParams& p, float* scores, float* out) {
   const int64_t kv_dim = p.n_kv_heads * p.head_dim;
@@ -52,8 +61,16 @@ void AttendGroupScalar(const float* q, const float* k_cache, const float* v_cach
                          j % p.block_size;
     return slot * kv_dim + kv_head * d;
   };
+  // A K or V row of this head as f32 (16-bit rows widened into `wide`).
+  thread_local std::vector<float> wide;
+  wide.resize(static_cast<size_t>(d));
+  auto row_of = [&](const void* cache, int64_t j) -> const float* {
+    if (p.kv_dtype == DType::kF32) return static_cast<const float*>(cache) + key_offset(j);
+    HalvesToFloats(static_cast<const uint16_t*>(cache) + key_offset(j), wide.data(), d, p.kv_dtype);
+    return wide.data();
+  };
   for (int64_t j = 0; j < n_keys; ++j) {
-    const float* kr = k_cache + key_offset(lo + j);
+    const float* kr = row_of(k_cache, lo + j);
     for (int64_t h = 0; h < group; ++h) {
       float sc = Dot(qg + h * d, kr, d) * p.scale;
       if (p.softcap > 0) sc = p.softcap * std::tanh(sc / p.softcap);
@@ -73,7 +90,7 @@ void AttendGroupScalar(const float* q, const float* k_cache, const float* v_cach
     std::fill(og + h * d, og + (h + 1) * d, 0.0f);
   }
   for (int64_t j = 0; j < n_keys; ++j) {
-    const float* vr = v_cache + key_offset(lo + j);
+    const float* vr = row_of(v_cache, lo + j);
     for (int64_t h = 0; h < group; ++h) {
       const float w = scores[h * n_keys + j];
       float* o = og + h * d;
@@ -82,7 +99,7 @@ void AttendGroupScalar(const float* q, const float* k_cache, const float* v_cach
   }
 }
 
-void Attention(const float* q, const float* k_cache, const float* v_cache,
+void Attention(const float* q, const void* k_cache, const void* v_cache,
                const AttentionSeq* seqs, int64_t n_seqs, const AttentionParams& p, float* out,
                bool fast, ThreadPool* pool) {
   const AttendTileFn tile = fast ? AttendTileAvx2() : nullptr;

@@ -8,6 +8,7 @@
 // then 6 query rows x 16 keys per register tile. Values: 4 rows x 24 columns.
 #include "backend/cpu/ops_attention_kernels.h"
 
+#include "backend/cpu/convert_rows.h"
 #include "backend/cpu/cpu_features.h"
 
 #if defined(__x86_64__)
@@ -74,14 +75,31 @@ LLMHOST_ATTN_AVX2 void Softmax(float* x, int64_t n) {
   for (; i < n; ++i) x[i] *= static_cast<float>(1.0 / sum);
 }
 
-// Grow-only per-thread scratch.
-thread_local std::vector<float> tls_scores, tls_kt, tls_zeros;
+// Grow-only per-thread scratch (kwide / vwide: 16-bit K and V rows widened to f32).
+thread_local std::vector<float> tls_scores, tls_kt, tls_zeros, tls_kwide, tls_vwide;
 
-// Key j's K (or V) row of this KV head.
-inline const float* KvRow(const float* cache, const AttentionSeq& s, int64_t j, const AttentionParams& p,
-                          int64_t kv_head) {
+// Element offset of key j's K (or V) row of this KV head.
+inline int64_t KvOffset(const AttentionSeq& s, int64_t j, const AttentionParams& p, int64_t kv_head) {
   const int64_t slot = static_cast<int64_t>(s.block_table[j / p.block_size]) * p.block_size + j % p.block_size;
-  return cache + slot * p.n_kv_heads * p.head_dim + kv_head * p.head_dim;
+  return slot * p.n_kv_heads * p.head_dim + kv_head * p.head_dim;
+}
+
+// Rows [j0, j0 + m) of a KV head as f32: in place for an f32 cache, else
+// widened into `wide` (exactly: every 16-bit value is an f32 value).
+LLMHOST_ATTN_AVX2 void KvRows(const void* cache, const AttentionSeq& s, int64_t j0, int64_t m,
+                              const AttentionParams& p, int64_t kv_head, std::vector<float>& wide,
+                              const float** rows) {
+  const int64_t d = p.head_dim;
+  if (p.kv_dtype == DType::kF32) {
+    for (int64_t k = 0; k < m; ++k) rows[k] = static_cast<const float*>(cache) + KvOffset(s, j0 + k, p, kv_head);
+    return;
+  }
+  if (wide.size() < static_cast<size_t>(m * d)) wide.resize(static_cast<size_t>(m * d));
+  for (int64_t k = 0; k < m; ++k) {
+    float* w = wide.data() + k * d;
+    HalvesToFloats(static_cast<const uint16_t*>(cache) + KvOffset(s, j0 + k, p, kv_head), w, d, p.kv_dtype);
+    rows[k] = w;
+  }
 }
 
 // kt[c * 16 + k] = rows[k][c] for k < 8, c < 8 (one 8 x 8 transpose).
@@ -167,7 +185,7 @@ LLMHOST_ATTN_AVX2 void ValuesRows(const float* const* pr, int64_t rows, const fl
 // one KV head, for the heads of its GQA group: R = nq * group score rows
 // over the tile's key range [L, H] (the union of the rows' ranges). Every
 // output is computed by the same operations whatever nq (see the header).
-LLMHOST_ATTN_AVX2 void AttendTile(const float* q, const float* k_cache, const float* v_cache, const AttentionSeq& s,
+LLMHOST_ATTN_AVX2 void AttendTile(const float* q, const void* k_cache, const void* v_cache, const AttentionSeq& s,
                                   int64_t row0, int64_t pos0, int64_t nq, int64_t kv_head, const AttentionParams& p,
                                   float* out) {
   const int64_t d = p.head_dim, group = p.n_heads / p.n_kv_heads, R = nq * group;
@@ -181,10 +199,11 @@ LLMHOST_ATTN_AVX2 void AttendTile(const float* q, const float* k_cache, const fl
   float* S = tls_scores.data();
   float* kt = tls_kt.data();
   // Row pointers, per-thread and reused (a decode calls this per layer and KV head).
-  thread_local std::vector<const float*> qrows, vrows;
+  thread_local std::vector<const float*> qrows, vrows, krows;
   thread_local std::vector<float*> srows, orows, dst;
   qrows.resize(R);
   vrows.resize(n);
+  krows.resize(64);
   srows.resize(R);
   orows.resize(R);
   dst.resize(R);
@@ -199,9 +218,10 @@ LLMHOST_ATTN_AVX2 void AttendTile(const float* q, const float* k_cache, const fl
   // Scores, 64 keys at a time: transpose their K rows (zero past the range).
   for (int64_t j0 = 0; j0 < n; j0 += 64) {
     const int64_t m = std::min<int64_t>(64, n - j0), m16 = (m + 15) / 16 * 16;
+    KvRows(k_cache, s, L + j0, m, p, kv_head, tls_kwide, krows.data());
     for (int64_t j8 = 0; j8 < m16; j8 += 8) {
       const float* kr[8];
-      for (int64_t k = 0; k < 8; ++k) kr[k] = j8 + k < m ? KvRow(k_cache, s, L + j0 + j8 + k, p, kv_head) : zeros;
+      for (int64_t k = 0; k < 8; ++k) kr[k] = j8 + k < m ? krows[j8 + k] : zeros;
       float* ktg = kt + (j8 / 16) * d * 16 + j8 % 16;
       int64_t c = 0;
       for (; c + 8 <= d; c += 8) Transpose8(kr, c, ktg);
@@ -248,11 +268,11 @@ LLMHOST_ATTN_AVX2 void AttendTile(const float* q, const float* k_cache, const fl
   // row's sum is the same as over its own range alone. Keys in chunks whose V
   // rows and weights stay in cache while every row runs over them; the sums
   // wait in `out` between chunks (the chain continues: the same bits).
-  for (int64_t j = 0; j < n; ++j) vrows[j] = KvRow(v_cache, s, L + j, p, kv_head);
   const float* const* pr = srows.data();
   constexpr int64_t kKeyChunk = 128;
   for (int64_t j0 = 0; j0 < n; j0 += kKeyChunk) {
     const int64_t j1 = std::min(n, j0 + kKeyChunk);
+    KvRows(v_cache, s, L + j0, j1 - j0, p, kv_head, tls_vwide, vrows.data() + j0);
     const bool init = j0 == 0;
     int64_t c0 = 0;
     for (; c0 + 24 <= d; c0 += 24) ValuesRows<3>(pr, R, vrows.data(), j0, j1, c0, orows.data(), init);

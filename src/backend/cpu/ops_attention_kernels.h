@@ -11,12 +11,12 @@ namespace llmhost::cpu {
 
 // out[row, (kv_head * group + h) * head_dim ...] for h < group, from query
 // `row` at position `pos`. scores: scratch of group * (pos + 1) floats.
-using AttendGroupFn = void (*)(const float* q, const float* k_cache, const float* v_cache,
+using AttendGroupFn = void (*)(const float* q, const void* k_cache, const void* v_cache,
                                const AttentionSeq& s, int64_t row, int64_t pos, int64_t kv_head,
                                const AttentionParams& p, float* scores, float* out);
 
 // Portable f32 loops (the reference path).
-void AttendGroupScalar(const float* q, const float* k_cache, const float* v_cache,
+void AttendGroupScalar(const float* q, const void* k_cache, const void* v_cache,
                        const AttentionSeq& s, int64_t row, int64_t pos, int64_t kv_head,
                        const AttentionParams& p, float* scores, float* out);
 
@@ -30,7 +30,7 @@ void AttendGroupScalar(const float* q, const float* k_cache, const float* v_cach
 //   out[c] = fma chain over the tile's keys in order from +0, with weight 0
 //     for keys outside [lo, pos] (adding +-0 leaves a sum unchanged, so this
 //     equals the chain over [lo, pos] alone; K/V are finite).
-using AttendTileFn = void (*)(const float* q, const float* k_cache, const float* v_cache, const AttentionSeq& s,
+using AttendTileFn = void (*)(const float* q, const void* k_cache, const void* v_cache, const AttentionSeq& s,
                               int64_t row0, int64_t pos0, int64_t nq, int64_t kv_head, const AttentionParams& p,
                               float* out);
 
