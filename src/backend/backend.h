@@ -129,6 +129,17 @@ class Backend {
   virtual Result<DeviceBuffer> Allocate(size_t bytes, const std::string& tag) = 0;
   // Frees a buffer of this backend (no-op for an invalid one); resets `buf`.
   virtual void Free(DeviceBuffer& buf) = 0;
+  // Address space for up to `max_bytes` that holds memory only where it is
+  // committed (what the KV cache grows into without moving: its addresses
+  // stay valid for kernels and graphs). Nothing is committed at first.
+  virtual Result<DeviceBuffer> Reserve(size_t max_bytes, const std::string& tag) = 0;
+  // Commits [offset, offset + bytes) of a reserved buffer (counted in
+  // memory_stats from now on; contents undefined); ResourceExhausted when the
+  // device cannot hold it. Decommit gives a committed range back (contents
+  // lost). Offsets and sizes are multiples of commit_granularity().
+  virtual Status Commit(const DeviceBuffer& buf, size_t offset, size_t bytes) = 0;
+  virtual void Decommit(const DeviceBuffer& buf, size_t offset, size_t bytes) = 0;
+  virtual size_t commit_granularity() const = 0;
   virtual MemoryStats memory_stats() const = 0;
 
   // Host <-> device copies (CPU: memcpy). CopyToDevice may return before the

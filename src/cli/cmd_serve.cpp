@@ -93,6 +93,9 @@ int RunServe(const server::SettingValues& cli_values) {
   auto kv_dtype = ParseKvDtype(s.kv_dtype);
   if (!kv_dtype.ok()) return Fail(kv_dtype.status().message());
   fo.kv_dtype = *kv_dtype;
+  // A KV cache reserves address space for its model's full contexts; never
+  // more than the machine's memory (it only holds what it is granted).
+  fo.engine.kv_max_bytes = probe->System().EffectiveTotal();
   fo.engine.block_store = store;
   if (store) {
     WeightsHasherOptions ho;

@@ -22,16 +22,22 @@ Result<std::unique_ptr<Engine>> Engine::Create(Model* model, const Tokenizer* to
   const int64_t model_ctx = spec.max_position_embeddings > 0 ? spec.max_position_embeddings : 0;
   int64_t context = options.max_context > 0 ? options.max_context : model_ctx;
   if (model_ctx > 0) context = std::min(context, model_ctx);
-  int64_t blocks = options.kv_blocks;
+  int64_t blocks = options.kv_blocks, max_blocks = options.kv_blocks, floor = options.kv_blocks;
   if (blocks <= 0) {
-    // Enough for every running request at full context, within the byte cap.
+    // Room for every running request at full context (address space only:
+    // memory comes as blocks are used), within the byte cap.
     const uint64_t block_bytes =
         2 * static_cast<uint64_t>(spec.n_layers * spec.kv_dim() * bs) * DTypeSize(options.kv_dtype);
     const int64_t per_seq = ((context > 0 ? context : 8192) + bs - 1) / bs;
-    const int64_t cap = static_cast<int64_t>(options.kv_cache_bytes / std::max<uint64_t>(block_bytes, 1));
-    blocks = std::max<int64_t>(1, std::min(per_seq * options.max_concurrent_requests, cap));
+    max_blocks = per_seq * options.max_concurrent_requests;
+    if (options.kv_max_bytes > 0) {
+      max_blocks = std::min<int64_t>(max_blocks, static_cast<int64_t>(options.kv_max_bytes / std::max<uint64_t>(block_bytes, 1)));
+    }
+    max_blocks = std::clamp<int64_t>(max_blocks, 1, int64_t{1} << 30);
+    floor = std::clamp<int64_t>((options.kv_floor_tokens + bs - 1) / bs, 1, max_blocks);
+    blocks = floor;
   }
-  ASSIGN_OR_RETURN(std::unique_ptr<KvCache> cache, model->CreateKvCache(blocks, bs, options.kv_dtype));
+  ASSIGN_OR_RETURN(std::unique_ptr<KvCache> cache, model->CreateKvCache(blocks, bs, options.kv_dtype, max_blocks));
   ASSIGN_OR_RETURN(Sha256Digest fingerprint, SampledModelFingerprint(*model, bs));
   std::shared_ptr<WeightsIdentityHandle> identity = options.weights_identity;
   if (options.block_store && options.prefix_caching && !identity) {
@@ -46,6 +52,11 @@ Result<std::unique_ptr<Engine>> Engine::Create(Model* model, const Tokenizer* to
   so.prefix_caching = options.prefix_caching;
   so.block_store = options.block_store;
   so.model_id = options.model_id;
+  so.kv_budget = options.kv_budget;
+  so.kv_floor_blocks = cache->allocator().total_blocks();  // the floor, rounded up to a chunk
+  // Grow by the floor's size at a time (~1K tokens): few claims, little excess.
+  so.kv_grow_blocks = std::max<int64_t>(floor, 1);
+  so.kv_wait_seconds = options.kv_wait_seconds;
   if (identity) {
     so.store_fingerprint = [identity, layout = LayoutOf(*model, bs, options.kv_dtype)]() {
       PrefixCache::StoreFingerprint f;
@@ -59,7 +70,9 @@ Result<std::unique_ptr<Engine>> Engine::Create(Model* model, const Tokenizer* to
                                            fingerprint, tokenizer, std::move(so));
   const int max_queue = options.max_queue >= 0 ? options.max_queue
                                                : std::max(4 * options.max_concurrent_requests, 32);
-  return Start(std::move(sched), max_queue);
+  std::unique_ptr<Engine> e = Start(std::move(sched), max_queue);
+  e->idle_release_s_ = options.kv_idle_release_s;
+  return e;
 }
 
 std::unique_ptr<Engine> Engine::Start(std::unique_ptr<Scheduler> scheduler, int max_queue) {
@@ -73,6 +86,8 @@ Engine::Engine(std::unique_ptr<Scheduler> scheduler, int max_queue)
       max_queue_(std::max(max_queue, 0)) {
   stats_.context_length = context_;
   stats_.kv_cache_bytes = sched_->cache().bytes();
+  stats_.kv_max_bytes = sched_->cache().max_bytes();
+  stats_.kv_dtype = sched_->cache().dtype();
   stats_.kv = sched_->kv_stats();
   thread_ = std::thread([this] { Run(); });
 }
@@ -135,7 +150,16 @@ EngineStats Engine::WaitIdle() const {
   return s;
 }
 
+void Engine::ReleaseKvMemory() {
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    release_kv_ = true;
+  }
+  wake_.notify_one();
+}
+
 void Engine::Snapshot() {
+  stats_.kv_cache_bytes = sched_->cache().bytes();
   stats_.running = sched_->running();
   sched_waiting_ = sched_->waiting();
   stats_.waiting = sched_waiting_;
@@ -146,19 +170,40 @@ void Engine::Snapshot() {
 void Engine::Run() {
   std::unique_lock<std::mutex> lk(mu_);
   for (;;) {
-    auto has_work = [this] { return stop_ || !inbox_.empty() || !cancels_.empty() || sched_->HasWork(); };
-    if (sched_->store_pending()) {
-      // The weights are still being hashed: look again now and then, so the
-      // blocks indexed meanwhile reach the store even if no request comes.
-      if (!wake_.wait_for(lk, std::chrono::milliseconds(200), has_work)) {
+    // A stalled scheduler (waiting for KV memory) counts as having no work:
+    // the loop looks again every 50 ms instead of spinning.
+    auto has_work = [this] {
+      return stop_ || release_kv_ || !inbox_.empty() || !cancels_.empty() || (sched_->HasWork() && !sched_->stalled());
+    };
+    const bool above_floor = sched_->kv_above_floor() && !sched_->HasWork();
+    std::chrono::milliseconds poll{0};
+    if (sched_->stalled()) {
+      poll = std::chrono::milliseconds(50);
+    } else if (sched_->store_pending()) {
+      poll = std::chrono::milliseconds(200);  // the weights are being hashed: save what was indexed once known
+    } else if (above_floor && idle_release_s_ > 0) {
+      poll = std::chrono::milliseconds(static_cast<int64_t>(idle_release_s_ * 1000));
+    }
+    if (poll.count() > 0) {
+      if (!wake_.wait_for(lk, poll, has_work) && !sched_->HasWork()) {
         lk.unlock();
         sched_->PollStore();
+        if (!sched_->store_pending() && above_floor) sched_->ReleaseKv();  // idle that long: memory back
         lk.lock();
         Snapshot();
+        idle_.notify_all();
         continue;
       }
+      // Work, or a stalled request to try again: on to the step.
     } else {
       wake_.wait(lk, has_work);
+    }
+    if (release_kv_) {
+      release_kv_ = false;
+      lk.unlock();
+      sched_->ReleaseKv();
+      lk.lock();
+      Snapshot();
     }
     std::vector<std::pair<uint64_t, GenerationRequest>> inbox;
     inbox.swap(inbox_);

@@ -46,10 +46,19 @@ struct EngineOptions {
   int max_concurrent_requests = 8;     // the running batch
   int max_queue = -1;                  // waiting requests; < 0: max(4 × max_concurrent, 32)
   int64_t block_size = kDefaultKvBlockSize;
-  // KV pool: kv_blocks blocks when > 0, else enough for max_concurrent
-  // full contexts, capped at kv_cache_bytes.
+  // KV cache: kv_blocks blocks, fixed, when > 0. Otherwise it reserves
+  // address space for max_concurrent_requests full contexts (never cutting
+  // the context to fit), capped at kv_max_bytes when > 0, holds memory for
+  // kv_floor_tokens at first, and grows on demand with each growth's memory
+  // claimed from kv_budget (null: always granted); blocks above the floor go
+  // back to the budget after kv_idle_release_s seconds without work, and
+  // when ReleaseKvMemory() is called (memory pressure).
   int64_t kv_blocks = 0;
-  uint64_t kv_cache_bytes = uint64_t{2} << 30;
+  uint64_t kv_max_bytes = 0;
+  int64_t kv_floor_tokens = 1024;
+  std::shared_ptr<KvBudget> kv_budget;
+  double kv_idle_release_s = 30;
+  double kv_wait_seconds = 300;  // a request waits this long at most for its KV memory
   // The KV cache's element type: F32 (the reference path's, the default), or
   // BF16 / F16 (half the memory; Model::Native16BitType picks the model's).
   DType kv_dtype = DType::kF32;
@@ -76,7 +85,9 @@ struct EngineStats {
   SchedulerCounters counters;          // steps, tokens, preemptions, finishes
   PrefixCacheStats kv;                 // blocks, prefix-cache hits
   int64_t context_length = 0;
-  uint64_t kv_cache_bytes = 0;         // device memory of the KV pool
+  uint64_t kv_cache_bytes = 0;         // memory the KV cache holds now (committed blocks)
+  uint64_t kv_max_bytes = 0;           // what it may grow to (its reservation)
+  DType kv_dtype = DType::kF32;
 };
 
 class Engine {
@@ -111,6 +122,9 @@ class Engine {
   // Blocks until nothing is queued or running, and returns the stats of
   // that moment (every finished request's blocks are released in them).
   EngineStats WaitIdle() const;
+  // Thread-safe: gives the KV cache's memory above its floor back at the
+  // executor's next turn (blocks in use stay). For memory pressure.
+  void ReleaseKvMemory();
 
   int64_t context_length() const { return context_; }
   int64_t vocab_size() const { return vocab_; }
@@ -133,6 +147,8 @@ class Engine {
   std::vector<uint64_t> cancels_;
   uint64_t next_id_ = 1;
   bool stop_ = false;
+  bool release_kv_ = false;    // ReleaseKvMemory was called
+  double idle_release_s_ = 30;
   int64_t sched_waiting_ = 0;  // the scheduler's queue as of the last step
   bool busy_ = false;          // the executor is inside a step
   EngineStats stats_;

@@ -27,7 +27,8 @@ Scheduler::Scheduler(std::unique_ptr<StepModel> model, std::unique_ptr<KvCache> 
   if (options_.prefix_caching && options_.block_store) {
     prefix_->AttachStore(options_.block_store, options_.model_id, options_.store_fingerprint);
   }
-  const int64_t pool = static_cast<int64_t>(cache_->allocator().total_blocks()) * cache_->block_size();
+  prefix_->set_grower([this](int64_t blocks) { return EnsureFree(blocks); });
+  const int64_t pool = static_cast<int64_t>(cache_->allocator().max_blocks()) * cache_->block_size();
   context_ = options_.max_context > 0 ? std::min(options_.max_context, pool) : pool;
 }
 
@@ -100,6 +101,36 @@ void Scheduler::Enqueue(uint64_t id, GenerationRequest request) {
 
 void Scheduler::ReleaseBlocks(Sequence* s) { prefix_->Release(&s->cs()); }
 
+bool Scheduler::EnsureFree(int64_t blocks) {
+  BlockAllocator& a = cache_->allocator();
+  const int64_t missing = blocks - a.free_blocks();
+  if (missing <= 0) return true;
+  const int64_t room = a.max_blocks() - a.total_blocks();
+  if (room < missing) return false;  // beyond the reservation: only releases help
+  // Grow by at least kv_grow_blocks, but settle for what is missing when
+  // the larger claim is refused; whole chunks either way.
+  const int64_t chunk = cache_->blocks_per_chunk();
+  auto rounded = [&](int64_t n) { return std::min(room, (n + chunk - 1) / chunk * chunk); };
+  for (int64_t want : {rounded(std::max(missing, options_.kv_grow_blocks)), rounded(missing)}) {
+    const uint64_t bytes = static_cast<uint64_t>(want) * cache_->block_bytes();
+    if (options_.kv_budget && !options_.kv_budget->Claim(bytes)) continue;
+    Result<int64_t> grown = cache_->Grow(want);
+    const int64_t got = grown.ok() ? *grown : 0;
+    if (options_.kv_budget && got < want) {
+      options_.kv_budget->Return(static_cast<uint64_t>(want - got) * cache_->block_bytes());
+    }
+    if (a.free_blocks() >= blocks) return true;
+  }
+  return false;
+}
+
+uint64_t Scheduler::ReleaseKv() {
+  const int64_t released = cache_->ShrinkTo(std::max<int64_t>(options_.kv_floor_blocks, 1));
+  const uint64_t bytes = static_cast<uint64_t>(released) * cache_->block_bytes();
+  if (bytes > 0 && options_.kv_budget) options_.kv_budget->Return(bytes);
+  return bytes;
+}
+
 void Scheduler::Cancel(uint64_t id) {
   for (auto it = waiting_.begin(); it != waiting_.end(); ++it) {
     if ((*it)->id() == id) {
@@ -156,7 +187,7 @@ void Scheduler::Admit() {
     // is not starved halfway through its prompt by a newer one.
     const int64_t target = std::min<int64_t>(static_cast<int64_t>(cs.tokens.size()) + 1, context_);
     const int64_t need = cache_->BlocksNeeded(cs.kv, target);
-    if (need + ReservedForPrefill() > cache_->allocator().free_blocks()) {
+    if (!EnsureFree(need + ReservedForPrefill())) {
       ReleaseBlocks(s);
       break;
     }
@@ -214,23 +245,53 @@ void Scheduler::Preempt(size_t i) {
 
 void Scheduler::Step() {
   Admit();
-  if (running_.empty()) return;
+  stalled_ = running_.empty() && !waiting_.empty();  // waiting for KV memory only
+  if (running_.empty()) {
+    if (!stalled_) {
+      stalled_since_.reset();
+      return;
+    }
+    const auto now = std::chrono::steady_clock::now();
+    if (!stalled_since_) stalled_since_ = now;
+    if (now - *stalled_since_ >= std::chrono::duration<double>(options_.kv_wait_seconds)) {
+      std::unique_ptr<Sequence> s = std::move(waiting_.front());
+      waiting_.pop_front();
+      ReleaseBlocks(s.get());
+      ++counters_.failed;
+      s->Finish(FinishReason::kError, Status::ResourceExhausted(
+                                          "the KV cache could not get the memory for this request's prompt"));
+      stalled_since_.reset();
+    }
+    return;
+  }
   std::vector<Planned> plan = Plan();
-  while (BlocksFor(plan) > cache_->allocator().free_blocks()) {
+  while (!EnsureFree(BlocksFor(plan))) {
     if (running_.size() == 1) {
-      // Alone and still too big: admission and the context clamp rule this
-      // out, but never spin on it.
+      // Alone: the cache cannot grow now. Wait for memory (a claim the pool
+      // grants later), but not forever; a cache that cannot grow at all
+      // cannot hold this request.
+      const auto now = std::chrono::steady_clock::now();
+      if (!stalled_since_) stalled_since_ = now;
+      const bool can_grow = cache_->allocator().total_blocks() < cache_->allocator().max_blocks();
+      if (can_grow && now - *stalled_since_ < std::chrono::duration<double>(options_.kv_wait_seconds)) {
+        stalled_ = true;
+        return;
+      }
       std::unique_ptr<Sequence> s = std::move(running_.front());
       running_.clear();
       ReleaseBlocks(s.get());
       ++counters_.failed;
       s->Finish(FinishReason::kError,
-                Status::ResourceExhausted("the KV cache cannot hold this request"));
+                Status::ResourceExhausted(can_grow ? "the KV cache could not get the memory for this request"
+                                                   : "the KV cache cannot hold this request"));
+      stalled_since_.reset();
       return;
     }
     Preempt(running_.size() - 1);  // the newest arrival
     plan = Plan();
   }
+  stalled_ = false;
+  stalled_since_.reset();
 
   std::vector<ForwardItem> items;
   items.reserve(plan.size());

@@ -24,15 +24,19 @@
 // settings: the engine's executor thread owns it.
 #pragma once
 
+#include <chrono>
+
 #include <cstdint>
 #include <deque>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
 
 #include "engine/request.h"
 #include "engine/sequence.h"
+#include "engine/kv_budget.h"
 #include "engine/step_model.h"
 #include "kv/prefix_cache.h"
 #include "model/kv_cache.h"
@@ -58,6 +62,15 @@ struct SchedulerOptions {
   // The store's fingerprint once known (kv/prefix_cache.h); until it answers
   // the store is not used. Null: never.
   PrefixCache::StoreFingerprintFn store_fingerprint;
+  // A cache that grows (KvCache::max_blocks above its blocks): the memory of
+  // each growth is claimed here first (null: always granted). The cache
+  // keeps kv_floor_blocks (paid for when the model was admitted), grows by
+  // at least kv_grow_blocks at a time, and waits at most kv_wait_seconds for
+  // a claim before a request that cannot go on alone ends with an error.
+  std::shared_ptr<KvBudget> kv_budget;
+  int64_t kv_floor_blocks = 0;
+  int64_t kv_grow_blocks = 1;
+  double kv_wait_seconds = 300;
 };
 
 struct SchedulerCounters {
@@ -104,6 +117,16 @@ class Scheduler {
   void AbortAll();
 
   bool HasWork() const { return !running_.empty() || !waiting_.empty(); }
+  // The last Step could not go on for want of KV memory (a claim was denied):
+  // the engine waits a little before it tries again instead of spinning.
+  bool stalled() const { return stalled_; }
+  // Gives cache blocks above the floor back (those free at the top: cached
+  // prefixes there are forgotten) and returns their memory to the budget.
+  // Returns the bytes given back.
+  uint64_t ReleaseKv();
+  bool kv_above_floor() const {
+    return cache_->allocator().total_blocks() > std::max<int64_t>(options_.kv_floor_blocks, 1);
+  }
   // One scheduling step (see above). A failed forward pass ends the requests
   // of that step with kError.
   void Step();
@@ -134,7 +157,12 @@ class Scheduler {
   void Preempt(size_t running_index);
   void Retire(size_t running_index);  // releases a finished request
   void ReleaseBlocks(Sequence* s);
+  // Makes at least `blocks` blocks free, growing the cache (claiming its
+  // memory) when it can. True when they are free.
+  bool EnsureFree(int64_t blocks);
 
+  bool stalled_ = false;
+  std::optional<std::chrono::steady_clock::time_point> stalled_since_;
   std::unique_ptr<StepModel> model_;
   std::unique_ptr<KvCache> cache_;
   std::unique_ptr<PrefixCache> prefix_;

@@ -16,8 +16,8 @@ constexpr size_t kRestoreThreads = 4;
 PrefixCache::PrefixCache(KvCache* cache, const Sha256Digest& model_fingerprint)
     : cache_(cache),
       fingerprint_(model_fingerprint),
-      key_of_(static_cast<size_t>(cache->allocator().total_blocks())),
-      indexed_(static_cast<size_t>(cache->allocator().total_blocks()), 0) {
+      key_of_(static_cast<size_t>(cache->allocator().max_blocks())),
+      indexed_(static_cast<size_t>(cache->allocator().max_blocks()), 0) {
   // The chain's root: the fingerprint under a domain tag, so that a root is
   // never equal to a block key.
   Sha256 h;
@@ -184,7 +184,9 @@ void PrefixCache::SaveToStore(int32_t id, const BlockKey& key) {
 void PrefixCache::RestoreFromStore(CachedSequence* seq, size_t from) {
   if (!store_->Contains(StoreKeyOf(seq->keys[from]))) return;  // the common miss: no I/O, no allocation
   BlockAllocator& alloc = cache_->allocator();
-  // At most what the free list holds; the rest of the prompt is prefilled.
+  // At most what the free list holds (after growing the cache, if it can);
+  // the rest of the prompt is prefilled.
+  if (grow_) grow_(static_cast<int64_t>(seq->keys.size() - from));
   const size_t room = static_cast<size_t>(std::max<int32_t>(alloc.free_blocks(), 0));
   const size_t count = std::min(seq->keys.size() - from, room);
   std::vector<BlockMeta> want;

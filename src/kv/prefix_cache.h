@@ -101,6 +101,11 @@ class PrefixCache {
   // from when `store_fingerprint` answers. `model_id` names the model in the
   // store's stats and files.
   void AttachStore(std::shared_ptr<BlockStore> store, std::string model_id, StoreFingerprintFn store_fingerprint);
+  // How a restore makes room beyond the free list (the scheduler's growth of
+  // a growing cache): asked for the blocks a restore wants; true when they
+  // are free. Unset: the free list is all there is.
+  void set_grower(std::function<bool(int64_t blocks)> grow) { grow_ = std::move(grow); }
+
   // Whether the store is in use (its fingerprint known). Thread-safe.
   bool store_ready() const { return store_ready_.load(std::memory_order_acquire); }
   // A store waits for its fingerprint, or for the blocks indexed meanwhile
@@ -176,6 +181,7 @@ class PrefixCache {
   BlockKey root_;
   std::shared_ptr<BlockStore> store_;
   std::string model_id_;
+  std::function<bool(int64_t)> grow_;
   StoreFingerprintFn store_fingerprint_fn_;
   mutable std::mutex store_fp_mu_;
   mutable std::atomic<bool> store_ready_{false};  // store_fp_ is set (written once, before the flag)

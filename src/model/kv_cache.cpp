@@ -1,6 +1,7 @@
 #include "model/kv_cache.h"
 
 #include <algorithm>
+#include <numeric>
 #include <string>
 
 namespace llmhost {
@@ -22,12 +23,52 @@ const char* KvDtypeName(DType t) {
   }
 }
 
-BlockAllocator::BlockAllocator(int32_t n_blocks)
-    : refs_(static_cast<size_t>(n_blocks), 0),
-      prev_(static_cast<size_t>(n_blocks), kNone),
-      next_(static_cast<size_t>(n_blocks), kNone),
-      in_free_(static_cast<size_t>(n_blocks), 0) {
-  for (int32_t i = 0; i < n_blocks; ++i) PushBack(i);  // block 0 comes out first
+BlockAllocator::BlockAllocator(int32_t max_blocks, int32_t usable)
+    : refs_(static_cast<size_t>(max_blocks), 0),
+      prev_(static_cast<size_t>(max_blocks), kNone),
+      next_(static_cast<size_t>(max_blocks), kNone),
+      in_free_(static_cast<size_t>(max_blocks), 0),
+      usable_(usable < 0 ? max_blocks : std::min(usable, max_blocks)) {
+  for (int32_t i = 0; i < usable_; ++i) PushBack(i);  // block 0 comes out first
+}
+
+void BlockAllocator::Grow(int32_t n) {
+  const int32_t to = std::min(max_blocks(), usable_ + std::max(n, 0));
+  // Pushed to the front in reverse so that the lowest new id comes out first.
+  for (int32_t id = to - 1; id >= usable_; --id) PushFront(id);
+  usable_ = to;
+}
+
+bool BlockAllocator::ShrinkTo(int32_t usable) {
+  usable = std::max(usable, 0);
+  if (usable >= usable_) return true;
+  for (int32_t id = usable; id < usable_; ++id) {
+    if (refs_[static_cast<size_t>(id)] > 0) return false;
+  }
+  for (int32_t id = usable; id < usable_; ++id) {
+    if (in_free_[static_cast<size_t>(id)]) Unlink(id);
+    if (hook_) hook_(id);  // its contents are about to go
+  }
+  usable_ = usable;
+  return true;
+}
+
+int32_t BlockAllocator::HighestReferenced() const {
+  for (int32_t id = usable_ - 1; id >= 0; --id) {
+    if (refs_[static_cast<size_t>(id)] > 0) return id;
+  }
+  return -1;
+}
+
+void BlockAllocator::PushFront(int32_t id) {
+  const size_t i = static_cast<size_t>(id);
+  prev_[i] = kNone;
+  next_[i] = head_;
+  if (head_ != kNone) prev_[static_cast<size_t>(head_)] = id;
+  else tail_ = id;
+  head_ = id;
+  in_free_[i] = 1;
+  ++n_free_;
 }
 
 void BlockAllocator::PushBack(int32_t id) {
@@ -73,30 +114,86 @@ void BlockAllocator::Unref(int32_t id) {
 
 Result<std::unique_ptr<KvCache>> KvCache::Create(Backend* backend, int64_t n_layers,
                                                  int64_t kv_dim, int64_t block_size,
-                                                 int64_t n_blocks, DType dtype) {
-  if (n_layers <= 0 || kv_dim <= 0 || block_size <= 0 || n_blocks <= 0 || n_blocks > (1 << 30)) {
-    return Status::InvalidArgument("kv cache: layers, kv_dim, block_size and blocks must be positive");
+                                                 int64_t n_blocks, DType dtype, int64_t max_blocks) {
+  if (max_blocks <= 0) max_blocks = n_blocks;
+  if (n_layers <= 0 || kv_dim <= 0 || block_size <= 0 || n_blocks <= 0 || max_blocks > (1 << 30) ||
+      n_blocks > max_blocks) {
+    return Status::InvalidArgument("kv cache: layers, kv_dim, block_size and blocks must be positive "
+                                   "(and the blocks at most max_blocks)");
   }
   if (dtype != DType::kF32 && dtype != DType::kBF16 && dtype != DType::kF16) {
     return Status::InvalidArgument(std::string("kv cache: element type ") + DTypeName(dtype) +
                                    " is not supported (F32, BF16 or F16)");
   }
   std::unique_ptr<KvCache> c(
-      new KvCache(backend, n_layers, kv_dim, block_size, static_cast<int32_t>(n_blocks), dtype));
-  const size_t bytes = static_cast<size_t>(n_blocks) * c->layer_block_bytes();
+      new KvCache(backend, n_layers, kv_dim, block_size, static_cast<int32_t>(max_blocks), dtype));
+  // A chunk: the fewest blocks whose per-layer bytes are whole commit units.
+  const size_t lbb = c->layer_block_bytes(), g = std::max<size_t>(backend->commit_granularity(), 1);
+  c->chunk_blocks_ = static_cast<int64_t>(g / std::gcd(lbb, g));
+  const size_t bytes = static_cast<size_t>(max_blocks) * lbb;
   for (int64_t l = 0; l < n_layers; ++l) {
     LayerBuffers b;
-    ASSIGN_OR_RETURN(b.k, backend->Allocate(bytes, "kv cache K, layer " + std::to_string(l)));
-    auto v = backend->Allocate(bytes, "kv cache V, layer " + std::to_string(l));
+    ASSIGN_OR_RETURN(b.k, backend->Reserve(bytes, "kv cache K, layer " + std::to_string(l)));
+    auto v = backend->Reserve(bytes, "kv cache V, layer " + std::to_string(l));
     if (!v.ok()) {
       backend->Free(b.k);
       return v.status();
     }
     b.v = *v;
     c->layers_.push_back(b);
-    c->bytes_ += 2 * bytes;
   }
+  // The first blocks, rounded up to a chunk within the reservation.
+  ASSIGN_OR_RETURN(int64_t grown, c->Grow(n_blocks));
+  (void)grown;
   return c;
+}
+
+Status KvCache::CommitRange(int64_t from, int64_t to) {
+  const size_t lbb = layer_block_bytes();
+  const size_t off = static_cast<size_t>(from) * lbb, len = static_cast<size_t>(to - from) * lbb;
+  for (size_t l = 0; l < layers_.size(); ++l) {
+    Status st = backend_->Commit(layers_[l].k, off, len);
+    if (st.ok()) {
+      st = backend_->Commit(layers_[l].v, off, len);
+      if (!st.ok()) backend_->Decommit(layers_[l].k, off, len);
+    }
+    if (!st.ok()) {
+      for (size_t u = 0; u < l; ++u) {
+        backend_->Decommit(layers_[u].k, off, len);
+        backend_->Decommit(layers_[u].v, off, len);
+      }
+      return st;
+    }
+  }
+  return Status::OK();
+}
+
+void KvCache::DecommitRange(int64_t from, int64_t to) {
+  const size_t lbb = layer_block_bytes();
+  const size_t off = static_cast<size_t>(from) * lbb, len = static_cast<size_t>(to - from) * lbb;
+  for (LayerBuffers& b : layers_) {
+    backend_->Decommit(b.k, off, len);
+    backend_->Decommit(b.v, off, len);
+  }
+}
+
+Result<int64_t> KvCache::Grow(int64_t blocks) {
+  const int64_t have = alloc_.total_blocks(), max = alloc_.max_blocks();
+  if (blocks <= 0 || have >= max) return int64_t{0};
+  int64_t to = (have + blocks + chunk_blocks_ - 1) / chunk_blocks_ * chunk_blocks_;
+  to = std::min(to, max);
+  RETURN_IF_ERROR(CommitRange(have, to));
+  alloc_.Grow(static_cast<int32_t>(to - have));
+  return to - have;
+}
+
+int64_t KvCache::ShrinkTo(int64_t blocks) {
+  const int64_t have = alloc_.total_blocks();
+  int64_t to = std::max<int64_t>(blocks, alloc_.HighestReferenced() + 1);
+  to = std::min(have, (to + chunk_blocks_ - 1) / chunk_blocks_ * chunk_blocks_);
+  if (to >= have || !alloc_.ShrinkTo(static_cast<int32_t>(to))) return 0;
+  DecommitRange(to, have);
+  return have - to;
 }
 
 KvCache::~KvCache() {

@@ -31,17 +31,20 @@ Result<std::optional<DType>> ParseKvDtype(std::string_view text);
 // "f32", "bf16", "f16".
 const char* KvDtypeName(DType t);
 
-// Free list and reference counts of block ids [0, n_blocks).
+// Free list and reference counts of block ids [0, total_blocks()), out of
+// [0, max_blocks()): the cache can grow into more ids (Grow) and give the
+// top ones back (ShrinkTo).
 //
 // The free list is in LRU order: Allocate() takes the block freed longest
 // ago, Unref() to zero appends at the back. A free block keeps its contents
 // until it is allocated again, so a prefix index (src/kv) may keep pointing
 // at it: Ref() on a free block takes it off the free list again ("revives"
 // it), and the allocate hook tells the index when a block is handed out for
-// new contents.
+// new contents (or leaves with ShrinkTo).
 class BlockAllocator {
  public:
-  explicit BlockAllocator(int32_t n_blocks);
+  // `usable` < 0: all of them.
+  explicit BlockAllocator(int32_t max_blocks, int32_t usable = -1);
   // The least recently freed block with reference count 1, or nullopt when
   // none is free. Calls the allocate hook with the id first.
   std::optional<int32_t> Allocate();
@@ -51,13 +54,24 @@ class BlockAllocator {
   void Unref(int32_t id);
   int32_t refcount(int32_t id) const { return refs_[static_cast<size_t>(id)]; }
   int32_t free_blocks() const { return n_free_; }
-  int32_t total_blocks() const { return static_cast<int32_t>(refs_.size()); }
+  int32_t total_blocks() const { return usable_; }
+  int32_t max_blocks() const { return static_cast<int32_t>(refs_.size()); }
+  // Ids [total, total + n) become usable, at the front of the free list:
+  // fresh blocks are handed out before cached ones are evicted.
+  void Grow(int32_t n);
+  // Gives back ids [usable, total): each must be unreferenced; they leave the
+  // free list (the allocate hook sees each, so an index forgets them). False,
+  // and nothing changed, when one of them is referenced.
+  bool ShrinkTo(int32_t usable);
+  // The highest referenced id, -1 when none.
+  int32_t HighestReferenced() const;
   // Called with a block's id whenever Allocate() hands it out (its old
   // contents are about to be overwritten). Empty to remove.
   void set_allocate_hook(std::function<void(int32_t)> hook) { hook_ = std::move(hook); }
 
  private:
   void PushBack(int32_t id);
+  void PushFront(int32_t id);
   void Unlink(int32_t id);
 
   std::vector<int32_t> refs_;
@@ -66,6 +80,7 @@ class BlockAllocator {
   std::vector<int32_t> prev_, next_;
   std::vector<uint8_t> in_free_;
   int32_t head_ = kNone, tail_ = kNone, n_free_ = 0;
+  int32_t usable_ = 0;
   std::function<void(int32_t)> hook_;
 };
 
@@ -78,11 +93,15 @@ struct KvSequence {
 
 class KvCache {
  public:
-  // Allocates 2 * n_layers buffers of n_blocks * block_size * kv_dim
-  // elements of `dtype` (F32, BF16 or F16; InvalidArgument otherwise).
+  // Reserves 2 * n_layers buffers of max_blocks * block_size * kv_dim
+  // elements of `dtype` (F32, BF16 or F16; InvalidArgument otherwise) and
+  // commits the first n_blocks (max_blocks 0: n_blocks, a fixed cache).
+  // Memory is held only for committed blocks: Grow and ShrinkTo move the
+  // line, in chunks of blocks_per_chunk(), without moving any address.
   static Result<std::unique_ptr<KvCache>> Create(Backend* backend, int64_t n_layers,
                                                  int64_t kv_dim, int64_t block_size,
-                                                 int64_t n_blocks, DType dtype = DType::kF32);
+                                                 int64_t n_blocks, DType dtype = DType::kF32,
+                                                 int64_t max_blocks = 0);
   ~KvCache();
   KvCache(const KvCache&) = delete;
   KvCache& operator=(const KvCache&) = delete;
@@ -93,8 +112,20 @@ class KvCache {
   int64_t BlocksFor(int64_t positions) const { return (positions + block_size_ - 1) / block_size_; }
   BlockAllocator& allocator() { return alloc_; }
   const BlockAllocator& allocator() const { return alloc_; }
-  uint64_t bytes() const { return bytes_; }
+  // Committed bytes (all layers, K and V).
+  uint64_t bytes() const { return static_cast<uint64_t>(alloc_.total_blocks()) * block_bytes(); }
+  uint64_t max_bytes() const { return static_cast<uint64_t>(alloc_.max_blocks()) * block_bytes(); }
   DType dtype() const { return dtype_; }
+  // The commit unit: blocks whose per-layer bytes fill whole pages of the backend.
+  int64_t blocks_per_chunk() const { return chunk_blocks_; }
+  // Commits at least `blocks` more (rounded up to chunks, capped at
+  // max_blocks); returns the blocks added (0 at the cap), or the backend's
+  // ResourceExhausted (nothing changed).
+  Result<int64_t> Grow(int64_t blocks);
+  // Decommits the top blocks down to `blocks` (rounded up to a chunk, and
+  // never below the highest referenced block); cached contents there are
+  // forgotten. Returns the blocks given back.
+  int64_t ShrinkTo(int64_t blocks);
   // Bytes of K and V of one position over every layer.
   uint64_t bytes_per_token() const { return 2 * static_cast<uint64_t>(n_layers_ * kv_dim_) * DTypeSize(dtype_); }
 
@@ -126,9 +157,11 @@ class KvCache {
   struct LayerBuffers {
     DeviceBuffer k, v;
   };
-  KvCache(Backend* backend, int64_t n_layers, int64_t kv_dim, int64_t block_size, int32_t n_blocks, DType dtype)
+  KvCache(Backend* backend, int64_t n_layers, int64_t kv_dim, int64_t block_size, int32_t max_blocks, DType dtype)
       : backend_(backend), n_layers_(n_layers), kv_dim_(kv_dim), block_size_(block_size), dtype_(dtype),
-        alloc_(n_blocks) {}
+        alloc_(max_blocks, 0) {}
+  Status CommitRange(int64_t from_block, int64_t to_block);  // all layers; undone on failure
+  void DecommitRange(int64_t from_block, int64_t to_block);
   size_t layer_block_bytes() const { return static_cast<size_t>(block_size_ * kv_dim_) * DTypeSize(dtype_); }
   void CopyBlock(int32_t from, int32_t to);
 
@@ -137,7 +170,7 @@ class KvCache {
   DType dtype_;
   BlockAllocator alloc_;
   std::vector<LayerBuffers> layers_;
-  uint64_t bytes_ = 0;
+  int64_t chunk_blocks_ = 1;
 };
 
 }  // namespace llmhost

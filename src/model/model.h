@@ -88,8 +88,9 @@ class Model {
 
   // A cache sized for this model: n_blocks blocks of block_size positions,
   // K and V in `dtype` (F32: the reference path's; BF16 / F16 halve it).
+  // max_blocks > n_blocks: a cache that can grow to that many (KvCache::Grow).
   Result<std::unique_ptr<KvCache>> CreateKvCache(int64_t n_blocks, int64_t block_size = kDefaultKvBlockSize,
-                                                 DType dtype = DType::kF32) const;
+                                                 DType dtype = DType::kF32, int64_t max_blocks = 0) const;
   // The model's own 16-bit type for a KV cache: BF16 when its embedding table
   // (or an MLX table's scales) is bf16, F16 otherwise (f16 and f32 tables,
   // GGUF files), as llama.cpp keeps K/V.

@@ -247,8 +247,9 @@ Status Model::UploadRopeTables() {
   return Status::OK();
 }
 
-Result<std::unique_ptr<KvCache>> Model::CreateKvCache(int64_t n_blocks, int64_t block_size, DType dtype) const {
-  return KvCache::Create(backend_, spec_.n_layers, spec_.kv_dim(), block_size, n_blocks, dtype);
+Result<std::unique_ptr<KvCache>> Model::CreateKvCache(int64_t n_blocks, int64_t block_size, DType dtype,
+                                                      int64_t max_blocks) const {
+  return KvCache::Create(backend_, spec_.n_layers, spec_.kv_dim(), block_size, n_blocks, dtype, max_blocks);
 }
 
 DType Model::Native16BitType() const {

@@ -16,8 +16,8 @@ constexpr int64_t kUnknownContext = 8192;  // as Engine::Create assumes
 
 class CpuLoadedEngine final : public LoadedEngine {
  public:
-  CpuLoadedEngine(std::shared_ptr<ServedModel> m, int64_t chunk, int threads, DType kv_dtype)
-      : m_(std::move(m)), chunk_(chunk), threads_(threads), kv_dtype_(kv_dtype) {}
+  CpuLoadedEngine(std::shared_ptr<ServedModel> m, int64_t chunk, int threads, DType kv_dtype, bool kv_fixed)
+      : m_(std::move(m)), chunk_(chunk), threads_(threads), kv_dtype_(kv_dtype), kv_fixed_(kv_fixed) {}
   std::shared_ptr<ServedModel> served() const override { return m_; }
   BudgetBytes DeviceActiveBytes() const override { return {m_->backend->memory_stats().bytes_in_use, 0}; }
   int64_t ActiveRequests() const override {
@@ -25,6 +25,7 @@ class CpuLoadedEngine final : public LoadedEngine {
     return s.running + s.waiting;
   }
   void Stop() override { m_->engine->Shutdown(); }
+  void ReleaseCaches() override { m_->engine->ReleaseKvMemory(); }
   int64_t context_length() const override { return m_->engine->context_length(); }
   PrefillDims prefill_dims() const override {
     const ModelSpec& s = m_->model->spec();
@@ -40,7 +41,9 @@ class CpuLoadedEngine final : public LoadedEngine {
     // The CPU attention kernel keeps one score row per task (a thread's
     // query row over the GQA group), never chunk × heads rows.
     d.attention_scratch_rows = static_cast<int64_t>(threads_) * std::max<int64_t>(1, s.n_heads / std::max<int64_t>(1, s.n_kv_heads));
-    d.kv_preallocated = true;
+    // A fixed cache was paid for at admission; a growing one claims each
+    // prompt's blocks as they come.
+    d.kv_preallocated = kv_fixed_;
     return d;
   }
 
@@ -49,6 +52,7 @@ class CpuLoadedEngine final : public LoadedEngine {
   int64_t chunk_;
   int threads_;
   DType kv_dtype_;
+  bool kv_fixed_;
 };
 
 }  // namespace
@@ -92,14 +96,14 @@ Result<ModelShape> ReadModelShape(const DiscoveredModel& model) {
 uint64_t KvPoolBytes(const ModelShape& shape, const EngineOptions& o) {
   if (shape.n_layers <= 0 || shape.n_kv_heads <= 0 || shape.head_dim <= 0) return 0;
   const int64_t bs = std::max<int64_t>(1, o.block_size);
-  int64_t context = o.max_context > 0 ? o.max_context : shape.context;
-  if (shape.context > 0) context = std::min(context, shape.context);
   const uint64_t block_bytes =
       2 * static_cast<uint64_t>(shape.n_layers * shape.n_kv_heads * shape.head_dim * bs) * DTypeSize(o.kv_dtype);
   if (o.kv_blocks > 0) return static_cast<uint64_t>(o.kv_blocks) * block_bytes;
-  const int64_t per_seq = ((context > 0 ? context : kUnknownContext) + bs - 1) / bs;
-  const int64_t cap = static_cast<int64_t>(o.kv_cache_bytes / std::max<uint64_t>(block_bytes, 1));
-  const int64_t blocks = std::max<int64_t>(1, std::min(per_seq * o.max_concurrent_requests, cap));
+  // A growing cache holds its floor at first; the rest is claimed as it grows.
+  int64_t context = o.max_context > 0 ? o.max_context : shape.context;
+  if (shape.context > 0) context = std::min(context, shape.context);
+  const int64_t floor_tokens = std::min<int64_t>(o.kv_floor_tokens, context > 0 ? context : kUnknownContext);
+  const int64_t blocks = std::max<int64_t>(1, (floor_tokens + bs - 1) / bs);
   return static_cast<uint64_t>(blocks) * block_bytes;
 }
 
@@ -136,7 +140,8 @@ BudgetBytes CpuEngineFactory::ResidentEstimate(const DiscoveredModel& model, con
 
 Result<std::unique_ptr<LoadedEngine>> CpuEngineFactory::Load(const DiscoveredModel& entry,
                                                             const ModelSettings& settings,
-                                                            const std::atomic<bool>& abort) {
+                                                            const std::atomic<bool>& abort,
+                                                            std::shared_ptr<KvBudget> kv_budget) {
   const auto t0 = std::chrono::steady_clock::now();
   auto aborted = [&] { return abort.load() ? Status::ResourceExhausted("load aborted") : Status::OK(); };
   auto m = std::make_shared<ServedModel>();
@@ -173,6 +178,7 @@ Result<std::unique_ptr<LoadedEngine>> CpuEngineFactory::Load(const DiscoveredMod
   RETURN_IF_ERROR(aborted());
   EngineOptions eo = EngineOptionsFor(settings);
   eo.model_id = entry.id;
+  eo.kv_budget = std::move(kv_budget);
   eo.kv_dtype = options_.kv_dtype.value_or(m->model->Native16BitType());
   if (eo.block_store && options_.hasher) eo.weights_identity = options_.hasher->Identify(entry.path);
   auto engine = Engine::Create(m->model.get(), m->tokenizer.get(), eo);
@@ -192,7 +198,7 @@ Result<std::unique_ptr<LoadedEngine>> CpuEngineFactory::Load(const DiscoveredMod
                              << (m->engine->Stats().kv_cache_bytes >> 20) << " MiB) in " << static_cast<int64_t>(ms)
                              << " ms");
   return std::unique_ptr<LoadedEngine>(
-      new CpuLoadedEngine(m, eo.prefill_chunk_tokens, options_.threads->size(), eo.kv_dtype));
+      new CpuLoadedEngine(m, eo.prefill_chunk_tokens, options_.threads->size(), eo.kv_dtype, eo.kv_blocks > 0));
 }
 
 }  // namespace llmhost

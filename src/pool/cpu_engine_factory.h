@@ -4,8 +4,8 @@
 //
 // Resident estimate (the admission size; all host memory):
 //   weights × 1.05
-//   + the KV pool the engine allocates at start (engine.h: enough blocks for
-//     max_concurrent_requests full contexts, capped at kv_cache_bytes)
+//   + the KV cache's floor (engine.h: kv_floor_tokens, ~1K tokens; the cache
+//     grows beyond it on demand, each growth claimed from the pool)
 //   + one step's activation workspace (a prefill chunk beside the decodes).
 #pragma once
 
@@ -26,7 +26,8 @@ struct ModelShape {
 };
 Result<ModelShape> ReadModelShape(const DiscoveredModel& model);
 
-// The KV pool Engine::Create allocates for this shape (K and V of options.kv_dtype).
+// The KV memory Engine::Create commits for this shape at start (K and V of
+// options.kv_dtype): kv_blocks when fixed, else the floor.
 uint64_t KvPoolBytes(const ModelShape& shape, const EngineOptions& options);
 // One step's activations: a prefill chunk plus one row per running request.
 uint64_t WorkspaceBytes(const ModelShape& shape, const EngineOptions& options);
@@ -49,7 +50,8 @@ class CpuEngineFactory final : public EngineFactory {
   explicit CpuEngineFactory(CpuEngineFactoryOptions options);
   BudgetBytes ResidentEstimate(const DiscoveredModel& model, const ModelSettings& settings) override;
   Result<std::unique_ptr<LoadedEngine>> Load(const DiscoveredModel& model, const ModelSettings& settings,
-                                             const std::atomic<bool>& abort) override;
+                                             const std::atomic<bool>& abort,
+                                             std::shared_ptr<KvBudget> kv_budget) override;
 
  private:
   EngineOptions EngineOptionsFor(const ModelSettings& settings) const;

@@ -409,6 +409,7 @@ bool EnginePool::ManagerStep(Lock& lock, std::vector<Completion>* done) {
       return true;
     }
   }
+  if (MakeRoomForKv(lock)) return true;
   return AdmitHead(lock, done);
 }
 

@@ -51,6 +51,7 @@
 #include <thread>
 #include <vector>
 
+#include "engine/kv_budget.h"
 #include "pool/loaded_engine.h"
 #include "pool/memory_limits.h"
 #include "pool/memory_probe.h"
@@ -221,6 +222,7 @@ class EnginePool {
 
  private:
   friend class ModelLease;
+  friend class SlotKvBudget;
   struct Slot;
   struct Waiter;
   enum class Plan { kAdmit, kEvict, kWait, kNever };
@@ -256,6 +258,16 @@ class EnginePool {
   MemorySnapshot SampleLocked();
   bool IsQuiescent(const Slot& s) const;
   bool OtherActivity(const Slot* except) const;
+
+  // pool_kv_budget.cpp: a loaded engine's KV growth, in committed_.
+  bool ClaimKv(const std::shared_ptr<Slot>& slot, uint64_t bytes);
+  void ReturnKv(const std::shared_ptr<Slot>& slot, uint64_t bytes);
+  bool MakeRoomForKv(Lock& lock);  // the manager: evicts an idle model for a denied claim
+  // Host bytes of model `id` and the pinned models at their admission sizes
+  // (KV claims left out): what stays when nothing else runs.
+  uint64_t AloneBytes(const std::string& id) const;
+  // The KvBudget a slot's engine claims its KV growth from.
+  std::shared_ptr<KvBudget> MakeKvBudget(const std::shared_ptr<Slot>& slot);
 
   // pool_admin.cpp helpers.
   void AbortSlotLeases(Slot& s, AbortReason reason, std::vector<std::shared_ptr<ModelLease::AbortBlock>>* fire);

@@ -22,6 +22,8 @@ struct EnginePool::Slot {
   std::shared_ptr<LoadedEngine> engine;  // loaded (and while unloading, until stopped)
   BudgetBytes resident{};  // the admission size, in committed_ while loading / loaded / unloading
   BudgetBytes measured{};  // live growth seen across the load
+  uint64_t kv_claimed = 0; // host bytes its KV cache claimed beyond the estimate (in resident)
+  uint64_t kv_wanted = 0;  // a denied claim the manager should make room for
   int64_t in_use = 0;      // leases
   std::vector<std::shared_ptr<ModelLease::AbortBlock>> leases;
   bool pending_unload = false;  // unload once drained (manual unload of a busy model)

@@ -95,9 +95,12 @@ class EngineFactory {
   virtual BudgetBytes ResidentEstimate(const DiscoveredModel& model, const ModelSettings& settings) = 0;
   // Loads the model. `abort` may be set while it runs (the enforcer under
   // pressure): a factory may stop early; the pool checks it afterwards too.
+  // `kv_budget`: where the engine claims the memory its KV cache grows into
+  // beyond what the resident estimate priced (engine/kv_budget.h).
   virtual Result<std::unique_ptr<LoadedEngine>> Load(const DiscoveredModel& model,
                                                      const ModelSettings& settings,
-                                                     const std::atomic<bool>& abort) = 0;
+                                                     const std::atomic<bool>& abort,
+                                                     std::shared_ptr<KvBudget> kv_budget) = 0;
 };
 
 }  // namespace llmhost

@@ -299,7 +299,8 @@ void EnginePool::LoadSlot(Lock& lock, const std::shared_ptr<Slot>& slot) {
   if (wake) wake();
   const uint64_t footprint_before = probe_->FootprintBytes();
   const auto t0 = std::chrono::steady_clock::now();
-  Result<std::unique_ptr<LoadedEngine>> r = factory_->Load(model, settings, slot->abort_loading);
+  Result<std::unique_ptr<LoadedEngine>> r =
+      factory_->Load(model, settings, slot->abort_loading, MakeKvBudget(slot));
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   const uint64_t footprint_after = probe_->FootprintBytes();
   std::shared_ptr<LoadedEngine> engine;
@@ -311,6 +312,7 @@ void EnginePool::LoadSlot(Lock& lock, const std::shared_ptr<Slot>& slot) {
     for (size_t i = 0; i < committed_.size(); ++i) committed_[i] = Sat(committed_[i], slot->resident[i]);
     slot->resident = {};
     slot->measured = {};
+    slot->kv_claimed = slot->kv_wanted = 0;
     slot->state = SlotState::kUnloaded;
   };
   if (!r.ok()) {
@@ -391,6 +393,7 @@ void EnginePool::UnloadMarked(Lock& lock, const std::shared_ptr<Slot>& slot, con
   for (size_t i = 0; i < committed_.size(); ++i) committed_[i] = Sat(committed_[i], slot->resident[i]);
   slot->resident = {};
   slot->measured = {};
+  slot->kv_claimed = slot->kv_wanted = 0;
   slot->state = SlotState::kUnloaded;
   slot->pending_unload = false;
   slot->reload_pending = false;

@@ -66,6 +66,16 @@ std::string PrefillRejectMessage(uint64_t peak, uint64_t current, const PrefillE
          "or shorten the context.";
 }
 
+uint64_t EnginePool::AloneBytes(const std::string& id) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  uint64_t bytes = 0;
+  for (const auto& [sid, s] : slots_) {
+    if (s->state == SlotState::kUnloaded || (sid != id && !s->pinned())) continue;
+    bytes += s->resident[0] > s->kv_claimed ? s->resident[0] - s->kv_claimed : 0;
+  }
+  return bytes;
+}
+
 PoolError EnginePool::CheckPrefill(const ModelLease& lease, int64_t prompt_tokens, int64_t cached_tokens) {
   if (!options_.guard.prefill_guard || !options_.guard.guard_on()) return PoolError();
   const PrefillDims dims = lease.engine().prefill_dims();
@@ -77,12 +87,17 @@ PoolError EnginePool::CheckPrefill(const ModelLease& lease, int64_t prompt_token
     const uint64_t limit = m.host.prefill_limit;
     if (limit == 0) return PoolError();
     const PrefillReadings r{m.device_active[0], m.footprint, m.committed[0]};
-    const uint64_t peak = PrefillPeak(est, r, dims.kv_preallocated);
+    // A growing KV cache claims the prompt's blocks as it goes and waits for
+    // memory that other requests hold; only a prompt that could not fit even
+    // with nothing else running is refused: this model and the pinned ones
+    // (at their admission sizes) + the prompt's KV and scratch.
+    const uint64_t peak = dims.kv_preallocated ? PrefillPeak(est, r, true) : AloneBytes(lease.id()) + est.peak();
     if (peak <= limit) return PoolError();
-    // Make room: idle models other than the requester, size-aware.
+    // Make room: idle models other than the requester, size-aware (priced
+    // alone, idle models do not count: nothing to make room from).
     const int64_t need = static_cast<int64_t>(std::min<uint64_t>(peak - limit, INT64_MAX));
-    if (EvictIdle(false, lease.id(), need)) continue;
-    if (!reclaimed) {
+    if (dims.kv_preallocated && EvictIdle(false, lease.id(), need)) continue;
+    if (dims.kv_preallocated && !reclaimed) {
       Reclaim();
       reclaimed = true;
       continue;
@@ -90,7 +105,8 @@ PoolError EnginePool::CheckPrefill(const ModelLease& lease, int64_t prompt_token
     PoolError e;
     e.code = PoolErrorCode::kPrefillRejected;
     e.api_code = "prefill_memory_exceeded";
-    const uint64_t current = std::max({r.device_active, r.footprint, r.committed});
+    const uint64_t current = dims.kv_preallocated ? std::max({r.device_active, r.footprint, r.committed})
+                                                  : AloneBytes(lease.id());
     e.message = PrefillRejectMessage(peak, current, est, m.host);
     e.estimated_bytes = peak;
     e.limit_bytes = limit;

@@ -10,10 +10,12 @@
 //                   for a kernel that materialises them)
 //   new tokens    = prompt − cached prefix (a fully cached prompt costs 0)
 //
-//   estimate = max(device_active, footprint, committed) + KV + scratch, or with
-//   a KV pool allocated up front (counted in committed already):
-//   max(device_active, footprint + KV + scratch, committed + scratch)
-//   limit    = (admission ceiling − hot-cache reservation) × prefill safety
+//   estimate, for a KV cache that grows (claims its blocks from the pool and
+//   waits for memory other requests hold): what the prompt needs with nothing
+//   else running = the model and the pinned ones at their admission sizes +
+//   KV + scratch. With a KV pool allocated up front (counted in committed
+//   already): max(device_active, footprint + KV + scratch, committed + scratch).
+//   limit    = admission ceiling × prefill safety
 //
 // EnginePool::CheckPrefill evicts idle models (never the requester, a
 // pinned, busy or loading one) and reclaims before rejecting.

@@ -39,6 +39,8 @@ Json EngineJson(const EngineStats& s) {
               {"prefill_tokens", s.counters.prefill_tokens},
               {"generated_tokens", s.counters.generated_tokens},
               {"kv_cache_bytes", s.kv_cache_bytes},
+              {"kv_max_bytes", s.kv_max_bytes},
+              {"kv_dtype", KvDtypeName(s.kv_dtype)},
               {"kv",
                {{"blocks_total", s.kv.blocks_total},
                 {"blocks_used", s.kv.blocks_used},

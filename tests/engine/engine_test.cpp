@@ -5,6 +5,8 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
+#include <thread>
 
 #include "engine/engine_test_util.h"
 
@@ -195,15 +197,17 @@ TEST_F(EngineTest, CancelMidStreamReleasesEveryBlock) {
   EXPECT_EQ(Collect(s3).ids.size(), 4u);
 }
 
-TEST_F(EngineTest, DefaultOptionsSizeThePoolForEightFullContexts) {
+TEST_F(EngineTest, DefaultOptionsReserveEightFullContextsAndHoldAFloor) {
   auto engine = MakeEngine(EngineOptions{});
   ASSERT_TRUE(engine);
-  // llama3-tiny: 4096 positions, 2 layers, 2 KV heads of 16.
-  EXPECT_EQ(engine->context_length(), 4096);
+  // llama3-tiny: 4096 positions, 2 layers, 2 KV heads of 16; f32 blocks of 256: 128 KiB.
+  const uint64_t block = uint64_t{2} * 2 * 256 * 32 * sizeof(float);
+  EXPECT_EQ(engine->context_length(), 4096) << "the model's whole context, never cut to fit a reservation";
   EXPECT_EQ(engine->max_queue(), 32);
   const EngineStats st = engine->Stats();
-  EXPECT_EQ(st.kv.blocks_total, 8 * 4096 / 256);
-  EXPECT_EQ(st.kv_cache_bytes, uint64_t{2} * 2 * 128 * 256 * 32 * sizeof(float));
+  EXPECT_EQ(st.kv_max_bytes, 8 * 4096 / 256 * block);
+  EXPECT_EQ(st.kv.blocks_total, 1024 / 256) << "1K tokens of memory at first";
+  EXPECT_EQ(st.kv_cache_bytes, 4 * block);
   EngineOptions bad;
   bad.block_size = 0;
   EXPECT_EQ(Engine::Create(f_.model.get(), f_.tokenizer.get(), bad).status().code(),
@@ -217,6 +221,90 @@ TEST_F(EngineTest, DefaultOptionsSizeThePoolForEightFullContexts) {
   auto e20 = Engine::Create(f_.model.get(), f_.tokenizer.get(), bad);
   ASSERT_TRUE(e20.ok());
   EXPECT_EQ((*e20)->max_queue(), 80);
+}
+
+// A budget a test opens and closes; it counts what is claimed and returned.
+class TestBudget : public KvBudget {
+ public:
+  bool Claim(uint64_t bytes) override {
+    if (!open.load()) {
+      ++denied;
+      return false;
+    }
+    held += bytes;
+    return true;
+  }
+  void Return(uint64_t bytes) override { held -= bytes; }
+  std::atomic<bool> open{true};
+  std::atomic<uint64_t> held{0};
+  std::atomic<int> denied{0};
+};
+
+// The cache grows as a prompt needs it, every growth claimed from the
+// budget; while the budget refuses, the request waits (the rest of the
+// engine is not stuck) and goes on once it opens; the memory above the
+// floor goes back when asked (memory pressure) and after idle time.
+TEST_F(EngineTest, TheCacheGrowsOnClaimsAndGivesTheMemoryBack) {
+  auto budget = std::make_shared<TestBudget>();
+  EngineOptions opt;
+  opt.block_size = 16;
+  opt.kv_floor_tokens = 64;
+  opt.kv_budget = budget;
+  opt.kv_idle_release_s = 0.2;
+  auto engine = MakeEngine(opt);
+  ASSERT_TRUE(engine);
+  const uint64_t floor = engine->Stats().kv_cache_bytes;
+  EXPECT_EQ(engine->Stats().kv.blocks_total, 4);
+  const std::vector<int32_t> prompt = PromptIds(vocab(), 600, 31);  // 38 blocks
+  const std::vector<int32_t> want = ReferenceGreedy(*f_.model, prompt, 6);
+  budget->open = false;
+  std::shared_ptr<EventStream> s;
+  ASSERT_TRUE(engine->Submit(Greedy(prompt, 6, &s)).ok());
+  for (int i = 0; i < 200 && budget->denied.load() < 3; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  EXPECT_GE(budget->denied.load(), 3) << "the claim is tried again while the request waits";
+  EXPECT_EQ(engine->Stats().waiting, 1);
+  budget->open = true;
+  Outcome o = Collect(s);
+  EXPECT_EQ(o.ids, want);
+  const EngineStats grown = engine->WaitIdle();
+  EXPECT_GE(grown.kv.blocks_total, 38);
+  EXPECT_EQ(budget->held.load() + floor, grown.kv_cache_bytes) << "every block above the floor was claimed";
+  // Idle: the memory above the floor goes back by itself.
+  for (int i = 0; i < 200 && engine->Stats().kv_cache_bytes > floor; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_EQ(engine->Stats().kv_cache_bytes, floor);
+  EXPECT_EQ(budget->held.load(), 0u);
+  // And at once when asked.
+  ASSERT_TRUE(engine->Submit(Greedy(prompt, 2, &s)).ok());
+  Collect(s);
+  engine->WaitIdle();
+  EXPECT_GT(budget->held.load(), 0u);
+  engine->ReleaseKvMemory();
+  for (int i = 0; i < 100 && budget->held.load() > 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  EXPECT_EQ(budget->held.load(), 0u);
+}
+
+// A request that could never get its memory ends with an error after the
+// wait, instead of waiting forever.
+TEST_F(EngineTest, ARequestWaitsBoundedForItsMemory) {
+  auto budget = std::make_shared<TestBudget>();
+  budget->open = false;
+  EngineOptions opt;
+  opt.block_size = 16;
+  opt.kv_floor_tokens = 32;
+  opt.kv_budget = budget;
+  opt.kv_wait_seconds = 0.3;
+  auto engine = MakeEngine(opt);
+  ASSERT_TRUE(engine);
+  std::shared_ptr<EventStream> s;
+  ASSERT_TRUE(engine->Submit(Greedy(PromptIds(vocab(), 300, 32), 4, &s)).ok());
+  Outcome o = Collect(s);
+  EXPECT_EQ(o.final_event.finish, FinishReason::kError);
+  EXPECT_NE(o.final_event.error.message().find("memory"), std::string::npos) << o.final_event.error.message();
+  // A short one fits in the floor and is served.
+  ASSERT_TRUE(engine->Submit(Greedy(PromptIds(vocab(), 10, 33), 4, &s)).ok());
+  EXPECT_EQ(Collect(s).ids.size(), 4u);
 }
 
 TEST_F(EngineTest, ContextLimits) {

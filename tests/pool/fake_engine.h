@@ -29,6 +29,7 @@ struct FakeEngineState {
   std::atomic<int64_t> active{0};
   std::atomic<bool> stopped{false};
   std::atomic<int> caches_released{0};
+  std::shared_ptr<KvBudget> kv_budget;  // what the pool handed the engine
 };
 
 class FakeEngine final : public LoadedEngine {
@@ -92,7 +93,7 @@ class FakeFactory final : public EngineFactory {
   }
 
   Result<std::unique_ptr<LoadedEngine>> Load(const DiscoveredModel& m, const ModelSettings&,
-                                             const std::atomic<bool>&) override {
+                                             const std::atomic<bool>&, std::shared_ptr<KvBudget> budget) override {
     FakeModelSpec spec;
     {
       std::lock_guard<std::mutex> lock(shared_->mu);
@@ -103,6 +104,7 @@ class FakeFactory final : public EngineFactory {
     if (spec.fail) return Status::Corruption("model.safetensors: bad header (fake)");
     auto state = std::make_shared<FakeEngineState>();
     state->device_active = spec.device_active;
+    state->kv_budget = std::move(budget);
     {
       std::lock_guard<std::mutex> lock(shared_->mu);
       shared_->engines[m.id].push_back(state);

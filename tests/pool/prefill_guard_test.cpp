@@ -89,10 +89,13 @@ TEST(PrefillEstimator, PeakWithAndWithoutAPreallocatedKvPool) {
 
 // ---- the pool's guard ---------------------------------------------------------------
 
-FakeModelSpec WithDims(uint64_t resident) {
+// A model whose KV cache grows (claims its blocks: priced alone), or one
+// whose KV pool was allocated up front (priced against what memory holds now).
+FakeModelSpec WithDims(uint64_t resident, bool kv_preallocated = false) {
   FakeModelSpec s;
   s.resident = resident;
   s.dims = Llama8B();
+  s.dims.kv_preallocated = kv_preallocated;
   return s;
 }
 
@@ -121,31 +124,57 @@ TEST(PoolPrefillGuard, PassesANormalRequestAndRejectsAnOversizedOne) {
   EXPECT_TRUE(f.pool->CheckPrefill(*r.lease, TokensFor(7), TokensFor(6.5)).ok());
 }
 
-TEST(PoolPrefillGuard, EvictsIdleModelsBeforeRejecting) {
+// A growing KV cache is priced as if nothing else ran: busy and idle models
+// do not count (the prompt waits for their memory: its KV claims make room),
+// pinned ones and the model itself do.
+TEST(PoolPrefillGuard, AGrowingCacheIsPricedWithNothingElseRunning) {
   PoolFixture f;
   f.factory->Set("a", WithDims(2 * kGB));
-  f.factory->Set("idle", WithDims(4 * kGB));
+  f.factory->Set("idle", WithDims(3 * kGB));
+  f.factory->Set("busy", WithDims(2 * kGB));
+  f.factory->Set("pinned", WithDims(kGB));
+  f.Start({"a", "busy", "idle", "pinned"});
+  ASSERT_TRUE(f.pool->SetPinned("pinned", true).ok());
+  ASSERT_TRUE(f.Touch("pinned").ok());
+  ASSERT_TRUE(f.Touch("idle").ok());
+  AcquireResult busy = f.pool->Acquire("busy");
+  AcquireResult r = f.pool->Acquire("a");
+  ASSERT_TRUE(r.ok() && busy.ok());
+  // 2 + 1 (pinned) + 3 GiB of KV + 1.7 GiB of scratch < 9: passes although 8 GiB are held now.
+  EXPECT_TRUE(f.pool->CheckPrefill(*r.lease, TokensFor(3), 0).ok());
+  EXPECT_EQ(f.LoadedIds(), (std::vector<std::string>{"a", "busy", "idle", "pinned"})) << "nothing evicted for it";
+  // 2 + 1 + 6.5 GiB of KV cannot fit even alone: refused, nothing evicted either.
+  PoolError e = f.pool->CheckPrefill(*r.lease, TokensFor(6.5), 0);
+  EXPECT_EQ(e.code, PoolErrorCode::kPrefillRejected);
+  EXPECT_EQ(f.LoadedIds(), (std::vector<std::string>{"a", "busy", "idle", "pinned"}));
+  EXPECT_EQ(e.estimated_bytes, 3 * kGB + EstimatePrefill(Llama8B(), TokensFor(6.5), 0).peak());
+}
+
+TEST(PoolPrefillGuard, APreallocatedPoolEvictsIdleModelsBeforeRejecting) {
+  PoolFixture f;
+  f.factory->Set("a", WithDims(2 * kGB, true));
+  f.factory->Set("idle", WithDims(6 * kGB, true));
   f.Start({"a", "idle"});
   ASSERT_TRUE(f.Touch("idle").ok());
   AcquireResult r = f.pool->Acquire("a");
   ASSERT_TRUE(r.ok());
-  // 6 GiB committed + 4 GiB KV > 9 GiB; without the idle model: 6 GiB.
-  EXPECT_TRUE(f.pool->CheckPrefill(*r.lease, TokensFor(4), 0).ok());
+  // 8 GiB committed + 1.7 GiB of scratch > 9 GiB; without the idle model: 3.7 GiB.
+  EXPECT_TRUE(f.pool->CheckPrefill(*r.lease, TokensFor(3), 0).ok());
   EXPECT_EQ(f.LoadedIds(), std::vector<std::string>{"a"});
 }
 
-TEST(PoolPrefillGuard, NeverEvictsTheRequesterPinnedOrBusyModelsAndReclaimsFirst) {
+TEST(PoolPrefillGuard, APreallocatedPoolNeverEvictsTheRequesterPinnedOrBusyModelsAndReclaimsFirst) {
   PoolFixture f;
-  f.factory->Set("a", WithDims(2 * kGB));
-  f.factory->Set("pinned", WithDims(2 * kGB));
-  f.factory->Set("busy", WithDims(2 * kGB));
+  f.factory->Set("a", WithDims(2 * kGB, true));
+  f.factory->Set("pinned", WithDims(3 * kGB, true));
+  f.factory->Set("busy", WithDims(3 * kGB, true));
   f.Start({"a", "busy", "pinned"});
   ASSERT_TRUE(f.pool->SetPinned("pinned", true).ok());
   ASSERT_TRUE(f.Touch("pinned").ok());
   AcquireResult busy = f.pool->Acquire("busy");
   AcquireResult r = f.pool->Acquire("a");
   ASSERT_TRUE(r.ok() && busy.ok());
-  PoolError e = f.pool->CheckPrefill(*r.lease, TokensFor(4), 0);  // 6 + 4 > 9
+  PoolError e = f.pool->CheckPrefill(*r.lease, TokensFor(3), 0);  // 8 committed + 1.7 of scratch > 9
   EXPECT_EQ(e.code, PoolErrorCode::kPrefillRejected);
   EXPECT_EQ(f.LoadedIds(), (std::vector<std::string>{"a", "busy", "pinned"}));
   EXPECT_GE(f.factory->Last("pinned")->caches_released.load(), 1);  // one reclaim round first

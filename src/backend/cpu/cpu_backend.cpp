@@ -1,6 +1,10 @@
 #include "backend/cpu/cpu_backend.h"
 
+#include <sys/mman.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <cstdlib>
 #include <cstring>
 
@@ -69,7 +73,7 @@ Result<DeviceBuffer> CpuBackend::Allocate(size_t bytes, const std::string& tag) 
   b.data = p;
   b.bytes = bytes;
   b.id = next_id_++;
-  live_[b.id] = rounded;
+  live_[b.id] = Live{rounded, 0};
   stats_.bytes_in_use += rounded;
   stats_.buffer_count = live_.size();
   stats_.peak_bytes = std::max(stats_.peak_bytes, stats_.bytes_in_use);
@@ -78,16 +82,78 @@ Result<DeviceBuffer> CpuBackend::Allocate(size_t bytes, const std::string& tag) 
 
 void CpuBackend::Free(DeviceBuffer& buf) {
   if (!buf.valid()) return;
+  size_t reserved = 0;
   {
     std::lock_guard<std::mutex> lock(mu_);
     auto it = live_.find(buf.id);
     if (it == live_.end()) return;  // not ours, or freed twice: ignore
-    stats_.bytes_in_use -= it->second;
+    stats_.bytes_in_use -= it->second.bytes;
+    reserved = it->second.reserved;
     live_.erase(it);
     stats_.buffer_count = live_.size();
   }
-  std::free(buf.data);
+  if (reserved > 0) {
+    ::munmap(buf.data, reserved);
+  } else {
+    std::free(buf.data);
+  }
   buf = DeviceBuffer{};
+}
+
+size_t CpuBackend::commit_granularity() const {
+  static const size_t page = static_cast<size_t>(::sysconf(_SC_PAGESIZE));
+  return page;
+}
+
+Result<DeviceBuffer> CpuBackend::Reserve(size_t max_bytes, const std::string& tag) {
+  const size_t g = commit_granularity();
+  const size_t rounded = (std::max<size_t>(max_bytes, 1) + g - 1) / g * g;
+  void* p = ::mmap(nullptr, rounded, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (p == MAP_FAILED) {
+    return Status::ResourceExhausted("cpu backend: cannot reserve " + std::to_string(max_bytes) +
+                                     " bytes of address space for " + tag + ": " + std::strerror(errno));
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  DeviceBuffer b;
+  b.data = p;
+  b.bytes = max_bytes;
+  b.id = next_id_++;
+  live_[b.id] = Live{0, rounded};
+  stats_.buffer_count = live_.size();
+  return b;
+}
+
+Status CpuBackend::Commit(const DeviceBuffer& buf, size_t offset, size_t bytes) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = live_.find(buf.id);
+  if (it == live_.end() || it->second.reserved == 0 || offset + bytes > it->second.reserved) {
+    return Status::InvalidArgument("cpu backend: Commit outside a reserved buffer");
+  }
+  if (limit_ != 0 && stats_.bytes_in_use + bytes > limit_) {
+    return Status::ResourceExhausted("cpu backend: committing " + std::to_string(bytes) + " bytes exceeds the limit of " +
+                                     std::to_string(limit_) + " bytes (" + std::to_string(stats_.bytes_in_use) +
+                                     " in use)");
+  }
+  // The pages appear when first written; only the accounting changes here.
+  it->second.bytes += bytes;
+  stats_.bytes_in_use += bytes;
+  stats_.peak_bytes = std::max(stats_.peak_bytes, stats_.bytes_in_use);
+  return Status::OK();
+}
+
+void CpuBackend::Decommit(const DeviceBuffer& buf, size_t offset, size_t bytes) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = live_.find(buf.id);
+    if (it == live_.end() || it->second.reserved == 0 || offset + bytes > it->second.reserved) return;
+    const size_t n = std::min(bytes, it->second.bytes);
+    it->second.bytes -= n;
+    stats_.bytes_in_use -= n;
+  }
+  // Whole pages inside the range go back to the system (reads see zeros).
+  const size_t g = commit_granularity();
+  const size_t a = (offset + g - 1) / g * g, b = (offset + bytes) / g * g;
+  if (b > a) ::madvise(static_cast<char*>(buf.data) + a, b - a, MADV_DONTNEED);
 }
 
 MemoryStats CpuBackend::memory_stats() const {

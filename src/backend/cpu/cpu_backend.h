@@ -35,6 +35,12 @@ class CpuBackend final : public Backend {
 
   Result<DeviceBuffer> Allocate(size_t bytes, const std::string& tag) override;
   void Free(DeviceBuffer& buf) override;
+  // Reserve: an anonymous mapping with MAP_NORESERVE (pages materialise when
+  // first written); Decommit: madvise(MADV_DONTNEED) returns the pages.
+  Result<DeviceBuffer> Reserve(size_t max_bytes, const std::string& tag) override;
+  Status Commit(const DeviceBuffer& buf, size_t offset, size_t bytes) override;
+  void Decommit(const DeviceBuffer& buf, size_t offset, size_t bytes) override;
+  size_t commit_granularity() const override;
   MemoryStats memory_stats() const override;
   void CopyToDevice(const DeviceBuffer& dst, size_t dst_offset, const void* src,
                     size_t bytes) override;
@@ -83,7 +89,11 @@ class CpuBackend final : public Backend {
   uint64_t limit_;
   mutable std::mutex mu_;
   uint64_t next_id_ = 1;
-  std::unordered_map<uint64_t, size_t> live_;  // buffer id -> bytes
+  struct Live {
+    size_t bytes = 0;      // counted in stats_ (committed bytes for a reservation)
+    size_t reserved = 0;   // > 0: a Reserve mapping of this size (munmap on Free)
+  };
+  std::unordered_map<uint64_t, Live> live_;  // by buffer id
   MemoryStats stats_;
 };
 
