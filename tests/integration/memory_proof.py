@@ -1,11 +1,14 @@
 #!/usr/bin/env python3
-"""The engine pool under real memory (issue 5's proof).
+"""The engine pool under real memory (issue 5's proof, and issue 12's scenario).
 
-1. synth-model writes three ~300 MB models (llama shape, bf16, different seeds).
+1. synth-model writes three models (llama shape, bf16, different seeds):
+   ~300 MB each, or with --shape issue12 the 188 MB shape of issue 12
+   (hidden 1024, 6 layers, 8 KV heads, FFN 2816, vocab 8192, context 4096).
 2. An idle `llmhost serve` gives the baseline RSS; the pool's admission size
    of one model is read from /v1/models/status.
 3. The server restarts with the custom ceiling
        C = (baseline + 2.4 x one model) / 0.85
+   or, with --ceiling-weights N, C = (baseline + N x one model's weights) / 0.85
    (two models sit under the soft target 0.85 C, three do not fit under C).
 4. One client requests A, B, C, A, C, B (evictions must be exactly A, B, A:
    least recently used), then several clients loop over that sequence at once.
@@ -25,6 +28,7 @@ import argparse
 import json
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -39,6 +43,14 @@ MODELS = ["model-a", "model-b", "model-c"]
 SHAPE = {"hidden_size": 1024, "intermediate_size": 2816, "num_hidden_layers": 10,
          "num_attention_heads": 16, "num_key_value_heads": 4, "vocab_size": 32000,
          "max_position_embeddings": 512, "tie_word_embeddings": True}
+SHAPES = {
+    "proof": SHAPE,
+    # Issue 12's three 188 MB models: priced at 1,757 MiB each by the old fixed
+    # KV pool (f32, 8 full contexts), so that every request got 507.
+    "issue12": {"hidden_size": 1024, "intermediate_size": 2816, "num_hidden_layers": 6,
+                "num_attention_heads": 8, "num_key_value_heads": 8, "vocab_size": 8192,
+                "max_position_embeddings": 4096, "tie_word_embeddings": False},
+}
 SEQUENCE = ["model-a", "model-b", "model-c", "model-a", "model-c", "model-b"]
 
 
@@ -65,7 +77,9 @@ class Server:
         self.log = open(self.log_path, "w")
         cmd = [binary, "serve", "--home", home, "--model-dir", models_dir, "--port", "0",
                "--max-concurrent-requests", "2"] + extra
-        self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=self.log, text=True)
+        # The checks read the pool's admission log lines (info).
+        self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=self.log, text=True,
+                                     env=dict(os.environ, LLMHOST_LOG_LEVEL="info"))
         line = self.proc.stdout.readline()
         m = re.search(r"listening on (http://\S+)", line)
         if not m:
@@ -83,15 +97,19 @@ class Server:
         return open(self.log_path).read()
 
 
-def synth(binary, work):
+def synth(binary, work, shape):
     models_dir = os.path.join(work, "models")
     for i, name in enumerate(MODELS):
         out = os.path.join(models_dir, name)
         if os.path.exists(os.path.join(out, "config.json")):
-            continue
+            with open(os.path.join(out, "config.json")) as f:
+                have = json.load(f)
+            if all(have.get(k) == v for k, v in shape.items()):
+                continue
+            shutil.rmtree(out)
         t0 = time.time()
         subprocess.run([binary, "synth-model", "--arch", "llama", "--dtype", "bf16", "--seed", str(i + 1),
-                        "--config", json.dumps(SHAPE), "--out", out], check=True)
+                        "--config", json.dumps(shape), "--out", out], check=True)
         print(f"memory_proof: wrote {name} in {time.time() - t0:.1f} s", file=sys.stderr)
     return models_dir
 
@@ -110,6 +128,9 @@ def main():
     ap.add_argument("--work", default="/tmp/llmhost-memory-proof")
     ap.add_argument("--clients", type=int, default=3)
     ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--shape", choices=sorted(SHAPES), default="proof")
+    ap.add_argument("--ceiling-weights", type=float, default=0,
+                    help="the ceiling from N x one model's weights instead of 2.4 x its admission size")
     ap.add_argument("--if-enabled", action="store_true",
                     help="skip (77) unless LLMHOST_MEMORY_PROOF=1 (the ctest entry: ~1 GB of models, minutes)")
     args = ap.parse_args()
@@ -120,7 +141,8 @@ def main():
         print("memory_proof: needs Linux /proc: skipped")
         return 77
     os.makedirs(args.work, exist_ok=True)
-    models_dir = synth(args.binary, args.work)
+    models_dir = synth(args.binary, args.work, SHAPES[args.shape])
+    weights = os.path.getsize(os.path.join(models_dir, MODELS[0], "model.safetensors"))
 
     # Baseline: the idle server's RSS, and the pool's size of one model.
     home = os.path.join(args.work, "home-baseline")
@@ -135,10 +157,13 @@ def main():
     srv.stop()
     if status != 200:
         fail("baseline request failed")
-    ceiling = (baseline + 2.4 * one) / 0.85
+    if args.ceiling_weights > 0:
+        ceiling = (baseline + args.ceiling_weights * weights) / 0.85
+    else:
+        ceiling = (baseline + 2.4 * one) / 0.85
     print(f"memory_proof: baseline RSS {baseline / 2**20:.1f} MiB, one model {one / 2**20:.1f} MiB "
-          f"(admission size; RSS growth serving it {grown / 2**20:.1f} MiB), ceiling C {ceiling / 2**20:.1f} MiB",
-          file=sys.stderr)
+          f"(admission size; weights {weights / 2**20:.1f} MiB; RSS growth serving it {grown / 2**20:.1f} MiB), "
+          f"ceiling C {ceiling / 2**20:.1f} MiB", file=sys.stderr)
 
     home = os.path.join(args.work, "home-proof")
     os.makedirs(home, exist_ok=True)
@@ -237,8 +262,10 @@ def main():
     load_ms = [int(x) for x in re.findall(r"pool: loaded \S+ in (\d+) ms", log)]
     seq = [r for r in results if r[0] == "sequential"]
     swap_s = [seq[i][3] for i in (0, 1, 2, 3, 5)]  # every sequential request but the 5th loads a model
-    weights_gb = 290e6 / 2**30
+    weights_gb = weights / 2**30
     summary = {
+        "shape": args.shape,
+        "weights_mib": round(weights / 2**20, 1),
         "baseline_rss_mib": round(baseline / 2**20, 1),
         "model_admission_mib": round(one / 2**20, 1),
         "model_rss_growth_mib": round(grown / 2**20, 1),
