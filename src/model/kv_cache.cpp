@@ -4,6 +4,8 @@
 #include <numeric>
 #include <string>
 
+#include "util/log.h"
+
 namespace llmhost {
 
 Result<std::optional<DType>> ParseKvDtype(std::string_view text) {
@@ -125,27 +127,44 @@ Result<std::unique_ptr<KvCache>> KvCache::Create(Backend* backend, int64_t n_lay
     return Status::InvalidArgument(std::string("kv cache: element type ") + DTypeName(dtype) +
                                    " is not supported (F32, BF16 or F16)");
   }
-  std::unique_ptr<KvCache> c(
-      new KvCache(backend, n_layers, kv_dim, block_size, static_cast<int32_t>(max_blocks), dtype));
-  // A chunk: the fewest blocks whose per-layer bytes are whole commit units.
-  const size_t lbb = c->layer_block_bytes(), g = std::max<size_t>(backend->commit_granularity(), 1);
-  c->chunk_blocks_ = static_cast<int64_t>(g / std::gcd(lbb, g));
-  const size_t bytes = static_cast<size_t>(max_blocks) * lbb;
-  for (int64_t l = 0; l < n_layers; ++l) {
-    LayerBuffers b;
-    ASSIGN_OR_RETURN(b.k, backend->Reserve(bytes, "kv cache K, layer " + std::to_string(l)));
-    auto v = backend->Reserve(bytes, "kv cache V, layer " + std::to_string(l));
-    if (!v.ok()) {
-      backend->Free(b.k);
-      return v.status();
+  // Address space for max_blocks; where the system refuses that much (strict
+  // overcommit accounting ignores MAP_NORESERVE), half as much, down to the
+  // blocks asked for.
+  for (;;) {
+    std::unique_ptr<KvCache> c(
+        new KvCache(backend, n_layers, kv_dim, block_size, static_cast<int32_t>(max_blocks), dtype));
+    // A chunk: the fewest blocks whose per-layer bytes are whole commit units.
+    const size_t lbb = c->layer_block_bytes(), g = std::max<size_t>(backend->commit_granularity(), 1);
+    c->chunk_blocks_ = static_cast<int64_t>(g / std::gcd(lbb, g));
+    const size_t bytes = static_cast<size_t>(max_blocks) * lbb;
+    Status st = Status::OK();
+    for (int64_t l = 0; l < n_layers && st.ok(); ++l) {
+      LayerBuffers b;
+      auto k = backend->Reserve(bytes, "kv cache K, layer " + std::to_string(l));
+      if (!k.ok()) {
+        st = k.status();
+        break;
+      }
+      b.k = *k;
+      auto v = backend->Reserve(bytes, "kv cache V, layer " + std::to_string(l));
+      if (!v.ok()) {
+        backend->Free(b.k);
+        st = v.status();
+        break;
+      }
+      b.v = *v;
+      c->layers_.push_back(b);
     }
-    b.v = *v;
-    c->layers_.push_back(b);
+    if (!st.ok()) {
+      if (max_blocks <= n_blocks) return st;
+      LOG_WARN("kv cache: " << st.message() << "; reserving half as much");
+      max_blocks = std::max(n_blocks, max_blocks / 2);
+      continue;  // `c` frees what it reserved
+    }
+    ASSIGN_OR_RETURN(int64_t grown, c->Grow(n_blocks));
+    (void)grown;
+    return c;
   }
-  // The first blocks, rounded up to a chunk within the reservation.
-  ASSIGN_OR_RETURN(int64_t grown, c->Grow(n_blocks));
-  (void)grown;
-  return c;
 }
 
 Status KvCache::CommitRange(int64_t from, int64_t to) {

@@ -86,5 +86,49 @@ TEST(KvCacheTest, CreationFailsCleanlyOverTheDeviceLimit) {
   EXPECT_EQ(KvCache::Create(&backend, 0, 4, 4, 1).status().code(), StatusCode::kInvalidArgument);
 }
 
+// A cache that grows: address space for max_blocks, memory for the blocks
+// committed; fresh blocks are handed out before cached (freed) ones; the top
+// blocks go back down to the highest one in use, and an index hears of each.
+TEST(KvCacheTest, GrowsIntoItsReservationAndShrinksBack) {
+  CpuBackend backend(nullptr);
+  auto c = KvCache::Create(&backend, 2, 64, 16, 4, DType::kF32, 64);  // 4 KiB per layer block: chunks of 1
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  KvCache& kv = **c;
+  const uint64_t block = kv.block_bytes();
+  EXPECT_EQ(kv.allocator().total_blocks(), 4);
+  EXPECT_EQ(kv.allocator().max_blocks(), 64);
+  EXPECT_EQ(kv.bytes(), 4 * block);
+  EXPECT_EQ(kv.max_bytes(), 64 * block);
+  EXPECT_EQ(backend.memory_stats().bytes_in_use, 4 * block) << "only committed blocks count";
+  // Use and free block 0: it is cached now; after growing, fresh ids come first.
+  KvSequence a;
+  ASSERT_TRUE(kv.Reserve(&a, 16).ok());
+  EXPECT_EQ(a.block_table, std::vector<int32_t>{0});
+  kv.Release(&a);
+  ASSERT_EQ(*kv.Grow(10), 10);
+  EXPECT_EQ(kv.allocator().total_blocks(), 14);
+  EXPECT_EQ(backend.memory_stats().bytes_in_use, 14 * block);
+  KvSequence b;
+  ASSERT_TRUE(kv.Reserve(&b, 16 * 11).ok());  // 11 blocks
+  EXPECT_EQ(b.block_table, (std::vector<int32_t>{4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 1}))
+      << "the fresh blocks first, then the free ones; the cached block 0 last";
+  EXPECT_EQ(kv.allocator().HighestReferenced(), 13);
+  // Shrinking stops above the highest block in use.
+  std::vector<int32_t> retired;
+  kv.allocator().set_allocate_hook([&](int32_t id) { retired.push_back(id); });
+  EXPECT_EQ(kv.ShrinkTo(4), 0) << "block 13 is in use";
+  EXPECT_EQ(kv.allocator().total_blocks(), 14);
+  kv.Release(&b);
+  EXPECT_EQ(kv.ShrinkTo(4), 10);
+  EXPECT_EQ(kv.allocator().total_blocks(), 4);
+  EXPECT_EQ(kv.allocator().free_blocks(), 4);
+  EXPECT_EQ(retired.size(), static_cast<size_t>(10)) << "every block given back was announced";
+  EXPECT_EQ(backend.memory_stats().bytes_in_use, 4 * block);
+  // Capped at the reservation.
+  ASSERT_EQ(*kv.Grow(1000), 60);
+  EXPECT_EQ(*kv.Grow(1), 0);
+  kv.allocator().set_allocate_hook(nullptr);
+}
+
 }  // namespace
 }  // namespace llmhost
