@@ -89,10 +89,20 @@ Engine::Engine(std::unique_ptr<Scheduler> scheduler, int max_queue)
   stats_.kv_max_bytes = sched_->cache().max_bytes();
   stats_.kv_dtype = sched_->cache().dtype();
   stats_.kv = sched_->kv_stats();
+  sched_->set_on_restore_done([this] {
+    {
+      std::lock_guard<std::mutex> lk(mu_);
+      restore_done_ = true;
+    }
+    wake_.notify_one();
+  });
   thread_ = std::thread([this] { Run(); });
 }
 
-Engine::~Engine() { Shutdown(); }
+Engine::~Engine() {
+  Shutdown();
+  sched_.reset();  // joins restore threads, whose hook uses mu_ and wake_
+}
 
 void Engine::Shutdown() {
   {
@@ -171,9 +181,11 @@ void Engine::Run() {
   std::unique_lock<std::mutex> lk(mu_);
   for (;;) {
     // A stalled scheduler (waiting for KV memory) counts as having no work:
-    // the loop looks again every 50 ms instead of spinning.
+    // the loop looks again every 50 ms instead of spinning. So does one
+    // waiting only for restores: their threads wake it when done.
     auto has_work = [this] {
-      return stop_ || release_kv_ || !inbox_.empty() || !cancels_.empty() || (sched_->HasWork() && !sched_->stalled());
+      return stop_ || release_kv_ || restore_done_ || !inbox_.empty() || !cancels_.empty() ||
+             (sched_->HasWork() && !sched_->stalled() && !sched_->waiting_on_restores());
     };
     const bool above_floor = sched_->kv_above_floor() && !sched_->HasWork();
     std::chrono::milliseconds poll{0};
@@ -207,6 +219,7 @@ void Engine::Run() {
     }
     std::vector<std::pair<uint64_t, GenerationRequest>> inbox;
     inbox.swap(inbox_);
+    restore_done_ = false;
     std::vector<uint64_t> cancels;
     cancels.swap(cancels_);
     sched_waiting_ += static_cast<int64_t>(inbox.size());  // still queued, for Submit's cap

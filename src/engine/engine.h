@@ -148,6 +148,7 @@ class Engine {
   uint64_t next_id_ = 1;
   bool stop_ = false;
   bool release_kv_ = false;    // ReleaseKvMemory was called
+  bool restore_done_ = false;  // a restore thread finished: admit its request
   double idle_release_s_ = 30;
   int64_t sched_waiting_ = 0;  // the scheduler's queue as of the last step
   bool busy_ = false;          // the executor is inside a step

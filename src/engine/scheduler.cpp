@@ -177,18 +177,45 @@ int64_t Scheduler::ReservedForPrefill() const {
   return blocks;
 }
 
+bool Scheduler::waiting_on_restores() const {
+  if (!running_.empty() || waiting_.empty()) return false;
+  for (const auto& w : waiting_) {
+    if (!w->cs().restoring() || prefix_->RestoreDone(w->cs())) return false;
+  }
+  return true;
+}
+
 void Scheduler::Admit() {
-  while (!waiting_.empty() && static_cast<int>(running_.size()) < options_.max_running) {
-    Sequence* s = waiting_.front().get();
+  admit_blocked_.reset();
+  prefix_->ReapRestores();
+  size_t i = 0;
+  while (i < waiting_.size() && static_cast<int>(running_.size()) < options_.max_running) {
+    Sequence* s = waiting_[i].get();
     CachedSequence& cs = s->cs();
-    if (options_.prefix_caching) prefix_->Acquire(&cs);
+    if (options_.prefix_caching) {
+      // A restore in flight holds only its own request back.
+      if (cs.restoring() && !prefix_->RestoreDone(cs)) {
+        ++i;
+        continue;
+      }
+      if (cs.restoring()) {
+        prefix_->FinishRestore(&cs);  // may start the next part of the run
+      } else {
+        prefix_->Acquire(&cs, RestoreMode::kBackground);
+      }
+      if (cs.restoring()) {
+        ++i;
+        continue;
+      }
+    }
     // The whole rest of the prompt and the first output position must fit
     // beside what the running requests still need: a request, once admitted,
     // is not starved halfway through its prompt by a newer one.
     const int64_t target = std::min<int64_t>(static_cast<int64_t>(cs.tokens.size()) + 1, context_);
     const int64_t need = cache_->BlocksNeeded(cs.kv, target);
     if (!EnsureFree(need + ReservedForPrefill())) {
-      ReleaseBlocks(s);
+      ReleaseBlocks(s);  // restored blocks stay indexed: the next try finds them
+      admit_blocked_ = s->id();
       break;
     }
     if (!s->admitted_once()) {
@@ -198,8 +225,8 @@ void Scheduler::Admit() {
     }
     s->SetAdmitted(cs.kv.length);
     ++counters_.admitted;
-    std::unique_ptr<Sequence> owned = std::move(waiting_.front());
-    waiting_.pop_front();
+    std::unique_ptr<Sequence> owned = std::move(waiting_[i]);
+    waiting_.erase(waiting_.begin() + static_cast<ptrdiff_t>(i));
     const uint64_t id = owned->id();
     auto at = std::find_if(running_.begin(), running_.end(),
                            [id](const std::unique_ptr<Sequence>& r) { return r->id() > id; });
@@ -245,7 +272,7 @@ void Scheduler::Preempt(size_t i) {
 
 void Scheduler::Step() {
   Admit();
-  stalled_ = running_.empty() && !waiting_.empty();  // waiting for KV memory only
+  stalled_ = running_.empty() && admit_blocked_.has_value();  // waiting for KV memory only
   if (running_.empty()) {
     if (!stalled_) {
       stalled_since_.reset();
@@ -254,8 +281,10 @@ void Scheduler::Step() {
     const auto now = std::chrono::steady_clock::now();
     if (!stalled_since_) stalled_since_ = now;
     if (now - *stalled_since_ >= std::chrono::duration<double>(options_.kv_wait_seconds)) {
-      std::unique_ptr<Sequence> s = std::move(waiting_.front());
-      waiting_.pop_front();
+      auto it = std::find_if(waiting_.begin(), waiting_.end(),
+                             [&](const std::unique_ptr<Sequence>& w) { return w->id() == *admit_blocked_; });
+      std::unique_ptr<Sequence> s = std::move(*it);
+      waiting_.erase(it);
       ReleaseBlocks(s.get());
       ++counters_.failed;
       s->Finish(FinishReason::kError, Status::ResourceExhausted(

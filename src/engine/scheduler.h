@@ -7,7 +7,10 @@
 //      max_running run and the KV pool can hold the whole prompt (minus the
 //      blocks found in the prefix cache, which are taken by reference) on
 //      top of what admitted prompts still need; the first request that does
-//      not fit waits, and so does everything behind it;
+//      not fit waits, and so does everything behind it. A request whose
+//      prefix the block store holds first waits for its restore, which runs
+//      on a restore thread while the requests behind it are admitted and
+//      the running ones keep stepping;
 //   2. plans ONE Model::Forward: every running request that is decoding
 //      (one token) plus prompt chunks of prefilling requests, oldest first,
 //      up to prefill_chunk_tokens in all (a long prompt never stalls the
@@ -28,6 +31,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <span>
@@ -120,6 +124,12 @@ class Scheduler {
   // The last Step could not go on for want of KV memory (a claim was denied):
   // the engine waits a little before it tries again instead of spinning.
   bool stalled() const { return stalled_; }
+  // Nothing to step until a restore finishes: nothing runs and every waiting
+  // request waits for its restore from the block store.
+  bool waiting_on_restores() const;
+  // Called on a restore thread when a restore is done (the engine wakes its
+  // executor). Set before the first Step.
+  void set_on_restore_done(std::function<void()> fn) { prefix_->set_restore_done_hook(std::move(fn)); }
   // Gives cache blocks above the floor back (those free at the top: cached
   // prefixes there are forgotten) and returns their memory to the budget.
   // Returns the bytes given back.
@@ -162,6 +172,7 @@ class Scheduler {
   bool EnsureFree(int64_t blocks);
 
   bool stalled_ = false;
+  std::optional<uint64_t> admit_blocked_;  // the request the last Admit could not fit
   std::optional<std::chrono::steady_clock::time_point> stalled_since_;
   std::unique_ptr<StepModel> model_;
   std::unique_ptr<KvCache> cache_;

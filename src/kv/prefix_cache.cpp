@@ -7,12 +7,6 @@
 
 namespace llmhost {
 
-namespace {
-// Threads that copy restored blocks into the paged cache (KvCache::WriteBlock
-// of distinct blocks may run concurrently).
-constexpr size_t kRestoreThreads = 4;
-}  // namespace
-
 PrefixCache::PrefixCache(KvCache* cache, const Sha256Digest& model_fingerprint)
     : cache_(cache),
       fingerprint_(model_fingerprint),
@@ -27,7 +21,10 @@ PrefixCache::PrefixCache(KvCache* cache, const Sha256Digest& model_fingerprint)
   cache_->allocator().set_allocate_hook([this](int32_t id) { OnAllocate(id); });
 }
 
-PrefixCache::~PrefixCache() { cache_->allocator().set_allocate_hook(nullptr); }
+PrefixCache::~PrefixCache() {
+  WaitForRestores();
+  cache_->allocator().set_allocate_hook(nullptr);
+}
 
 void PrefixCache::AttachStore(std::shared_ptr<BlockStore> store, std::string model_id,
                               StoreFingerprintFn store_fingerprint) {
@@ -111,26 +108,33 @@ void PrefixCache::ExtendKeys(CachedSequence* seq) const {
   }
 }
 
-int64_t PrefixCache::Acquire(CachedSequence* seq) {
+int64_t PrefixCache::Acquire(CachedSequence* seq, RestoreMode mode) {
+  seq->restore.reset();
   seq->kv = KvSequence{};
   seq->published = 0;
   ExtendKeys(seq);
-  const size_t limit = seq->keys.size();
+  WalkIndex(seq);
+  RestoreNext(seq, mode);
+  SetLengthFromBlocks(seq);
+  return seq->kv.length;
+}
+
+void PrefixCache::WalkIndex(CachedSequence* seq) {
   BlockAllocator& alloc = cache_->allocator();
-  size_t i = 0;
-  for (; i < limit; ++i) {
+  for (size_t i = seq->kv.block_table.size(); i < seq->keys.size(); ++i) {
     auto it = index_.find(seq->keys[i]);
     if (it == index_.end()) break;
     alloc.Ref(it->second);  // revives it from the free list when unreferenced
     seq->kv.block_table.push_back(it->second);
   }
-  if (i < limit && StoreActive()) RestoreFromStore(seq, i);
+}
+
+void PrefixCache::SetLengthFromBlocks(CachedSequence* seq) const {
   const int64_t blocks = static_cast<int64_t>(seq->kv.block_table.size());
   seq->published = static_cast<size_t>(blocks);
   int64_t len = blocks * block_size();
   if (len > 0 && len >= static_cast<int64_t>(seq->tokens.size())) len = static_cast<int64_t>(seq->tokens.size()) - 1;
   seq->kv.length = len;
-  return len;
 }
 
 void PrefixCache::RecordLookup(const CachedSequence& seq) {
@@ -181,44 +185,8 @@ void PrefixCache::SaveToStore(int32_t id, const BlockKey& key) {
   ++counters_.store_saves;
 }
 
-void PrefixCache::RestoreFromStore(CachedSequence* seq, size_t from) {
-  if (!store_->Contains(StoreKeyOf(seq->keys[from]))) return;  // the common miss: no I/O, no allocation
-  BlockAllocator& alloc = cache_->allocator();
-  // At most what the free list holds (after growing the cache, if it can);
-  // the rest of the prompt is prefilled.
-  if (grow_) grow_(static_cast<int64_t>(seq->keys.size() - from));
-  const size_t room = static_cast<size_t>(std::max<int32_t>(alloc.free_blocks(), 0));
-  const size_t count = std::min(seq->keys.size() - from, room);
-  std::vector<BlockMeta> want;
-  want.reserve(count);
-  for (size_t i = from; i < from + count; ++i) want.push_back(StoreMetaOf(seq->keys[i]));
-  const std::vector<BlockBytes> got = store_->LoadPrefix(want);
-  std::vector<int32_t> ids;
-  for (size_t j = 0; j < got.size(); ++j) {
-    if (!got[j] || got[j]->size() != cache_->block_bytes()) break;
-    const std::optional<int32_t> id = alloc.Allocate();  // may evict an unreferenced cached block
-    if (!id) break;
-    ids.push_back(*id);
-  }
-  // The copies (and the first touch of the pool's pages) on a few threads:
-  // a restore is bound by memory bandwidth, which one core does not reach.
-  const size_t n_threads = std::min<size_t>(kRestoreThreads, ids.size());
-  std::atomic<size_t> next{0};
-  auto copy = [&] {
-    for (size_t j; (j = next.fetch_add(1)) < ids.size();) cache_->WriteBlock(ids[j], got[j]->data());
-  };
-  std::vector<std::thread> threads;
-  for (size_t t = 1; t < n_threads; ++t) threads.emplace_back(copy);
-  copy();
-  for (std::thread& t : threads) t.join();
-  for (size_t j = 0; j < ids.size(); ++j) {
-    Index(ids[j], seq->keys[from + j]);
-    seq->kv.block_table.push_back(ids[j]);
-    ++counters_.store_restored;
-  }
-}
-
 void PrefixCache::Release(CachedSequence* seq) {
+  seq->restore.reset();  // a running restore goes on; ReapRestores merges it
   cache_->Release(&seq->kv);
   seq->published = 0;
 }

@@ -33,9 +33,15 @@
 // fingerprint is known the store is not used at all; when it becomes known,
 // every block indexed meanwhile is saved.
 //
+// A restore reads files and copies megabytes; the scheduler runs it in the
+// background (Acquire with RestoreMode::kBackground): the blocks are taken
+// from the free list at once, filled on a restore thread while the other
+// requests keep stepping, and indexed by FinishRestore on the executor.
+//
 // Not thread-safe: the engine's executor thread owns it (and the KvCache),
 // except CachedPrefixBlocks, which any thread may call (the prefill guard
 // prices a prompt's uncached part before the request reaches the engine).
+// A restore thread writes only the blocks its restore took.
 #pragma once
 
 #include <atomic>
@@ -55,12 +61,21 @@
 
 namespace llmhost {
 
+struct PrefixRestore;  // a restore from the store in flight (prefix_restore.cpp)
+
 // A sequence together with the tokens it stands for and their block keys.
 struct CachedSequence {
   KvSequence kv;                // positions [0, kv.length) are stored
   std::vector<int32_t> tokens;  // every token of the sequence (stored or still to run)
   std::vector<BlockKey> keys;   // chain keys of the first keys.size() full blocks of tokens
   size_t published = 0;         // blocks [0, published) are indexed (or were duplicates)
+  std::shared_ptr<PrefixRestore> restore;  // set while a background restore fills its next blocks
+  bool restoring() const { return restore != nullptr; }
+};
+
+enum class RestoreMode {
+  kInline,      // Acquire returns with the restored blocks in place
+  kBackground,  // Acquire takes the blocks, a restore thread fills them (FinishRestore merges)
 };
 
 struct PrefixCacheStats {
@@ -106,6 +121,10 @@ class PrefixCache {
   // are free. Unset: the free list is all there is.
   void set_grower(std::function<bool(int64_t blocks)> grow) { grow_ = std::move(grow); }
 
+  // Called on a restore thread when its restore is done (the engine wakes
+  // its executor). Set before the first Acquire.
+  void set_restore_done_hook(std::function<void()> hook) { restore_done_hook_ = std::move(hook); }
+
   // Whether the store is in use (its fingerprint known). Thread-safe.
   bool store_ready() const { return store_ready_.load(std::memory_order_acquire); }
   // A store waits for its fingerprint, or for the blocks indexed meanwhile
@@ -128,7 +147,25 @@ class PrefixCache {
   // every token (the last token is run again to get its logits). Returns
   // kv.length. Counts nothing: the caller reports a lookup it goes ahead
   // with through RecordLookup (an admission may be undone by Release).
-  int64_t Acquire(CachedSequence* seq);
+  // Blocks the index misses and the store holds are restored into fresh
+  // blocks: at once (kInline), or, with kBackground, on a restore thread:
+  // seq->restoring() turns true, kv covers only the index's blocks, and the
+  // caller calls FinishRestore once RestoreDone. A request whose next block
+  // a running restore already loads waits for that one instead.
+  int64_t Acquire(CachedSequence* seq, RestoreMode mode = RestoreMode::kInline);
+  // Whether seq's background restore has finished (any thread may have
+  // written its blocks; nothing is merged yet). False when none is running.
+  bool RestoreDone(const CachedSequence& seq) const;
+  // Waits for seq's restore (merging it into the index if no one has), then
+  // takes the blocks it restored. When they left more of the store's run to
+  // restore (the free list was short, or seq followed another request's
+  // shorter restore), starts the next one: seq->restoring() again. Returns
+  // kv.length.
+  int64_t FinishRestore(CachedSequence* seq);
+  // Merges every finished restore into the index, those whose sequences
+  // were released while they ran included (their blocks, written to the
+  // end, are freed and stay findable).
+  void ReapRestores();
   void RecordLookup(const CachedSequence& seq);
 
   // Indexes the full blocks of seq->kv not yet indexed (call after each
@@ -137,7 +174,8 @@ class PrefixCache {
   void Publish(CachedSequence* seq);
 
   // Drops the sequence's references (its indexed blocks stay findable until
-  // reused) and clears kv and published; tokens and keys are kept (they
+  // reused; a running restore is left to finish and reaped later) and clears
+  // kv and published; tokens and keys are kept (they
   // depend only on the tokens, which a sequence only appends to).
   void Release(CachedSequence* seq);
 
@@ -156,9 +194,25 @@ class PrefixCache {
   void OnAllocate(int32_t id);
   void Unindex(int32_t id);
   void Index(int32_t id, const BlockKey& key);
-  // Restores keys [from, ...) of seq from the store into fresh blocks
-  // appended to seq->kv.block_table (as many as it holds and the free list allows).
-  void RestoreFromStore(CachedSequence* seq, size_t from);
+  // Takes references on the indexed blocks that continue seq->kv.
+  void WalkIndex(CachedSequence* seq);
+  // For the keys after seq's blocks that the store holds: restores them
+  // (inline), or sets seq->restore to a background restore, a running one
+  // that covers the next key or a new one.
+  void RestoreNext(CachedSequence* seq, RestoreMode mode);
+  // A restore of keys [from, ...) of seq: fresh blocks for the leading run
+  // the store holds (as many as the free list allows, after growing); null
+  // when the store does not hold keys[from] or no block is free.
+  std::shared_ptr<PrefixRestore> StartRestore(const CachedSequence& seq, size_t from);
+  // Loads the blocks and copies them into the restore's blocks (any thread).
+  void RunRestore(PrefixRestore* r);
+  // Indexes the blocks the restore filled and frees every block it took
+  // (they stay findable: the sequences waiting for it take them from the
+  // index), once.
+  void MergeRestore(PrefixRestore* r);
+  void SetLengthFromBlocks(CachedSequence* seq) const;
+  void Launch(const std::shared_ptr<PrefixRestore>& r);  // starts its thread
+  void WaitForRestores();                                // joins every restore thread
   void SaveToStore(int32_t id, const BlockKey& key);
   // For an index key: the store's meta (its key under the store fingerprint).
   BlockMeta StoreMetaOf(const BlockKey& index_key) const;
@@ -182,6 +236,9 @@ class PrefixCache {
   std::shared_ptr<BlockStore> store_;
   std::string model_id_;
   std::function<bool(int64_t)> grow_;
+  std::function<void()> restore_done_hook_;
+  // Background restores not merged yet (sequences wait for them, or were released).
+  std::vector<std::shared_ptr<PrefixRestore>> restores_;
   StoreFingerprintFn store_fingerprint_fn_;
   mutable std::mutex store_fp_mu_;
   mutable std::atomic<bool> store_ready_{false};  // store_fp_ is set (written once, before the flag)

@@ -5,6 +5,8 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <condition_variable>
+#include <future>
 #include <map>
 #include <mutex>
 #include <thread>
@@ -34,6 +36,12 @@ class MapStore : public BlockStore {
     blocks_[meta.key] = {meta, std::make_shared<const std::vector<uint8_t>>(std::move(data))};
   }
   std::vector<BlockBytes> LoadPrefix(std::span<const BlockMeta> want) override {
+    {
+      std::unique_lock<std::mutex> gate(gate_mu_);
+      ++entered_;
+      gate_cv_.notify_all();
+      gate_cv_.wait(gate, [this] { return !held_; });
+    }
     std::lock_guard<std::mutex> lk(mu_);
     ++load_calls_;
     std::vector<BlockBytes> out;
@@ -50,6 +58,23 @@ class MapStore : public BlockStore {
   bool Contains(const BlockKey& key) const override {
     std::lock_guard<std::mutex> lk(mu_);
     return blocks_.count(key) > 0;
+  }
+  // Loads wait (a slow disk) until ReleaseLoads.
+  void HoldLoads() {
+    std::lock_guard<std::mutex> gate(gate_mu_);
+    held_ = true;
+  }
+  void ReleaseLoads() {
+    {
+      std::lock_guard<std::mutex> gate(gate_mu_);
+      held_ = false;
+    }
+    gate_cv_.notify_all();
+  }
+  // Waits (at most 10 s) until `n` loads have started; true when they have.
+  bool WaitForLoads(int n) {
+    std::unique_lock<std::mutex> gate(gate_mu_);
+    return gate_cv_.wait_for(gate, std::chrono::seconds(10), [&] { return entered_ >= n; });
   }
   // Forgets every block (a cleared or lost cache).
   void Drop() {
@@ -73,6 +98,10 @@ class MapStore : public BlockStore {
   mutable std::mutex mu_;
   std::map<BlockKey, std::pair<BlockMeta, BlockBytes>> blocks_;
   int saves_ = 0, load_calls_ = 0;
+  std::mutex gate_mu_;
+  std::condition_variable gate_cv_;
+  bool held_ = false;
+  int entered_ = 0;
 };
 
 class BlockStoreEngineTest : public ::testing::Test {
@@ -189,6 +218,104 @@ TEST_F(BlockStoreEngineTest, RestoreIsBoundedByTheFreeBlocks) {
   Outcome o = Run(*engine, prompt, 4);
   EXPECT_EQ(o.final_event.usage.cached_tokens, 96);
   EXPECT_EQ(o.ids, ReferenceGreedy(*f_.model, prompt, 4));
+}
+
+// A restore reads files: it runs beside the batch. A stream decodes to its
+// end while another request's restore is held inside the store's load; the
+// restored request then answers as a cold run would.
+TEST_F(BlockStoreEngineTest, ARestoreRunsBesideTheRunningStreams) {
+  auto store = std::make_shared<MapStore>();
+  const std::vector<int32_t> prompt = PromptIds(vocab(), 70, 18);
+  const std::vector<int32_t> other = PromptIds(vocab(), 20, 19);
+  // The references first: the model must not run beside the engine.
+  const std::vector<int32_t> cold = ReferenceGreedy(*f_.model, prompt, 6);
+  const std::vector<int32_t> other_cold = ReferenceGreedy(*f_.model, other, 24);
+  {
+    auto first = MakeEngine(store);
+    Run(*first, prompt, 4);
+  }
+  auto engine = MakeEngine(store);
+  ASSERT_TRUE(engine);
+  store->HoldLoads();
+  std::shared_ptr<EventStream> restoring;
+  ASSERT_TRUE(engine->Submit(Greedy(prompt, 6, &restoring)).ok());
+  ASSERT_TRUE(store->WaitForLoads(1));  // its restore is inside the load
+  std::shared_ptr<EventStream> stream;
+  ASSERT_TRUE(engine->Submit(Greedy(other, 24, &stream)).ok());
+  std::future<Outcome> streamed = std::async(std::launch::async, [&] { return Collect(stream); });
+  const bool finished = streamed.wait_for(std::chrono::seconds(60)) == std::future_status::ready;
+  store->ReleaseLoads();  // (a blocked executor would need this to go on)
+  ASSERT_TRUE(finished) << "the stream waited for another request's restore";
+  const Outcome s = streamed.get();
+  EXPECT_EQ(s.ids, other_cold);
+  const Outcome r = Collect(restoring);
+  EXPECT_EQ(r.final_event.usage.cached_tokens, 64);
+  EXPECT_EQ(r.ids, cold);
+  const EngineStats st = engine->WaitIdle();
+  EXPECT_EQ(st.kv.store_restored, 4u);
+  EXPECT_EQ(st.kv.blocks_used, 0);
+}
+
+// A request cancelled while its restore runs: the blocks the restore took
+// are written to the end, then freed, still findable: the same prompt later
+// takes them from the paged index without loading again.
+TEST_F(BlockStoreEngineTest, ACancelledRestoreFreesItsBlocksAndKeepsThemFindable) {
+  auto store = std::make_shared<MapStore>();
+  const std::vector<int32_t> prompt = PromptIds(vocab(), 70, 20);
+  const std::vector<int32_t> cold = ReferenceGreedy(*f_.model, prompt, 6);
+  {
+    auto first = MakeEngine(store);
+    Run(*first, prompt, 4);
+  }
+  auto engine = MakeEngine(store);
+  ASSERT_TRUE(engine);
+  store->HoldLoads();
+  std::shared_ptr<EventStream> cancelled;
+  Result<uint64_t> id = engine->Submit(Greedy(prompt, 6, &cancelled));
+  ASSERT_TRUE(id.ok());
+  ASSERT_TRUE(store->WaitForLoads(1));
+  engine->Cancel(*id);
+  const Outcome c = Collect(cancelled);
+  EXPECT_EQ(c.final_event.finish, FinishReason::kAbort);
+  store->ReleaseLoads();
+  // The cancel returned before the restore finished; the next step reaps it.
+  Outcome o = Run(*engine, prompt, 6);
+  EXPECT_EQ(o.final_event.usage.cached_tokens, 64);
+  EXPECT_EQ(o.ids, cold);
+  EXPECT_EQ(store->load_calls(), 1) << "the cancelled restore's blocks were used, not loaded again";
+  const EngineStats st = engine->WaitIdle();
+  EXPECT_EQ(st.kv.blocks_used, 0);
+}
+
+// Two requests for one stored prefix while it is read (parallel agents after
+// a restart): the second waits for the first one's restore, one load in all.
+TEST_F(BlockStoreEngineTest, OnePrefixAskedTwiceIsReadOnce) {
+  auto store = std::make_shared<MapStore>();
+  const std::vector<int32_t> prompt = PromptIds(vocab(), 70, 21);
+  std::vector<int32_t> longer = prompt;
+  longer.resize(90, 7);  // the same 4 stored blocks, then other tokens
+  const std::vector<int32_t> cold = ReferenceGreedy(*f_.model, prompt, 5);
+  const std::vector<int32_t> longer_cold = ReferenceGreedy(*f_.model, longer, 5);
+  {
+    auto first = MakeEngine(store);
+    Run(*first, prompt, 4);
+  }
+  auto engine = MakeEngine(store);
+  ASSERT_TRUE(engine);
+  store->HoldLoads();
+  std::shared_ptr<EventStream> a, b;
+  ASSERT_TRUE(engine->Submit(Greedy(prompt, 5, &a)).ok());
+  ASSERT_TRUE(store->WaitForLoads(1));
+  ASSERT_TRUE(engine->Submit(Greedy(longer, 5, &b)).ok());
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));  // b reaches the scheduler
+  store->ReleaseLoads();
+  const Outcome oa = Collect(a), ob = Collect(b);
+  EXPECT_EQ(oa.final_event.usage.cached_tokens, 64);
+  EXPECT_EQ(ob.final_event.usage.cached_tokens, 64);
+  EXPECT_EQ(oa.ids, cold);
+  EXPECT_EQ(ob.ids, longer_cold);
+  EXPECT_EQ(store->load_calls(), 1);
+  EXPECT_EQ(engine->WaitIdle().kv.store_restored, 4u);
 }
 
 // The store's keys start from the full weights identity, which the server
