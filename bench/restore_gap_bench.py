@@ -45,6 +45,18 @@ def stream_tokens(url, model, ids, n, times, started):
                 started.set()
 
 
+def wait_store_ready(srv, model, timeout_s=600):
+    """Until the model's weights are hashed (the store keys need them) and what it indexed is saved."""
+    for _ in range(int(timeout_s * 10)):
+        _, j = kvb.http(srv.url + "/api/status")
+        for m in j.get("models", []):
+            if m.get("id") == model and (m.get("kv") or {}).get("store_ready"):
+                time.sleep(0.5)  # the catch-up save runs on the executor's next poll
+                return
+        time.sleep(0.1)
+    sys.exit("restore_gap_bench: the block store never became ready")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("binary")
@@ -60,17 +72,21 @@ def main():
     home = os.path.join(work, "home")
     shutil.rmtree(home, ignore_errors=True)
     os.makedirs(home)
-    extra = args.extra.split() if args.extra else []
+    cache = os.path.join(home, "cache")
+    extra = ["--cache-dir", cache] + (args.extra.split() if args.extra else [])
     rnd = random.Random(5)
     prompt = [rnd.randrange(10, 30000) for _ in range(args.tokens)]
     short = [rnd.randrange(10, 30000) for _ in range(16)]
 
     srv = kvb.Server(args.binary, home, args.models_dir, extra)
-    t0 = time.time()
+    srv.admin(args.model, "load")
     cold, _, _ = srv.complete(args.model, prompt)
     kvb.log(f"cold prefill of {args.tokens} tokens: {cold:.2f} s")
+    wait_store_ready(srv, args.model)
     srv.stop()
-    files = kvb.block_files(os.path.join(home, "cache"))
+    files = kvb.block_files(cache)
+    if not files:
+        sys.exit("restore_gap_bench: no block was saved")
     kvb.drop_pages(files)
     kvb.log(f"{len(files)} block files flushed and dropped from the page cache")
 
@@ -88,6 +104,8 @@ def main():
     r1 = time.perf_counter()
     th.join()
     srv.stop()
+    if cached == 0:
+        sys.exit("restore_gap_bench: the second prompt restored nothing")
     gaps = [b - a for a, b in zip(times, times[1:])]
     during = [b - a for a, b in zip(times, times[1:]) if b > r0 and a < r1]
     median = statistics.median(gaps)

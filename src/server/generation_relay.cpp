@@ -62,7 +62,12 @@ MaybeError GenerationRelay::Submit(GenerationRequest request) {
     if (auto self = weak.lock()) self->Abort(reason);
   });
   // The engine holds the callback (and so this relay) until the final event.
-  request.on_event = [self = shared_from_this()](RequestEvent ev) { self->OnEvent(std::move(ev)); };
+  // The executor only hands the event over: formatting, writing and the
+  // lease's release run on the connection's transport thread (in order).
+  request.on_event = [self = shared_from_this()](RequestEvent ev) {
+    ResponseWriter* w = self->writer_.get();
+    w->Post([self, ev = std::move(ev)]() mutable { self->OnEvent(std::move(ev)); });
+  };
   {
     // Held across Submit and the stream's start: an early event waits for it.
     std::lock_guard<std::mutex> lock(mu_);

@@ -19,8 +19,11 @@
 // cancels the engine request. Tick() sends a keep-alive after 10 s of
 // silence (a long prefill).
 //
-// Thread safety: events arrive on the engine's executor thread, OnClose on
-// an I/O thread, Tick on the server's ticker thread; a mutex orders them.
+// Thread safety: the engine's executor only posts each event to the
+// connection's transport thread (ResponseWriter::Post), where it is
+// formatted and written and, after the final one, the lease is released;
+// OnClose arrives on a transport thread, Tick on the server's ticker
+// thread; a mutex orders them.
 #pragma once
 
 #include <chrono>

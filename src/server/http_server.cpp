@@ -155,6 +155,7 @@ class Exchange final : public ResponseWriter, public std::enable_shared_from_thi
     return closed_;
   }
   size_t pending_bytes() const override { return pending_.load(); }
+  void Post(std::function<void()> fn) override;
 
   // From the session (strand): the client can no longer be answered.
   void MarkClosed() {
@@ -307,6 +308,8 @@ void Exchange::StartStream(int status, std::string content_type, HeaderList head
     s->QueueWrite(std::move(out), false);
   });
 }
+
+void Exchange::Post(std::function<void()> fn) { session_->Post(std::move(fn)); }
 
 void Exchange::Write(std::string data) {
   if (data.empty()) return;

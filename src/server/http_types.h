@@ -68,6 +68,10 @@ class ResponseWriter {
   virtual bool closed() const = 0;
   // Bytes queued for the client and not yet written (back-pressure).
   virtual size_t pending_bytes() const = 0;
+  // Runs `fn` on a transport thread (the connection's), in the order of the
+  // calls: work that must leave the calling thread (an engine's executor)
+  // and stay ordered.
+  virtual void Post(std::function<void()> fn) = 0;
 };
 
 using RequestHandler = std::function<void(HttpRequest request, std::shared_ptr<ResponseWriter> writer)>;

@@ -9,6 +9,9 @@
 
 #include <atomic>
 #include <chrono>
+#include <deque>
+#include <functional>
+#include <mutex>
 #include <thread>
 #include <vector>
 
@@ -17,6 +20,7 @@
 #include "http_test_client.h"
 #include "pool/cpu_engine_factory.h"
 #include "server/anthropic_request.h"
+#include "server/generation_relay.h"
 #include "server/openai_request.h"
 #include "server/prompt_builder.h"
 #include "test_util.h"
@@ -398,6 +402,98 @@ TEST(ApiServer, RealtokToolsPromptMatchesGolden) {
   Json j = Json::parse(r.body);
   EXPECT_EQ(j["choices"][0]["message"]["content"],
             model->tokenizer->Decode(g["greedy_tokens"].get<std::vector<int32_t>>(), true));
+}
+
+// A writer that records what is written and keeps posted work until the
+// test runs it: what the engine's executor does itself shows.
+class QueuedWriter : public ResponseWriter {
+ public:
+  void AddHeader(std::string, std::string) override {}
+  void Send(HttpResponse response) override { Record("send " + response.body); }
+  void StartStream(int status, std::string, HeaderList) override { Record("start " + std::to_string(status)); }
+  void Write(std::string data) override {
+    if (!data.empty()) Record(std::move(data));  // as the transport: nothing to send
+  }
+  void End() override { Record("end"); }
+  void OnClose(std::function<void()>) override {}
+  bool closed() const override { return false; }
+  size_t pending_bytes() const override { return 0; }
+  void Post(std::function<void()> fn) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    posted_.push_back(std::move(fn));
+  }
+  size_t RunPosted() {
+    size_t n = 0;
+    for (;;) {
+      std::function<void()> fn;
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        if (posted_.empty()) return n;
+        fn = std::move(posted_.front());
+        posted_.pop_front();
+      }
+      fn();
+      ++n;
+    }
+  }
+  std::vector<std::string> records() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return records_;
+  }
+
+ private:
+  void Record(std::string s) {
+    std::lock_guard<std::mutex> lock(mu_);
+    records_.push_back(std::move(s));
+  }
+  mutable std::mutex mu_;
+  std::deque<std::function<void()>> posted_;
+  std::vector<std::string> records_;
+};
+
+// The executor only hands events over: formatting, writing and the lease's
+// release happen where the writer runs posted work (a transport thread).
+TEST(GenerationRelayTest, EventsAreFormattedAndTheLeaseReleasedOffTheExecutor) {
+  auto pool = MakePool({ModelsDir()}, DefaultSettings());
+  ASSERT_TRUE(pool);
+  AcquireResult acquired = pool->Acquire("qwen3-tiny");
+  ASSERT_TRUE(acquired.ok()) << acquired.error.message;
+  Engine* engine = acquired.lease->served()->engine.get();
+  std::shared_ptr<ModelLease> lease(std::move(acquired.lease));
+  std::weak_ptr<ModelLease> watch = lease;
+  auto writer = std::make_shared<QueuedWriter>();
+  ResponseMeta meta;
+  meta.id = "cmpl-test";
+  meta.model = "qwen3-tiny";
+  RelayStats final_stats;
+  int done_calls = 0;
+  auto relay = GenerationRelay::Create(writer, MakeCompletionsFormatter(meta, /*stream=*/true), std::move(lease),
+                                       KeepAliveMode::kOff, ApiFlavor::kOpenAI,
+                                       [&](const GenerationRelay*, const RelayStats& s) {
+                                         final_stats = s;
+                                         ++done_calls;
+                                       });
+  GenerationRequest r;
+  r.prompt = {1, 2, 3, 4};
+  r.sampling.temperature = 0;
+  r.max_tokens = 3;
+  r.ignore_eos = true;
+  ASSERT_FALSE(relay->Submit(std::move(r)));
+  engine->WaitIdle();  // the executor is done with the request
+  const std::vector<std::string> before = writer->records();
+  ASSERT_EQ(before.size(), 1u);  // the stream's start, written by Submit on this thread
+  EXPECT_EQ(before[0], "start 200");
+  EXPECT_FALSE(watch.expired()) << "the lease is released where the final event is handled";
+  EXPECT_FALSE(relay->done());
+  EXPECT_GE(writer->RunPosted(), 2u);  // token events and the final one
+  const std::vector<std::string> after = writer->records();
+  EXPECT_TRUE(relay->done());
+  EXPECT_TRUE(watch.expired());
+  EXPECT_EQ(done_calls, 1);
+  EXPECT_EQ(final_stats.completion_tokens, 3);
+  ASSERT_GE(after.size(), 3u);
+  EXPECT_EQ(after.back(), "end");
+  EXPECT_NE(after[after.size() - 2].find("[DONE]"), std::string::npos);
 }
 
 }  // namespace
