@@ -13,7 +13,7 @@ long prefix from the SSD tier (issue 12; run by bench/run_restore_gap_bench.sh).
 4. The gaps between S's tokens: the median over the whole stream, the
    longest while P was in flight, and their ratio (the goal: under 2).
 
-Usage: restore_gap_bench.py LLMHOST MODELS_DIR --model NAME [--tokens 8192] [--work DIR]
+Usage: restore_gap_bench.py LLMHOST MODELS_DIR --model NAME [--tokens 8192] [--work DIR [--reuse]]
 """
 import argparse
 import json
@@ -67,23 +67,29 @@ def main():
     ap.add_argument("--lead", type=int, default=40)
     ap.add_argument("--work", default=None)
     ap.add_argument("--extra", default="")
+    ap.add_argument("--reuse", action="store_true",
+                    help="reuse the blocks an earlier run left in --work (skips the cold prefill)")
     args = ap.parse_args()
     work = args.work or kvb.tempfile.mkdtemp(prefix="llmhost-restore-gap-")
     home = os.path.join(work, "home")
-    shutil.rmtree(home, ignore_errors=True)
-    os.makedirs(home)
     cache = os.path.join(home, "cache")
+    reuse = args.reuse and args.work and kvb.block_files(cache)
+    if not reuse:
+        shutil.rmtree(home, ignore_errors=True)
+        os.makedirs(home)
     extra = ["--cache-dir", cache] + (args.extra.split() if args.extra else [])
     rnd = random.Random(5)
     prompt = [rnd.randrange(10, 30000) for _ in range(args.tokens)]
     short = [rnd.randrange(10, 30000) for _ in range(16)]
 
-    srv = kvb.Server(args.binary, home, args.models_dir, extra)
-    srv.admin(args.model, "load")
-    cold, _, _ = srv.complete(args.model, prompt)
-    kvb.log(f"cold prefill of {args.tokens} tokens: {cold:.2f} s")
-    wait_store_ready(srv, args.model)
-    srv.stop()
+    cold = None
+    if not reuse:
+        srv = kvb.Server(args.binary, home, args.models_dir, extra)
+        srv.admin(args.model, "load")
+        cold, _, _ = srv.complete(args.model, prompt)
+        kvb.log(f"cold prefill of {args.tokens} tokens: {cold:.2f} s")
+        wait_store_ready(srv, args.model)
+        srv.stop()
     files = kvb.block_files(cache)
     if not files:
         sys.exit("restore_gap_bench: no block was saved")
@@ -108,12 +114,17 @@ def main():
         sys.exit("restore_gap_bench: the second prompt restored nothing")
     gaps = [b - a for a, b in zip(times, times[1:])]
     during = [b - a for a, b in zip(times, times[1:]) if b > r0 and a < r1]
+    # Each gap beside the restore: (its start after P was sent, its length), ms.
+    timeline = [(round((a - r0) * 1e3, 1), round((b - a) * 1e3, 1))
+                for a, b in zip(times, times[1:]) if b > r0 and a < r1]
     median = statistics.median(gaps)
     worst = max(during) if during else 0.0
     out = {"prompt_tokens": ptoks, "cached_tokens": cached, "restore_request_s": round(ttft, 3),
            "stream_tokens": len(times), "median_gap_ms": round(median * 1e3, 2),
            "max_gap_during_restore_ms": round(worst * 1e3, 2), "ratio": round(worst / median, 2),
-           "cold_prefill_s": round(cold, 2), "load_avg": kvb.loadavg()}
+           "cold_prefill_s": round(cold, 2) if cold else None,
+           "timeline_ms": timeline, "response_after_ms": round((r1 - r0) * 1e3, 1),
+           "gaps_over_2x_median": sum(1 for g in during if g > 2 * median), "gaps_during_restore": len(during), "load_avg": kvb.loadavg()}
     print(json.dumps(out, indent=1))
     if not args.work:
         shutil.rmtree(work, ignore_errors=True)

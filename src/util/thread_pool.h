@@ -10,7 +10,10 @@
 // sleeping workers (a futex call and a scheduler round trip each) would cost
 // a large part of it. Workers that finish a job spin on the job counter for
 // up to kSpinMicros before they block, and the caller spins as long on the
-// workers' completion before it blocks; chunks are claimed with an atomic.
+// chunks' completion before it blocks; chunks are claimed with an atomic.
+// A call ends when its chunks are done, not when every worker has checked
+// in: a worker preempted by another thread (a restore, the HTTP threads)
+// costs only the chunk it holds, never a wait for it to be scheduled again.
 #pragma once
 
 #include <atomic>
@@ -42,9 +45,10 @@ class ThreadPool {
 
  private:
   void WorkerLoop(int index);
-  void RunChunks();
+  void RunChunks(uint32_t gen);
 
   static constexpr int kSpinMicros = 100;
+  static constexpr int64_t kMaxChunks = 0xffff;
 
   std::vector<std::thread> workers_;
   std::mutex call_mu_;  // serialises ParallelFor callers
@@ -58,8 +62,9 @@ class ThreadPool {
   const std::function<void(int64_t, int64_t)>* fn_ = nullptr;
   int64_t n_ = 0;
   int64_t chunk_ = 0;
-  std::atomic<int64_t> next_{0};  // next chunk start
-  std::atomic<int> pending_{0};   // workers still inside this job
+  // [job generation (low 32 bits of generation_): 32][chunks: 16][next chunk: 16]
+  std::atomic<uint64_t> claim_{0};
+  std::atomic<int64_t> done_chunks_{0};  // chunks of the current job finished
 };
 
 }  // namespace llmhost

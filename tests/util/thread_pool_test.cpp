@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <thread>
+
 #include <atomic>
 #include <vector>
 
@@ -39,6 +42,27 @@ TEST(ThreadPoolTest, SingleThreadPoolRunsInline) {
   int64_t total = 0;  // no atomics needed: runs on this thread
   pool.ParallelFor(10, 1, [&](int64_t b, int64_t e) { total += e - b; });
   EXPECT_EQ(total, 10);
+}
+
+// More threads than cores and back-to-back calls of different sizes: a
+// worker that wakes late for a finished call must find no work in it and
+// never run a chunk of a call twice or of a call that has ended.
+TEST(ThreadPoolTest, LateWorkersNeverRunAnEndedCall) {
+  const int threads = 2 * static_cast<int>(std::max(2u, std::thread::hardware_concurrency()));
+  ThreadPool pool(threads);
+  for (int rep = 0; rep < 2000; ++rep) {
+    const int64_t n = 1 + (rep * 37) % 700;
+    std::vector<std::atomic<int>> hits(static_cast<size_t>(n));
+    std::atomic<bool> ended{false};
+    std::atomic<int> after_end{0};
+    pool.ParallelFor(n, 1, [&](int64_t b, int64_t e) {
+      if (ended.load()) after_end.fetch_add(1);
+      for (int64_t i = b; i < e; ++i) hits[static_cast<size_t>(i)].fetch_add(1);
+    });
+    ended.store(true);
+    for (int64_t i = 0; i < n; ++i) ASSERT_EQ(hits[static_cast<size_t>(i)].load(), 1) << "rep " << rep << " index " << i;
+    ASSERT_EQ(after_end.load(), 0);
+  }
 }
 
 }  // namespace
