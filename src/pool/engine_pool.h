@@ -256,6 +256,10 @@ class EnginePool {
   std::vector<VictimCandidate> Candidates(Budget b) const;
   BudgetBytes DeviceActiveLocked() const;
   MemorySnapshot SampleLocked();
+  // The host part of a sample, from the cheap readings (Rss without PSS, no
+  // GPU query): KV growth claims, made on an engine's executor.
+  MemorySnapshot SampleHostLocked();
+  MemorySnapshot HostSnapshotLocked(const ProcessMemory& process);  // both samples' host part
   bool IsQuiescent(const Slot& s) const;
   bool OtherActivity(const Slot* except) const;
 

@@ -218,6 +218,11 @@ ProcessMemory LinuxMemoryProbe::Process() {
   return m;
 }
 
+ProcessMemory LinuxMemoryProbe::ProcessRss() {
+  ProcessMemory m = ParseProcStatus(ReadSmall(proc_root_ + "/self/status"));
+  return m.ok ? m : Process();
+}
+
 SystemMemory LinuxMemoryProbe::System() {
   SystemMemory s;
   ParseMeminfo(ReadSmall(proc_root_ + "/meminfo"), &s);

@@ -64,6 +64,10 @@ class MemoryProbe {
   virtual ProcessMemory Process() = 0;
   virtual SystemMemory System() = 0;
   virtual std::vector<GpuMemory> Gpus() = 0;
+  // Rss alone, as cheaply as it can be read (no PSS): for decisions on an
+  // engine's executor, where Process() (smaps_rollup walks every page table:
+  // milliseconds for a large model) would stall the running streams.
+  virtual ProcessMemory ProcessRss() { return Process(); }
   // The footprint the pool compares: Rss (0 when unreadable).
   uint64_t FootprintBytes() { return Process().rss_bytes; }
 };
@@ -89,6 +93,7 @@ class LinuxMemoryProbe final : public MemoryProbe {
                             bool probe_gpus = true);
   ~LinuxMemoryProbe() override;
   ProcessMemory Process() override;
+  ProcessMemory ProcessRss() override;  // VmRSS of /proc/self/status (kernel counters)
   SystemMemory System() override;
   std::vector<GpuMemory> Gpus() override;
 

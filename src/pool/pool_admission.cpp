@@ -52,12 +52,24 @@ BudgetBytes EnginePool::DeviceActiveLocked() const {
 }
 
 MemorySnapshot EnginePool::SampleLocked() {
+  MemorySnapshot m = HostSnapshotLocked(probe_->Process());
+  m.gpus = probe_->Gpus();
+  if (!m.gpus.empty()) {
+    m.has_device = true;
+    m.device = ComputeDeviceLimits(options_.guard, m.gpus[0], m.device_active[1]);
+    m.device_usage = m.device_active[1];
+    m.level = std::max(m.level, LevelFor(m.device_usage, m.device));
+  }
+  return m;
+}
+
+MemorySnapshot EnginePool::SampleHostLocked() { return HostSnapshotLocked(probe_->ProcessRss()); }
+
+MemorySnapshot EnginePool::HostSnapshotLocked(const ProcessMemory& p) {
   MemorySnapshot m;
-  const ProcessMemory p = probe_->Process();
   m.footprint = p.rss_bytes;
   m.pss = p.pss_bytes;
   m.system = probe_->System();
-  m.gpus = probe_->Gpus();
   m.device_active = DeviceActiveLocked();
   m.committed = committed_;
   if (options_.cache_ram_bytes) m.cache_bytes = options_.cache_ram_bytes();
@@ -69,14 +81,7 @@ MemorySnapshot EnginePool::SampleLocked() {
   // enforcer shrink it) rather than room a prompt must leave free.
   m.host = ComputeLimits(options_.guard, in);
   m.usage = std::max(m.device_active[0], m.footprint);
-  if (!m.gpus.empty()) {
-    m.has_device = true;
-    m.device = ComputeDeviceLimits(options_.guard, m.gpus[0], m.device_active[1]);
-    m.device_usage = m.device_active[1];
-  }
-  const PressureLevel h = LevelFor(m.usage, m.host);
-  const PressureLevel d = m.has_device ? LevelFor(m.device_usage, m.device) : PressureLevel::kOk;
-  m.level = std::max(h, d);
+  m.level = LevelFor(m.usage, m.host);
   m.admission_paused = paused_;
   return m;
 }

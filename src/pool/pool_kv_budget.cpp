@@ -46,7 +46,7 @@ bool EnginePool::ClaimKv(const std::shared_ptr<Slot>& slot, uint64_t bytes) {
     committed_[0] += bytes;
     return true;
   };
-  MemorySnapshot m = SampleLocked();
+  MemorySnapshot m = SampleHostLocked();
   const MemoryLimits& L = m.host;
   if (!L.guard_on || L.admission_ceiling == 0) return grant();
   const uint64_t ceiling = L.admission_ceiling;
@@ -58,7 +58,7 @@ bool EnginePool::ClaimKv(const std::shared_ptr<Slot>& slot, uint64_t bytes) {
     // The block store's RAM gives way first (it is a cache).
     const uint64_t excess = projected - target;
     if (options_.shrink_cache(m.cache_bytes > excess ? m.cache_bytes - excess : 0) > 0) {
-      m = SampleLocked();
+      m = SampleHostLocked();
       projected = current() + bytes;
       if (projected <= target) return grant();
     }

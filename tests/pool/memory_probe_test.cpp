@@ -99,6 +99,11 @@ TEST(MemoryProbe, ReadsAFakeProcAndCgroupV2Tree) {
   EXPECT_EQ(s.cgroup_inactive_file, 4096u);
   EXPECT_EQ(s.EffectiveTotal(), 2147483648u);
   EXPECT_TRUE(probe.Gpus().empty());
+  // The cheap reading without status: smaps_rollup's Rss.
+  EXPECT_EQ(probe.ProcessRss().rss_bytes, 2048u * 1024);
+  Write(proc + "/self/status", "Name: llmhost\nVmRSS:  2000 kB\n");
+  EXPECT_EQ(probe.ProcessRss().rss_bytes, 2000u * 1024);  // the kernel's counter, no page-table walk
+  EXPECT_EQ(probe.ProcessRss().pss_bytes, 0u);
 
   // Without smaps_rollup: VmRSS.
   fs::remove(proc + "/self/smaps_rollup");
