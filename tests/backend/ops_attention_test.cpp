@@ -13,6 +13,7 @@
 
 #include "backend/cpu/matmul.h"
 #include "backend/cpu/ops_attention.h"
+#include "backend/cpu/ops_attention_kernels.h"
 
 namespace llmhost {
 namespace {
@@ -154,8 +155,9 @@ TEST(OpsAttentionTest, WindowOfOneSeesOnlyItself) {
 // gets alone: an n-token prefill (tiles of 16 and a remainder) against n
 // one-token decodes and a prefill split into chunks of 7, for head dims with
 // and without a column tail, GQA groups of 1 and 4, windows and soft caps,
-// keys across shuffled KV blocks of 12, and more keys than the value pass's
-// 128-key chunk (n = 300).
+// keys across shuffled KV blocks of 12, more keys than the value pass's
+// 128-key chunk (n = 300) and than one key segment (decodes split over
+// threads by segment give the same bits).
 void ExpectTilesMatchSingleRows(int64_t hd, int64_t heads, int64_t kv_heads, int64_t window, float softcap,
                                 int64_t n = 45) {
   const int64_t bs = 12, blocks = (n + bs - 1) / bs, kvd = kv_heads * hd, qd = heads * hd;
@@ -178,12 +180,14 @@ void ExpectTilesMatchSingleRows(int64_t hd, int64_t heads, int64_t kv_heads, int
   p.softcap = softcap;
   p.window = window;
   ThreadPool pool(3);
-  std::vector<float> whole(n * qd, -1), single(n * qd, -2), chunked(n * qd, -3);
+  std::vector<float> whole(n * qd, -1), single(n * qd, -2), chunked(n * qd, -3), split(n * qd, -4);
   AttentionSeq all{0, n, n, table.data()};
   cpu::Attention(q.data(), k_cache.data(), v_cache.data(), &all, 1, p, whole.data(), true, &pool);
   for (int64_t pos = 0; pos < n; ++pos) {
     AttentionSeq one{pos, 1, pos + 1, table.data()};
     cpu::Attention(q.data(), k_cache.data(), v_cache.data(), &one, 1, p, single.data(), true, nullptr);
+    // With threads, a lone decode's key segments run as separate items.
+    cpu::Attention(q.data(), k_cache.data(), v_cache.data(), &one, 1, p, split.data(), true, &pool);
   }
   for (int64_t start = 0; start < n; start += 7) {
     const int64_t len = std::min<int64_t>(7, n - start);
@@ -193,6 +197,7 @@ void ExpectTilesMatchSingleRows(int64_t hd, int64_t heads, int64_t kv_heads, int
   for (int64_t i = 0; i < n * qd; ++i) {
     ASSERT_EQ(std::memcmp(&whole[i], &single[i], 4), 0) << "element " << i << ": " << whole[i] << " vs " << single[i];
     ASSERT_EQ(std::memcmp(&whole[i], &chunked[i], 4), 0) << "element " << i;
+    ASSERT_EQ(std::memcmp(&whole[i], &split[i], 4), 0) << "element " << i << " (segments on threads)";
   }
 }
 
@@ -203,6 +208,9 @@ TEST(OpsAttentionTest, FastTilesAreBatchInvariantBitForBit) {
   ExpectTilesMatchSingleRows(128, 4, 1, 0, 30.0f);
   ExpectTilesMatchSingleRows(64, 8, 2, 0, 0, 300);
   ExpectTilesMatchSingleRows(20, 4, 1, 200, 0, 300);
+  // Keys in three segments of kKeySegment: windows across a segment's edge.
+  ExpectTilesMatchSingleRows(64, 8, 2, 0, 0, 2 * cpu::kKeySegment + 300);
+  ExpectTilesMatchSingleRows(72, 4, 1, cpu::kKeySegment + 100, 20.0f, 2 * cpu::kKeySegment + 300);
 }
 
 // A 16-bit cache holds K/V rounded to nearest even; attention widens them

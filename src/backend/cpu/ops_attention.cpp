@@ -1,6 +1,7 @@
 #include "backend/cpu/ops_attention.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstring>
 #include <vector>
@@ -99,47 +100,129 @@ void AttendGroupScalar(const float* q, const void* k_cache, const void* v_cache,
   }
 }
 
+namespace {
+
+// The reference path: one query row and KV head per work item.
+void AttentionReference(const float* q, const void* k_cache, const void* v_cache, const AttentionSeq* seqs,
+                        int64_t n_seqs, const AttentionParams& p, float* out, ThreadPool* pool) {
+  struct Row {
+    int32_t seq;
+    int32_t index;  // among the sequence's new tokens
+  };
+  std::vector<Row> rows;
+  int64_t max_kv = 0;
+  for (int64_t s = 0; s < n_seqs; ++s) {
+    for (int64_t i = 0; i < seqs[s].n_new; ++i) rows.push_back({static_cast<int32_t>(s), static_cast<int32_t>(i)});
+    max_kv = std::max(max_kv, seqs[s].kv_len);
+  }
+  const int64_t group = p.n_heads / p.n_kv_heads;
+  std::reverse(rows.begin(), rows.end());  // later rows of a prefill see more keys: first
+  const int64_t n_items = static_cast<int64_t>(rows.size()) * p.n_kv_heads;
+  auto body = [&](int64_t i0, int64_t i1) {
+    std::vector<float> scores(static_cast<size_t>(std::max<int64_t>(max_kv, 1) * group));
+    for (int64_t it = i0; it < i1; ++it) {
+      const Row& r = rows[static_cast<size_t>(it / p.n_kv_heads)];
+      const AttentionSeq& s = seqs[r.seq];
+      AttendGroupScalar(q, k_cache, v_cache, s, s.q_row + r.index, s.kv_len - s.n_new + r.index,
+                        it % p.n_kv_heads, p, scores.data(), out);
+    }
+  };
+  if (pool && n_items > 1) {
+    pool->ParallelFor(n_items, 1, body);
+  } else {
+    body(0, n_items);
+  }
+}
+
+}  // namespace
+
 void Attention(const float* q, const void* k_cache, const void* v_cache,
                const AttentionSeq* seqs, int64_t n_seqs, const AttentionParams& p, float* out,
                bool fast, ThreadPool* pool) {
-  const AttendTileFn tile = fast ? AttendTileAvx2() : nullptr;
-  // Work items: (tile of a sequence's new rows, KV head). The fast path takes
-  // up to kQueryTile rows per tile; the reference one row at a time.
+  const AttendTileFns fns = fast ? AttendTileAvx2() : AttendTileFns{};
+  if (!fns.segment) {
+    AttentionReference(q, k_cache, v_cache, seqs, n_seqs, p, out, pool);
+    return;
+  }
+  // Tiles of up to kQueryTile new rows of a sequence; each against every KV
+  // head, over the key segments its rows see.
   struct Tile {
     int32_t seq;
     int32_t first;  // among the sequence's new tokens
     int32_t count;
+    int32_t seg_first, seg_count;
   };
-  const int64_t rows_per_tile = tile ? kQueryTile : 1;
   std::vector<Tile> tiles;
-  int64_t max_kv = 0;
   for (int64_t s = 0; s < n_seqs; ++s) {
-    for (int64_t i = 0; i < seqs[s].n_new; i += rows_per_tile) {
-      tiles.push_back({static_cast<int32_t>(s), static_cast<int32_t>(i),
-                       static_cast<int32_t>(std::min(rows_per_tile, seqs[s].n_new - i))});
+    for (int64_t i = 0; i < seqs[s].n_new; i += kQueryTile) {
+      const int32_t count = static_cast<int32_t>(std::min(kQueryTile, seqs[s].n_new - i));
+      const int64_t pos0 = seqs[s].kv_len - seqs[s].n_new + i;
+      const int64_t lo = p.window > 0 ? std::max<int64_t>(0, pos0 - p.window + 1) : 0;
+      const int64_t first = lo / kKeySegment, last = (pos0 + count - 1) / kKeySegment;
+      tiles.push_back({static_cast<int32_t>(s), static_cast<int32_t>(i), count, static_cast<int32_t>(first),
+                       static_cast<int32_t>(last - first + 1)});
     }
-    max_kv = std::max(max_kv, seqs[s].kv_len);
   }
-  const int64_t group = p.n_heads / p.n_kv_heads;
-  // Later tiles of a prefill see more keys: hand them out first.
-  std::reverse(tiles.begin(), tiles.end());
-  const int64_t n_items = static_cast<int64_t>(tiles.size()) * p.n_kv_heads;
+  std::reverse(tiles.begin(), tiles.end());  // later tiles of a prefill see more keys: first
+  const int64_t group = p.n_heads / p.n_kv_heads, ps = PartialStride(p.head_dim);
+  // Few (tile, head) pairs for the threads (decodes): one item per segment,
+  // partials in `parts`, combined by whichever item finishes its pair last.
+  // The arithmetic is the same either way (ops_attention_kernels.h).
+  const int threads = pool ? pool->size() : 1;
+  const bool split = threads > 1 && static_cast<int64_t>(tiles.size()) * p.n_kv_heads < 4 * threads;
+  struct Item {
+    int32_t tile, kv_head;
+    int32_t seg;   // this segment only (split), or -1: every segment of the tile
+    int64_t part;  // split: offset of the pair's partials in `parts`
+    int32_t pair;  // split: index of the pair's counter
+  };
+  std::vector<Item> items;
+  int64_t parts_size = 0;
+  int32_t pairs = 0;
+  for (size_t t = 0; t < tiles.size(); ++t) {
+    for (int64_t h = 0; h < p.n_kv_heads; ++h) {
+      const Tile& tl = tiles[t];
+      if (!split || tl.seg_count == 1) {
+        items.push_back({static_cast<int32_t>(t), static_cast<int32_t>(h), -1, 0, 0});
+        continue;
+      }
+      const int64_t pair_size = static_cast<int64_t>(tl.count) * group * ps;
+      for (int32_t sg = 0; sg < tl.seg_count; ++sg) {
+        items.push_back({static_cast<int32_t>(t), static_cast<int32_t>(h), sg, parts_size, pairs});
+      }
+      parts_size += pair_size * tl.seg_count;
+      ++pairs;
+    }
+  }
+  std::vector<float> parts(static_cast<size_t>(parts_size));
+  std::vector<std::atomic<int32_t>> done(static_cast<size_t>(pairs));
+  for (auto& d : done) d.store(0, std::memory_order_relaxed);
   auto body = [&](int64_t i0, int64_t i1) {
-    std::vector<float> scores(tile ? 0 : static_cast<size_t>(std::max<int64_t>(max_kv, 1) * group));
+    thread_local std::vector<float> own;  // an unsplit item's partials
     for (int64_t it = i0; it < i1; ++it) {
-      const Tile& t = tiles[static_cast<size_t>(it / p.n_kv_heads)];
+      const Item& item = items[static_cast<size_t>(it)];
+      const Tile& t = tiles[static_cast<size_t>(item.tile)];
       const AttentionSeq& s = seqs[t.seq];
       const int64_t row0 = s.q_row + t.first, pos0 = s.kv_len - s.n_new + t.first;
-      const int64_t kv_head = it % p.n_kv_heads;
-      if (tile) {
-        tile(q, k_cache, v_cache, s, row0, pos0, t.count, kv_head, p, out);
-      } else {
-        for (int64_t i = 0; i < t.count; ++i) {
-          AttendGroupScalar(q, k_cache, v_cache, s, row0 + i, pos0 + i, kv_head, p, scores.data(), out);
-        }
+      const int64_t seg_size = static_cast<int64_t>(t.count) * group * ps;
+      auto run = [&](int32_t sg, float* part) {
+        const int64_t j0 = static_cast<int64_t>(t.seg_first + sg) * kKeySegment;
+        fns.segment(q, k_cache, v_cache, s, row0, pos0, t.count, item.kv_head, p, j0, j0 + kKeySegment, part);
+      };
+      if (item.seg < 0) {
+        if (own.size() < static_cast<size_t>(seg_size * t.seg_count)) own.resize(static_cast<size_t>(seg_size * t.seg_count));
+        for (int32_t sg = 0; sg < t.seg_count; ++sg) run(sg, own.data() + sg * seg_size);
+        fns.combine(own.data(), t.seg_count, row0, t.count, item.kv_head, p, out);
+        continue;
+      }
+      float* pair_parts = parts.data() + item.part;
+      run(item.seg, pair_parts + item.seg * seg_size);
+      if (done[static_cast<size_t>(item.pair)].fetch_add(1, std::memory_order_acq_rel) + 1 == t.seg_count) {
+        fns.combine(pair_parts, t.seg_count, row0, t.count, item.kv_head, p, out);
       }
     }
   };
+  const int64_t n_items = static_cast<int64_t>(items.size());
   if (pool && n_items > 1) {
     pool->ParallelFor(n_items, 1, body);
   } else {

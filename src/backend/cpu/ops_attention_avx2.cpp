@@ -1,11 +1,13 @@
 // AVX2 + FMA body of the CPU attention. Functions carry target attributes and
 // run only when the CPU supports them (cpu_features.h).
 //
-// A work item is a tile of consecutive query rows of one sequence (up to
-// kQueryTile in a prefill, one in a decode) against one KV head, for all the
-// query heads of its GQA group: each K and V row is read once per tile
-// instead of once per query. Scores: 64 keys' K rows transposed into lanes,
-// then 6 query rows x 16 keys per register tile. Values: 4 rows x 24 columns.
+// A call covers a tile of consecutive query rows of one sequence (up to
+// kQueryTile in a prefill, one in a decode) against one KV head and one key
+// segment, for all the query heads of its GQA group: each K and V row is
+// read once per tile instead of once per query. Scores: 64 keys' K rows
+// transposed into lanes, then 6 query rows x 16 keys per register tile.
+// Values: 4 rows x 24 columns. The segments' partials are combined by
+// CombineSegments (ops_attention_kernels.h gives the arithmetic).
 #include "backend/cpu/ops_attention_kernels.h"
 
 #include "backend/cpu/convert_rows.h"
@@ -48,8 +50,8 @@ LLMHOST_ATTN_AVX2 inline __m256 Exp(__m256 x) {
   return _mm256_mul_ps(p, _mm256_castsi256_ps(e));
 }
 
-// x[i] = exp(x[i] - max) / Σ.
-LLMHOST_ATTN_AVX2 void Softmax(float* x, int64_t n) {
+// x[i] = exp(x[i] - max), in place; returns Σ and sets *max_out.
+LLMHOST_ATTN_AVX2 float ExpSum(float* x, int64_t n, float* max_out) {
   __m256 vmax = _mm256_set1_ps(-INFINITY);
   int64_t i = 0;
   for (; i + 8 <= n; i += 8) vmax = _mm256_max_ps(vmax, _mm256_loadu_ps(x + i));
@@ -70,9 +72,8 @@ LLMHOST_ATTN_AVX2 void Softmax(float* x, int64_t n) {
     x[i] = std::exp(x[i] - mx);
     sum += x[i];
   }
-  const __m256 inv = _mm256_set1_ps(static_cast<float>(1.0 / sum));
-  for (i = 0; i + 8 <= n; i += 8) _mm256_storeu_ps(x + i, _mm256_mul_ps(_mm256_loadu_ps(x + i), inv));
-  for (; i < n; ++i) x[i] *= static_cast<float>(1.0 / sum);
+  *max_out = mx;
+  return static_cast<float>(sum);
 }
 
 // Grow-only per-thread scratch (kwide / vwide: 16-bit K and V rows widened to f32).
@@ -183,14 +184,23 @@ LLMHOST_ATTN_AVX2 void ValuesRows(const float* const* pr, int64_t rows, const fl
 
 // Query rows [row0, row0 + nq) of one sequence (positions pos0 ...) against
 // one KV head, for the heads of its GQA group: R = nq * group score rows
-// over the tile's key range [L, H] (the union of the rows' ranges). Every
-// output is computed by the same operations whatever nq (see the header).
-LLMHOST_ATTN_AVX2 void AttendTile(const float* q, const void* k_cache, const void* v_cache, const AttentionSeq& s,
-                                  int64_t row0, int64_t pos0, int64_t nq, int64_t kv_head, const AttentionParams& p,
-                                  float* out) {
-  const int64_t d = p.head_dim, group = p.n_heads / p.n_kv_heads, R = nq * group;
+// over the tile's key range within segment [j0, j1): [L, H], the union of
+// the rows' ranges there. Every partial is computed by the same operations
+// whatever nq (see the header).
+LLMHOST_ATTN_AVX2 void AttendSegment(const float* q, const void* k_cache, const void* v_cache, const AttentionSeq& s,
+                                     int64_t row0, int64_t pos0, int64_t nq, int64_t kv_head, const AttentionParams& p,
+                                     int64_t j0, int64_t j1, float* part) {
+  const int64_t d = p.head_dim, group = p.n_heads / p.n_kv_heads, R = nq * group, ps = PartialStride(d);
   auto lo_of = [&](int64_t pos) { return p.window > 0 ? std::max<int64_t>(0, pos - p.window + 1) : 0; };
-  const int64_t L = lo_of(pos0), H = pos0 + nq - 1, n = H - L + 1;
+  const int64_t L = std::max(lo_of(pos0), j0), H = std::min(pos0 + nq - 1, j1 - 1), n = H - L + 1;
+  if (n <= 0) {  // no row has keys here
+    for (int64_t r = 0; r < R; ++r) {
+      std::fill(part + r * ps, part + r * ps + d, 0.0f);
+      part[r * ps + d] = -INFINITY;
+      part[r * ps + d + 1] = 0.0f;
+    }
+    return;
+  }
   const int64_t n16 = (n + 15) / 16 * 16;
   if (tls_scores.size() < static_cast<size_t>(R * n16)) tls_scores.resize(R * n16);
   if (tls_kt.size() < static_cast<size_t>(d * 64)) tls_kt.resize(d * 64);
@@ -211,14 +221,14 @@ LLMHOST_ATTN_AVX2 void AttendTile(const float* q, const void* k_cache, const voi
     for (int64_t h = 0; h < group; ++h) {
       const int64_t r = i * group + h;
       qrows[r] = q + (row0 + i) * p.q_stride + (kv_head * group + h) * d;
-      orows[r] = out + (row0 + i) * p.out_stride + (kv_head * group + h) * d;
+      orows[r] = part + r * ps;
       srows[r] = S + r * n16;
     }
   }
   // Scores, 64 keys at a time: transpose their K rows (zero past the range).
-  for (int64_t j0 = 0; j0 < n; j0 += 64) {
-    const int64_t m = std::min<int64_t>(64, n - j0), m16 = (m + 15) / 16 * 16;
-    KvRows(k_cache, s, L + j0, m, p, kv_head, tls_kwide, krows.data());
+  for (int64_t k0 = 0; k0 < n; k0 += 64) {
+    const int64_t m = std::min<int64_t>(64, n - k0), m16 = (m + 15) / 16 * 16;
+    KvRows(k_cache, s, L + k0, m, p, kv_head, tls_kwide, krows.data());
     for (int64_t j8 = 0; j8 < m16; j8 += 8) {
       const float* kr[8];
       for (int64_t k = 0; k < 8; ++k) kr[k] = j8 + k < m ? krows[j8 + k] : zeros;
@@ -234,7 +244,7 @@ LLMHOST_ATTN_AVX2 void AttendTile(const float* q, const void* k_cache, const voi
       int64_t r = 0;
       for (; r < R; r += 6) {
         const int64_t k = std::min<int64_t>(6, R - r);
-        for (int64_t i = 0; i < k; ++i) dst[i] = srows[r + i] + j0 + g;
+        for (int64_t i = 0; i < k; ++i) dst[i] = srows[r + i] + k0 + g;
         switch (k) {
           case 6: Scores16<6>(&qrows[r], ktg, d, dst.data()); break;
           case 5: Scores16<5>(&qrows[r], ktg, d, dst.data()); break;
@@ -246,11 +256,19 @@ LLMHOST_ATTN_AVX2 void AttendTile(const float* q, const void* k_cache, const voi
       }
     }
   }
-  // Each row: scale (and cap) its own range, softmax over it, zero the rest.
+  // Each row: scale (and cap) its own range here, exp and sum over it
+  // (its m and l), zero the rest.
   for (int64_t i = 0; i < nq; ++i) {
-    const int64_t a = lo_of(pos0 + i) - L, b = pos0 + i - L + 1;
+    const int64_t a = std::max(lo_of(pos0 + i), L) - L, b = std::min(pos0 + i, H) - L + 1;
     for (int64_t h = 0; h < group; ++h) {
-      float* sr = srows[i * group + h];
+      const int64_t r = i * group + h;
+      float* sr = srows[r];
+      if (a >= b) {  // this row has no keys in the segment
+        std::fill(sr, sr + n16, 0.0f);
+        part[r * ps + d] = -INFINITY;
+        part[r * ps + d + 1] = 0.0f;
+        continue;
+      }
       if (p.softcap > 0) {
         for (int64_t j = a; j < b; ++j) sr[j] = p.softcap * std::tanh(sr[j] * p.scale / p.softcap);
       } else {
@@ -259,44 +277,85 @@ LLMHOST_ATTN_AVX2 void AttendTile(const float* q, const void* k_cache, const voi
         for (; j + 8 <= b; j += 8) _mm256_storeu_ps(sr + j, _mm256_mul_ps(_mm256_loadu_ps(sr + j), vs));
         for (; j < b; ++j) sr[j] *= p.scale;
       }
-      Softmax(sr + a, b - a);
+      float mx;
+      part[r * ps + d + 1] = ExpSum(sr + a, b - a, &mx);
+      part[r * ps + d] = mx;
       std::fill(sr, sr + a, 0.0f);
       std::fill(sr + b, sr + n16, 0.0f);
     }
   }
-  // out = Σ_j p_j v_j: zero weights add +-0 (an exact no-op on the sum), so a
+  // o = Σ_j e_j v_j: zero weights add +-0 (an exact no-op on the sum), so a
   // row's sum is the same as over its own range alone. Keys in chunks whose V
   // rows and weights stay in cache while every row runs over them; the sums
   // wait in `out` between chunks (the chain continues: the same bits).
   const float* const* pr = srows.data();
   constexpr int64_t kKeyChunk = 128;
-  for (int64_t j0 = 0; j0 < n; j0 += kKeyChunk) {
-    const int64_t j1 = std::min(n, j0 + kKeyChunk);
-    KvRows(v_cache, s, L + j0, j1 - j0, p, kv_head, tls_vwide, vrows.data() + j0);
-    const bool init = j0 == 0;
+  for (int64_t c0k = 0; c0k < n; c0k += kKeyChunk) {
+    const int64_t c1k = std::min(n, c0k + kKeyChunk);
+    KvRows(v_cache, s, L + c0k, c1k - c0k, p, kv_head, tls_vwide, vrows.data() + c0k);
+    const bool init = c0k == 0;
     int64_t c0 = 0;
-    for (; c0 + 24 <= d; c0 += 24) ValuesRows<3>(pr, R, vrows.data(), j0, j1, c0, orows.data(), init);
+    for (; c0 + 24 <= d; c0 += 24) ValuesRows<3>(pr, R, vrows.data(), c0k, c1k, c0, orows.data(), init);
     if (d - c0 >= 16) {
-      ValuesRows<2>(pr, R, vrows.data(), j0, j1, c0, orows.data(), init);
+      ValuesRows<2>(pr, R, vrows.data(), c0k, c1k, c0, orows.data(), init);
       c0 += 16;
     } else if (d - c0 >= 8) {
-      ValuesRows<1>(pr, R, vrows.data(), j0, j1, c0, orows.data(), init);
+      ValuesRows<1>(pr, R, vrows.data(), c0k, c1k, c0, orows.data(), init);
       c0 += 8;
     }
     for (int64_t r = 0; r < R; ++r) {  // head_dim % 8 columns: the same FMA chain, scalar
       for (int64_t c = c0; c < d; ++c) {
         float acc = init ? 0.0f : orows[r][c];
-        for (int64_t j = j0; j < j1; ++j) acc = std::fma(pr[r][j], vrows[j][c], acc);
+        for (int64_t j = c0k; j < c1k; ++j) acc = std::fma(pr[r][j], vrows[j][c], acc);
         orows[r][c] = acc;
       }
     }
   }
 }
 
+
+// out = (Σ_s w_s o_s) / Σ_s w_s l_s with w_s = exp(m_s - M), segments in order.
+LLMHOST_ATTN_AVX2 void CombineSegments(const float* parts, int64_t n_segments, int64_t row0, int64_t nq,
+                                       int64_t kv_head, const AttentionParams& p, float* out) {
+  const int64_t d = p.head_dim, group = p.n_heads / p.n_kv_heads, R = nq * group, ps = PartialStride(d);
+  thread_local std::vector<float> weights;
+  weights.resize(static_cast<size_t>(n_segments));
+  for (int64_t r = 0; r < R; ++r) {
+    float M = -INFINITY;
+    for (int64_t sg = 0; sg < n_segments; ++sg) M = std::max(M, parts[(sg * R + r) * ps + d]);
+    float l = 0.0f;
+    for (int64_t sg = 0; sg < n_segments; ++sg) {
+      const float m = parts[(sg * R + r) * ps + d];
+      weights[sg] = m == -INFINITY ? 0.0f : std::exp(m - M);
+      l = std::fma(weights[sg], parts[(sg * R + r) * ps + d + 1], l);
+    }
+    const float inv = 1.0f / l;
+    const int64_t i = r / group, h = r % group;
+    float* o = out + (row0 + i) * p.out_stride + (kv_head * group + h) * d;
+    int64_t c = 0;
+    for (; c + 8 <= d; c += 8) {
+      __m256 acc = _mm256_setzero_ps();
+      for (int64_t sg = 0; sg < n_segments; ++sg) {
+        if (weights[sg] == 0.0f) continue;
+        acc = _mm256_fmadd_ps(_mm256_set1_ps(weights[sg]), _mm256_loadu_ps(parts + (sg * R + r) * ps + c), acc);
+      }
+      _mm256_storeu_ps(o + c, _mm256_mul_ps(acc, _mm256_set1_ps(inv)));
+    }
+    for (; c < d; ++c) {
+      float acc = 0.0f;
+      for (int64_t sg = 0; sg < n_segments; ++sg) {
+        if (weights[sg] != 0.0f) acc = std::fma(weights[sg], parts[(sg * R + r) * ps + c], acc);
+      }
+      o[c] = acc * inv;
+    }
+  }
+}
+
 }  // namespace
 
-AttendTileFn AttendTileAvx2() {
-  return ActiveCpuIsa() == CpuIsa::kScalar ? nullptr : &AttendTile;
+AttendTileFns AttendTileAvx2() {
+  if (ActiveCpuIsa() == CpuIsa::kScalar) return {};
+  return {&AttendSegment, &CombineSegments};
 }
 
 }  // namespace llmhost::cpu
@@ -304,7 +363,7 @@ AttendTileFn AttendTileAvx2() {
 #else
 
 namespace llmhost::cpu {
-AttendTileFn AttendTileAvx2() { return nullptr; }
+AttendTileFns AttendTileAvx2() { return {}; }
 }  // namespace llmhost::cpu
 
 #endif
