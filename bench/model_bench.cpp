@@ -7,6 +7,8 @@
 //   decode   tok/s at batch 1 (one sequence, one token per Forward) and at
 //            batch 8 (8 sequences, one Forward per step with 8 items), after
 //            a 16-token prompt each; greedy next tokens
+//   long     with --long-context N: decode tok/s at batch 1 after an N-token
+//            prompt, where attention over the context is a share of each step
 //   efficiency = weight bytes read per token (Model::weight_bytes()) x
 //            decode tok/s / the machine's read bandwidth (measured in the
 //            same run); at batch 8 per step (the weights are read once for 8)
@@ -24,7 +26,7 @@
 //
 // Usage: model_bench --models DIR [--formats bf16,mlx8,mlx4] [--reps N]
 //                    [--prefill-reps N] [--prefill-tokens N (512; <= 4096, the models' context)]
-//                    [--steps N] [--no-int8]
+//                    [--steps N] [--no-int8] [--long-context N (0: skipped)]
 //   DIR holds llama1b-bf16, llama1b-mlx8, llama1b-mlx4 (run_model_bench.sh).
 #include <sys/resource.h>
 
@@ -72,6 +74,7 @@ struct Options {
   int steps = 12;
   int prefill = 512;
   int prompt = 16;
+  int long_context = 0;
   int batch = 8;
   bool int8 = true;
 };
@@ -95,7 +98,7 @@ double CpuSeconds() {
 }
 
 struct Figures {
-  Rate prefill, decode1, decode8;
+  Rate prefill, decode1, decode8, decode_long;
   uint64_t weight_bytes = 0, rss_load = 0, rss_end = 0, rss_before = 0;
 };
 
@@ -126,17 +129,17 @@ void Check(const Status& s, const char* what) {
   }
 }
 
-// `batch` sequences, each prefilled with its own prompt, then `reps` timed
-// runs of `steps` decode steps (one Forward per step with every sequence);
-// the best run's tokens per second.
-Rate Decode(Model& model, KvCache& cache, int batch, const Options& o) {
+// `batch` sequences, each prefilled with its own `prompt`-token prompt, then
+// `reps` timed runs of `steps` decode steps (one Forward per step with every
+// sequence); the best run's tokens per second.
+Rate Decode(Model& model, KvCache& cache, int batch, int prompt, const Options& o) {
   const int64_t vocab = model.vocab_size();
   std::vector<KvSequence> seqs(static_cast<size_t>(batch));
   std::vector<std::vector<int32_t>> prompts;
   std::vector<int32_t> next(static_cast<size_t>(batch));
   std::vector<ForwardItem> items;
   ForwardOutput out;
-  for (int b = 0; b < batch; ++b) prompts.push_back(PromptIds(o.prompt, vocab, 100 + b));
+  for (int b = 0; b < batch; ++b) prompts.push_back(PromptIds(prompt, vocab, 100 + b));
   for (int b = 0; b < batch; ++b) items.push_back({&seqs[b], prompts[b], LogitsRows::kLast});
   Check(model.Forward(items, cache, &out), "decode prompt");
   auto step = [&] {
@@ -179,13 +182,17 @@ Figures Run(const std::string& dir, Precision precision, const Options& o) {
   f.rss_load = ResidentBytes();
   f.weight_bytes = (*model)->weight_bytes();
   const int64_t per_seq = o.prompt + 2 + int64_t{o.reps} * o.steps;
-  const int64_t blocks = std::max<int64_t>((o.prefill + kDefaultKvBlockSize - 1) / kDefaultKvBlockSize,
-                                           o.batch * ((per_seq + kDefaultKvBlockSize - 1) / kDefaultKvBlockSize));
+  const int64_t long_seq = o.long_context + 2 + int64_t{o.reps} * o.steps;
+  const int64_t blocks = std::max<int64_t>(
+      {(o.prefill + kDefaultKvBlockSize - 1) / kDefaultKvBlockSize,
+       o.batch * ((per_seq + kDefaultKvBlockSize - 1) / kDefaultKvBlockSize),
+       (long_seq + kDefaultKvBlockSize - 1) / kDefaultKvBlockSize});
   auto cache = (*model)->CreateKvCache(blocks);
   Check(cache.status(), "kv cache");
   // Decode first: its prompt pass also faults the mapped weights in.
-  f.decode1 = Decode(**model, **cache, 1, o);
-  f.decode8 = Decode(**model, **cache, o.batch, o);
+  f.decode1 = Decode(**model, **cache, 1, o.prompt, o);
+  f.decode8 = Decode(**model, **cache, o.batch, o.prompt, o);
+  if (o.long_context > 0) f.decode_long = Decode(**model, **cache, 1, o.long_context, o);
   f.prefill = Prefill(**model, **cache, o);
   f.rss_end = ResidentBytes();
   return f;
@@ -211,12 +218,15 @@ int Main(int argc, char** argv) {
       o.prefill = std::max(1, std::atoi(value().c_str()));
     } else if (a == "--steps") {
       o.steps = std::max(1, std::atoi(value().c_str()));
+    } else if (a == "--long-context") {
+      o.long_context = std::max(0, std::atoi(value().c_str()));
     } else if (a == "--no-int8") {
       o.int8 = false;
     } else {
       std::fprintf(stderr,
                    "usage: model_bench --models DIR [--formats bf16,mlx8,mlx4] [--reps N] "
-                   "[--prefill-reps N] [--prefill-tokens N] [--steps N] [--no-int8]\n");
+                   "[--prefill-reps N] [--prefill-tokens N] [--steps N] [--no-int8] "
+                   "[--long-context N]\n");
       return 1;
     }
   }
@@ -257,6 +267,10 @@ int Main(int argc, char** argv) {
                   r.f.prefill.cpu, r.f.decode1.cpu, r.f.decode8.cpu, r.f.rss_before / 1048576.0,
                   r.f.rss_load / 1048576.0, r.f.rss_end / 1048576.0, r.f.weight_bytes / 1048576.0,
                   bench::LoadAverage().c_str());
+      if (o.long_context > 0) {
+        std::printf("%s: decode b1 after a %d-token prompt %.2f tok/s (by CPU time x threads: %.2f)\n",
+                    r.label.c_str(), o.long_context, r.f.decode_long.wall, r.f.decode_long.cpu);
+      }
       std::fflush(stdout);
       rows.push_back(std::move(r));
     }
