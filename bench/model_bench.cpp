@@ -1,7 +1,9 @@
 // End-to-end speed of a Llama-1B-shaped model (synthesized by
 // bench/run_model_bench.sh: hidden 2048, 16 layers, 32 heads, 8 KV heads,
 // FFN 8192, vocab 32000, tied embeddings) through Model::Forward on the CPU
-// backend with every core (ThreadPool::Default()), per weight format:
+// backend with every core (ThreadPool::Default()), per weight format and
+// precision (auto: serve's default; fast; fast-int8 for quantized weights;
+// fast-bf16 where the CPU has AMX):
 //
 //   prefill  tok/s of one 512-token prompt (one Forward call, last logits)
 //   decode   tok/s at batch 1 (one sequence, one token per Forward) and at
@@ -140,7 +142,7 @@ Rate Decode(Model& model, KvCache& cache, int batch, int prompt, const Options& 
   std::vector<ForwardItem> items;
   ForwardOutput out;
   for (int b = 0; b < batch; ++b) prompts.push_back(PromptIds(prompt, vocab, 100 + b));
-  for (int b = 0; b < batch; ++b) items.push_back({&seqs[b], prompts[b], LogitsRows::kLast});
+  for (int b = 0; b < batch; ++b) items.push_back({&seqs[b], prompts[b], LogitsRows::kLast, prompt});
   Check(model.Forward(items, cache, &out), "decode prompt");
   auto step = [&] {
     for (int b = 0; b < batch; ++b) next[b] = ArgMax(out.Row(b, 0), out.vocab);
@@ -254,11 +256,14 @@ int Main(int argc, char** argv) {
   for (const Format& fmt : Formats()) {
     if (!o.only.empty() && o.only.find("," + fmt.name + ",") == std::string::npos) continue;
     const std::string dir = JoinPath(o.models, "llama1b-" + fmt.name);
-    std::vector<Precision> precisions = {Precision::kFast};
+    std::vector<Precision> precisions = {Precision::kAuto, Precision::kFast};
     if (fmt.name != "bf16" && o.int8) precisions.push_back(Precision::kFastInt8);
     if (BestCpuIsa() == CpuIsa::kAmx) precisions.push_back(Precision::kFastBf16);
     for (Precision p : precisions) {
-      const char* label = p == Precision::kFastInt8 ? " fast-int8" : p == Precision::kFastBf16 ? " fast-bf16" : " fast";
+      const char* label = p == Precision::kFastInt8   ? " fast-int8"
+                          : p == Precision::kFastBf16 ? " fast-bf16"
+                          : p == Precision::kAuto     ? " auto (serve's default)"
+                                                      : " fast";
       Row r{fmt.name + label, &fmt, Run(dir, p, o)};
       std::printf("%s: prefill %.1f, decode b1 %.2f, b%d %.2f tok/s (by CPU time x threads: %.1f, "
                   "%.2f, %.2f); RSS before load %.0f, after load %.0f, after the run %.0f MiB "

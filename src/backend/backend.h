@@ -41,9 +41,21 @@ enum class DeviceKind { kCpu, kCuda };
 // blocks) multiply int8-quantized activations (as ggml does). kFastBf16:
 // where the CPU has AMX-BF16, activations and weights rounded to bf16 and
 // multiplied in AMX tiles for prefill-sized batches (elsewhere, and for
-// decode, as kFast). Cheap ops have one f32 path;
-// attention and activations share the fast loops.
-enum class Precision { kReference, kFast, kFastInt8, kFastBf16 };
+// decode, as kFast). kAuto (`serve`'s default): per weight and per kind of
+// row, the fastest of these that keeps batch invariance: generated tokens'
+// rows as kFastInt8; prompt tokens' rows in AMX-BF16 tiles at every batch
+// size where the CPU has AMX, else as kFast for 8-bit MLX weights (int8
+// activations prefill them slower) and as kFastInt8 for the rest. A row's
+// precision depends on its own token and the weight, never on the batch.
+// Cheap ops have one f32 path; attention and activations share the fast
+// loops.
+enum class Precision { kReference, kFast, kFastInt8, kFastBf16, kAuto };
+
+// Which tokens a MatMul's rows are: a prompt's (prefill) or generated ones
+// (decode). A backend may compute the two differently (kAuto); each row's
+// kind comes from its position in its sequence, so a token's kind is the
+// same whether its request runs alone or in any batch.
+enum class RowKind { kGenerated, kPrompt };
 
 // A region of device memory owned by a Backend. Plain value; the backend
 // keeps the bookkeeping. `data` is a device address (CPU: host memory).
@@ -162,9 +174,13 @@ class Backend {
   virtual Precision precision() const = 0;
   virtual void set_precision(Precision p) = 0;
 
+  // True when MatMul computes prompt and generated rows differently: callers
+  // then split a batch that mixes them into runs of one kind.
+  virtual bool RowKindMatters() const = 0;
+
   // ---- ops (all pointers are device addresses) ------------------------------
-  // y[n, w.rows] = x[n, w.cols] · Wᵀ, at precision().
-  virtual void MatMul(const WeightMatrix& w, const float* x, int64_t n, float* y) = 0;
+  // y[n, w.rows] = x[n, w.cols] · Wᵀ, at precision(); every row is of `rows`.
+  virtual void MatMul(const WeightMatrix& w, const float* x, int64_t n, float* y, RowKind rows) = 0;
   // As MatMul, for MoE router logits: activations are never rounded (kFast
   // for kFastInt8 / kFastBf16), so that which experts a token goes to does
   // not hinge on activation rounding.

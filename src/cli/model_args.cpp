@@ -31,7 +31,8 @@ Result<Precision> ParsePrecision(const std::string& text) {
   if (text == "fast") return Precision::kFast;
   if (text == "fast-int8") return Precision::kFastInt8;
   if (text == "fast-bf16") return Precision::kFastBf16;
-  return Status::InvalidArgument("--precision: '" + text + "' (expected f32, fast, fast-int8 or fast-bf16)");
+  if (text == "auto") return Precision::kAuto;
+  return Status::InvalidArgument("--precision: '" + text + "' (expected auto, f32, fast, fast-int8 or fast-bf16)");
 }
 
 Result<LoadedModel> LoadModelForCli(const std::string& path, Precision precision, bool verbose) {

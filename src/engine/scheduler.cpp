@@ -329,7 +329,7 @@ void Scheduler::Step() {
     items.push_back({&p.seq->cs().kv,
                      std::span<const int32_t>(cs.tokens).subspan(static_cast<size_t>(cs.kv.length),
                                                                  static_cast<size_t>(p.n)),
-                     p.sample ? LogitsRows::kLast : LogitsRows::kNone});
+                     p.sample ? LogitsRows::kLast : LogitsRows::kNone, p.seq->prompt_tokens()});
   }
   ++counters_.steps;
   const Status st = model_->Forward(items, *cache_, &out_);

@@ -77,6 +77,16 @@ class ForwardPass {
   KvCache& cache_;
   std::span<const ForwardItem> items_;
 
+  // Rows [begin, end) of one kind: the token rows, or the logits rows.
+  struct RowRun {
+    int64_t begin, end;
+    RowKind kind;
+  };
+  // y = x · Wᵀ over rows [0, runs.back().end), one MatMul per run.
+  void MatMulRuns(const WeightMatrix& w, const float* x, float* y, const std::vector<RowRun>& runs);
+  // Appends `kind` for the next row, extending the last run when it matches.
+  void AddRow(std::vector<RowRun>& runs, RowKind kind) const;
+
   int64_t n_ = 0;                  // new tokens in the batch
   int64_t n_rows_ = 0;             // logits rows
   std::vector<int64_t> new_len_;   // per item: length after this step
@@ -87,6 +97,8 @@ class ForwardPass {
   int64_t table_entries_ = 0;
   bool any_moe_ = false, any_dense_ = false;
   int64_t qkv_stride_ = 0, k_stride_ = 0, v_stride_ = 0;
+  std::vector<RowKind> row_kind_;  // per token row
+  std::vector<RowRun> token_runs_, logit_runs_;
   Ptrs p_{};
 };
 
@@ -162,6 +174,16 @@ Status ForwardPass::Prepare() {
     }
     const int64_t len = it.seq->length + static_cast<int64_t>(it.tokens.size());
     if (len > (int64_t{1} << 30)) return Status::InvalidArgument("forward: sequence too long");
+    for (int64_t pos = it.seq->length; pos < len; ++pos) {
+      const RowKind kind = pos >= it.generated_from ? RowKind::kGenerated : RowKind::kPrompt;
+      row_kind_.push_back(kind);
+      AddRow(token_runs_, kind);
+    }
+    if (it.logits == LogitsRows::kAll) {
+      for (int64_t pos = it.seq->length; pos < len; ++pos) AddRow(logit_runs_, row_kind_[pos - it.seq->length + n_]);
+    } else if (it.logits == LogitsRows::kLast) {
+      AddRow(logit_runs_, row_kind_.back());
+    }
     new_len_.push_back(len);
     q_row_.push_back(n_);
     n_ += static_cast<int64_t>(it.tokens.size());
@@ -263,19 +285,36 @@ void ForwardPass::ApplyRope(float* x, int64_t heads, int64_t stride, int rope_in
   }
 }
 
+void ForwardPass::AddRow(std::vector<RowRun>& runs, RowKind kind) const {
+  // A backend that computes both kinds alike gets one run (one MatMul).
+  if (!b_.RowKindMatters()) kind = RowKind::kPrompt;
+  if (!runs.empty() && runs.back().kind == kind) {
+    ++runs.back().end;
+  } else {
+    const int64_t begin = runs.empty() ? 0 : runs.back().end;
+    runs.push_back({begin, begin + 1, kind});
+  }
+}
+
+void ForwardPass::MatMulRuns(const WeightMatrix& w, const float* x, float* y, const std::vector<RowRun>& runs) {
+  for (const RowRun& r : runs) {
+    b_.MatMul(w, x + r.begin * w.cols, r.end - r.begin, y + r.begin * w.rows, r.kind);
+  }
+}
+
 void ForwardPass::DenseMlp(const LayerWeights& w) {
   const int64_t N = n_, I = s_.intermediate;
   if (s_.fused_gate_up) {
-    b_.MatMul(w.gate_up, p_.h, N, p_.gate);  // [N, 2I]: gate | up
+    MatMulRuns(w.gate_up, p_.h, p_.gate, token_runs_);  // [N, 2I]: gate | up
     b_.GatedActivation(s_.activation, p_.gate, 2 * I, p_.up, 2 * I, N, I, p_.act, I);
   } else {
-    b_.MatMul(w.gate, p_.h, N, p_.gate);
-    b_.MatMul(w.up, p_.h, N, p_.up);
+    MatMulRuns(w.gate, p_.h, p_.gate, token_runs_);
+    MatMulRuns(w.up, p_.h, p_.up, token_runs_);
     if (w.gate_bias.valid()) b_.AddBias(p_.gate, N, I, I, w.gate_bias.as<float>());
     if (w.up_bias.valid()) b_.AddBias(p_.up, N, I, I, w.up_bias.as<float>());
     b_.GatedActivation(s_.activation, p_.gate, I, p_.up, I, N, I, p_.act, I);
   }
-  b_.MatMul(w.down, p_.act, N, p_.t);
+  MatMulRuns(w.down, p_.act, p_.t, token_runs_);
   if (w.down_bias.valid()) b_.AddBias(p_.t, N, s_.hidden, s_.hidden, w.down_bias.as<float>());
 }
 
@@ -317,10 +356,14 @@ void ForwardPass::MoeMlp(const LayerWeights& w) {
     const LayerWeights::Expert& x = w.experts[e];
     const int32_t* rows = p_.moe_idx + begin[e];
     b_.GatherRows(p_.h, H, rows, cnt, p_.xe);
-    b_.MatMul(x.gate, p_.xe, cnt, p_.ge);
-    b_.MatMul(x.up, p_.xe, cnt, p_.ue);
+    // The expert's rows in token order, so its generated and prompt rows
+    // form runs as the batch's do.
+    std::vector<RowRun> runs;
+    for (auto [t, wt] : per_expert[e]) AddRow(runs, row_kind_[t]);
+    MatMulRuns(x.gate, p_.xe, p_.ge, runs);
+    MatMulRuns(x.up, p_.xe, p_.ue, runs);
     b_.GatedActivation(s_.activation, p_.ge, I, p_.ue, I, cnt, I, p_.ge, I);
-    b_.MatMul(x.down, p_.ge, cnt, p_.ye);
+    MatMulRuns(x.down, p_.ge, p_.ye, runs);
     b_.ScatterAddRows(p_.ye, H, rows, p_.moe_scale + begin[e], cnt, p_.t);
   }
 }
@@ -334,11 +377,11 @@ void ForwardPass::Layer(int64_t li) {
 
   b_.RmsNorm(p_.x, N, H, H, w.attn_norm.as<float>(), eps, one, p_.h);
   if (s_.fused_qkv) {
-    b_.MatMul(w.qkv, p_.h, N, p_.qkv);
+    MatMulRuns(w.qkv, p_.h, p_.qkv, token_runs_);
   } else {
-    b_.MatMul(w.q, p_.h, N, p_.q);
-    b_.MatMul(w.k, p_.h, N, p_.k);
-    b_.MatMul(w.v, p_.h, N, p_.v);
+    MatMulRuns(w.q, p_.h, p_.q, token_runs_);
+    MatMulRuns(w.k, p_.h, p_.k, token_runs_);
+    MatMulRuns(w.v, p_.h, p_.v, token_runs_);
     if (w.q_bias.valid()) b_.AddBias(p_.q, N, qd, qd, w.q_bias.as<float>());
     if (w.k_bias.valid()) b_.AddBias(p_.k, N, kvd, kvd, w.k_bias.as<float>());
     if (w.v_bias.valid()) b_.AddBias(p_.v, N, kvd, kvd, w.v_bias.as<float>());
@@ -373,7 +416,7 @@ void ForwardPass::Layer(int64_t li) {
   ap.kv_dtype = cache_.dtype();
   b_.Attention(p_.q, cache_.k(li), cache_.v(li), p_.seqs, static_cast<int64_t>(items_.size()), ap,
                p_.attn);
-  b_.MatMul(w.o, p_.attn, N, p_.t);
+  MatMulRuns(w.o, p_.attn, p_.t, token_runs_);
   if (w.o_bias.valid()) b_.AddBias(p_.t, N, H, H, w.o_bias.as<float>());
   if (w.post_attn_norm.valid()) {
     b_.RmsNorm(p_.t, N, H, H, w.post_attn_norm.as<float>(), eps, one, p_.t);
@@ -415,7 +458,7 @@ Status ForwardPass::Run(ForwardOutput* out) {
     b_.GatherRows(p_.x, H, p_.logit_rows, n_rows_, p_.hsel);
     b_.RmsNorm(p_.hsel, n_rows_, H, H, m_.final_norm_.as<float>(), s_.rms_eps, s_.norm_add_one,
                p_.hsel);
-    b_.MatMul(m_.lm_head_, p_.hsel, n_rows_, p_.logits);
+    MatMulRuns(m_.lm_head_, p_.hsel, p_.logits, logit_runs_);
     if (s_.final_softcap > 0) b_.Softcap(p_.logits, n_rows_ * V, s_.final_softcap);
   }
   b_.Synchronize();

@@ -40,7 +40,7 @@ Result<std::vector<int32_t>> Generate(Model& model, std::span<const int32_t> pro
   KvSequence seq;
   std::vector<int32_t> out;
   ForwardOutput logits;
-  ForwardItem item{&seq, prompt, LogitsRows::kLast};
+  ForwardItem item{&seq, prompt, LogitsRows::kLast, static_cast<int64_t>(prompt.size())};
   while (static_cast<int64_t>(out.size()) < options.max_tokens) {
     RETURN_IF_ERROR(model.Forward({&item, 1}, *cache, &logits));
     const int32_t id = SampleToken(logits.Row(0, 0), logits.vocab, options.temperature, rng);

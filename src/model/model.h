@@ -39,6 +39,10 @@ struct ForwardItem {
   KvSequence* seq = nullptr;           // appended to: positions seq->length ...
   std::span<const int32_t> tokens;     // the new tokens (at least one)
   LogitsRows logits = LogitsRows::kLast;
+  // Positions from here on hold generated tokens, those before it the prompt
+  // (RowKind; the backend may compute the two kinds differently). The
+  // default: every token is a prompt token.
+  int64_t generated_from = INT64_MAX;
 };
 
 struct ForwardOutput {

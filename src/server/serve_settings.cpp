@@ -134,7 +134,9 @@ const std::vector<ServeFlag>& ServeFlags() {
       {"header-timeout", false, "seconds a client may take to send a request's headers (default 30)"},
       {"drain-timeout", false, "seconds to let requests finish on SIGTERM/SIGINT (default 30)"},
       {"io-threads", false, "HTTP I/O threads (default 2)"},
-      {"precision", false, "CPU matmul precision: fast, fast-int8, fast-bf16 (AMX) or f32 (default fast)"},
+      {"precision", false,
+       "CPU matmul precision: auto (default: int8 activations for quantized weights, AMX-BF16 prompts where the "
+       "CPU has it), fast, fast-int8, fast-bf16 (AMX) or f32"},
       {"kv-dtype", false,
        "KV cache element type: auto (the model's 16-bit type: bf16 for bf16 weights, else f16), bf16, f16 or f32 "
        "(default auto)"},
@@ -354,9 +356,9 @@ Result<ServeSettings> ResolveServeSettings(const SettingValues& cli, const EnvLo
       }
       s.kv_dtype = last;
     } else if (name == "precision") {
-      if (last != "fast" && last != "fast-int8" && last != "fast-bf16" && last != "f32") {
+      if (last != "auto" && last != "fast" && last != "fast-int8" && last != "fast-bf16" && last != "f32") {
         return Status::InvalidArgument(v->source + ": '" + last +
-                                       "' (expected fast, fast-int8, fast-bf16 or f32)");
+                                       "' (expected auto, fast, fast-int8, fast-bf16 or f32)");
       }
       s.precision = last;
     }

@@ -43,7 +43,7 @@ struct ServeSettings {
   int header_timeout = 30;              // seconds for a request's headers
   int drain_timeout = 30;               // seconds
   int io_threads = 2;
-  std::string precision = "fast";       // CPU matmul precision: fast, fast-int8, fast-bf16, f32
+  std::string precision = "auto";       // CPU matmul precision: auto, fast, fast-int8, fast-bf16, f32
   std::string kv_dtype = "auto";        // KV cache element type: auto, f32, bf16, f16
   // Memory guard (pool/memory_limits.h).
   std::string memory_guard = "balanced";  // off, safe, balanced, aggressive, custom

@@ -106,7 +106,8 @@ TEST(MatMulAmx, MatchesBf16RoundedProductsEveryFormat) {
 
 // A row of x gives the same bits in every batch of >= kAmxMinRows rows: at
 // other positions of a 16-token block, next to other blocks, past the 512-row
-// chunk, with or without threads. Below kAmxMinRows: kFast's bits.
+// chunk, with or without threads. Below kAmxMinRows: kFast's bits, and
+// kBf16Tiles' bits equal the large batch's at every size.
 TEST(MatMulAmx, BatchInvariantBitForBit) {
   if (BestCpuIsa() != CpuIsa::kAmx) GTEST_SKIP() << "no AMX-BF16 on this CPU (or not granted by the OS)";
   ThreadPool pool(4);
@@ -128,6 +129,10 @@ TEST(MatMulAmx, BatchInvariantBitForBit) {
           std::memcpy(&xs[i * cols], &x[src * cols], cols * sizeof(float));
         }
         for (ThreadPool* p : {static_cast<ThreadPool*>(nullptr), &pool}) {
+          // kBf16Tiles: the same bits at every batch size, a batch of < 16 rows too.
+          const std::vector<float> tiles = MulOf(ow.w, xs, n, MatMulPrecision::kBf16Tiles, p);
+          ASSERT_EQ(0, std::memcmp(&tiles[(n - 1) * rows], &all[t * rows], rows * sizeof(float)))
+              << "kBf16Tiles: row " << t << " in a batch of " << n << (p ? " (threads)" : "");
           const std::vector<float> y = MulOf(ow.w, xs, n, MatMulPrecision::kFastBf16, p);
           if (n >= kAmxMinRows) {
             ASSERT_EQ(0, std::memcmp(&y[(n - 1) * rows], &all[t * rows], rows * sizeof(float)))

@@ -30,8 +30,9 @@ struct FixtureCase {
 // <= 6e-6). kFastInt8 quantizes activations to int8 per 32 values for MLX and
 // GGUF block weights (as ggml's q8 activations); on these tiny random models
 // (hidden 64 / 256) that costs up to 2.4e-2 (GGUF) and 7.5e-2 (MLX) per row:
-// tolerances 3e-2 and 1e-1 (float weights are unaffected: 1e-4). It is
-// opt-in for that reason (generate defaults to kFast). kFastBf16 (AMX CPUs
+// tolerances 3e-2 and 1e-1 (float weights are unaffected: 1e-4). `serve`
+// uses it for quantized weights by default (kAuto), as llama.cpp does;
+// `generate` and `score` default to kFast and f32. kFastBf16 (AMX CPUs
 // only; elsewhere it is kFast) rounds activations, and weights that are not
 // bf16, to bf16 for prefill-sized batches: kBf16Tolerance per row (measured
 // on an AMX machine: <= 3.6e-2 on every dense fixture). Not compared:
@@ -95,7 +96,7 @@ PromptResult RunPrompt(Model& model, const GoldenPrompt& p, double tolerance,
   for (size_t step = 0; step < p.greedy_tokens.size(); ++step) {
     got.push_back(next);
     if (step + 1 == p.greedy_tokens.size()) break;
-    ForwardItem d{&seq, {&got.back(), 1}, LogitsRows::kLast};
+    ForwardItem d{&seq, {&got.back(), 1}, LogitsRows::kLast, static_cast<int64_t>(p.input_ids.size())};
     st = model.Forward({&d, 1}, **cache, &out);
     EXPECT_TRUE(st.ok()) << st.ToString();
     if (!st.ok()) return r;
@@ -122,20 +123,28 @@ void RunFixture(const FixtureCase& fc, Precision precision, DType kv_dtype = DTy
   CpuBackend backend(&ThreadPool::Default(), precision);
   auto model = Model::Load(g.model_path, &backend);
   ASSERT_TRUE(model.ok()) << model.status().ToString();
+  // kAuto: int8 where the weights are quantized, bf16 tiles for prompts on AMX.
+  const bool amx = BestCpuIsa() == CpuIsa::kAmx;
   double tol = precision == Precision::kFastInt8   ? fc.int8_tolerance
                : precision == Precision::kFastBf16 ? kBf16Tolerance
+               : precision == Precision::kAuto     ? std::max(fc.int8_tolerance, amx ? kBf16Tolerance : 0.0)
                                                    : 1e-4;
   std::string tag = precision == Precision::kReference  ? ""
                     : precision == Precision::kFast     ? " (fast)"
                     : precision == Precision::kFastInt8 ? " (fast-int8)"
+                    : precision == Precision::kAuto     ? " (auto)"
                                                         : " (fast-bf16)";
   if (kv_dtype != DType::kF32) {
     tol = std::max(tol, kv_dtype == DType::kF16 ? kF16KvTolerance : kBf16Tolerance);
     tag += std::string(" kv ") + KvDtypeName(kv_dtype);
   }
+  // kAuto's generated rows of quantized weights are int8 rows, whose error the
+  // prompt rows (kFast for 8-bit MLX) do not measure: their greedy tokens are
+  // held by FastInt8Path, and kAuto's bits to kFastInt8's by row_kind_test.
+  const bool check_greedy = !(precision == Precision::kAuto && fc.int8_tolerance > 1e-4);
   for (const GoldenPrompt& p : g.prompts) {
     const std::string label = std::string(fc.name) + "/" + p.name + tag;
-    PromptResult r = RunPrompt(**model, p, tol, label, /*check_greedy=*/true, kv_dtype);
+    PromptResult r = RunPrompt(**model, p, tol, label, check_greedy, kv_dtype);
     std::printf("  %-34s worst row rel %.3g, max abs %.3g\n", label.c_str(), r.worst_rel, r.max_abs);
   }
 }
@@ -148,6 +157,12 @@ TEST_P(GoldenTest, FastPathBf16Kv) {
   RunFixture(GetParam(), Precision::kFast, DType::kBF16);
 }
 TEST_P(GoldenTest, FastPathF16Kv) { RunFixture(GetParam(), Precision::kFast, DType::kF16); }
+TEST_P(GoldenTest, AutoPath) {
+  if (BestCpuIsa() == CpuIsa::kAmx && !GetParam().bf16_compared) {
+    GTEST_SKIP() << "expert routing flips under bf16 activations (see kBf16Tolerance)";
+  }
+  RunFixture(GetParam(), Precision::kAuto);
+}
 TEST_P(GoldenTest, FastBf16Path) {
   if (BestCpuIsa() != CpuIsa::kAmx) GTEST_SKIP() << "no AMX-BF16 here: fast-bf16 is the fast path";
   if (!GetParam().bf16_compared) GTEST_SKIP() << "expert routing flips under bf16 activations (see kBf16Tolerance)";

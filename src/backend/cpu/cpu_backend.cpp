@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "backend/cpu/cpu_features.h"
 #include "backend/cpu/matmul.h"
 #include "backend/cpu/ops_activation.h"
 #include "backend/cpu/ops_attention.h"
@@ -191,10 +192,24 @@ void CpuBackend::ReleaseWeight(const WeightMatrix& w) {
   stats_.mapped_weight_bytes -= std::min(stats_.mapped_weight_bytes, b);
 }
 
-void CpuBackend::MatMul(const WeightMatrix& w, const float* x, int64_t n, float* y) {
+namespace {
+
+// kAuto's choice (backend.h): depends on the weight, the row kind and the
+// CPU only, so that a row's bits never depend on its batch.
+MatMulPrecision AutoPrecision(const WeightMatrix& w, RowKind rows) {
+  if (rows == RowKind::kGenerated) return MatMulPrecision::kFastInt8;
+  if (ActiveCpuIsa() == CpuIsa::kAmx) return MatMulPrecision::kBf16Tiles;
+  if (w.format == WeightFormat::kMlxAffine && w.bits == 8) return MatMulPrecision::kFast;
+  return MatMulPrecision::kFastInt8;
+}
+
+}  // namespace
+
+void CpuBackend::MatMul(const WeightMatrix& w, const float* x, int64_t n, float* y, RowKind rows) {
   const MatMulPrecision mp = precision_ == Precision::kFast       ? MatMulPrecision::kFast
                             : precision_ == Precision::kFastInt8 ? MatMulPrecision::kFastInt8
                             : precision_ == Precision::kFastBf16 ? MatMulPrecision::kFastBf16
+                            : precision_ == Precision::kAuto     ? AutoPrecision(w, rows)
                                                                  : MatMulPrecision::kReference;
   llmhost::MatMul(w, x, n, y, mp, pool_);
 }

@@ -54,8 +54,9 @@ class CpuBackend final : public Backend {
 
   Precision precision() const override { return precision_; }
   void set_precision(Precision p) override { precision_ = p; }
+  bool RowKindMatters() const override { return precision_ == Precision::kAuto; }
 
-  void MatMul(const WeightMatrix& w, const float* x, int64_t n, float* y) override;
+  void MatMul(const WeightMatrix& w, const float* x, int64_t n, float* y, RowKind rows) override;
   void RouterMatMul(const WeightMatrix& w, const float* x, int64_t n, float* y) override;
   void Embedding(const WeightMatrix& w, const int32_t* ids, int64_t n, float scale,
                  float* out) override;

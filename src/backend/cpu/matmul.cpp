@@ -228,7 +228,7 @@ void MatMul(const WeightMatrix& w, const float* x, int64_t n, float* y, MatMulPr
       }
     }
   }
-  if (precision == MatMulPrecision::kFastBf16 && n >= kAmxMinRows) {
+  if ((precision == MatMulPrecision::kFastBf16 && n >= kAmxMinRows) || precision == MatMulPrecision::kBf16Tiles) {
     if (const cpu::AmxKernels* ak = cpu::AmxBf16Kernels()) {
       AmxMatMul(*ak, w, x, n, y, pool);
       return;

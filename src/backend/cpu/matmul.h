@@ -58,6 +58,10 @@ enum class MatMulPrecision {
   // the two: a row's bits depend on which side of the threshold its batch
   // falls (differences at the bf16-rounding level). Elsewhere: kFast.
   kFastBf16,
+  // As kFastBf16 at every batch size (a batch of fewer than 16 rows pads its
+  // one tile block): batch invariant among all batches, for the prompt rows
+  // of Precision::kAuto. Elsewhere: kFast.
+  kBf16Tiles,
 };
 
 // OK when this build can compute with `w`: a supported format (MLX bits 2-6
