@@ -133,9 +133,10 @@ TEST_P(RowKindTest, AutoUsesEachKindsPrecision) {
     KvSequence s;
     ForwardOutput out;
     l.backend->set_precision(prompt_precision);
-    ForwardItem a{&s, pa, LogitsRows::kLast, from};
+    // Every prompt row's logits, so that the output head also sees 20 rows.
+    ForwardItem a{&s, pa, LogitsRows::kAll, from};
     EXPECT_TRUE(m.Forward({&a, 1}, **cache, &out).ok());
-    std::vector<float> rows = Row(out, 0, 0);
+    std::vector<float> rows = out.logits;
     l.backend->set_precision(generated_precision);
     ForwardItem d{&s, {&next, 1}, LogitsRows::kLast, from};
     EXPECT_TRUE(m.Forward({&d, 1}, **cache, &out).ok());
@@ -144,7 +145,8 @@ TEST_P(RowKindTest, AutoUsesEachKindsPrecision) {
     return rows;
   };
   const bool eight_bit = std::string(GetParam()) == "qwen3-tiny-mlx8";
-  // The 20-token prompt is >= kAmxMinRows, where kFastBf16 is kBf16Tiles.
+  // Every MatMul of the 20-token prompt (the output head's too) has >=
+  // kAmxMinRows rows, where kFastBf16 is kBf16Tiles.
   const Precision prompt = ActiveCpuIsa() == CpuIsa::kAmx ? Precision::kFastBf16
                            : eight_bit                    ? Precision::kFast
                                                           : Precision::kFastInt8;
