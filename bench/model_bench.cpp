@@ -29,6 +29,7 @@
 // Usage: model_bench --models DIR [--formats bf16,mlx8,mlx4] [--reps N]
 //                    [--prefill-reps N] [--prefill-tokens N (512; <= 4096, the models' context)]
 //                    [--steps N] [--no-int8] [--long-context N (0: skipped)]
+//                    [--precisions auto,fast,fast-int8,fast-bf16 (this order, every format)]
 //   DIR holds llama1b-bf16, llama1b-mlx8, llama1b-mlx4 (run_model_bench.sh).
 #include <sys/resource.h>
 
@@ -71,6 +72,7 @@ const std::vector<Format>& Formats() {
 struct Options {
   std::string models;
   std::string only;  // ",bf16,mlx4," or "" for all
+  std::vector<std::string> precisions;  // in this order; empty: each format's default list
   int reps = 3;
   int prefill_reps = 2;
   int steps = 12;
@@ -220,6 +222,13 @@ int Main(int argc, char** argv) {
       o.prefill = std::max(1, std::atoi(value().c_str()));
     } else if (a == "--steps") {
       o.steps = std::max(1, std::atoi(value().c_str()));
+    } else if (a == "--precisions") {
+      const std::string list = value();
+      for (size_t b = 0; b <= list.size();) {
+        const size_t e = std::min(list.find(',', b), list.size());
+        if (e > b) o.precisions.push_back(list.substr(b, e - b));
+        b = e + 1;
+      }
     } else if (a == "--long-context") {
       o.long_context = std::max(0, std::atoi(value().c_str()));
     } else if (a == "--no-int8") {
@@ -228,7 +237,7 @@ int Main(int argc, char** argv) {
       std::fprintf(stderr,
                    "usage: model_bench --models DIR [--formats bf16,mlx8,mlx4] [--reps N] "
                    "[--prefill-reps N] [--prefill-tokens N] [--steps N] [--no-int8] "
-                   "[--long-context N]\n");
+                   "[--long-context N] [--precisions LIST]\n");
       return 1;
     }
   }
@@ -259,6 +268,24 @@ int Main(int argc, char** argv) {
     std::vector<Precision> precisions = {Precision::kAuto, Precision::kFast};
     if (fmt.name != "bf16" && o.int8) precisions.push_back(Precision::kFastInt8);
     if (BestCpuIsa() == CpuIsa::kAmx) precisions.push_back(Precision::kFastBf16);
+    if (!o.precisions.empty()) {
+      precisions.clear();
+      for (const std::string& name : o.precisions) {
+        if (name == "auto") {
+          precisions.push_back(Precision::kAuto);
+        } else if (name == "fast") {
+          precisions.push_back(Precision::kFast);
+        } else if (name == "fast-int8") {
+          precisions.push_back(Precision::kFastInt8);
+        } else if (name == "fast-bf16") {
+          precisions.push_back(Precision::kFastBf16);
+        } else {
+          std::fprintf(stderr, "model_bench: --precisions: '%s' (expected auto, fast, fast-int8, fast-bf16)\n",
+                       name.c_str());
+          return 1;
+        }
+      }
+    }
     for (Precision p : precisions) {
       const char* label = p == Precision::kFastInt8   ? " fast-int8"
                           : p == Precision::kFastBf16 ? " fast-bf16"
