@@ -15,7 +15,8 @@
 //     backend (or a prepared weight), never host memory such as a
 //     std::vector. Small POD parameters travel by value (as kernel launch
 //     arguments do); per-token or per-sequence arrays live in device buffers.
-//   - Backends are asked, never assumed: SupportsOp / CheckWeight.
+//   - Backends are asked, never assumed: CheckWeight says whether a weight
+//     can be used; every op of this interface is required of a backend.
 //
 // Layouts: activations are row-major f32 [rows, cols] with an explicit row
 // stride (in elements) where an op can read a slice of a wider row (fused
@@ -78,12 +79,6 @@ struct MemoryStats {
   uint64_t mapped_weight_bytes = 0;  // weights used in place (CPU zero-copy views)
 };
 
-// Op families, for SupportsOp.
-enum class OpKind {
-  kMatMul, kEmbedding, kRmsNorm, kRope, kStoreKv, kAttention, kGatedActivation,
-  kAdd, kAddBias, kScale, kFill, kSoftcap, kTopKRouting, kGatherRows, kScatterAddRows,
-};
-
 enum class Activation { kSilu, kGeluTanh };
 
 // How RoPE pairs the dimensions of a head it rotates (the first rot_dim).
@@ -131,7 +126,6 @@ class Backend {
 
   virtual std::string name() const = 0;
   virtual DeviceKind kind() const = 0;
-  virtual bool SupportsOp(OpKind op) const = 0;
   // OK when MatMul/Embedding can use this weight (format, type, shape).
   virtual Status CheckWeight(const WeightMatrix& w) const = 0;
 

@@ -21,14 +21,15 @@ namespace llmhost {
 
 enum class FinishReason {
   kNone,    // not finished (a token event)
-  kStop,    // EOS, a stop token id or a stop string
+  kStop,        // EOS or a stop token id
+  kStopString,  // a stop string (RequestEvent::stop_string says which)
   kLength,  // max_tokens, or the end of the context
   kAbort,   // cancelled, or the engine shut down
   kError,   // the step failed; `error` says why
 };
 
-// "stop", "length", "abort", "error" ("" for kNone): OpenAI's finish_reason
-// spelling.
+// "stop" (kStop, kStopString), "length", "abort", "error" ("" for kNone):
+// OpenAI's finish_reason spelling.
 const char* FinishReasonName(FinishReason r);
 
 struct Usage {

@@ -8,7 +8,8 @@ namespace llmhost {
 const char* FinishReasonName(FinishReason r) {
   switch (r) {
     case FinishReason::kNone: return "";
-    case FinishReason::kStop: return "stop";
+    case FinishReason::kStop:
+    case FinishReason::kStopString: return "stop";
     case FinishReason::kLength: return "length";
     case FinishReason::kAbort: return "abort";
     case FinishReason::kError: return "error";
@@ -54,7 +55,7 @@ void Sequence::Drain(RequestEvent* ev) {
   if (decoder_) ev->text += stops_.Add(decoder_->Finish());
   ev->text += stops_.Flush();
   if (stops_.stopped()) {
-    ev->finish = FinishReason::kStop;
+    ev->finish = FinishReason::kStopString;
     ev->stop_string = stops_.matched();
   }
 }
@@ -84,7 +85,7 @@ RequestEvent Sequence::OnLogits(const float* logits) {
   } else {
     if (decoder_) ev.text = stops_.Add(decoder_->Add(id));
     if (stops_.stopped()) {
-      ev.finish = FinishReason::kStop;
+      ev.finish = FinishReason::kStopString;
       ev.stop_string = stops_.matched();
     } else if (generated_ >= max_new_) {
       ev.finish = FinishReason::kLength;

@@ -159,15 +159,15 @@ void GenerationRelay::OnEvent(RequestEvent ev) {
   std::lock_guard<std::mutex> lock(mu_);
   if (done_) return;
   std::string out;
-  if (!started_ && ev.finish != llmhost::FinishReason::kAbort &&
-      ev.finish != llmhost::FinishReason::kError) {
+  if (!started_ && ev.finish != FinishReason::kAbort &&
+      ev.finish != FinishReason::kError) {
     GenerationUsage u{ev.usage.prompt_tokens, ev.usage.cached_tokens, 0};
     out += formatter_->Start(u);
     started_ = true;
   }
   tokens_sent_ += static_cast<int64_t>(ev.token_ids.size());
   if (!ev.text.empty() || !ev.logprobs.empty()) out += formatter_->Delta(ev.text, ConvertLogprobs(ev));
-  if (ev.finish == llmhost::FinishReason::kNone) {
+  if (ev.finish == FinishReason::kNone) {
     if (!out.empty()) {
       writer_->Write(std::move(out));
       last_write_ = std::chrono::steady_clock::now();
@@ -192,10 +192,10 @@ void GenerationRelay::Finish(const RequestEvent& ev) {
   RelayStats stats{ev.usage.prompt_tokens, ev.usage.cached_tokens, ev.usage.completion_tokens,
                    FinishReasonName(ev.finish)};
   const bool stream = formatter_->streaming();
-  if (ev.finish == llmhost::FinishReason::kAbort || ev.finish == llmhost::FinishReason::kError) {
+  if (ev.finish == FinishReason::kAbort || ev.finish == FinishReason::kError) {
     // Client gone: nothing reaches it. Otherwise (shutdown, failed step) it
     // learns why.
-    const ApiError e = ev.finish == llmhost::FinishReason::kAbort
+    const ApiError e = ev.finish == FinishReason::kAbort
                            ? AbortError(abort_reason_, tokens_sent_ > 0)
                            : ErrorWithStatus(500, "generation failed: " + ev.error.message());
     if (!writer_->closed()) {
@@ -208,9 +208,7 @@ void GenerationRelay::Finish(const RequestEvent& ev) {
     }
   } else {
     GenerationFinish f;
-    f.reason = ev.finish == llmhost::FinishReason::kLength ? FinishReason::kLength
-               : ev.stop_string.empty()                    ? FinishReason::kStop
-                                                           : FinishReason::kStopString;
+    f.reason = ev.finish;
     f.stop_string = ev.stop_string;
     f.usage = {ev.usage.prompt_tokens, ev.usage.cached_tokens, ev.usage.completion_tokens};
     std::string body = formatter_->Finish(f);

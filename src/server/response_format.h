@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/request.h"
 #include "server/api_error.h"
 
 namespace llmhost::server {
@@ -36,16 +37,8 @@ struct GenerationUsage {
   int64_t completion_tokens = 0;
 };
 
-enum class FinishReason {
-  kStop,        // EOS or a stop token id
-  kStopString,  // a stop string (stop_string says which)
-  kLength,      // max_tokens or the context end
-  kAbort,       // cancelled (client gone, shutdown)
-  kError,
-};
-
 struct GenerationFinish {
-  FinishReason reason = FinishReason::kStop;
+  FinishReason reason = FinishReason::kStop;  // the engine's (engine/request.h): kStop, kStopString or kLength
   std::string stop_string;
   std::string error;  // kError
   GenerationUsage usage;

@@ -13,7 +13,6 @@ namespace {
 TEST(OpsCpuBackendTest, MemoryAccounting) {
   CpuBackend b(nullptr, Precision::kReference, /*limit=*/1 << 16);
   EXPECT_EQ(b.kind(), DeviceKind::kCpu);
-  EXPECT_TRUE(b.SupportsOp(OpKind::kAttention));
   auto x = b.Allocate(1000, "x");
   ASSERT_TRUE(x.ok());
   EXPECT_EQ(reinterpret_cast<uintptr_t>(x->data) % 64, 0u);

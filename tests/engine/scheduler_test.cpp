@@ -128,7 +128,7 @@ TEST_F(ScriptedTextTest, StopStringAcrossTokenBoundaries) {
   r.stop = {stop};
   Outcome o = Run(text, {}, std::move(r));
   EXPECT_EQ(o.text, "The answer is 42.");
-  EXPECT_EQ(o.final_event.finish, FinishReason::kStop);
+  EXPECT_EQ(o.final_event.finish, FinishReason::kStopString);
   EXPECT_EQ(o.final_event.stop_string, stop);
   EXPECT_FALSE(o.final_event.stop_token.has_value());
   // Text came out as it became final, before the end.

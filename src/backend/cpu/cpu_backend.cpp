@@ -49,7 +49,6 @@ CpuBackend::CpuBackend(ThreadPool* pool, Precision precision, uint64_t memory_li
 
 CpuBackend::~CpuBackend() = default;  // buffers not freed by their owners leak by design
 
-bool CpuBackend::SupportsOp(OpKind) const { return true; }
 
 Status CpuBackend::CheckWeight(const WeightMatrix& w) const { return llmhost::CheckWeight(w); }
 

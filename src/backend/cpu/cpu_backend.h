@@ -30,7 +30,6 @@ class CpuBackend final : public Backend {
 
   std::string name() const override { return "cpu"; }
   DeviceKind kind() const override { return DeviceKind::kCpu; }
-  bool SupportsOp(OpKind op) const override;
   Status CheckWeight(const WeightMatrix& w) const override;
 
   Result<DeviceBuffer> Allocate(size_t bytes, const std::string& tag) override;
