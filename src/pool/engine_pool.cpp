@@ -24,11 +24,10 @@ std::string LastComponent(const std::string& id) {
   return slash == std::string::npos ? id : id.substr(slash + 1);
 }
 
-PoolError MakeError(PoolErrorCode code, std::string message, std::string api_code = "", int retry = 0) {
+PoolError MakeError(PoolErrorCode code, std::string message, int retry = 0) {
   PoolError e;
   e.code = code;
   e.message = std::move(message);
-  e.api_code = std::move(api_code);
   e.retry_after_s = retry;
   return e;
 }
@@ -124,8 +123,7 @@ void EnginePool::Shutdown() {
     stop_ = true;
     for (auto& [t, w] : waiters_) {
       done.emplace_back(std::move(w.done),
-                        AcquireResult{nullptr, MakeError(PoolErrorCode::kShutdown, "the server is shutting down",
-                                                         "", 1)});
+                        AcquireResult{nullptr, MakeError(PoolErrorCode::kShutdown, "the server is shutting down", 1)});
     }
     waiters_.clear();
   }
@@ -279,7 +277,7 @@ uint64_t EnginePool::AcquireAsync(const std::string& name, AcquireCallback done,
   {
     Lock lock(mu_);
     if (stop_) {
-      now.error = MakeError(PoolErrorCode::kShutdown, "the server is shutting down", "", 1);
+      now.error = MakeError(PoolErrorCode::kShutdown, "the server is shutting down", 1);
     } else if (std::optional<std::string> id = ResolveLocked(name); !id) {
       now.error = MakeError(PoolErrorCode::kNotFound, UnknownModelMessage(name));
     } else {
@@ -290,8 +288,7 @@ uint64_t EnginePool::AcquireAsync(const std::string& name, AcquireCallback done,
       if (slot->load_failure) {
         now.error = *slot->load_failure;
       } else if (slot->pending_unload) {
-        now.error = MakeError(PoolErrorCode::kBusy, "the model '" + *id + "' is being unloaded",
-                              "model_unloading");
+        now.error = MakeError(PoolErrorCode::kUnloading, "the model '" + *id + "' is being unloaded");
       } else if (slot->state == SlotState::kUnloaded && !FileExists(slot->model.path)) {
         slots_.erase(*id);  // rule 10: the model has gone
         now.error = MakeError(PoolErrorCode::kNotFound, "the model '" + *id + "' is no longer at " +
@@ -349,7 +346,7 @@ void EnginePool::GrantWaiters(std::vector<Completion>* done) {
     } else if (s->load_failure) {
       r.error = *s->load_failure;
     } else if (s->pending_unload) {
-      r.error = MakeError(PoolErrorCode::kBusy, "the model '" + w.id + "' is being unloaded", "model_unloading");
+      r.error = MakeError(PoolErrorCode::kUnloading, "the model '" + w.id + "' is being unloaded");
     } else if (Grantable(w, *s)) {
       r.lease = MakeLease(s);
     } else if (now >= w.deadline) {
@@ -359,7 +356,7 @@ void EnginePool::GrantWaiters(std::vector<Completion>* done) {
                           "the model '" + w.id + "' could not be served within the wait limit (" +
                               std::to_string(static_cast<int64_t>(options_.model_wait_timeout_s)) +
                               " s): memory is held by models that are still busy; retry later",
-                          "model_wait_timeout", retry);
+                          retry);
     } else {
       ++it;
       continue;

@@ -9,11 +9,10 @@ namespace llmhost {
 
 namespace {
 
-PoolError MakeError(PoolErrorCode code, std::string message, std::string api_code = "") {
+PoolError MakeError(PoolErrorCode code, std::string message) {
   PoolError e;
   e.code = code;
   e.message = std::move(message);
-  e.api_code = std::move(api_code);
   return e;
 }
 
@@ -50,7 +49,7 @@ UnloadResult EnginePool::Unload(const std::string& name) {
     switch (s->state) {
       case SlotState::kUnloaded: return out;  // nothing to do
       case SlotState::kLoading:
-        out.error = MakeError(PoolErrorCode::kBusy, "the model '" + *id + "' is still loading", "model_loading");
+        out.error = MakeError(PoolErrorCode::kLoading, "the model '" + *id + "' is still loading");
         return out;
       case SlotState::kUnloading:
         out.outcome = UnloadOutcome::kPending;
@@ -89,7 +88,7 @@ PoolError EnginePool::UnloadIfIdle(const std::string& name) {
   } else if (!IsQuiescent(*s)) {
     why = "busy";
   }
-  if (!why.empty()) return MakeError(PoolErrorCode::kBusy, "the model '" + *id + "' is " + why, "model_busy");
+  if (!why.empty()) return MakeError(PoolErrorCode::kBusy, "the model '" + *id + "' is " + why);
   s->state = SlotState::kUnloading;
   UnloadMarked(lock, s, "unload-if-idle");
   return PoolError();

@@ -324,7 +324,6 @@ void EnginePool::LoadSlot(Lock& lock, const std::shared_ptr<Slot>& slot) {
     uncommit();
     PoolError e;
     e.code = PoolErrorCode::kUnavailable;
-    e.api_code = "model_unavailable";
     e.message = "the model '" + model.id + "' failed to load: " + r.status().message() +
                 " (cached until the models are rediscovered)";
     slot->load_failure = e;

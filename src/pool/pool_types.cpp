@@ -2,24 +2,6 @@
 
 namespace llmhost {
 
-int PoolErrorHttpStatus(PoolErrorCode code) {
-  switch (code) {
-    case PoolErrorCode::kOk: return 200;
-    case PoolErrorCode::kNotFound: return 404;
-    case PoolErrorCode::kTooLarge:
-    case PoolErrorCode::kInsufficientMemory: return 507;
-    case PoolErrorCode::kBusy:
-    case PoolErrorCode::kUnavailable: return 409;
-    case PoolErrorCode::kTimeout:
-    case PoolErrorCode::kAborted:
-    case PoolErrorCode::kShutdown: return 503;
-    case PoolErrorCode::kCancelled: return 499;  // nobody to answer
-    case PoolErrorCode::kPrefillRejected: return 400;
-    case PoolErrorCode::kInternal: return 500;
-  }
-  return 500;
-}
-
 const char* PoolErrorCodeName(PoolErrorCode code) {
   switch (code) {
     case PoolErrorCode::kOk: return "ok";
@@ -27,6 +9,8 @@ const char* PoolErrorCodeName(PoolErrorCode code) {
     case PoolErrorCode::kTooLarge: return "model_too_large";
     case PoolErrorCode::kInsufficientMemory: return "insufficient_memory";
     case PoolErrorCode::kBusy: return "model_busy";
+    case PoolErrorCode::kLoading: return "model_loading";
+    case PoolErrorCode::kUnloading: return "model_unloading";
     case PoolErrorCode::kUnavailable: return "model_unavailable";
     case PoolErrorCode::kTimeout: return "model_wait_timeout";
     case PoolErrorCode::kAborted: return "model_load_aborted";
@@ -36,10 +20,6 @@ const char* PoolErrorCodeName(PoolErrorCode code) {
     case PoolErrorCode::kInternal: return "internal_error";
   }
   return "internal_error";
-}
-
-std::string PoolErrorApiCode(const PoolError& e) {
-  return e.api_code.empty() ? PoolErrorCodeName(e.code) : e.api_code;
 }
 
 const char* AbortReasonName(AbortReason r) {

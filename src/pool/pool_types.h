@@ -1,5 +1,5 @@
-// Value types of the engine pool's interface: errors (and the HTTP status
-// each maps to, spec rule 24), status reports and memory figures.
+// Value types of the engine pool's interface: errors (causes; the server maps
+// them to HTTP, server/pool_errors.h), status reports and memory figures.
 #pragma once
 
 #include <cstdint>
@@ -13,47 +13,48 @@
 
 namespace llmhost {
 
+// Why the pool refused or ended something.
 enum class PoolErrorCode {
   kOk,
-  kNotFound,            // 404 model_not_found
-  kTooLarge,            // 507 model_too_large: bigger than the ceiling
-  kInsufficientMemory,  // 507 insufficient_memory: can never fit beside what must stay
-  kBusy,                // 409 model_busy / model_unloading
-  kUnavailable,         // 409 model_unavailable: a cached load failure
-  kTimeout,             // 503 model_wait_timeout (Retry-After)
-  kAborted,             // 503 model_load_aborted (memory pressure during the load)
+  kNotFound,            // no such model
+  kTooLarge,            // bigger than the ceiling
+  kInsufficientMemory,  // can never fit beside what must stay
+  kBusy,                // in use (an unload-if-idle, a settings change)
+  kLoading,             // still loading (an unload)
+  kUnloading,           // being unloaded (a request for it)
+  kUnavailable,         // a cached load failure
+  kTimeout,             // a queued request waited past its limit
+  kAborted,             // the load was aborted (memory pressure during the load)
   kCancelled,           // the client went away while queued (nothing to answer)
-  kShutdown,            // 503 the server is shutting down
-  kPrefillRejected,     // 400 prefill_memory_exceeded
-  kInternal,            // 500
+  kShutdown,            // the server is shutting down
+  kPrefillRejected,     // the prompt cannot fit in memory even alone
+  kInternal,
 };
 
 struct PoolError {
   PoolErrorCode code = PoolErrorCode::kOk;
   std::string message;
-  std::string api_code;     // machine-readable ("model_unloading"); "" → the default for `code`
-  int retry_after_s = 0;    // > 0: a Retry-After header
+  int retry_after_s = 0;    // > 0: worth retrying after this many seconds
   uint64_t estimated_bytes = 0, limit_bytes = 0;  // kPrefillRejected
   bool ok() const { return code == PoolErrorCode::kOk; }
 };
 
-int PoolErrorHttpStatus(PoolErrorCode code);
-// api_code when set, else the code's default ("model_not_found", ...).
-std::string PoolErrorApiCode(const PoolError& e);
+// "model_not_found", "model_too_large", ...: for logs, and the API's error
+// codes (server/pool_errors.h).
 const char* PoolErrorCodeName(PoolErrorCode code);
 
 // Why the pool ended a request early.
 enum class AbortReason {
   kNone,
-  kModelUnloaded,   // manual unload (503 model_unloaded)
+  kModelUnloaded,   // manual unload
   kMemoryPressure,  // the enforcer (prefill_memory_aborted before the first token)
   kShutdown,
 };
 const char* AbortReasonName(AbortReason r);
 
-enum class UnloadOutcome { kUnloaded, kPending };  // HTTP 200 / 202
+enum class UnloadOutcome { kUnloaded, kPending };  // done / once the model's requests end
 struct UnloadResult {
-  PoolError error;  // kNotFound (404), kBusy (409: loading; unload-if-idle: busy)
+  PoolError error;  // kNotFound, kLoading, kBusy (unload-if-idle)
   UnloadOutcome outcome = UnloadOutcome::kUnloaded;
   bool ok() const { return error.ok(); }
 };

@@ -104,7 +104,6 @@ PoolError EnginePool::CheckPrefill(const ModelLease& lease, int64_t prompt_token
     }
     PoolError e;
     e.code = PoolErrorCode::kPrefillRejected;
-    e.api_code = "prefill_memory_exceeded";
     const uint64_t current = dims.kv_preallocated ? std::max({r.device_active, r.footprint, r.committed})
                                                   : AloneBytes(lease.id());
     e.message = PrefillRejectMessage(peak, current, est, m.host);

@@ -109,8 +109,4 @@ void HandleAdmin(ApiServer& server, const HttpRequest& request,
 void HandleCache(ApiServer& server, const HttpRequest& request,
                  const std::shared_ptr<ResponseWriter>& writer);
 
-// A pool error as an API error: 404 / 507 / 409 / 503 (Retry-After) / 400
-// prefill_memory_exceeded (with estimated_bytes, limit_bytes) / 500.
-ApiError PoolApiError(const PoolError& e);
-
 }  // namespace llmhost::server

@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "server/api_server.h"
+#include "server/pool_errors.h"
 #include "server/pool_json.h"
 #include "util/json.h"
 #include "util/log.h"

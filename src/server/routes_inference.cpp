@@ -7,6 +7,7 @@
 #include "server/anthropic_request.h"
 #include "server/api_server.h"
 #include "server/openai_request.h"
+#include "server/pool_errors.h"
 #include "server/prompt_builder.h"
 #include "util/log.h"
 
@@ -104,16 +105,6 @@ void ContinueInference(ApiServer& server, const std::string& path, InferenceRequ
 }
 
 }  // namespace
-
-ApiError PoolApiError(const PoolError& e) {
-  ApiError out = ErrorWithStatus(PoolErrorHttpStatus(e.code), e.message, PoolErrorApiCode(e));
-  out.retry_after_s = e.retry_after_s;
-  if (e.code == PoolErrorCode::kNotFound) out.param = "model";
-  if (e.code == PoolErrorCode::kPrefillRejected) {
-    out.numbers = {{"estimated_bytes", e.estimated_bytes}, {"limit_bytes", e.limit_bytes}};
-  }
-  return out;
-}
 
 void HandleInference(ApiServer& server, const HttpRequest& request,
                      const std::shared_ptr<ResponseWriter>& writer) {

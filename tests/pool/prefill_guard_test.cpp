@@ -112,8 +112,7 @@ TEST(PoolPrefillGuard, PassesANormalRequestAndRejectsAnOversizedOne) {
   // Limit 10 GiB × 0.9 = 9 GiB; 3 GiB committed + 7 GiB of KV does not fit.
   PoolError e = f.pool->CheckPrefill(*r.lease, TokensFor(7), 0);
   ASSERT_EQ(e.code, PoolErrorCode::kPrefillRejected);
-  EXPECT_EQ(PoolErrorHttpStatus(e.code), 400);
-  EXPECT_EQ(PoolErrorApiCode(e), "prefill_memory_exceeded");
+  EXPECT_STREQ(PoolErrorCodeName(e.code), "prefill_memory_exceeded");
   EXPECT_EQ(e.limit_bytes, f.pool->Memory().host.prefill_limit);
   EXPECT_GT(e.estimated_bytes, e.limit_bytes);
   EXPECT_NE(e.message.find("prefill memory guard rejected this prompt: Prefill would require ~"),
