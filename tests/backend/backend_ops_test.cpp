@@ -1,0 +1,424 @@
+// Every op of the Backend interface, run through Backend* on every backend
+// this build has, against the CPU reference path (CpuBackend at
+// Precision::kReference), over fuzzed shapes: batch sizes, GQA groups,
+// scrambled block tables, sliding windows, soft-capping, KV dtypes, weight
+// formats, strides. Inputs travel as a model's do: Allocate, CopyToDevice,
+// the op, Synchronize, CopyToHost. A new backend (CUDA) joins by adding
+// itself to Candidates(); the tolerances are per op and per precision.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <functional>
+#include <memory>
+#include <numeric>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "backend/cpu/cpu_backend.h"
+#include "backend/cpu/cpu_features.h"
+#include "formats/dtype.h"
+#include "quant_test_util.h"
+#include "util/thread_pool.h"
+
+namespace llmhost {
+namespace {
+
+using testing::FormatSpec;
+
+struct Candidate {
+  std::string name;
+  std::function<std::unique_ptr<Backend>()> make;
+};
+
+ThreadPool& Pool() {
+  static ThreadPool pool(3);
+  return pool;
+}
+
+std::vector<Candidate> Candidates() {
+  std::vector<Candidate> c;
+  for (Precision p : {Precision::kFast, Precision::kFastInt8, Precision::kFastBf16, Precision::kAuto}) {
+    const char* n = p == Precision::kFast       ? "cpu_fast"
+                    : p == Precision::kFastInt8 ? "cpu_fast_int8"
+                    : p == Precision::kFastBf16 ? "cpu_fast_bf16"
+                                                : "cpu_auto";
+    c.push_back({n, [p] { return std::make_unique<CpuBackend>(&Pool(), p); }});
+  }
+  // The reference path with threads: the pool's split must not change it.
+  c.push_back({"cpu_reference_threads", [] { return std::make_unique<CpuBackend>(&Pool(), Precision::kReference); }});
+  return c;
+}
+
+// Device buffers of one backend for one case; freed at the end.
+class Device {
+ public:
+  explicit Device(Backend& b) : b_(b) {}
+  ~Device() {
+    for (DeviceBuffer& buf : bufs_) b_.Free(buf);
+  }
+  template <typename T>
+  T* Put(const std::vector<T>& host) {
+    T* p = Alloc<T>(static_cast<int64_t>(host.size()));
+    if (!host.empty()) b_.CopyToDevice(bufs_.back(), 0, host.data(), host.size() * sizeof(T));
+    return p;
+  }
+  template <typename T>
+  T* Alloc(int64_t n) {
+    auto buf = b_.Allocate(std::max<size_t>(1, static_cast<size_t>(n) * sizeof(T)), "backend_ops");
+    EXPECT_TRUE(buf.ok()) << buf.status().ToString();
+    bufs_.push_back(*buf);
+    return buf->as<T>();
+  }
+  template <typename T>
+  std::vector<T> Get(const T* dev, int64_t n) {
+    b_.Synchronize();
+    std::vector<T> host(static_cast<size_t>(n));
+    for (const DeviceBuffer& buf : bufs_) {
+      const char* base = buf.as<char>();
+      const char* p = reinterpret_cast<const char*>(dev);
+      if (p >= base && p + n * sizeof(T) <= base + buf.bytes) {
+        b_.CopyToHost(host.data(), buf, static_cast<size_t>(p - base), host.size() * sizeof(T));
+        return host;
+      }
+    }
+    ADD_FAILURE() << "not a buffer of this case";
+    return host;
+  }
+  // Raw bytes (a KV cache of any dtype).
+  void* AllocBytes(size_t bytes) { return Alloc<uint8_t>(static_cast<int64_t>(bytes)); }
+  std::vector<uint8_t> GetBytes(const void* dev, size_t bytes) {
+    return Get(static_cast<const uint8_t*>(dev), static_cast<int64_t>(bytes));
+  }
+  Backend& backend() { return b_; }
+
+ private:
+  Backend& b_;
+  std::vector<DeviceBuffer> bufs_;
+};
+
+std::vector<float> Random(int64_t n, std::mt19937& rng, float scale = 1) {
+  std::uniform_real_distribution<float> u(-scale, scale);
+  std::vector<float> v(static_cast<size_t>(n));
+  for (float& x : v) x = u(rng);
+  return v;
+}
+
+int64_t Uniform(std::mt19937& rng, int64_t lo, int64_t hi) {  // [lo, hi]
+  return std::uniform_int_distribution<int64_t>(lo, hi)(rng);
+}
+
+// Worst ‖a - b‖ / ‖b‖ over rows of `cols` values.
+double WorstRowError(const std::vector<float>& got, const std::vector<float>& ref, int64_t cols) {
+  double worst = 0;
+  for (size_t r = 0; r * cols < ref.size(); ++r) {
+    worst = std::max(worst, testing::RelErr(&got[r * cols], &ref[r * cols], cols));
+  }
+  return worst;
+}
+
+bool Quantized(const FormatSpec& s) {
+  return s.format == WeightFormat::kMlxAffine ||
+         (s.format == WeightFormat::kGgml && s.ggml_type != GgmlType::kF32 && s.ggml_type != GgmlType::kF16 &&
+          s.ggml_type != GgmlType::kBF16);
+}
+
+constexpr int kCases = 12;  // fuzzed shapes per op
+constexpr double kF32Tol = 1e-4;       // f32 paths: summation order, polynomial exp
+constexpr double kInt8Tol = 1.5e-2;    // int8 activations (matmul_int8_test.cpp)
+constexpr double kBf16Tol = 3e-2;      // bf16 tiles (matmul_amx_test.cpp)
+
+class BackendOpsTest : public ::testing::TestWithParam<Candidate> {
+ protected:
+  void SetUp() override {
+    ref_ = std::make_unique<CpuBackend>(nullptr, Precision::kReference);
+    got_ = GetParam().make();
+  }
+  // The tolerance of a MatMul of `spec` rows of `kind` on the candidate.
+  double MatMulTol(const FormatSpec& spec, RowKind kind) const {
+    const Precision p = got_->precision();
+    const bool amx = ActiveCpuIsa() == CpuIsa::kAmx;
+    if (p == Precision::kFastBf16 && amx) return kBf16Tol;
+    if (p == Precision::kAuto && kind == RowKind::kPrompt && amx) return kBf16Tol;
+    if ((p == Precision::kFastInt8 || p == Precision::kAuto) && Quantized(spec)) return kInt8Tol;
+    return kF32Tol;
+  }
+  std::unique_ptr<Backend> ref_, got_;
+};
+
+TEST_P(BackendOpsTest, MatMul) {
+  const FormatSpec specs[] = {testing::Plain(WeightFormat::kF32),  testing::Plain(WeightFormat::kF16),
+                              testing::Plain(WeightFormat::kBF16), testing::Mlx(4, 64),
+                              testing::Mlx(8, 64),                 testing::Mlx(3, 128, DType::kF16),
+                              testing::Ggml(GgmlType::kQ8_0),      testing::Ggml(GgmlType::kQ4_0),
+                              testing::Ggml(GgmlType::kQ4_K),      testing::Ggml(GgmlType::kQ6_K)};
+  std::mt19937 rng(1);
+  for (const FormatSpec& spec : specs) {
+    for (int c = 0; c < kCases / 2; ++c) {
+      const int64_t rows = Uniform(rng, 16, 80), cols = spec.ColMultiple() * Uniform(rng, 1, 512 / spec.ColMultiple() + 1);
+      const int64_t n = c == 0 ? 1 : Uniform(rng, 1, 40);
+      const RowKind kind = Uniform(rng, 0, 1) ? RowKind::kPrompt : RowKind::kGenerated;
+      SCOPED_TRACE(spec.Name() + " " + std::to_string(rows) + "x" + std::to_string(cols) + " n " + std::to_string(n));
+      testing::OwnedWeight ow;
+      testing::MakeRandomWeight(spec, rows, cols, static_cast<uint32_t>(rng()), &ow);
+      const std::vector<float> x = Random(n * cols, rng);
+      std::vector<float> outs[2];
+      Backend* bs[2] = {ref_.get(), got_.get()};
+      for (int i = 0; i < 2; ++i) {
+        auto w = bs[i]->PrepareWeight(ow.w);
+        ASSERT_TRUE(w.ok()) << w.status().ToString();
+        Device d(*bs[i]);
+        const float* dx = d.Put(x);
+        float* dy = d.Alloc<float>(n * rows);
+        bs[i]->MatMul(*w, dx, n, dy, kind);
+        outs[i] = d.Get(dy, n * rows);
+        bs[i]->ReleaseWeight(*w);
+      }
+      EXPECT_LE(WorstRowError(outs[1], outs[0], rows), MatMulTol(spec, kind));
+    }
+  }
+}
+
+TEST_P(BackendOpsTest, RouterMatMulAndEmbedding) {
+  std::mt19937 rng(2);
+  for (const FormatSpec& spec : {testing::Plain(WeightFormat::kF32), testing::Plain(WeightFormat::kBF16),
+                                 testing::Mlx(4, 64), testing::Ggml(GgmlType::kQ8_0)}) {
+    for (int c = 0; c < kCases / 2; ++c) {
+      const int64_t rows = Uniform(rng, 8, 64), cols = spec.ColMultiple() * Uniform(rng, 1, 256 / spec.ColMultiple() + 1);
+      const int64_t n = Uniform(rng, 1, 24);
+      SCOPED_TRACE(spec.Name() + " " + std::to_string(rows) + "x" + std::to_string(cols) + " n " + std::to_string(n));
+      testing::OwnedWeight ow;
+      testing::MakeRandomWeight(spec, rows, cols, static_cast<uint32_t>(rng()), &ow);
+      const std::vector<float> x = Random(n * cols, rng);
+      std::vector<int32_t> ids(static_cast<size_t>(n));
+      for (int32_t& id : ids) id = static_cast<int32_t>(Uniform(rng, 0, rows - 1));
+      std::vector<float> router[2], embed[2];
+      Backend* bs[2] = {ref_.get(), got_.get()};
+      for (int i = 0; i < 2; ++i) {
+        auto w = bs[i]->PrepareWeight(ow.w);
+        ASSERT_TRUE(w.ok());
+        Device d(*bs[i]);
+        float* dy = d.Alloc<float>(n * rows);
+        bs[i]->RouterMatMul(*w, d.Put(x), n, dy);
+        router[i] = d.Get(dy, n * rows);
+        float* de = d.Alloc<float>(n * cols);
+        bs[i]->Embedding(*w, d.Put(ids), n, 0.5f, de);
+        embed[i] = d.Get(de, n * cols);
+        bs[i]->ReleaseWeight(*w);
+      }
+      // Router logits never use rounded activations, whatever the precision.
+      EXPECT_LE(WorstRowError(router[1], router[0], rows), kF32Tol);
+      EXPECT_LE(WorstRowError(embed[1], embed[0], cols), 1e-6);
+    }
+  }
+}
+
+TEST_P(BackendOpsTest, RmsNormRopeAndElementwise) {
+  std::mt19937 rng(3);
+  for (int c = 0; c < kCases; ++c) {
+    const int64_t rows = Uniform(rng, 1, 40), heads = Uniform(rng, 1, 6), head_dim = 2 * Uniform(rng, 4, 64);
+    const int64_t dim = heads * head_dim, stride = dim + Uniform(rng, 0, 3) * 8;
+    const bool add_one = c % 2;
+    const float eps = 1e-6f;
+    RopeParams rp;
+    rp.n_heads = heads;
+    rp.head_dim = head_dim;
+    rp.rot_dim = 2 * Uniform(rng, 1, head_dim / 2);
+    rp.row_stride = stride;
+    rp.attention_scaling = c % 3 == 0 ? 1.0f : 0.9f;
+    rp.pairing = c % 2 ? RopePairing::kInterleaved : RopePairing::kHalfSplit;
+    std::vector<int32_t> pos(static_cast<size_t>(rows));
+    for (int32_t& p : pos) p = static_cast<int32_t>(Uniform(rng, 0, 40000));
+    std::vector<float> inv_freq(static_cast<size_t>(rp.rot_dim / 2));
+    for (size_t i = 0; i < inv_freq.size(); ++i) inv_freq[i] = std::pow(10000.0f, -2.0f * i / rp.rot_dim);
+    const std::vector<float> x = Random(rows * stride, rng, 3), w = Random(dim, rng), bias = Random(dim, rng);
+    const std::vector<float> a = Random(rows * dim, rng, 4), b = Random(rows * dim, rng, 4);
+    SCOPED_TRACE("rows " + std::to_string(rows) + " dim " + std::to_string(dim) + " stride " + std::to_string(stride));
+    std::vector<float> norm[2], rope[2], sum[2], biased[2], scaled[2], capped[2], filled[2], silu[2], gelu[2];
+    Backend* bs[2] = {ref_.get(), got_.get()};
+    for (int i = 0; i < 2; ++i) {
+      Device d(*bs[i]);
+      float* dn = d.Alloc<float>(rows * stride);
+      bs[i]->RmsNorm(d.Put(x), rows, dim, stride, d.Put(w), eps, add_one, dn);
+      norm[i] = d.Get(dn, rows * stride);
+      float* dr = d.Put(x);
+      bs[i]->Rope(dr, rows, d.Put(pos), d.Put(inv_freq), rp);
+      rope[i] = d.Get(dr, rows * stride);
+      float* da = d.Put(a);
+      const float* db = d.Put(b);
+      float* ds = d.Alloc<float>(rows * dim);
+      bs[i]->Add(da, db, rows * dim, ds);
+      sum[i] = d.Get(ds, rows * dim);
+      bs[i]->AddBias(da, rows, dim, dim, d.Put(bias));
+      biased[i] = d.Get(da, rows * dim);
+      bs[i]->Scale(da, rows * dim, 0.37f);
+      scaled[i] = d.Get(da, rows * dim);
+      bs[i]->Softcap(da, rows * dim, 2.5f);
+      capped[i] = d.Get(da, rows * dim);
+      bs[i]->Fill(ds, rows * dim, 1.25f);
+      filled[i] = d.Get(ds, rows * dim);
+      // Gate and up as the two halves of fused rows; out with its own stride.
+      const int64_t half = std::max<int64_t>(dim / 2, 1);
+      float* dg = d.Alloc<float>(rows * (half + 1));
+      bs[i]->GatedActivation(Activation::kSilu, db, dim, db + half, dim, rows, half, dg, half + 1);
+      silu[i] = d.Get(dg, rows * (half + 1));
+      bs[i]->GatedActivation(Activation::kGeluTanh, db, dim, db + half, dim, rows, half, dg, half + 1);
+      gelu[i] = d.Get(dg, rows * (half + 1));
+    }
+    // The written columns only (padding between rows is not written).
+    auto rows_of = [&](const std::vector<float>& v, int64_t row_stride = 0, int64_t cols = 0) {
+      if (row_stride == 0) row_stride = stride, cols = dim;
+      std::vector<float> out;
+      for (int64_t r = 0; r < rows; ++r) {
+        out.insert(out.end(), v.begin() + r * row_stride, v.begin() + r * row_stride + cols);
+      }
+      return out;
+    };
+    const int64_t half = std::max<int64_t>(dim / 2, 1);
+    EXPECT_LE(WorstRowError(rows_of(norm[1]), rows_of(norm[0]), dim), 1e-5) << "RmsNorm";
+    EXPECT_LE(WorstRowError(rope[1], rope[0], stride), 1e-5) << "Rope";
+    EXPECT_LE(WorstRowError(sum[1], sum[0], dim), 1e-7) << "Add";
+    EXPECT_LE(WorstRowError(biased[1], biased[0], dim), 1e-7) << "AddBias";
+    EXPECT_LE(WorstRowError(scaled[1], scaled[0], dim), 1e-7) << "Scale";
+    EXPECT_LE(WorstRowError(capped[1], capped[0], dim), 1e-5) << "Softcap";
+    EXPECT_EQ(filled[1], filled[0]) << "Fill";
+    EXPECT_LE(WorstRowError(rows_of(silu[1], half + 1, half), rows_of(silu[0], half + 1, half), half), kF32Tol)
+        << "silu";
+    EXPECT_LE(WorstRowError(rows_of(gelu[1], half + 1, half), rows_of(gelu[0], half + 1, half), half), kF32Tol)
+        << "gelu";
+  }
+}
+
+TEST_P(BackendOpsTest, MoeRoutingGatherScatter) {
+  std::mt19937 rng(4);
+  for (int c = 0; c < kCases; ++c) {
+    const int64_t rows = Uniform(rng, 1, 30), experts = Uniform(rng, 4, 64), k = Uniform(rng, 1, std::min<int64_t>(8, experts));
+    const int64_t cols = Uniform(rng, 1, 200);
+    const bool renorm = c % 2;
+    const std::vector<float> logits = Random(rows * experts, rng, 4), src = Random(rows * cols, rng);
+    std::vector<int32_t> perm(static_cast<size_t>(rows));
+    std::iota(perm.begin(), perm.end(), 0);
+    std::shuffle(perm.begin(), perm.end(), rng);
+    const std::vector<float> scales = Random(rows, rng), base = Random(rows * cols, rng);
+    std::vector<int32_t> ids[2];
+    std::vector<float> wts[2], gathered[2], scattered[2];
+    Backend* bs[2] = {ref_.get(), got_.get()};
+    for (int i = 0; i < 2; ++i) {
+      Device d(*bs[i]);
+      int32_t* di = d.Alloc<int32_t>(rows * k);
+      float* dw = d.Alloc<float>(rows * k);
+      bs[i]->TopKRouting(d.Put(logits), rows, experts, k, renorm, di, dw);
+      ids[i] = d.Get(di, rows * k);
+      wts[i] = d.Get(dw, rows * k);
+      const int32_t* dp = d.Put(perm);
+      float* dg = d.Alloc<float>(rows * cols);
+      bs[i]->GatherRows(d.Put(src), cols, dp, rows, dg);
+      gathered[i] = d.Get(dg, rows * cols);
+      float* dst = d.Put(base);
+      bs[i]->ScatterAddRows(dg, cols, dp, d.Put(scales), rows, dst);
+      scattered[i] = d.Get(dst, rows * cols);
+    }
+    EXPECT_EQ(ids[1], ids[0]) << "TopKRouting ids";
+    EXPECT_LE(WorstRowError(wts[1], wts[0], k), 1e-5) << "TopKRouting weights";
+    EXPECT_EQ(gathered[1], gathered[0]) << "GatherRows";
+    EXPECT_LE(WorstRowError(scattered[1], scattered[0], cols), 1e-6) << "ScatterAddRows";
+  }
+}
+
+// StoreKv and Attention over one paged cache: sequences at once (prefill
+// chunks and one-token decodes), scrambled block tables, GQA, windows,
+// soft-capping, 16-bit K/V, q rows inside wider (fused) rows; now and then a
+// context past the CPU's 1,024-key attention segments.
+TEST_P(BackendOpsTest, StoreKvAndAttention) {
+  std::mt19937 rng(5);
+  for (int c = 0; c < kCases; ++c) {
+    const DType dtypes[] = {DType::kF32, DType::kBF16, DType::kF16};
+    AttentionParams ap;
+    ap.n_kv_heads = Uniform(rng, 1, 4);
+    ap.n_heads = ap.n_kv_heads * Uniform(rng, 1, 4);
+    ap.head_dim = c % 3 == 0 ? 128 : 16 * Uniform(rng, 1, 4);
+    ap.block_size = 16;
+    ap.scale = 1.0f / std::sqrt(static_cast<float>(ap.head_dim));
+    ap.softcap = c % 4 == 1 ? 30.0f : 0.0f;
+    ap.window = c % 4 == 2 ? Uniform(rng, 1, 100) : 0;
+    ap.kv_dtype = dtypes[c % 3];
+    const int64_t kv_dim = ap.n_kv_heads * ap.head_dim, qd = ap.n_heads * ap.head_dim;
+    ap.q_stride = qd + (c % 2 ? 2 * kv_dim : 0);  // fused qkv rows now and then
+    ap.out_stride = qd;
+    const int64_t n_seqs = Uniform(rng, 1, 4);
+    std::vector<AttentionSeq> seqs;
+    std::vector<std::vector<int32_t>> tables;
+    int64_t rows = 0, blocks = 0;
+    for (int64_t s = 0; s < n_seqs; ++s) {
+      AttentionSeq as;
+      as.kv_len = c == kCases - 1 && s == 0 ? 2200 : Uniform(rng, 1, 300);
+      as.n_new = Uniform(rng, 0, 1) ? 1 : Uniform(rng, 1, std::min<int64_t>(as.kv_len, 40));
+      as.q_row = rows;
+      rows += as.n_new;
+      const int64_t nb = (as.kv_len + ap.block_size - 1) / ap.block_size;
+      tables.emplace_back(static_cast<size_t>(nb));
+      blocks += nb;
+      seqs.push_back(as);
+    }
+    // Physical blocks: a scrambled assignment across sequences.
+    std::vector<int32_t> phys(static_cast<size_t>(blocks));
+    std::iota(phys.begin(), phys.end(), 0);
+    std::shuffle(phys.begin(), phys.end(), rng);
+    size_t next = 0;
+    for (auto& t : tables) {
+      for (int32_t& b : t) b = phys[next++];
+    }
+    // Every position's K/V, written through the slots of its block table.
+    std::vector<int32_t> slots;
+    int64_t n_kv = 0;
+    for (size_t s = 0; s < seqs.size(); ++s) {
+      for (int64_t p = 0; p < seqs[s].kv_len; ++p) {
+        slots.push_back(static_cast<int32_t>(tables[s][p / ap.block_size] * ap.block_size + p % ap.block_size));
+        ++n_kv;
+      }
+    }
+    const int64_t kv_stride = kv_dim + (c % 2 ? 8 : 0);
+    const std::vector<float> k = Random(n_kv * kv_stride, rng), v = Random(n_kv * kv_stride, rng);
+    const std::vector<float> q = Random(rows * ap.q_stride, rng, 2);
+    const size_t cache_bytes = static_cast<size_t>(blocks * ap.block_size * kv_dim) * DTypeSize(ap.kv_dtype);
+    SCOPED_TRACE("seqs " + std::to_string(n_seqs) + " heads " + std::to_string(ap.n_heads) + "/" +
+                 std::to_string(ap.n_kv_heads) + " d " + std::to_string(ap.head_dim) + " window " +
+                 std::to_string(ap.window) + " softcap " + std::to_string(ap.softcap) + " kv " +
+                 DTypeName(ap.kv_dtype));
+    std::vector<uint8_t> kc[2], vc[2];
+    std::vector<float> out[2];
+    Backend* bs[2] = {ref_.get(), got_.get()};
+    for (int i = 0; i < 2; ++i) {
+      Device d(*bs[i]);
+      void* dk = d.AllocBytes(cache_bytes);
+      void* dv = d.AllocBytes(cache_bytes);
+      bs[i]->StoreKv(d.Put(k), kv_stride, d.Put(v), kv_stride, n_kv, kv_dim, d.Put(slots), dk, dv, ap.kv_dtype);
+      kc[i] = d.GetBytes(dk, cache_bytes);
+      vc[i] = d.GetBytes(dv, cache_bytes);
+      std::vector<AttentionSeq> dev_seqs = seqs;
+      for (size_t s = 0; s < seqs.size(); ++s) dev_seqs[s].block_table = d.Put(tables[s]);
+      float* dout = d.Alloc<float>(rows * ap.out_stride);
+      bs[i]->Attention(d.Put(q), dk, dv, d.Put(dev_seqs), n_seqs, ap, dout);
+      out[i] = d.Get(dout, rows * ap.out_stride);
+    }
+    // Rounding to 16 bits is to nearest even on every backend: the same bytes
+    // in every written slot (the rest of a sequence's last block is not).
+    const size_t row_bytes = static_cast<size_t>(kv_dim) * DTypeSize(ap.kv_dtype);
+    int64_t differing = 0;
+    for (int32_t slot : slots) {
+      const size_t at = static_cast<size_t>(slot) * row_bytes;
+      differing += std::memcmp(&kc[1][at], &kc[0][at], row_bytes) != 0;
+      differing += std::memcmp(&vc[1][at], &vc[0][at], row_bytes) != 0;
+    }
+    EXPECT_EQ(differing, 0) << "StoreKv: K/V rows that differ";
+    EXPECT_LE(WorstRowError(out[1], out[0], ap.head_dim), kF32Tol) << "Attention";
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Backends, BackendOpsTest, ::testing::ValuesIn(Candidates()),
+                         [](const ::testing::TestParamInfo<Candidate>& i) { return i.param.name; });
+
+}  // namespace
+}  // namespace llmhost
