@@ -9,7 +9,8 @@
 //     zero-copy view of the mapped file; CUDA will upload and return a view
 //     of device memory (counted in memory_stats().weight_bytes).
 //   - Ops are enqueued on the backend's stream and may run asynchronously;
-//     host reads of device data (CopyToHost) happen after Synchronize().
+//     host reads of device data (CopyToHost) happen after Synchronize(),
+//     which reports the first error any of them met (sticky).
 //     The CPU backend executes each op before returning.
 //   - Every pointer an op takes is a device address inside a buffer of this
 //     backend (or a prepared weight), never host memory such as a
@@ -155,8 +156,12 @@ class Backend {
   virtual void CopyToHost(void* dst, const DeviceBuffer& src, size_t src_offset, size_t bytes) = 0;
   virtual void CopyDeviceToDevice(const DeviceBuffer& dst, size_t dst_offset,
                                   const DeviceBuffer& src, size_t src_offset, size_t bytes) = 0;
-  // Waits until every enqueued op and copy has finished.
-  virtual void Synchronize() = 0;
+  // Waits until every enqueued op and copy has finished. Ops and copies
+  // return nothing; an error one meets (a device fault, a copy outside its
+  // buffer, a weight the kernels cannot use) is sticky: the first one is
+  // returned here from then on, and the backend's results are not to be
+  // trusted (a device that faulted stays faulted).
+  virtual Status Synchronize() = 0;
 
   // ---- weights -------------------------------------------------------------
   // A view of `host` usable by this backend's kernels: CPU returns `host`

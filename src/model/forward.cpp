@@ -326,7 +326,9 @@ void ForwardPass::MoeMlp(const LayerWeights& w) {
   // Dispatch is decided on the host: which tokens go to which expert.
   std::vector<int32_t> ids(static_cast<size_t>(N * K));
   std::vector<float> wts(static_cast<size_t>(N * K));
-  b_.Synchronize();
+  // A failed backend has no routing to read: the layer is skipped and Run's
+  // Synchronize reports the (sticky) error.
+  if (!b_.Synchronize().ok()) return;
   b_.CopyToHost(ids.data(), m_.workspace_,
                 reinterpret_cast<char*>(p_.topk_ids) - m_.workspace_.as<char>(), ids.size() * 4);
   b_.CopyToHost(wts.data(), m_.workspace_,
@@ -334,7 +336,8 @@ void ForwardPass::MoeMlp(const LayerWeights& w) {
   std::vector<std::vector<std::pair<int32_t, float>>> per_expert(static_cast<size_t>(E));
   for (int64_t t = 0; t < N; ++t) {
     for (int64_t j = 0; j < K; ++j) {
-      per_expert[ids[t * K + j]].push_back({static_cast<int32_t>(t), wts[t * K + j]});
+      const int32_t e = ids[t * K + j];
+      if (e >= 0 && e < E) per_expert[e].push_back({static_cast<int32_t>(t), wts[t * K + j]});
     }
   }
   std::vector<int32_t> idx;
@@ -461,7 +464,7 @@ Status ForwardPass::Run(ForwardOutput* out) {
     MatMulRuns(m_.lm_head_, p_.hsel, p_.logits, logit_runs_);
     if (s_.final_softcap > 0) b_.Softcap(p_.logits, n_rows_ * V, s_.final_softcap);
   }
-  b_.Synchronize();
+  if (Status s = b_.Synchronize(); !s.ok()) return s.WithContext("forward: the " + b_.name() + " backend failed");
   if (n_rows_ > 0) {
     b_.CopyToHost(out->logits.data(), m_.workspace_,
                   reinterpret_cast<char*>(p_.logits) - m_.workspace_.as<char>(),

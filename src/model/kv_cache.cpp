@@ -287,7 +287,9 @@ uint64_t KvCache::block_bytes() const { return 2 * static_cast<uint64_t>(n_layer
 void KvCache::ReadBlock(int32_t id, uint8_t* out) const {
   const size_t bytes = layer_block_bytes();
   const size_t offset = static_cast<size_t>(id) * bytes;
-  backend_->Synchronize();  // a device backend may still be writing K/V
+  // A device backend may still be writing K/V. A failed one's error is
+  // sticky: the next Forward reports it.
+  (void)backend_->Synchronize();
   for (size_t l = 0; l < layers_.size(); ++l) {
     backend_->CopyToHost(out + l * bytes, layers_[l].k, offset, bytes);
     backend_->CopyToHost(out + (layers_.size() + l) * bytes, layers_[l].v, offset, bytes);
@@ -301,7 +303,7 @@ void KvCache::WriteBlock(int32_t id, const uint8_t* in) {
     backend_->CopyToDevice(layers_[l].k, offset, in + l * bytes, bytes);
     backend_->CopyToDevice(layers_[l].v, offset, in + (layers_.size() + l) * bytes, bytes);
   }
-  backend_->Synchronize();  // `in` may be freed once this returns
+  (void)backend_->Synchronize();  // `in` may be freed once this returns (errors: as in ReadBlock)
 }
 
 }  // namespace llmhost

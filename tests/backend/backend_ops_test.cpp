@@ -74,7 +74,8 @@ class Device {
   }
   template <typename T>
   std::vector<T> Get(const T* dev, int64_t n) {
-    b_.Synchronize();
+    const Status synced = b_.Synchronize();
+    EXPECT_TRUE(synced.ok()) << synced.ToString();
     std::vector<T> host(static_cast<size_t>(n));
     for (const DeviceBuffer& buf : bufs_) {
       const char* base = buf.as<char>();

@@ -35,6 +35,32 @@ TEST(OpsCpuBackendTest, MemoryAccounting) {
   EXPECT_EQ(b.memory_stats().bytes_in_use, 0u);
 }
 
+// Ops and copies return nothing; what goes wrong is kept (the first error)
+// and returned by every Synchronize from then on.
+TEST(OpsCpuBackendTest, ErrorsAreStickyUntilSynchronizeReportsThem) {
+  CpuBackend b(nullptr);
+  auto buf = b.Allocate(64, "buf");
+  ASSERT_TRUE(buf.ok());
+  EXPECT_TRUE(b.Synchronize().ok());
+  const std::vector<uint8_t> host(100, 7);
+  b.CopyToDevice(*buf, 0, host.data(), 64);
+  EXPECT_TRUE(b.Synchronize().ok()) << "a copy inside the buffer";
+  b.CopyToDevice(*buf, 32, host.data(), 40);  // past the end: not written, recorded
+  const Status first = b.Synchronize();
+  EXPECT_EQ(first.code(), StatusCode::kInternal);
+  EXPECT_NE(first.message().find("CopyToDevice: 40 bytes at offset 32"), std::string::npos) << first.ToString();
+  WeightMatrix bad;  // no data: the kernels cannot use it
+  bad.rows = 2;
+  bad.cols = 4;
+  float x[4] = {1, 2, 3, 4}, y[2] = {0, 0};
+  b.MatMul(bad, x, 1, y, RowKind::kPrompt);
+  EXPECT_EQ(b.Synchronize().message(), first.message()) << "the first error stays";
+  CpuBackend fresh(nullptr);
+  fresh.MatMul(bad, x, 1, y, RowKind::kPrompt);
+  EXPECT_NE(fresh.Synchronize().message().find("MatMul"), std::string::npos);
+  b.Free(*buf);
+}
+
 TEST(OpsCpuBackendTest, CopiesAndOps) {
   CpuBackend b(nullptr);
   auto buf = b.Allocate(16 * sizeof(float), "buf");

@@ -161,18 +161,40 @@ MemoryStats CpuBackend::memory_stats() const {
   return stats_;
 }
 
+void CpuBackend::Fail(Status s) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (sticky_.ok()) sticky_ = std::move(s);
+}
+
+Status CpuBackend::Synchronize() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return sticky_;
+}
+
+bool CpuBackend::CopyInBounds(const DeviceBuffer& buf, size_t offset, size_t bytes, const char* what) {
+  if (buf.data != nullptr && offset <= buf.bytes && bytes <= buf.bytes - offset) return true;
+  Fail(Status::Internal(std::string(what) + ": " + std::to_string(bytes) + " bytes at offset " +
+                        std::to_string(offset) + " of a buffer of " + std::to_string(buf.bytes)));
+  return false;
+}
+
 void CpuBackend::CopyToDevice(const DeviceBuffer& dst, size_t dst_offset, const void* src,
                               size_t bytes) {
-  if (bytes) std::memcpy(static_cast<char*>(dst.data) + dst_offset, src, bytes);
+  if (bytes && CopyInBounds(dst, dst_offset, bytes, "CopyToDevice")) {
+    std::memcpy(static_cast<char*>(dst.data) + dst_offset, src, bytes);
+  }
 }
 
 void CpuBackend::CopyToHost(void* dst, const DeviceBuffer& src, size_t src_offset, size_t bytes) {
-  if (bytes) std::memcpy(dst, static_cast<const char*>(src.data) + src_offset, bytes);
+  if (bytes && CopyInBounds(src, src_offset, bytes, "CopyToHost")) {
+    std::memcpy(dst, static_cast<const char*>(src.data) + src_offset, bytes);
+  }
 }
 
 void CpuBackend::CopyDeviceToDevice(const DeviceBuffer& dst, size_t dst_offset,
                                     const DeviceBuffer& src, size_t src_offset, size_t bytes) {
-  if (bytes) {
+  if (bytes && CopyInBounds(dst, dst_offset, bytes, "CopyDeviceToDevice") &&
+      CopyInBounds(src, src_offset, bytes, "CopyDeviceToDevice")) {
     std::memmove(static_cast<char*>(dst.data) + dst_offset,
                  static_cast<const char*>(src.data) + src_offset, bytes);
   }
@@ -205,6 +227,8 @@ MatMulPrecision AutoPrecision(const WeightMatrix& w, RowKind rows) {
 }  // namespace
 
 void CpuBackend::MatMul(const WeightMatrix& w, const float* x, int64_t n, float* y, RowKind rows) {
+  // The kernels write NaN for a weight they cannot use; the caller learns why.
+  if (Status s = llmhost::CheckWeight(w); !s.ok()) Fail(s.WithContext("MatMul"));
   const MatMulPrecision mp = precision_ == Precision::kFast       ? MatMulPrecision::kFast
                             : precision_ == Precision::kFastInt8 ? MatMulPrecision::kFastInt8
                             : precision_ == Precision::kFastBf16 ? MatMulPrecision::kFastBf16

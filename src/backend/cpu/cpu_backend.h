@@ -2,7 +2,8 @@
 //
 // Device memory is host memory (64-byte aligned), accounted like a GPU's:
 // bytes held now and the peak. Weights are used in place (PrepareWeight
-// returns the mapped view). Ops run synchronously; Synchronize() is a no-op.
+// returns the mapped view). Ops run synchronously; Synchronize() only reports the
+// sticky error (a copy outside its buffer, a weight the kernels cannot use).
 // Every op has an f32 reference implementation; MatMul has the reference and
 // the fast (SIMD) kernels of backend/cpu/matmul.h, selected by precision().
 #pragma once
@@ -46,7 +47,7 @@ class CpuBackend final : public Backend {
   void CopyToHost(void* dst, const DeviceBuffer& src, size_t src_offset, size_t bytes) override;
   void CopyDeviceToDevice(const DeviceBuffer& dst, size_t dst_offset, const DeviceBuffer& src,
                           size_t src_offset, size_t bytes) override;
-  void Synchronize() override {}
+  Status Synchronize() override;
 
   Result<WeightMatrix> PrepareWeight(const WeightMatrix& host) override;
   void ReleaseWeight(const WeightMatrix& w) override;
@@ -88,6 +89,9 @@ class CpuBackend final : public Backend {
   Precision precision_;
   uint64_t limit_;
   mutable std::mutex mu_;
+  Status sticky_;  // the first op or copy error (guarded by mu_)
+  void Fail(Status s);
+  bool CopyInBounds(const DeviceBuffer& buf, size_t offset, size_t bytes, const char* what);
   uint64_t next_id_ = 1;
   struct Live {
     size_t bytes = 0;      // counted in stats_ (committed bytes for a reservation)
