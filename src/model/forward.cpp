@@ -6,6 +6,7 @@
 //   h = norm(x) → gated MLP or MoE → [post-FFN norm] → x += .
 // then the final norm and the output head on the rows that want logits.
 #include <algorithm>
+#include <memory>
 #include <unordered_set>
 
 #include "model/model.h"
@@ -37,6 +38,16 @@ class Arena {
 
 }  // namespace
 
+int64_t BatchBucket(int64_t n) {
+  if (n <= 1) return 1;
+  if (n <= 64) {
+    int64_t b = 1;
+    while (b < n) b <<= 1;
+    return b;
+  }
+  return (n + 63) / 64 * 64;
+}
+
 // One Forward call's state: sizes, the workspace layout, and the steps.
 class ForwardPass {
  public:
@@ -64,12 +75,17 @@ class ForwardPass {
   void ApplyRope(float* x, int64_t heads, int64_t stride, int rope_index);
   void DenseMlp(const LayerWeights& w);
   void MoeMlp(const LayerWeights& w);
+  // The host data stays alive until the pass ends (after Run's Synchronize):
+  // a device backend's copy may still be reading it until then.
   template <typename T>
-  void Upload(const T* dev, const std::vector<T>& host) {
+  void Upload(const T* dev, std::vector<T>&& host) {
     if (host.empty()) return;
+    auto kept = std::make_shared<std::vector<T>>(std::move(host));
     b_.CopyToDevice(m_.workspace_, reinterpret_cast<const char*>(dev) - m_.workspace_.as<char>(),
-                    host.data(), host.size() * sizeof(T));
+                    kept->data(), kept->size() * sizeof(T));
+    uploads_.push_back(std::move(kept));
   }
+  std::vector<std::shared_ptr<void>> uploads_;
 
   Model& m_;
   const ModelSpec& s_;
@@ -103,13 +119,16 @@ class ForwardPass {
 };
 
 void ForwardPass::Layout(Arena& a) {
-  const int64_t N = n_, H = s_.hidden, S = static_cast<int64_t>(items_.size());
+  // Sizes rounded up to their bucket: every batch of a bucket finds its
+  // arrays at the same addresses (what a captured device graph needs).
+  const int64_t N = BatchBucket(n_), H = s_.hidden, S = BatchBucket(static_cast<int64_t>(items_.size()));
+  const int64_t table_entries = BatchBucket(table_entries_), n_rows = BatchBucket(n_rows_);
   const int64_t qd = s_.q_dim(), kvd = s_.kv_dim();
   p_.ids = a.Take<int32_t>(N);
   p_.pos = a.Take<int32_t>(N);
   p_.slots = a.Take<int32_t>(N);
-  p_.tables = a.Take<int32_t>(table_entries_);
-  p_.logit_rows = a.Take<int32_t>(n_rows_);
+  p_.tables = a.Take<int32_t>(table_entries);
+  p_.logit_rows = a.Take<int32_t>(n_rows);
   p_.seqs = a.Take<AttentionSeq>(S);
   p_.dyn_rope = a.Take<float>(n_dyn_ * S * half_);
   p_.x = a.Take<float>(N * H);
@@ -149,8 +168,8 @@ void ForwardPass::Layout(Arena& a) {
     p_.ue = a.Take<float>(N * I);
     p_.ye = a.Take<float>(N * H);
   }
-  p_.hsel = a.Take<float>(n_rows_ * H);
-  p_.logits = a.Take<float>(n_rows_ * s_.vocab);
+  p_.hsel = a.Take<float>(n_rows * H);
+  p_.logits = a.Take<float>(n_rows * s_.vocab);
 }
 
 Status ForwardPass::Prepare() {
@@ -256,13 +275,13 @@ void ForwardPass::UploadMetadata() {
                 dyn.begin() + (static_cast<size_t>(dyn_index_[r]) * items_.size() + i) * half_);
     }
   }
-  Upload(p_.ids, ids);
-  Upload(p_.pos, pos);
-  Upload(p_.slots, slots);
-  Upload(p_.tables, tables);
-  Upload(p_.logit_rows, logit_rows);
-  Upload(p_.seqs, seqs);
-  Upload(p_.dyn_rope, dyn);
+  Upload(p_.ids, std::move(ids));
+  Upload(p_.pos, std::move(pos));
+  Upload(p_.slots, std::move(slots));
+  Upload(p_.tables, std::move(tables));
+  Upload(p_.logit_rows, std::move(logit_rows));
+  Upload(p_.seqs, std::move(seqs));
+  Upload(p_.dyn_rope, std::move(dyn));
 }
 
 void ForwardPass::ApplyRope(float* x, int64_t heads, int64_t stride, int rope_index) {
@@ -350,8 +369,8 @@ void ForwardPass::MoeMlp(const LayerWeights& w) {
       scale.push_back(wt);
     }
   }
-  Upload(p_.moe_idx, idx);
-  Upload(p_.moe_scale, scale);
+  Upload(p_.moe_idx, std::move(idx));
+  Upload(p_.moe_scale, std::move(scale));
   b_.Fill(p_.t, N * H, 0.0f);
   for (int64_t e = 0; e < E; ++e) {
     const int64_t cnt = static_cast<int64_t>(per_expert[e].size());

@@ -4,6 +4,7 @@
 #include <chrono>
 
 #include "backend/cpu/cpu_backend.h"
+#include "model/model.h"
 #include "formats/gguf.h"
 #include "formats/hf_config.h"
 #include "util/log.h"
@@ -109,10 +110,11 @@ uint64_t KvPoolBytes(const ModelShape& shape, const EngineOptions& o) {
 
 uint64_t WorkspaceBytes(const ModelShape& s, const EngineOptions& o) {
   const int64_t chunk = o.prefill_chunk_tokens > 0 ? o.prefill_chunk_tokens : std::max<int64_t>(s.context, 512);
-  const int64_t rows = chunk + o.max_concurrent_requests;
+  // As the forward pass lays it out: sizes rounded up to their bucket.
+  const int64_t rows = BatchBucket(chunk + o.max_concurrent_requests);
   const int64_t q = s.n_heads * s.head_dim, kv = s.n_kv_heads * s.head_dim;
   const int64_t per_row = 4 * s.hidden + 2 * q + 2 * kv + 3 * s.intermediate;
-  const int64_t logits = (o.max_concurrent_requests + 1) * (s.hidden + s.vocab);
+  const int64_t logits = BatchBucket(o.max_concurrent_requests + 1) * (s.hidden + s.vocab);
   return static_cast<uint64_t>(std::max<int64_t>(0, rows * per_row + logits)) * sizeof(float);
 }
 
