@@ -191,10 +191,20 @@ class Backend {
   // over `rows` rows of `dim` values at `stride` (in and out alike); in place allowed.
   virtual void RmsNorm(const float* x, int64_t rows, int64_t dim, int64_t stride,
                        const float* weight, float eps, bool add_one, float* out) = 0;
+  // RmsNorm of every head of every token, in place: n_tokens rows at
+  // token_stride, each n_heads rows of head_dim values one after another
+  // (q or k inside fused qkv rows); one op whatever the number of tokens.
+  virtual void RmsNormHeads(float* x, int64_t n_tokens, int64_t n_heads, int64_t head_dim,
+                            int64_t token_stride, const float* weight, float eps, bool add_one) = 0;
   // Rotates x[n_tokens, row_stride] in place: head h of token t at position
   // positions[t] by angles positions[t] * inv_freq[i] (inv_freq: rot_dim/2).
   virtual void Rope(float* x, int64_t n_tokens, const int32_t* positions, const float* inv_freq,
                     const RopeParams& p) = 0;
+  // As Rope, with a table per token: token t uses inv_freq + table_of[t] *
+  // table_stride (length-dependent RoPE: a table per sequence); one op
+  // whatever the number of sequences.
+  virtual void RopeTables(float* x, int64_t n_tokens, const int32_t* positions, const float* inv_freq,
+                          int64_t table_stride, const int32_t* table_of, const RopeParams& p) = 0;
   // Writes k/v[n, kv_dim] (row strides k_stride/v_stride) into cache rows
   // slots[i] of k_cache/v_cache ([n_slots, kv_dim] of kv_dtype: F32, BF16 or
   // F16, rounded to nearest even; slot = block * block_size + offset).

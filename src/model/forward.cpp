@@ -59,6 +59,7 @@ class ForwardPass {
  private:
   struct Ptrs {
     int32_t *ids, *pos, *slots, *tables, *logit_rows;
+    int32_t* token_seq;  // per token row: its item's index (per-sequence RoPE tables)
     AttentionSeq* seqs;
     float* dyn_rope;
     float *x, *h, *qkv, *q, *k, *v, *attn, *t;
@@ -126,6 +127,7 @@ void ForwardPass::Layout(Arena& a) {
   const int64_t qd = s_.q_dim(), kvd = s_.kv_dim();
   p_.ids = a.Take<int32_t>(N);
   p_.pos = a.Take<int32_t>(N);
+  p_.token_seq = a.Take<int32_t>(N);
   p_.slots = a.Take<int32_t>(N);
   p_.tables = a.Take<int32_t>(table_entries);
   p_.logit_rows = a.Take<int32_t>(n_rows);
@@ -240,7 +242,7 @@ Status ForwardPass::Prepare() {
 
 void ForwardPass::UploadMetadata() {
   const int64_t bs = cache_.block_size();
-  std::vector<int32_t> ids, pos, slots, tables, logit_rows;
+  std::vector<int32_t> ids, pos, slots, tables, logit_rows, token_seq;
   std::vector<AttentionSeq> seqs;
   std::vector<float> dyn(static_cast<size_t>(n_dyn_) * items_.size() * half_, 0.0f);
   for (size_t i = 0; i < items_.size(); ++i) {
@@ -257,6 +259,7 @@ void ForwardPass::UploadMetadata() {
     for (int64_t j = 0; j < n; ++j) {
       const int64_t position = sq.length + j;
       ids.push_back(it.tokens[j]);
+      token_seq.push_back(static_cast<int32_t>(i));
       pos.push_back(static_cast<int32_t>(position));
       slots.push_back(static_cast<int32_t>(sq.block_table[position / bs] * bs + position % bs));
     }
@@ -277,6 +280,7 @@ void ForwardPass::UploadMetadata() {
   }
   Upload(p_.ids, std::move(ids));
   Upload(p_.pos, std::move(pos));
+  Upload(p_.token_seq, std::move(token_seq));
   Upload(p_.slots, std::move(slots));
   Upload(p_.tables, std::move(tables));
   Upload(p_.logit_rows, std::move(logit_rows));
@@ -297,11 +301,8 @@ void ForwardPass::ApplyRope(float* x, int64_t heads, int64_t stride, int rope_in
     b_.Rope(x, n_, p_.pos, m_.rope_tables_[static_cast<size_t>(rope_index)].as<float>(), rp);
     return;
   }
-  for (size_t i = 0; i < items_.size(); ++i) {
-    const float* table = p_.dyn_rope + (static_cast<size_t>(d) * items_.size() + i) * half_;
-    b_.Rope(x + q_row_[i] * stride, static_cast<int64_t>(items_[i].tokens.size()),
-            p_.pos + q_row_[i], table, rp);
-  }
+  // This rope's tables: one per sequence, half_ apart.
+  b_.RopeTables(x, n_, p_.pos, p_.dyn_rope + static_cast<size_t>(d) * items_.size() * half_, half_, p_.token_seq, rp);
 }
 
 void ForwardPass::AddRow(std::vector<RowRun>& runs, RowKind kind) const {
@@ -409,17 +410,8 @@ void ForwardPass::Layer(int64_t li) {
     if (w.v_bias.valid()) b_.AddBias(p_.v, N, kvd, kvd, w.v_bias.as<float>());
   }
   if (w.q_norm.valid()) {
-    if (qkv_stride_ == qd && k_stride_ == kvd) {  // dense: one row per (token, head)
-      b_.RmsNorm(p_.q, N * s_.n_heads, hd, hd, w.q_norm.as<float>(), eps, one, p_.q);
-      b_.RmsNorm(p_.k, N * s_.n_kv_heads, hd, hd, w.k_norm.as<float>(), eps, one, p_.k);
-    } else {
-      for (int64_t t = 0; t < N; ++t) {
-        b_.RmsNorm(p_.q + t * qkv_stride_, s_.n_heads, hd, hd, w.q_norm.as<float>(), eps, one,
-                   p_.q + t * qkv_stride_);
-        b_.RmsNorm(p_.k + t * k_stride_, s_.n_kv_heads, hd, hd, w.k_norm.as<float>(), eps, one,
-                   p_.k + t * k_stride_);
-      }
-    }
+    b_.RmsNormHeads(p_.q, N, s_.n_heads, hd, qkv_stride_, w.q_norm.as<float>(), eps, one);
+    b_.RmsNormHeads(p_.k, N, s_.n_kv_heads, hd, k_stride_, w.k_norm.as<float>(), eps, one);
   }
   ApplyRope(p_.q, s_.n_heads, qkv_stride_, ls.rope_index);
   ApplyRope(p_.k, s_.n_kv_heads, k_stride_, ls.rope_index);

@@ -238,6 +238,16 @@ TEST_P(BackendOpsTest, RmsNormRopeAndElementwise) {
     const std::vector<float> a = Random(rows * dim, rng, 4), b = Random(rows * dim, rng, 4);
     SCOPED_TRACE("rows " + std::to_string(rows) + " dim " + std::to_string(dim) + " stride " + std::to_string(stride));
     std::vector<float> norm[2], rope[2], sum[2], biased[2], scaled[2], capped[2], filled[2], silu[2], gelu[2];
+    std::vector<float> heads_norm[2], per_token_norm[2], tables_rope[2], per_run_rope[2];
+    // Two tables; tokens in runs of one table (as sequences are), ordered so
+    // that runs alternate.
+    const std::vector<float> two_tables = [&] {
+      std::vector<float> t = inv_freq;
+      for (float f : inv_freq) t.push_back(f * 0.5f);
+      return t;
+    }();
+    std::vector<int32_t> table_of(static_cast<size_t>(rows));
+    for (int64_t t = 0; t < rows; ++t) table_of[t] = static_cast<int32_t>((t / 3) % 2);
     Backend* bs[2] = {ref_.get(), got_.get()};
     for (int i = 0; i < 2; ++i) {
       Device d(*bs[i]);
@@ -245,8 +255,28 @@ TEST_P(BackendOpsTest, RmsNormRopeAndElementwise) {
       bs[i]->RmsNorm(d.Put(x), rows, dim, stride, d.Put(w), eps, add_one, dn);
       norm[i] = d.Get(dn, rows * stride);
       float* dr = d.Put(x);
-      bs[i]->Rope(dr, rows, d.Put(pos), d.Put(inv_freq), rp);
+      const int32_t* dpos = d.Put(pos);
+      bs[i]->Rope(dr, rows, dpos, d.Put(inv_freq), rp);
       rope[i] = d.Get(dr, rows * stride);
+      // RmsNormHeads = RmsNorm of each token's heads; RopeTables = Rope per run.
+      const float* dhw = d.Put(std::vector<float>(w.begin(), w.begin() + head_dim));
+      float* dh = d.Put(x);
+      bs[i]->RmsNormHeads(dh, rows, heads, head_dim, stride, dhw, eps, add_one);
+      heads_norm[i] = d.Get(dh, rows * stride);
+      float* dt = d.Put(x);
+      for (int64_t t = 0; t < rows; ++t) {
+        bs[i]->RmsNorm(dt + t * stride, heads, head_dim, head_dim, dhw, eps, add_one, dt + t * stride);
+      }
+      per_token_norm[i] = d.Get(dt, rows * stride);
+      const float* dtables = d.Put(two_tables);
+      float* dq = d.Put(x);
+      bs[i]->RopeTables(dq, rows, dpos, dtables, rp.rot_dim / 2, d.Put(table_of), rp);
+      tables_rope[i] = d.Get(dq, rows * stride);
+      float* dp = d.Put(x);
+      for (int64_t t = 0; t < rows; ++t) {
+        bs[i]->Rope(dp + t * stride, 1, dpos + t, dtables + table_of[t] * (rp.rot_dim / 2), rp);
+      }
+      per_run_rope[i] = d.Get(dp, rows * stride);
       float* da = d.Put(a);
       const float* db = d.Put(b);
       float* ds = d.Alloc<float>(rows * dim);
@@ -280,6 +310,12 @@ TEST_P(BackendOpsTest, RmsNormRopeAndElementwise) {
     const int64_t half = std::max<int64_t>(dim / 2, 1);
     EXPECT_LE(WorstRowError(rows_of(norm[1]), rows_of(norm[0]), dim), 1e-5) << "RmsNorm";
     EXPECT_LE(WorstRowError(rope[1], rope[0], stride), 1e-5) << "Rope";
+    for (int i = 0; i < 2; ++i) {
+      EXPECT_EQ(rows_of(heads_norm[i]), rows_of(per_token_norm[i])) << "RmsNormHeads, backend " << i;
+      EXPECT_EQ(tables_rope[i], per_run_rope[i]) << "RopeTables, backend " << i;
+    }
+    EXPECT_LE(WorstRowError(rows_of(heads_norm[1]), rows_of(heads_norm[0]), dim), 1e-5) << "RmsNormHeads";
+    EXPECT_LE(WorstRowError(tables_rope[1], tables_rope[0], stride), 1e-5) << "RopeTables";
     EXPECT_LE(WorstRowError(sum[1], sum[0], dim), 1e-7) << "Add";
     EXPECT_LE(WorstRowError(biased[1], biased[0], dim), 1e-7) << "AddBias";
     EXPECT_LE(WorstRowError(scaled[1], scaled[0], dim), 1e-7) << "Scale";

@@ -253,9 +253,40 @@ void CpuBackend::RmsNorm(const float* x, int64_t rows, int64_t dim, int64_t stri
   cpu::RmsNorm(x, rows, dim, stride, weight, eps, add_one, out, pool_);
 }
 
+void CpuBackend::RmsNormHeads(float* x, int64_t n_tokens, int64_t n_heads, int64_t head_dim,
+                              int64_t token_stride, const float* weight, float eps, bool add_one) {
+  if (n_tokens <= 0) return;
+  if (token_stride == n_heads * head_dim) {  // dense: one row per (token, head)
+    cpu::RmsNorm(x, n_tokens * n_heads, head_dim, head_dim, weight, eps, add_one, x, pool_);
+    return;
+  }
+  auto rows = [&](int64_t t0, int64_t t1) {
+    for (int64_t t = t0; t < t1; ++t) {
+      float* row = x + t * token_stride;
+      cpu::RmsNorm(row, n_heads, head_dim, head_dim, weight, eps, add_one, row, nullptr);
+    }
+  };
+  if (pool_) {
+    pool_->ParallelFor(n_tokens, 1, rows);
+  } else {
+    rows(0, n_tokens);
+  }
+}
+
 void CpuBackend::Rope(float* x, int64_t n_tokens, const int32_t* positions, const float* inv_freq,
                       const RopeParams& p) {
   cpu::Rope(x, n_tokens, positions, inv_freq, p, pool_);
+}
+
+void CpuBackend::RopeTables(float* x, int64_t n_tokens, const int32_t* positions, const float* inv_freq,
+                            int64_t table_stride, const int32_t* table_of, const RopeParams& p) {
+  // Runs of tokens that share a table, each one Rope.
+  for (int64_t t = 0; t < n_tokens;) {
+    int64_t end = t + 1;
+    while (end < n_tokens && table_of[end] == table_of[t]) ++end;
+    cpu::Rope(x + t * p.row_stride, end - t, positions + t, inv_freq + table_of[t] * table_stride, p, pool_);
+    t = end;
+  }
 }
 
 void CpuBackend::StoreKv(const float* k, int64_t k_stride, const float* v, int64_t v_stride,

@@ -62,6 +62,10 @@ class CpuBackend final : public Backend {
                  float* out) override;
   void RmsNorm(const float* x, int64_t rows, int64_t dim, int64_t stride, const float* weight,
                float eps, bool add_one, float* out) override;
+  void RmsNormHeads(float* x, int64_t n_tokens, int64_t n_heads, int64_t head_dim, int64_t token_stride,
+                    const float* weight, float eps, bool add_one) override;
+  void RopeTables(float* x, int64_t n_tokens, const int32_t* positions, const float* inv_freq,
+                  int64_t table_stride, const int32_t* table_of, const RopeParams& p) override;
   void Rope(float* x, int64_t n_tokens, const int32_t* positions, const float* inv_freq,
             const RopeParams& p) override;
   void StoreKv(const float* k, int64_t k_stride, const float* v, int64_t v_stride, int64_t n,
