@@ -131,8 +131,14 @@ void HandleInference(ApiServer& server, const HttpRequest& request,
   writer->OnClose([pool, ticket] {
     if (const uint64_t t = ticket->load()) pool->CancelAcquire(t);
   });
+  // The lease may be granted on the pool's manager thread (after a load or a
+  // wait): the prompt is rendered and tokenized on the connection's transport
+  // thread, so that the manager thread only decides and loads.
   ticket->store(pool->AcquireAsync(model, [srv, path, cont, t0, writer](AcquireResult r) {
-    ContinueInference(*srv, path, std::move(*cont), t0, writer, std::move(r));
+    auto granted = std::make_shared<AcquireResult>(std::move(r));
+    writer->Post([srv, path, cont, t0, writer, granted] {
+      ContinueInference(*srv, path, std::move(*cont), t0, writer, std::move(*granted));
+    });
   }));
 }
 

@@ -422,6 +422,10 @@ class QueuedWriter : public ResponseWriter {
     std::lock_guard<std::mutex> lock(mu_);
     posted_.push_back(std::move(fn));
   }
+  size_t posted() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return posted_.size();
+  }
   size_t RunPosted() {
     size_t n = 0;
     for (;;) {
@@ -494,6 +498,45 @@ TEST(GenerationRelayTest, EventsAreFormattedAndTheLeaseReleasedOffTheExecutor) {
   ASSERT_GE(after.size(), 3u);
   EXPECT_EQ(after.back(), "end");
   EXPECT_NE(after[after.size() - 2].find("[DONE]"), std::string::npos);
+}
+
+// A request whose model must load first is granted on the pool's manager
+// thread; its prompt is built (template, tokenizer) and submitted where the
+// writer runs posted work, not there.
+TEST(GenerationRelayTest, AQueuedRequestContinuesOnTheTransportThread) {
+  auto pool = MakePool({ModelsDir()}, DefaultSettings());
+  ASSERT_TRUE(pool);
+  ServeSettings s = DefaultSettings();
+  s.port = 0;
+  s.host = "127.0.0.1";
+  auto api = ApiServer::Create(s, pool.get(), nullptr, /*handle_signals=*/false);
+  ASSERT_TRUE(api.ok()) << api.status().ToString();
+  auto writer = std::make_shared<QueuedWriter>();
+  HttpRequest req;
+  req.method = "POST";
+  req.path = req.target = "/v1/completions";
+  req.body = R"({"model": "qwen3-tiny", "prompt": "Hello", "max_tokens": 2, "temperature": 0})";
+  HandleInference(**api, req, writer);  // not loaded: the request queues, the manager thread loads
+  for (int i = 0; i < 2000 && writer->posted() == 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  ASSERT_EQ(writer->posted(), 1u) << "the grant, posted to the writer";
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  AcquireResult probe = pool->Acquire("qwen3-tiny");  // loaded now: at once
+  ASSERT_TRUE(probe.ok());
+  EXPECT_EQ(probe.lease->served()->engine->Stats().submitted, 0u) << "nothing submitted before the posted work ran";
+  probe.lease.reset();
+  EXPECT_EQ(writer->RunPosted(), 1u);  // the continuation, run here: prompt, engine
+  // Now the engine answers (its events are posted too).
+  std::vector<std::string> got;
+  for (int i = 0; i < 2000; ++i) {
+    writer->RunPosted();
+    got = writer->records();
+    if (!got.empty()) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(got[0].rfind("send ", 0), 0u) << got[0];
+  EXPECT_NE(got[0].find("\"completion_tokens\":2"), std::string::npos) << got[0];
+  pool->Shutdown();
 }
 
 }  // namespace
