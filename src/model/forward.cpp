@@ -201,7 +201,9 @@ Status ForwardPass::Prepare() {
       AddRow(token_runs_, kind);
     }
     if (it.logits == LogitsRows::kAll) {
-      for (int64_t pos = it.seq->length; pos < len; ++pos) AddRow(logit_runs_, row_kind_[pos - it.seq->length + n_]);
+      for (int64_t pos = it.seq->length; pos < len; ++pos) {
+        AddRow(logit_runs_, row_kind_[static_cast<size_t>(pos - it.seq->length + n_)]);
+      }
     } else if (it.logits == LogitsRows::kLast) {
       AddRow(logit_runs_, row_kind_.back());
     }
@@ -244,7 +246,9 @@ void ForwardPass::UploadMetadata() {
   const int64_t bs = cache_.block_size();
   std::vector<int32_t> ids, pos, slots, tables, logit_rows, token_seq;
   std::vector<AttentionSeq> seqs;
-  std::vector<float> dyn(static_cast<size_t>(n_dyn_) * items_.size() * half_, 0.0f);
+  // Per length-dependent rope, one table per sequence: the bucket's count apart.
+  const size_t s_bucket = static_cast<size_t>(BatchBucket(static_cast<int64_t>(items_.size())));
+  std::vector<float> dyn(static_cast<size_t>(n_dyn_) * s_bucket * half_, 0.0f);
   for (size_t i = 0; i < items_.size(); ++i) {
     const ForwardItem& it = items_[i];
     const KvSequence& sq = *it.seq;
@@ -275,7 +279,7 @@ void ForwardPass::UploadMetadata() {
       auto table = m_.RopeTable(static_cast<int>(r), new_len_[i]);
       if (!table.ok()) continue;  // cannot happen: both regimes were computed at load
       std::copy(table->begin(), table->end(),
-                dyn.begin() + (static_cast<size_t>(dyn_index_[r]) * items_.size() + i) * half_);
+                dyn.begin() + (static_cast<size_t>(dyn_index_[r]) * s_bucket + i) * half_);
     }
   }
   Upload(p_.ids, std::move(ids));
@@ -302,7 +306,8 @@ void ForwardPass::ApplyRope(float* x, int64_t heads, int64_t stride, int rope_in
     return;
   }
   // This rope's tables: one per sequence, half_ apart.
-  b_.RopeTables(x, n_, p_.pos, p_.dyn_rope + static_cast<size_t>(d) * items_.size() * half_, half_, p_.token_seq, rp);
+  const size_t s_bucket = static_cast<size_t>(BatchBucket(static_cast<int64_t>(items_.size())));
+  b_.RopeTables(x, n_, p_.pos, p_.dyn_rope + static_cast<size_t>(d) * s_bucket * half_, half_, p_.token_seq, rp);
 }
 
 void ForwardPass::AddRow(std::vector<RowRun>& runs, RowKind kind) const {
