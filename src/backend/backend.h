@@ -52,6 +52,17 @@ enum class DeviceKind { kCpu, kCuda };
 // Cheap ops have one f32 path; attention and activations share the fast
 // loops.
 enum class Precision { kReference, kFast, kFastInt8, kFastBf16, kAuto };
+// As the command line spells it: "f32", "fast", "fast-int8", "fast-bf16", "auto".
+inline const char* PrecisionName(Precision p) {
+  switch (p) {
+    case Precision::kReference: return "f32";
+    case Precision::kFast: return "fast";
+    case Precision::kFastInt8: return "fast-int8";
+    case Precision::kFastBf16: return "fast-bf16";
+    case Precision::kAuto: return "auto";
+  }
+  return "?";
+}
 
 // Which tokens a MatMul's rows are: a prompt's (prefill) or generated ones
 // (decode). A backend may compute the two differently (kAuto); each row's

@@ -4,6 +4,7 @@
 #include <chrono>
 
 #include "backend/cpu/cpu_backend.h"
+#include "backend/cpu/cpu_features.h"
 #include "model/model.h"
 #include "formats/gguf.h"
 #include "formats/hf_config.h"
@@ -197,8 +198,9 @@ Result<std::unique_ptr<LoadedEngine>> CpuEngineFactory::Load(const DiscoveredMod
   const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   LOG_INFO("models: loaded " << entry.id << " (" << m->model->spec().arch << ", context "
                              << m->engine->context_length() << ", KV " << DTypeName(eo.kv_dtype) << " "
-                             << (m->engine->Stats().kv_cache_bytes >> 20) << " MiB) in " << static_cast<int64_t>(ms)
-                             << " ms");
+                             << (m->engine->Stats().kv_cache_bytes >> 20) << " MiB, precision "
+                             << PrecisionName(m->backend->precision()) << " on " << CpuIsaName(ActiveCpuIsa())
+                             << ") in " << static_cast<int64_t>(ms) << " ms");
   return std::unique_ptr<LoadedEngine>(
       new CpuLoadedEngine(m, eo.prefill_chunk_tokens, options_.threads->size(), eo.kv_dtype, eo.kv_blocks > 0));
 }
