@@ -12,6 +12,7 @@
 #   BUILD=build-kvit bench/run_kv_tier_bench.sh
 #   LLMHOST_BENCH_MODELS=/path/to/cache  (default: $TMPDIR or /tmp, llmhost-bench-models)
 #   DTYPE=mlx4 (default bf16)  WORK=/path (scratch folder on the disk to measure; default a temp dir)
+#   BENCH=restore_gap_bench.py (another measuring script on the same model and server; run_restore_gap_bench.sh)
 set -euo pipefail
 
 root="$(cd "$(dirname "$0")/.." && pwd)"
@@ -21,7 +22,7 @@ cache="${LLMHOST_BENCH_MODELS:-${TMPDIR:-/tmp}/llmhost-bench-models}"
 llmhost="$build/llmhost"
 dtype="${DTYPE:-bf16}"
 if [ ! -x "$llmhost" ]; then
-  echo "run_kv_tier_bench: $llmhost not built (ninja -C $build llmhost)" >&2
+  echo "$(basename "$0"): $llmhost not built (ninja -C $build llmhost)" >&2
   exit 1
 fi
 
@@ -50,5 +51,5 @@ echo "commit: $(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknow
 echo "cpu: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//'), $(nproc) cores; /proc/loadavg: $(cat /proc/loadavg)"
 echo "cache dir filesystem: $(df -hT "$work" | tail -1)"
 start=$(date +%s)
-python3 "$root/bench/kv_tier_bench.py" "$llmhost" "$models" --model "$name" --work "$work" "$@"
+python3 "$root/bench/${BENCH:-kv_tier_bench.py}" "$llmhost" "$models" --model "$name" --work "$work" "$@"
 echo "/proc/loadavg after: $(cat /proc/loadavg); bench wall $(( $(date +%s) - start )) s"
