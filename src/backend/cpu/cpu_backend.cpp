@@ -227,20 +227,19 @@ MatMulPrecision AutoPrecision(const WeightMatrix& w, RowKind rows) {
 }  // namespace
 
 void CpuBackend::MatMul(const WeightMatrix& w, const float* x, int64_t n, float* y, RowKind rows) {
-  // The kernels write NaN for a weight they cannot use; the caller learns why.
-  if (Status s = llmhost::CheckWeight(w); !s.ok()) Fail(s.WithContext("MatMul"));
   const MatMulPrecision mp = precision_ == Precision::kFast       ? MatMulPrecision::kFast
                             : precision_ == Precision::kFastInt8 ? MatMulPrecision::kFastInt8
                             : precision_ == Precision::kFastBf16 ? MatMulPrecision::kFastBf16
                             : precision_ == Precision::kAuto     ? AutoPrecision(w, rows)
                                                                  : MatMulPrecision::kReference;
-  llmhost::MatMul(w, x, n, y, mp, pool_);
+  // A weight the kernels cannot use gets NaN; the caller learns why.
+  if (Status s = llmhost::MatMul(w, x, n, y, mp, pool_); !s.ok()) Fail(s.WithContext("MatMul"));
 }
 
 void CpuBackend::RouterMatMul(const WeightMatrix& w, const float* x, int64_t n, float* y) {
   const MatMulPrecision mp =
       precision_ == Precision::kReference ? MatMulPrecision::kReference : MatMulPrecision::kFast;
-  llmhost::MatMul(w, x, n, y, mp, pool_);
+  if (Status s = llmhost::MatMul(w, x, n, y, mp, pool_); !s.ok()) Fail(s.WithContext("RouterMatMul"));
 }
 
 void CpuBackend::Embedding(const WeightMatrix& w, const int32_t* ids, int64_t n, float scale,

@@ -211,12 +211,12 @@ void DequantizeRows(const WeightMatrix& w, int64_t row_begin, int64_t row_end, f
   }
 }
 
-void MatMul(const WeightMatrix& w, const float* x, int64_t n, float* y, MatMulPrecision precision,
+Status MatMul(const WeightMatrix& w, const float* x, int64_t n, float* y, MatMulPrecision precision,
             ThreadPool* pool) {
-  if (n <= 0 || w.rows == 0) return;
-  if (!CheckWeight(w).ok()) {
+  if (n <= 0 || w.rows == 0) return Status::OK();
+  if (Status s = CheckWeight(w); !s.ok()) {
     FillNaN(y, n * w.rows);
-    return;
+    return s;
   }
   const cpu::FastKernels* ks = ActiveKernels();
   if (precision == MatMulPrecision::kFastInt8 && ks != nullptr) {
@@ -224,14 +224,14 @@ void MatMul(const WeightMatrix& w, const float* x, int64_t n, float* y, MatMulPr
     for (const cpu::Int8Kernels* ik : {cpu::Avx2Int8UnitKernels(), cpu::Avx2Int8Kernels()}) {
       if (ik != nullptr && ik->supported(w)) {
         Int8MatMul(*ik, w, x, n, y, pool);
-        return;
+        return Status::OK();
       }
     }
   }
   if ((precision == MatMulPrecision::kFastBf16 && n >= kAmxMinRows) || precision == MatMulPrecision::kBf16Tiles) {
     if (const cpu::AmxKernels* ak = cpu::AmxBf16Kernels()) {
       AmxMatMul(*ak, w, x, n, y, pool);
-      return;
+      return Status::OK();
     }
   }
   if (precision != MatMulPrecision::kReference && ks != nullptr) {
@@ -239,6 +239,7 @@ void MatMul(const WeightMatrix& w, const float* x, int64_t n, float* y, MatMulPr
   } else {
     cpu::ReferenceMatMul(w, x, n, y, pool);
   }
+  return Status::OK();
 }
 
 }  // namespace llmhost

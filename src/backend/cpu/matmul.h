@@ -78,8 +78,9 @@ Status CheckWeight(const WeightMatrix& w);
 void DequantizeRows(const WeightMatrix& w, int64_t row_begin, int64_t row_end, float* out);
 
 // y = x · Wᵀ. `pool` may be null (single-threaded). x: n * cols floats, y:
-// n * rows floats, not overlapping.
-void MatMul(const WeightMatrix& w, const float* x, int64_t n, float* y, MatMulPrecision precision,
+// n * rows floats, not overlapping. A weight CheckWeight refuses gets NaN
+// outputs and its error back.
+Status MatMul(const WeightMatrix& w, const float* x, int64_t n, float* y, MatMulPrecision precision,
             ThreadPool* pool);
 
 // Scalar conversions used across the backend.
