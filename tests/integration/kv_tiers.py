@@ -233,6 +233,36 @@ def disk_bytes(cache_dir, with_tmp=False):
     return s["bytes"] + extra
 
 
+def _sizes(cache_dir):
+    out = {}
+    for d, _, files in os.walk(cache_dir):
+        for f in files:
+            p = os.path.join(d, f)
+            if "tmp" in f or f.endswith(".safetensors"):
+                try:
+                    out[p] = (os.stat(p).st_size, "tmp" in f)
+                except FileNotFoundError:
+                    pass
+    return out
+
+
+def snapshot_bytes(cache_dir):
+    """(block bytes, block + temp bytes) that were all on disk at one instant, or None.
+
+    A directory walk is no snapshot: a file evicted after its directory was
+    read and one written later in another directory would both be counted.
+    Two walks that name the same files are one: every file was there from its
+    visit in the first walk to its visit in the second, so all of them at the
+    instant between the walks (names are never reused; a file only grows while
+    written, so the smaller of its two sizes is a lower bound)."""
+    a, b = _sizes(cache_dir), _sizes(cache_dir)
+    if a.keys() != b.keys():
+        return None
+    final = sum(min(a[p][0], b[p][0]) for p in a if not a[p][1])
+    tmp = sum(min(a[p][0], b[p][0]) for p in a if a[p][1])
+    return final, final + tmp
+
+
 def check_block_file(path):
     """None for a valid block file (docs: src/kv/block_file.h), else what is wrong."""
     try:
@@ -576,9 +606,11 @@ def scenario_cap(ctx, n_prompts=16, tokens=256):
 
     def sampler():
         while not stop.is_set():
-            peak["final"] = max(peak["final"], disk_bytes(cache))
-            peak["with_tmp"] = max(peak["with_tmp"], disk_bytes(cache, with_tmp=True))
-            peak["samples"] += 1
+            snap = snapshot_bytes(cache)
+            if snap is not None:
+                peak["final"] = max(peak["final"], snap[0])
+                peak["with_tmp"] = max(peak["with_tmp"], snap[1])
+                peak["samples"] += 1
             time.sleep(0.005)
 
     th = threading.Thread(target=sampler)
@@ -600,6 +632,8 @@ def scenario_cap(ctx, n_prompts=16, tokens=256):
     per_file = max(os.stat(p).st_size for p in scan(cache)["blocks"])
     if written * per_file < 3 * cap:
         fail(f"cap: only {written} files of {per_file} bytes written: not enough traffic for the check")
+    if peak["samples"] < 10:
+        fail(f"cap: only {peak['samples']} consistent disk samples: the check saw too little")
     if peak["final"] > cap:
         fail(f"cap: a sample saw {peak['final']} bytes of block files, cap {cap}")
     if peak["with_tmp"] > cap:
