@@ -4,7 +4,8 @@
 // Events are delivered in order through the request's callback, on the
 // engine's executor thread: one per generated token (its text delta, id and
 // logprobs), and exactly one final event (finish != kNone) after which no
-// other event comes. An abort or error may end a request with a final event
+// other event comes — per choice: a request of n choices (OpenAI's `n`)
+// sends each choice's events, tagged with its index, interleaved. An abort or error may end a request with a final event
 // that carries no token. A request rejected by Engine::Submit gets no events.
 #pragma once
 
@@ -38,8 +39,12 @@ struct Usage {
   int64_t completion_tokens = 0;  // generated ids so far (a stop id counts)
 };
 
+// Choices one request may ask for.
+inline constexpr int kMaxChoices = 16;
+
 struct RequestEvent {
   uint64_t request_id = 0;
+  int choice = 0;                   // 0 .. GenerationRequest::choices - 1
   std::string text;                 // newly final text (UTF-8, may be empty)
   std::vector<int32_t> token_ids;   // ids generated since the last event (0 or 1)
   std::vector<SampledToken> logprobs;  // per id of token_ids, when logprobs were asked
@@ -63,6 +68,11 @@ struct GenerationRequest {
   std::vector<int32_t> stop_token_ids;  // end generation like EOS (the id is counted, not emitted as text)
   bool ignore_eos = false;           // don't stop at the model's EOS ids
   bool skip_special_tokens = true;   // detokenize without special tokens
+  // 1..kMaxChoices completions of the prompt. Choice i > 0 forks choice 0
+  // once the prompt is prefilled: it shares the prompt's KV blocks (the last,
+  // partial one is copied when it is first written) and samples the same
+  // logits on with its own generator, seeded seed + i when `seed` is set.
+  int choices = 1;
   EventCallback on_event;
 };
 

@@ -61,6 +61,10 @@ Status Scheduler::Validate(const GenerationRequest& r) const {
   if (r.max_tokens && *r.max_tokens < 0) {
     return Status::InvalidArgument("max_tokens must be >= 0, got " + N(*r.max_tokens));
   }
+  if (r.choices < 1 || r.choices > kMaxChoices) {
+    return Status::InvalidArgument("choices (n) must be between 1 and " + N(kMaxChoices) + ", got " +
+                                   N(r.choices));
+  }
   RETURN_IF_ERROR(ValidateSamplingParams(r.sampling, vocab_));
   if (!r.stop.empty() && !tokenizer_) {
     return Status::InvalidArgument("stop strings need a tokenizer; this engine has none");
@@ -92,8 +96,17 @@ Status Scheduler::Validate(const GenerationRequest& r) const {
 void Scheduler::Enqueue(uint64_t id, GenerationRequest request) {
   const int64_t room = context_ - static_cast<int64_t>(request.prompt.size());
   const int64_t max_new = request.max_tokens ? std::min(*request.max_tokens, room) : room;
+  // Choices 1.. wait inside choice 0 until its prompt is in (Step forks them).
+  std::vector<std::unique_ptr<Sequence>> forks;
+  for (int c = 1; c < request.choices; ++c) {
+    GenerationRequest r = request;
+    if (r.sampling.seed) r.sampling.seed = *r.sampling.seed + static_cast<uint64_t>(c);
+    forks.push_back(std::make_unique<Sequence>(id, std::move(r), vocab_, max_new, tokenizer_,
+                                               &options_.eos_token_ids, c));
+  }
   auto s = std::make_unique<Sequence>(id, std::move(request), vocab_, max_new, tokenizer_,
                                       &options_.eos_token_ids);
+  s->set_forks(std::move(forks));
   auto at = std::find_if(waiting_.begin(), waiting_.end(),
                          [id](const std::unique_ptr<Sequence>& w) { return w->id() > id; });
   waiting_.insert(at, std::move(s));
@@ -132,25 +145,25 @@ uint64_t Scheduler::ReleaseKv() {
 }
 
 void Scheduler::Cancel(uint64_t id) {
-  for (auto it = waiting_.begin(); it != waiting_.end(); ++it) {
-    if ((*it)->id() == id) {
-      std::unique_ptr<Sequence> s = std::move(*it);
-      waiting_.erase(it);
-      ReleaseBlocks(s.get());
-      ++counters_.aborted;
-      s->Finish(FinishReason::kAbort);
-      return;
+  // Every choice of the request: waiting (choice 0 with its unforked
+  // choices, or preempted ones) and running.
+  std::vector<std::unique_ptr<Sequence>> gone;
+  auto take = [&](auto& list) {
+    for (auto it = list.begin(); it != list.end();) {
+      if ((*it)->id() == id) {
+        gone.push_back(std::move(*it));
+        it = list.erase(it);
+      } else {
+        ++it;
+      }
     }
-  }
-  for (size_t i = 0; i < running_.size(); ++i) {
-    if (running_[i]->id() == id) {
-      std::unique_ptr<Sequence> s = std::move(running_[i]);
-      running_.erase(running_.begin() + static_cast<ptrdiff_t>(i));
-      ReleaseBlocks(s.get());
-      ++counters_.aborted;
-      s->Finish(FinishReason::kAbort);
-      return;
-    }
+  };
+  take(waiting_);
+  take(running_);
+  for (auto& s : gone) ReleaseBlocks(s.get());
+  for (auto& s : gone) {
+    ++counters_.aborted;
+    s->Finish(FinishReason::kAbort);
   }
 }
 
@@ -211,8 +224,15 @@ void Scheduler::Admit() {
     // The whole rest of the prompt and the first output position must fit
     // beside what the running requests still need: a request, once admitted,
     // is not starved halfway through its prompt by a newer one.
+    // Choices join the batch when they fork: the group fits whole (or runs alone).
+    const int64_t group = 1 + static_cast<int64_t>(s->forks());
+    if (group > 1 && !running_.empty() &&
+        static_cast<int64_t>(running_.size()) + group > options_.max_running) {
+      break;
+    }
     const int64_t target = std::min<int64_t>(static_cast<int64_t>(cs.tokens.size()) + 1, context_);
-    const int64_t need = cache_->BlocksNeeded(cs.kv, target);
+    // Each fork copies the prompt's last block when it first writes there.
+    const int64_t need = cache_->BlocksNeeded(cs.kv, target) + (group - 1);
     if (!EnsureFree(need + ReservedForPrefill())) {
       ReleaseBlocks(s);  // restored blocks stay indexed: the next try finds them
       admit_blocked_ = s->id();
@@ -345,11 +365,27 @@ void Scheduler::Step() {
                    running_.end());
     return;
   }
+  std::vector<std::unique_ptr<Sequence>> forked;
   for (size_t i = 0; i < plan.size(); ++i) {
     Sequence* s = plan[i].seq;
     if (plan[i].n > 1 || s->generated() == 0) counters_.prefill_tokens += static_cast<uint64_t>(plan[i].n);
     if (options_.prefix_caching) prefix_->Publish(&s->cs());
     if (!plan[i].sample) continue;
+    if (s->forks() > 0) {
+      // The prompt is in: the other choices share its blocks and sample
+      // this same row with their own generators.
+      for (auto& f : s->TakeForks()) {
+        Fork(*s, f.get());
+        RequestEvent ev = f->OnLogits(out_.Row(i, 0));
+        counters_.generated_tokens += static_cast<uint64_t>(f->generated());
+        if (f->finished()) {
+          ReleaseBlocks(f.get());
+          ++counters_.finished;
+        }
+        f->Send(std::move(ev));
+        if (!f->finished()) forked.push_back(std::move(f));
+      }
+    }
     const int64_t before = s->generated();
     RequestEvent ev = s->OnLogits(out_.Row(i, 0));
     counters_.generated_tokens += static_cast<uint64_t>(s->generated() - before);
@@ -362,6 +398,25 @@ void Scheduler::Step() {
   running_.erase(std::remove_if(running_.begin(), running_.end(),
                                 [](const std::unique_ptr<Sequence>& r) { return r->finished(); }),
                  running_.end());
+  for (auto& f : forked) {
+    const uint64_t id = f->id();
+    auto at = std::find_if(running_.begin(), running_.end(),
+                           [id](const std::unique_ptr<Sequence>& r) { return r->id() > id; });
+    running_.insert(at, std::move(f));
+  }
+}
+
+void Scheduler::Fork(Sequence& from, Sequence* to) {
+  CachedSequence& src = from.cs();
+  CachedSequence& dst = to->cs();
+  dst.kv = cache_->Fork(src.kv, src.kv.length);
+  dst.tokens = src.tokens;
+  dst.keys = src.keys;
+  dst.published = src.published;
+  to->SetAdmitted(src.kv.length);
+  ++counters_.admitted;
+  counters_.prompt_tokens += static_cast<uint64_t>(to->prompt_tokens());
+  counters_.cached_tokens += static_cast<uint64_t>(src.kv.length);
 }
 
 }  // namespace llmhost

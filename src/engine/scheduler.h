@@ -21,7 +21,10 @@
 //      recomputes only what was evicted) until it fits;
 //   4. runs the step, indexes every newly full block, samples a token for
 //      each request whose pending tokens are all in, sends its event, and
-//      releases the blocks of every request that finished.
+//      releases the blocks of every request that finished. A request of
+//      several choices runs its prompt once: when it is in, the other
+//      choices fork it (KvCache::Fork: its blocks shared, copy-on-write)
+//      and join the batch.
 //
 // Not thread-safe except Validate() and the const accessors of immutable
 // settings: the engine's executor thread owns it.
@@ -167,6 +170,9 @@ class Scheduler {
   void Preempt(size_t running_index);
   void Retire(size_t running_index);  // releases a finished request
   void ReleaseBlocks(Sequence* s);
+  // `to` (a choice of from's request) takes from's stored positions by
+  // reference: tokens, blocks, block keys.
+  void Fork(Sequence& from, Sequence* to);
   // Makes at least `blocks` blocks free, growing the cache (claiming its
   // memory) when it can. True when they are free.
   bool EnsureFree(int64_t blocks);

@@ -18,8 +18,9 @@ const char* FinishReasonName(FinishReason r) {
 }
 
 Sequence::Sequence(uint64_t id, GenerationRequest request, int64_t vocab, int64_t max_new,
-                   const Tokenizer* tokenizer, const std::vector<int32_t>* eos)
+                   const Tokenizer* tokenizer, const std::vector<int32_t>* eos, int choice)
     : id_(id),
+      choice_(choice),
       req_(std::move(request)),
       max_new_(max_new),
       eos_(eos),
@@ -41,6 +42,7 @@ bool Sequence::IsStopToken(int32_t id) const {
 RequestEvent Sequence::NewEvent() const {
   RequestEvent ev;
   ev.request_id = id_;
+  ev.choice = choice_;
   ev.usage.prompt_tokens = prompt_tokens_;
   ev.usage.cached_tokens = cached_tokens_;
   ev.usage.completion_tokens = generated_;
@@ -98,6 +100,8 @@ RequestEvent Sequence::OnLogits(const float* logits) {
 
 void Sequence::Finish(FinishReason reason, Status error) {
   if (finished_) return;
+  for (auto& f : forks_) f->Finish(reason, error);
+  forks_.clear();
   RequestEvent ev = NewEvent();
   ev.finish = reason;
   ev.error = std::move(error);

@@ -20,10 +20,17 @@ class Sequence {
  public:
   // `max_new`: tokens it may generate (already clamped to the context).
   // `tokenizer` may be null (ids only, no text); `eos` must outlive it.
+  // `choice`: which of the request's choices this is (its events say so).
   Sequence(uint64_t id, GenerationRequest request, int64_t vocab, int64_t max_new,
-           const Tokenizer* tokenizer, const std::vector<int32_t>* eos);
+           const Tokenizer* tokenizer, const std::vector<int32_t>* eos, int choice = 0);
 
   uint64_t id() const { return id_; }
+  int choice() const { return choice_; }
+  // The request's other choices, until this one's prompt is in and the
+  // scheduler forks them (TakeForks). They end with this one if it ends first.
+  void set_forks(std::vector<std::unique_ptr<Sequence>> forks) { forks_ = std::move(forks); }
+  size_t forks() const { return forks_.size(); }
+  std::vector<std::unique_ptr<Sequence>> TakeForks() { return std::move(forks_); }
   CachedSequence& cs() { return cs_; }
   const CachedSequence& cs() const { return cs_; }
   int64_t prompt_tokens() const { return prompt_tokens_; }
@@ -48,7 +55,8 @@ class Sequence {
   RequestEvent OnLogits(const float* logits);
   void Send(RequestEvent ev);
 
-  // Sends a final event without a token (abort, error). No-op once finished.
+  // Sends a final event without a token (abort, error), and the same to the
+  // choices not forked yet. No-op once finished.
   void Finish(FinishReason reason, Status error = Status::OK());
 
  private:
@@ -58,6 +66,7 @@ class Sequence {
   void Drain(RequestEvent* ev);
 
   uint64_t id_;
+  int choice_;
   GenerationRequest req_;
   int64_t max_new_;
   const std::vector<int32_t>* eos_;
@@ -70,6 +79,7 @@ class Sequence {
   Sampler sampler_;
   std::unique_ptr<StreamDecoder> decoder_;
   StopStringMatcher stops_;
+  std::vector<std::unique_ptr<Sequence>> forks_;
 };
 
 }  // namespace llmhost

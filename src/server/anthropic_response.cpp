@@ -24,7 +24,7 @@ class MessagesFormatter final : public ResponseFormatter {
   MessagesFormatter(const ResponseMeta& meta, bool stream) : meta_(meta), stream_(stream) {}
   bool streaming() const override { return stream_; }
 
-  std::string Start(const GenerationUsage& usage) override {
+  std::string Start(int, const GenerationUsage& usage) override {
     if (!stream_) return "";
     Json message = {{"id", meta_.id},
                     {"type", "message"},
@@ -41,7 +41,7 @@ class MessagesFormatter final : public ResponseFormatter {
                           {"content_block", {{"type", "text"}, {"text", ""}}}}));
   }
 
-  std::string Delta(const std::string& text, const std::vector<TokenLogprob>&) override {
+  std::string Delta(int, const std::string& text, const std::vector<TokenLogprob>&) override {
     if (!stream_) {
       text_ += text;
       return "";
@@ -53,26 +53,31 @@ class MessagesFormatter final : public ResponseFormatter {
                           {"delta", {{"type", "text_delta"}, {"text", text}}}}));
   }
 
-  std::string Finish(const GenerationFinish& f) override {
-    const Json stop_sequence =
-        f.reason == FinishReason::kStopString ? Json(f.stop_string) : Json(nullptr);
+  std::string FinishChoice(int, FinishReason reason, const std::string& stop_string) override {
+    reason_ = reason;
+    stop_string_ = stop_string;
+    return "";
+  }
+
+  std::string End(const GenerationUsage& usage) override {
+    const Json stop_sequence = reason_ == FinishReason::kStopString ? Json(stop_string_) : Json(nullptr);
     if (!stream_) {
       Json body = {{"id", meta_.id},
                    {"type", "message"},
                    {"role", "assistant"},
                    {"model", meta_.model},
                    {"content", Json::array({Json{{"type", "text"}, {"text", text_}}})},
-                   {"stop_reason", AnthropicStopReason(f.reason)},
+                   {"stop_reason", AnthropicStopReason(reason_)},
                    {"stop_sequence", stop_sequence},
-                   {"usage", UsageJson(f.usage)}};
+                   {"usage", UsageJson(usage)}};
       return Dump(body);
     }
     return SseEvent("content_block_stop", Dump({{"type", "content_block_stop"}, {"index", 0}})) +
            SseEvent("message_delta",
                     Dump({{"type", "message_delta"},
-                          {"delta", {{"stop_reason", AnthropicStopReason(f.reason)},
+                          {"delta", {{"stop_reason", AnthropicStopReason(reason_)},
                                      {"stop_sequence", stop_sequence}}},
-                          {"usage", UsageJson(f.usage)}})) +
+                          {"usage", UsageJson(usage)}})) +
            SseEvent("message_stop", Dump({{"type", "message_stop"}}));
   }
 
@@ -90,6 +95,8 @@ class MessagesFormatter final : public ResponseFormatter {
   ResponseMeta meta_;
   bool stream_;
   std::string text_;
+  FinishReason reason_ = FinishReason::kStop;
+  std::string stop_string_;
 };
 
 }  // namespace

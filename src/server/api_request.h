@@ -54,6 +54,7 @@ struct InferenceRequest {
   std::string model;
   bool stream = false;
   bool include_usage = false;  // OpenAI stream_options.include_usage
+  int choices = 1;             // OpenAI `n`, 1..kMaxChoices (engine/request.h)
 
   PromptKind prompt_kind = PromptKind::kChat;
   // kChat: messages as the chat template sees them (transformers' format:

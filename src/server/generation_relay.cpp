@@ -1,5 +1,7 @@
 #include "server/generation_relay.h"
 
+#include <algorithm>
+
 #include "util/log.h"
 
 namespace llmhost::server {
@@ -33,6 +35,17 @@ ApiError AbortError(AbortReason reason, bool tokens_sent) {
     return e;
   }
   return ErrorWithStatus(503, "the request was aborted (the server is shutting down)");
+}
+
+// A synchronous refusal by the engine, as the client hears it.
+ApiError SubmitError(const Status& st) {
+  if (st.code() == StatusCode::kResourceExhausted) {
+    ApiError e = ErrorWithStatus(503, "the server is busy: " + st.message() + "; retry shortly");
+    e.retry_after_s = 1;
+    return e;
+  }
+  if (st.code() == StatusCode::kInvalidArgument) return BadRequest(st.message());
+  return ErrorWithStatus(500, st.message());
 }
 
 }  // namespace
@@ -71,6 +84,7 @@ MaybeError GenerationRelay::Submit(GenerationRequest request) {
   {
     // Held across Submit and the stream's start: an early event waits for it.
     std::lock_guard<std::mutex> lock(mu_);
+    choices_.resize(static_cast<size_t>(std::max(1, request.choices)));
     if (abort_reason_ != AbortReason::kNone) {
       done_ = true;
       return AbortError(abort_reason_, false);
@@ -78,14 +92,7 @@ MaybeError GenerationRelay::Submit(GenerationRequest request) {
     Result<uint64_t> id = engine_->Submit(std::move(request));
     if (!id.ok()) {
       done_ = true;
-      if (id.status().code() == StatusCode::kResourceExhausted) {
-        ApiError e = ErrorWithStatus(503, "the server is busy: " + id.status().message() +
-                                              "; retry shortly");
-        e.retry_after_s = 1;
-        return e;
-      }
-      if (id.status().code() == StatusCode::kInvalidArgument) return BadRequest(id.status().message());
-      return ErrorWithStatus(500, id.status().message());
+      return SubmitError(id.status());
     }
     engine_id_ = *id;
     submitted_ = true;
@@ -157,71 +164,85 @@ std::vector<TokenLogprob> GenerationRelay::ConvertLogprobs(const RequestEvent& e
 
 void GenerationRelay::OnEvent(RequestEvent ev) {
   std::lock_guard<std::mutex> lock(mu_);
-  if (done_) return;
+  if (done_ || ev.choice < 0 || static_cast<size_t>(ev.choice) >= choices_.size()) return;
+  const int index = ev.choice;
+  Choice& c = choices_[static_cast<size_t>(index)];
+  if (ev.finish == FinishReason::kAbort || ev.finish == FinishReason::kError) {
+    // Client gone: nothing reaches it. Otherwise (shutdown, memory pressure,
+    // a failed step) it learns why; the request's other choices end too.
+    c.done = true;
+    engine_->Cancel(engine_id_);
+    return Fail(ev.finish == FinishReason::kAbort ? AbortError(abort_reason_, tokens_sent_ > 0)
+                                                  : ErrorWithStatus(500, "generation failed: " + ev.error.message()),
+                FinishReasonName(ev.finish));
+  }
+  if (index == 0 && !c.started) {
+    usage_.prompt_tokens = ev.usage.prompt_tokens;
+    usage_.cached_tokens = ev.usage.cached_tokens;
+  }
   std::string out;
-  if (!started_ && ev.finish != FinishReason::kAbort &&
-      ev.finish != FinishReason::kError) {
-    GenerationUsage u{ev.usage.prompt_tokens, ev.usage.cached_tokens, 0};
-    out += formatter_->Start(u);
-    started_ = true;
+  if (!c.started) {
+    out += formatter_->Start(index, GenerationUsage{ev.usage.prompt_tokens, ev.usage.cached_tokens, 0});
+    c.started = true;
   }
   tokens_sent_ += static_cast<int64_t>(ev.token_ids.size());
-  if (!ev.text.empty() || !ev.logprobs.empty()) out += formatter_->Delta(ev.text, ConvertLogprobs(ev));
-  if (ev.finish == FinishReason::kNone) {
-    if (!out.empty()) {
-      writer_->Write(std::move(out));
-      last_write_ = std::chrono::steady_clock::now();
-    }
-    if (writer_->pending_bytes() > kMaxPendingBytes) {
-      LOG_WARN("http: a client stopped reading (" << writer_->pending_bytes()
-                                                  << " bytes queued): request cancelled");
-      engine_->Cancel(engine_id_);
-    }
-    return;
+  if (!ev.text.empty() || !ev.logprobs.empty()) out += formatter_->Delta(index, ev.text, ConvertLogprobs(ev));
+  c.completion_tokens = ev.usage.completion_tokens;
+  if (ev.finish != FinishReason::kNone) {
+    c.done = true;
+    c.finish = ev.finish;
+    out += formatter_->FinishChoice(index, ev.finish, ev.stop_string);
   }
-  if (!out.empty() && formatter_->streaming()) writer_->Write(std::move(out));
-  Finish(ev);
+  if (!out.empty() && formatter_->streaming()) {
+    writer_->Write(std::move(out));
+    last_write_ = std::chrono::steady_clock::now();
+  }
+  if (std::all_of(choices_.begin(), choices_.end(), [](const Choice& x) { return x.done; })) return Finish();
+  if (writer_->pending_bytes() > kMaxPendingBytes) {
+    LOG_WARN("http: a client stopped reading (" << writer_->pending_bytes()
+                                                << " bytes queued): request cancelled");
+    engine_->Cancel(engine_id_);
+  }
 }
 
-void GenerationRelay::Finish(const RequestEvent& ev) {
+void GenerationRelay::Fail(const ApiError& e, const char* finish) {
   done_ = true;
-  // The engine is done with the request: the model may be evicted from now
-  // on (released before the client hears back, so that what it sees next,
-  // /api/status included, reflects it). model_ keeps the tokenizer alive.
+  // The engine is done with the request, or will be once the cancellations
+  // land: the model may be evicted from now on (released before the client
+  // hears back, so that what it sees next, /api/status included, reflects it).
   lease_.reset();
-  RelayStats stats{ev.usage.prompt_tokens, ev.usage.cached_tokens, ev.usage.completion_tokens,
-                   FinishReasonName(ev.finish)};
-  const bool stream = formatter_->streaming();
-  if (ev.finish == FinishReason::kAbort || ev.finish == FinishReason::kError) {
-    // Client gone: nothing reaches it. Otherwise (shutdown, failed step) it
-    // learns why.
-    const ApiError e = ev.finish == FinishReason::kAbort
-                           ? AbortError(abort_reason_, tokens_sent_ > 0)
-                           : ErrorWithStatus(500, "generation failed: " + ev.error.message());
-    if (!writer_->closed()) {
-      if (stream) {
-        writer_->Write(formatter_->StreamError(e));
-        writer_->End();
-      } else {
-        writer_->Send(ErrorResponse(e, flavor_));
-      }
-    }
-  } else {
-    GenerationFinish f;
-    f.reason = ev.finish;
-    f.stop_string = ev.stop_string;
-    f.usage = {ev.usage.prompt_tokens, ev.usage.cached_tokens, ev.usage.completion_tokens};
-    std::string body = formatter_->Finish(f);
-    if (stream) {
-      writer_->Write(std::move(body));
+  if (!writer_->closed()) {
+    if (formatter_->streaming()) {
+      writer_->Write(formatter_->StreamError(e));
       writer_->End();
     } else {
-      HttpResponse r;
-      r.body = std::move(body);
-      writer_->Send(std::move(r));
+      writer_->Send(ErrorResponse(e, flavor_));
     }
   }
-  if (on_done_) on_done_(this, stats);
+  int64_t completion = 0;
+  for (const Choice& c : choices_) completion += c.completion_tokens;
+  if (on_done_) on_done_(this, RelayStats{usage_.prompt_tokens, usage_.cached_tokens, completion, finish});
+}
+
+void GenerationRelay::Finish() {
+  done_ = true;
+  lease_.reset();  // as in Fail; model_ keeps the tokenizer alive
+  GenerationUsage total = usage_;
+  total.completion_tokens = 0;
+  for (const Choice& c : choices_) total.completion_tokens += c.completion_tokens;
+  std::string body = formatter_->End(total);
+  if (formatter_->streaming()) {
+    writer_->Write(std::move(body));
+    writer_->End();
+  } else {
+    HttpResponse r;
+    r.body = std::move(body);
+    writer_->Send(std::move(r));
+  }
+  if (on_done_) {
+    on_done_(this, RelayStats{total.prompt_tokens, total.cached_tokens, total.completion_tokens,
+                              FinishReasonName(choices_[0].finish)});
+  }
 }
 
 }  // namespace llmhost::server

@@ -1,7 +1,11 @@
-// GenerationRelay: carries one engine request's events to its HTTP client.
+// GenerationRelay: carries one engine request's events, those of each of
+// its choices (OpenAI's `n`), to its HTTP client.
 //
 //   auto relay = GenerationRelay::Create(writer, formatter, lease, keepalive);
 //   if (MaybeError e = relay->Submit(std::move(request))) → answer e
+//
+// The response ends when every choice has; an error or abort of any choice
+// ends it at once (the request, with its other choices, is cancelled).
 //
 // The relay holds the model's pool lease (pool/engine_pool.h) until the
 // final event has been sent: the model is not evicted under a request. When
@@ -65,10 +69,19 @@ class GenerationRelay : public std::enable_shared_from_this<GenerationRelay> {
   bool done() const;
 
  private:
+  struct Choice {
+    bool started = false;  // formatter Start() sent
+    bool done = false;
+    int64_t completion_tokens = 0;
+    FinishReason finish = FinishReason::kNone;
+  };
+
   GenerationRelay() = default;
   void OnEvent(RequestEvent event);
   std::vector<TokenLogprob> ConvertLogprobs(const RequestEvent& event) const;
-  void Finish(const RequestEvent& event);  // with mu_ held
+  // With mu_ held: ends the response with an error / with every choice done.
+  void Fail(const ApiError& error, const char* finish);
+  void Finish();
 
   std::shared_ptr<ResponseWriter> writer_;
   std::unique_ptr<ResponseFormatter> formatter_;
@@ -83,8 +96,9 @@ class GenerationRelay : public std::enable_shared_from_this<GenerationRelay> {
 
   mutable std::mutex mu_;
   uint64_t engine_id_ = 0;
+  std::vector<Choice> choices_;
+  GenerationUsage usage_;  // choice 0's prompt and cached tokens
   bool submitted_ = false;
-  bool started_ = false;  // formatter Start() sent
   bool done_ = false;
   std::chrono::steady_clock::time_point last_write_;
 };

@@ -7,6 +7,7 @@
 #include <limits>
 
 #include "chat/template_kwargs.h"
+#include "engine/request.h"
 #include "engine/sampler.h"
 #include "server/tool_schema.h"
 #include "util/json.h"
@@ -34,8 +35,8 @@ MaybeError ReadModelAndStream(const OJson& body, InferenceRequest* out) {
     out->include_usage = usage.value_or(false);
   }
   std::optional<int64_t> n;
-  RETURN_IF_API_ERROR(ReadInteger(body, "n", "", 1, 128, &n));
-  if (n && *n != 1) return BadRequest("'n' must be 1: one choice per request is supported", "n");
+  RETURN_IF_API_ERROR(ReadInteger(body, "n", "", 1, kMaxChoices, &n));
+  out->choices = static_cast<int>(n.value_or(1));
   return std::nullopt;
 }
 

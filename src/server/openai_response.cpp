@@ -1,4 +1,5 @@
 // OpenAI chat.completion(.chunk) and text_completion bodies.
+#include <algorithm>
 #include <random>
 
 #include <nlohmann/json.hpp>
@@ -65,126 +66,88 @@ std::string ErrorEvent(const ApiError& e) {
   return SseData(ErrorJson(e, ApiFlavor::kOpenAI)) + SseData("[DONE]");
 }
 
-class ChatFormatter final : public ResponseFormatter {
- public:
-  ChatFormatter(const ResponseMeta& meta, bool stream) : meta_(meta), stream_(stream) {}
-  bool streaming() const override { return stream_; }
-
-  std::string Start(const GenerationUsage&) override {
-    if (!stream_) return "";
-    return Chunk(Json{{"role", "assistant"}, {"content", ""}}, nullptr, nullptr);
-  }
-
-  std::string Delta(const std::string& text, const std::vector<TokenLogprob>& lps) override {
-    if (!stream_) {
-      text_ += text;
-      if (meta_.logprobs) {
-        for (const auto& e : ChatLogprobEntries(lps)) logprobs_.push_back(e);
-      }
-      return "";
-    }
-    if (text.empty() && (lps.empty() || !meta_.logprobs)) return "";
-    Json lp = meta_.logprobs ? Json{{"content", ChatLogprobEntries(lps)}} : Json();
-    return Chunk(Json{{"content", text}}, nullptr, &lp);
-  }
-
-  std::string Finish(const GenerationFinish& f) override {
-    if (!stream_) {
-      Json choice = {{"index", 0},
-                     {"message", {{"role", "assistant"}, {"content", text_}}},
-                     {"logprobs", meta_.logprobs ? Json{{"content", logprobs_}} : Json()},
-                     {"finish_reason", OpenAIFinishReason(f.reason)}};
-      Json body = {{"id", meta_.id},
-                   {"object", "chat.completion"},
-                   {"created", meta_.created},
-                   {"model", meta_.model},
-                   {"choices", Json::array({std::move(choice)})},
-                   {"usage", UsageJson(f.usage)}};
-      return Dump(body);
-    }
-    const char* reason = OpenAIFinishReason(f.reason);
-    std::string out = Chunk(Json::object(), reason, nullptr);
-    if (meta_.include_usage) {
-      Json usage_chunk = Base();
-      usage_chunk["choices"] = Json::array();
-      usage_chunk["usage"] = UsageJson(f.usage);
-      out += SseData(Dump(usage_chunk));
-    }
-    return out + SseData("[DONE]");
-  }
-
-  std::string StreamError(const ApiError& e) override { return ErrorEvent(e); }
-
-  std::string KeepAlive(KeepAliveMode mode) override {
-    if (mode == KeepAliveMode::kOff) return "";
-    if (mode == KeepAliveMode::kComment) return ": keep-alive\n\n";
-    return Chunk(Json::object(), nullptr, nullptr);
-  }
-
- private:
-  Json Base() const {
-    return Json{{"id", meta_.id},
-                {"object", "chat.completion.chunk"},
-                {"created", meta_.created},
-                {"model", meta_.model}};
-  }
-  std::string Chunk(Json delta, const char* finish_reason, const Json* logprobs) const {
-    Json j = Base();
-    j["choices"] = Json::array({Json{{"index", 0},
-                                     {"delta", std::move(delta)},
-                                     {"logprobs", logprobs ? *logprobs : Json()},
-                                     {"finish_reason", finish_reason ? Json(finish_reason) : Json()}}});
-    return SseData(Dump(j));
-  }
-
-  ResponseMeta meta_;
-  bool stream_;
-  std::string text_;
-  Json logprobs_ = Json::array();
+// What one choice has produced (non-streaming) and how it ended.
+struct ChoiceState {
+  std::string text;
+  Json chat_logprobs = Json::array();
+  CompletionLogprobs completion_logprobs;
+  int64_t offset = 0;  // completions' text_offset
+  const char* finish_reason = "stop";
 };
 
-class CompletionFormatter final : public ResponseFormatter {
+// OpenAI's two generation APIs differ in their object names and in where a
+// choice's text and logprobs go; the streaming and choice bookkeeping is one.
+class OpenAIFormatter : public ResponseFormatter {
  public:
-  CompletionFormatter(const ResponseMeta& meta, bool stream) : meta_(meta), stream_(stream) {}
+  OpenAIFormatter(const ResponseMeta& meta, bool stream, bool chat)
+      : meta_(meta), stream_(stream), chat_(chat), choices_(static_cast<size_t>(std::max(1, meta.choices))) {}
   bool streaming() const override { return stream_; }
 
-  std::string Start(const GenerationUsage&) override { return ""; }
+  std::string Start(int choice, const GenerationUsage&) override {
+    if (!stream_ || !chat_) return "";
+    return Chunk(choice, Json{{"role", "assistant"}, {"content", ""}}, Json(), nullptr);
+  }
 
-  std::string Delta(const std::string& text, const std::vector<TokenLogprob>& lps) override {
+  std::string Delta(int choice, const std::string& text, const std::vector<TokenLogprob>& lps) override {
+    ChoiceState& c = At(choice);
     if (!stream_) {
-      text_ += text;
-      if (meta_.logprobs) logprobs_.Add(lps, &offset_);
+      c.text += text;
+      if (meta_.logprobs) {
+        if (chat_) {
+          for (auto& e : ChatLogprobEntries(lps)) c.chat_logprobs.push_back(std::move(e));
+        } else {
+          c.completion_logprobs.Add(lps, &c.offset);
+        }
+      }
       return "";
     }
     if (text.empty() && (lps.empty() || !meta_.logprobs)) return "";
     Json lp;
     if (meta_.logprobs) {
-      CompletionLogprobs piece;
-      piece.Add(lps, &offset_);
-      lp = piece.ToJson();
+      if (chat_) {
+        lp = Json{{"content", ChatLogprobEntries(lps)}};
+      } else {
+        CompletionLogprobs piece;
+        piece.Add(lps, &c.offset);
+        lp = piece.ToJson();
+      }
     }
-    return Chunk(text, lp, nullptr);
+    return Chunk(choice, chat_ ? Json{{"content", text}} : Json(text), lp, nullptr);
   }
 
-  std::string Finish(const GenerationFinish& f) override {
+  std::string FinishChoice(int choice, FinishReason reason, const std::string&) override {
+    ChoiceState& c = At(choice);
+    c.finish_reason = OpenAIFinishReason(reason);
+    if (!stream_) return "";
+    return Chunk(choice, chat_ ? Json::object() : Json(""), Json(), c.finish_reason);
+  }
+
+  std::string End(const GenerationUsage& usage) override {
     if (!stream_) {
-      Json choice = {{"index", 0},
-                     {"text", text_},
-                     {"logprobs", meta_.logprobs ? logprobs_.ToJson() : Json()},
-                     {"finish_reason", OpenAIFinishReason(f.reason)}};
-      Json body = {{"id", meta_.id},
-                   {"object", "text_completion"},
-                   {"created", meta_.created},
-                   {"model", meta_.model},
-                   {"choices", Json::array({std::move(choice)})},
-                   {"usage", UsageJson(f.usage)}};
+      Json choices = Json::array();
+      for (size_t i = 0; i < choices_.size(); ++i) {
+        const ChoiceState& c = choices_[i];
+        Json choice = {{"index", i}};
+        if (chat_) {
+          choice["message"] = {{"role", "assistant"}, {"content", c.text}};
+          choice["logprobs"] = meta_.logprobs ? Json{{"content", c.chat_logprobs}} : Json();
+        } else {
+          choice["text"] = c.text;
+          choice["logprobs"] = meta_.logprobs ? c.completion_logprobs.ToJson() : Json();
+        }
+        choice["finish_reason"] = c.finish_reason;
+        choices.push_back(std::move(choice));
+      }
+      Json body = Base(chat_ ? "chat.completion" : "text_completion");
+      body["choices"] = std::move(choices);
+      body["usage"] = UsageJson(usage);
       return Dump(body);
     }
-    std::string out = Chunk("", Json(), OpenAIFinishReason(f.reason));
+    std::string out;
     if (meta_.include_usage) {
-      Json usage_chunk = Base();
+      Json usage_chunk = Base(ChunkObject());
       usage_chunk["choices"] = Json::array();
-      usage_chunk["usage"] = UsageJson(f.usage);
+      usage_chunk["usage"] = UsageJson(usage);
       out += SseData(Dump(usage_chunk));
     }
     return out + SseData("[DONE]");
@@ -195,40 +158,40 @@ class CompletionFormatter final : public ResponseFormatter {
   std::string KeepAlive(KeepAliveMode mode) override {
     if (mode == KeepAliveMode::kOff) return "";
     if (mode == KeepAliveMode::kComment) return ": keep-alive\n\n";
-    return Chunk("", Json(), nullptr);
+    return Chunk(0, chat_ ? Json::object() : Json(""), Json(), nullptr);
   }
 
  private:
-  Json Base() const {
-    return Json{{"id", meta_.id},
-                {"object", "text_completion"},
-                {"created", meta_.created},
-                {"model", meta_.model}};
+  ChoiceState& At(int choice) { return choices_.at(static_cast<size_t>(choice)); }
+  const char* ChunkObject() const { return chat_ ? "chat.completion.chunk" : "text_completion"; }
+  Json Base(const char* object) const {
+    return Json{{"id", meta_.id}, {"object", object}, {"created", meta_.created}, {"model", meta_.model}};
   }
-  std::string Chunk(const std::string& text, const Json& logprobs, const char* finish_reason) const {
-    Json j = Base();
-    j["choices"] = Json::array({Json{{"index", 0},
-                                     {"text", text},
-                                     {"logprobs", logprobs},
-                                     {"finish_reason", finish_reason ? Json(finish_reason) : Json()}}});
+  // `content`: the chat delta object, or the completion's text.
+  std::string Chunk(int choice, Json content, const Json& logprobs, const char* finish_reason) const {
+    Json c = {{"index", choice}};
+    c[chat_ ? "delta" : "text"] = std::move(content);
+    c["logprobs"] = logprobs;
+    c["finish_reason"] = finish_reason ? Json(finish_reason) : Json();
+    Json j = Base(ChunkObject());
+    j["choices"] = Json::array({std::move(c)});
     return SseData(Dump(j));
   }
 
   ResponseMeta meta_;
   bool stream_;
-  std::string text_;
-  CompletionLogprobs logprobs_;
-  int64_t offset_ = 0;
+  bool chat_;
+  std::vector<ChoiceState> choices_;
 };
 
 }  // namespace
 
 std::unique_ptr<ResponseFormatter> MakeChatCompletionsFormatter(const ResponseMeta& meta, bool stream) {
-  return std::make_unique<ChatFormatter>(meta, stream);
+  return std::make_unique<OpenAIFormatter>(meta, stream, /*chat=*/true);
 }
 
 std::unique_ptr<ResponseFormatter> MakeCompletionsFormatter(const ResponseMeta& meta, bool stream) {
-  return std::make_unique<CompletionFormatter>(meta, stream);
+  return std::make_unique<OpenAIFormatter>(meta, stream, /*chat=*/false);
 }
 
 std::string NewResponseId(const std::string& prefix) {

@@ -1,13 +1,17 @@
 // Response formatting for the three generation APIs, streamed (SSE) or not.
 //
-// A ResponseFormatter sees one generation as a sequence of events and returns
-// the bytes to send for each:
-//   Start(usage)      prefill done, first token on its way (OpenAI: the role
-//                     chunk; Anthropic: message_start + content_block_start)
-//   Delta(text, lp)   new text (and the logprobs of the tokens behind it)
-//   Finish(f)         finish_reason / stop_reason, usage, [DONE] / message_stop
-// Non-streaming formatters accumulate and return the whole JSON body from
-// Finish(). Pure functions of their inputs: unit-tested without a server.
+// A ResponseFormatter sees one generation of `meta.choices` choices (OpenAI's
+// `n`; Anthropic has one) as a sequence of events and returns the bytes to
+// send for each:
+//   Start(c, usage)         choice c's prefill done, its first token on the way
+//                           (OpenAI: c's role chunk; Anthropic: message_start
+//                           + content_block_start)
+//   Delta(c, text, lp)      new text of choice c (and the logprobs behind it)
+//   FinishChoice(c, r, s)   choice c ended (OpenAI: its finish_reason chunk)
+//   End(usage)              every choice ended: usage, [DONE] / message_stop
+// Choices interleave in any order. Non-streaming formatters accumulate and
+// return the whole JSON body from End(). Pure functions of their inputs:
+// unit-tested without a server.
 #pragma once
 
 #include <cstdint>
@@ -37,13 +41,6 @@ struct GenerationUsage {
   int64_t completion_tokens = 0;
 };
 
-struct GenerationFinish {
-  FinishReason reason = FinishReason::kStop;  // the engine's (engine/request.h): kStop, kStopString or kLength
-  std::string stop_string;
-  std::string error;  // kError
-  GenerationUsage usage;
-};
-
 enum class KeepAliveMode { kChunk, kComment, kOff };
 
 struct ResponseMeta {
@@ -53,15 +50,19 @@ struct ResponseMeta {
   bool include_usage = false;  // OpenAI stream_options.include_usage
   bool logprobs = false;
   int top_logprobs = 0;
+  int choices = 1;  // OpenAI `n` (server/api_request.h: kMaxChoices)
 };
 
 class ResponseFormatter {
  public:
   virtual ~ResponseFormatter() = default;
   virtual bool streaming() const = 0;
-  virtual std::string Start(const GenerationUsage& usage) = 0;
-  virtual std::string Delta(const std::string& text, const std::vector<TokenLogprob>& logprobs) = 0;
-  virtual std::string Finish(const GenerationFinish& finish) = 0;
+  virtual std::string Start(int choice, const GenerationUsage& usage) = 0;
+  virtual std::string Delta(int choice, const std::string& text, const std::vector<TokenLogprob>& logprobs) = 0;
+  // `reason`: the engine's (engine/request.h) kStop, kStopString or kLength.
+  virtual std::string FinishChoice(int choice, FinishReason reason, const std::string& stop_string) = 0;
+  // `usage`: the prompt once, the completion tokens of every choice.
+  virtual std::string End(const GenerationUsage& usage) = 0;
   // Streaming only: an error after the stream started.
   virtual std::string StreamError(const ApiError& error) = 0;
   // Streaming only: a keep-alive while nothing else is sent ("" for kOff).

@@ -76,8 +76,10 @@ void ContinueInference(ApiServer& server, const std::string& path, InferenceRequ
   meta.include_usage = req.include_usage;
   meta.logprobs = req.sampling.logprobs;
   meta.top_logprobs = req.sampling.top_logprobs;
+  meta.choices = req.choices;
   const size_t n_prompt = ids.size();
   GenerationRequest gen = MakeGenerationRequest(req, model, std::move(ids));
+  gen.choices = req.choices;
 
   ApiServer* srv = &server;
   auto on_done = [srv, path, t0](const GenerationRelay* relay, const RelayStats& s) {

@@ -73,6 +73,88 @@ TEST(SchedulerTest, LongPromptIsChunkedBesideRunningDecodes) {
   EXPECT_EQ(sched->cache().allocator().free_blocks(), 128);
 }
 
+// Every event of a request, whatever its choice (the test steps the
+// scheduler on this thread).
+struct ChoiceLog {
+  std::vector<RequestEvent> events;
+  EventCallback Callback() {
+    return [this](RequestEvent ev) { events.push_back(std::move(ev)); };
+  }
+  std::vector<int32_t> Ids(int choice) const {
+    std::vector<int32_t> ids;
+    for (const auto& e : events) {
+      if (e.choice == choice) ids.insert(ids.end(), e.token_ids.begin(), e.token_ids.end());
+    }
+    return ids;
+  }
+  std::vector<FinishReason> Finishes(int choice) const {
+    std::vector<FinishReason> f;
+    for (const auto& e : events) {
+      if (e.choice == choice && e.finish != FinishReason::kNone) f.push_back(e.finish);
+    }
+    return f;
+  }
+};
+
+// A request of 3 choices runs its prompt once; the other two fork it when
+// it is in (its blocks shared), sample that same logits row and then decode
+// beside it, each to its own single final event.
+TEST(SchedulerTest, ChoicesForkThePromptOnceAndShareItsBlocks) {
+  ScriptedModel* model = nullptr;
+  auto sched = testing::ScriptedScheduler(&model, 50, Successor, 16, 4, SchedulerOptions{});
+  ChoiceLog log;
+  GenerationRequest r;
+  r.prompt = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10};  // two full blocks of 4 and half of a third
+  r.sampling.temperature = 0;
+  r.max_tokens = 4;
+  r.choices = 3;
+  r.on_event = log.Callback();
+  ASSERT_TRUE(sched->Validate(r).ok());
+  sched->Enqueue(1, std::move(r));
+  sched->Step();
+  EXPECT_EQ(sched->running(), 3);
+  ASSERT_EQ(model->calls().size(), 1u);
+  EXPECT_EQ(model->calls()[0], (std::vector<int64_t>{10}));
+  for (int c = 0; c < 3; ++c) EXPECT_EQ(log.Ids(c), (std::vector<int32_t>{11})) << "choice " << c;
+  // 3 blocks for the prompt, shared by all three: nothing copied yet.
+  EXPECT_EQ(sched->cache().allocator().free_blocks(), 16 - 3);
+  while (sched->HasWork()) sched->Step();
+  for (int c = 0; c < 3; ++c) {
+    EXPECT_EQ(log.Ids(c), (std::vector<int32_t>{11, 12, 13, 14})) << "choice " << c;
+    EXPECT_EQ(log.Finishes(c), (std::vector<FinishReason>{FinishReason::kLength})) << "choice " << c;
+  }
+  const auto calls = model->calls();
+  for (size_t i = 1; i < calls.size(); ++i) EXPECT_EQ(calls[i], (std::vector<int64_t>{1, 1, 1})) << "step " << i;
+  EXPECT_EQ(sched->counters().prefill_tokens, 10u);
+  EXPECT_EQ(sched->counters().generated_tokens, 12u);
+  EXPECT_EQ(sched->cache().allocator().free_blocks(), 16);
+}
+
+// Cancelling a request ends every choice: before the fork (they wait inside
+// choice 0) and after it (they run beside it).
+TEST(SchedulerTest, CancelEndsEveryChoice) {
+  for (bool forked : {false, true}) {
+    ScriptedModel* model = nullptr;
+    auto sched = testing::ScriptedScheduler(&model, 50, Successor, 16, 4, SchedulerOptions{});
+    ChoiceLog log;
+    GenerationRequest r;
+    r.prompt = {1, 2, 3};
+    r.sampling.temperature = 0;
+    r.max_tokens = 10;
+    r.choices = 4;
+    r.on_event = log.Callback();
+    sched->Enqueue(7, std::move(r));
+    if (forked) sched->Step();
+    EXPECT_EQ(sched->running(), forked ? 4 : 0);
+    sched->Cancel(7);
+    EXPECT_FALSE(sched->HasWork());
+    for (int c = 0; c < 4; ++c) {
+      EXPECT_EQ(log.Finishes(c), (std::vector<FinishReason>{FinishReason::kAbort})) << "choice " << c << " forked " << forked;
+    }
+    EXPECT_EQ(sched->cache().allocator().free_blocks(), 16);
+  }
+}
+
 // The scripted output is the tokenization of `text`, after a 3-token prompt.
 struct ScriptedText {
   std::vector<int32_t> ids;

@@ -109,6 +109,24 @@ test('chat: logprobs and seed', async () => {
   assert.equal(again.choices[0].message.content, r.choices[0].message.content, 'same seed, same tokens');
 });
 
+test('chat: n choices, each its own seeded sample, streamed by index', async () => {
+  const params = { model: MODEL, messages, max_tokens: 5, temperature: 1.0, seed: 11 };
+  const r = await client.chat.completions.create({ ...params, n: 3 });
+  assert.deepEqual(r.choices.map((c) => c.index), [0, 1, 2]);
+  assert.equal(r.usage.completion_tokens, 15);
+  for (let i = 0; i < 3; i++) {
+    const alone = await client.chat.completions.create({ ...params, seed: 11 + i });
+    assert.equal(r.choices[i].message.content, alone.choices[0].message.content, `choice ${i}`);
+  }
+  const stream = await client.chat.completions.create({ ...params, n: 3, stream: true });
+  const texts = ['', '', ''];
+  for await (const chunk of stream) {
+    for (const c of chunk.choices) texts[c.index] += c.delta?.content ?? '';
+  }
+  assert.deepEqual(texts, r.choices.map((c) => c.message.content));
+  await assert.rejects(client.chat.completions.create({ ...params, n: 17 }), (e) => e.status === 400 && /'n'/.test(e.message));
+});
+
 test('completions: text and token-id prompts', async () => {
   const a = await client.completions.create({ model: MODEL, prompt: 'Once upon a time', max_tokens: 5, temperature: 0 });
   assert.equal(a.object, 'text_completion');

@@ -171,6 +171,72 @@ TEST(ApiServer, LogitBiasChangesTheGreedyToken) {
   EXPECT_NE(outside.body.find("logit_bias"), std::string::npos) << outside.body;
 }
 
+// n choices: each is what a request of its own with seed + i answers (so
+// they are sampled independently, reproducibly), usage counts the prompt
+// once and every choice's tokens, and the later choices reuse the first
+// one's prompt blocks: the prompt is prefilled about once, not n times.
+TEST(ApiServer, ChoicesShareThePromptAndEachIsItsOwnSeededRequest) {
+  TestServer srv(DefaultSettings(), {ModelsDir()});
+  std::vector<int32_t> prompt;
+  for (int i = 0; i < 100; ++i) prompt.push_back(1 + (i * 37) % 500);
+  auto ask = [&](int n, int64_t seed, bool stream) {
+    Json body = {{"model", "qwen3-tiny"}, {"prompt", prompt}, {"max_tokens", 4}, {"temperature", 1.0},
+                 {"seed", seed},          {"n", n},           {"ignore_eos", true}, {"stream", stream}};
+    return Request(srv.port(), "POST", "/v1/completions", body.dump());
+  };
+  auto engine_stats = [&] {
+    AcquireResult m = srv.pool().Acquire("qwen3-tiny");
+    EXPECT_TRUE(m.ok());
+    return m.ok() ? m.lease->served()->engine->Stats() : EngineStats{};
+  };
+  auto first = ask(1, 7, false);  // loads the model
+  ASSERT_EQ(first.status, 200) << first.body;
+  const EngineStats before = engine_stats();
+  auto r = ask(4, 100, false);
+  ASSERT_EQ(r.status, 200) << r.body;
+  const EngineStats after = engine_stats();
+  Json j = Json::parse(r.body);
+  ASSERT_EQ(j["choices"].size(), 4u) << r.body;
+  EXPECT_EQ(j["usage"]["prompt_tokens"], 100);
+  EXPECT_EQ(j["usage"]["completion_tokens"], 16);
+  const uint64_t prefilled = after.counters.prefill_tokens - before.counters.prefill_tokens;
+  EXPECT_EQ(prefilled, 100u) << "4 choices of a 100-token prompt prefilled " << prefilled << " tokens";
+  for (int i = 0; i < 4; ++i) {
+    EXPECT_EQ(j["choices"][i]["index"], i);
+    EXPECT_EQ(j["choices"][i]["finish_reason"], "length");
+    auto alone = ask(1, 100 + i, false);
+    ASSERT_EQ(alone.status, 200) << alone.body;
+    EXPECT_EQ(j["choices"][i]["text"], Json::parse(alone.body)["choices"][0]["text"]) << "choice " << i;
+  }
+  // Streamed: the same texts, gathered by index, then one [DONE].
+  auto s = ask(4, 100, true);
+  ASSERT_EQ(s.status, 200);
+  std::vector<std::string> texts(4);
+  std::vector<int> finishes(4, 0);
+  size_t pos = 0;
+  int done = 0;
+  while ((pos = s.body.find("data: ", pos)) != std::string::npos) {
+    size_t end = s.body.find("\n\n", pos);
+    std::string data = s.body.substr(pos + 6, end - pos - 6);
+    pos = end;
+    if (data == "[DONE]") {
+      ++done;
+      continue;
+    }
+    Json c = Json::parse(data);
+    ASSERT_EQ(c["choices"].size(), 1u) << data;
+    const int i = c["choices"][0]["index"];
+    ASSERT_TRUE(i >= 0 && i < 4) << data;
+    texts[i] += c["choices"][0]["text"].get<std::string>();
+    if (!c["choices"][0]["finish_reason"].is_null()) ++finishes[i];
+  }
+  EXPECT_EQ(done, 1);
+  for (int i = 0; i < 4; ++i) {
+    EXPECT_EQ(texts[i], j["choices"][i]["text"]) << "choice " << i;
+    EXPECT_EQ(finishes[i], 1) << "choice " << i;
+  }
+}
+
 TEST(ApiServer, ChatStreamsWhatItAnswersAndSixteenStreamsMatchOne) {
   TestServer srv(DefaultSettings(), {ModelsDir()});
   const std::string body =

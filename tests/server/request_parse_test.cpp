@@ -105,12 +105,13 @@ TEST(OpenAIChat, SamplingStreamToolsAndKwargs) {
     "temperature": 0.5, "top_p": 0.9, "top_k": 40, "min_p": 0.05, "repetition_penalty": 1.1,
     "presence_penalty": 0.5, "frequency_penalty": -0.5, "seed": -1,
     "max_tokens": 100, "max_completion_tokens": 50, "stop": ["END", ""], "stop_token_ids": [7],
-    "logprobs": true, "top_logprobs": 3, "n": 1,
+    "logprobs": true, "top_logprobs": 3, "n": 16,
     "tools": [{"type": "function", "function": {"name": "f", "parameters": {"z": 1, "a": 2}}}],
     "chat_template_kwargs": {"enable_thinking": false},
     "response_format": {"type": "text"}})");
   EXPECT_TRUE(r.stream);
   EXPECT_TRUE(r.include_usage);
+  EXPECT_EQ(r.choices, 16);
   const SamplingRequest& s = r.sampling;
   EXPECT_EQ(s.temperature, 0.5);
   EXPECT_EQ(s.top_p, 0.9);
@@ -160,7 +161,8 @@ TEST(OpenAIChat, ErrorsNameTheField) {
       {R"({"model": "m", "messages": [{"role": "user", "content": "x"}], "temperature": -1})", "temperature"},
       {R"({"model": "m", "messages": [{"role": "user", "content": "x"}], "top_p": 1.5})", "top_p"},
       {R"({"model": "m", "messages": [{"role": "user", "content": "x"}], "stop": [1]})", "stop[0]"},
-      {R"({"model": "m", "messages": [{"role": "user", "content": "x"}], "n": 2})", "n"},
+      {R"({"model": "m", "messages": [{"role": "user", "content": "x"}], "n": 17})", "n"},
+      {R"({"model": "m", "messages": [{"role": "user", "content": "x"}], "n": 0})", "n"},
       {R"({"model": "m", "messages": [{"role": "user", "content": "x"}], "stream": "yes"})", "stream"},
       {R"({"model": "m", "messages": [{"role": "user", "content": "x"}], "top_logprobs": 2})", "top_logprobs"},
       {R"({"model": "m", "messages": [{"role": "user", "content": "x"}], "top_logprobs": 21, "logprobs": true})", "top_logprobs"},

@@ -51,19 +51,19 @@ std::vector<std::pair<std::string, std::string>> Events(const std::string& sse) 
   return out;
 }
 
-GenerationFinish Finish(FinishReason r, int64_t prompt, int64_t cached, int64_t completion) {
-  GenerationFinish f;
-  f.reason = r;
-  f.usage = {prompt, cached, completion};
-  return f;
+// Choice 0 ends, then the response.
+std::string Finish(ResponseFormatter& f, FinishReason r, int64_t prompt, int64_t cached, int64_t completion,
+                   const std::string& stop_string = "") {
+  std::string out = f.FinishChoice(0, r, stop_string);
+  return out + f.End({prompt, cached, completion});
 }
 
 TEST(ChatFormat, NonStreamingBody) {
   auto f = MakeChatCompletionsFormatter(Meta(), false);
-  EXPECT_EQ(f->Start({10, 4, 0}), "");
-  EXPECT_EQ(f->Delta("Hel", {}), "");
-  EXPECT_EQ(f->Delta("lo", {}), "");
-  Json j = Json::parse(f->Finish(Finish(FinishReason::kLength, 10, 4, 2)));
+  EXPECT_EQ(f->Start(0, {10, 4, 0}), "");
+  EXPECT_EQ(f->Delta(0, "Hel", {}), "");
+  EXPECT_EQ(f->Delta(0, "lo", {}), "");
+  Json j = Json::parse(Finish(*f, FinishReason::kLength, 10, 4, 2));
   EXPECT_EQ(j["id"], "id-1");
   EXPECT_EQ(j["object"], "chat.completion");
   EXPECT_EQ(j["created"], 1700000000);
@@ -80,8 +80,8 @@ TEST(ChatFormat, StreamChunksUsageAndDone) {
   ResponseMeta meta = Meta();
   meta.include_usage = true;
   auto f = MakeChatCompletionsFormatter(meta, true);
-  std::string sse = f->KeepAlive(KeepAliveMode::kChunk) + f->Start({7, 0, 0}) + f->Delta("Hi", {}) +
-                    f->Delta("", {}) + f->Finish(Finish(FinishReason::kStop, 7, 0, 1));
+  std::string sse = f->KeepAlive(KeepAliveMode::kChunk) + f->Start(0, {7, 0, 0}) + f->Delta(0, "Hi", {}) +
+                    f->Delta(0, "", {}) + Finish(*f, FinishReason::kStop, 7, 0, 1);
   auto ev = Events(sse);
   ASSERT_EQ(ev.size(), 6u) << sse;
   for (size_t i = 0; i < 5; ++i) {
@@ -102,7 +102,7 @@ TEST(ChatFormat, StreamChunksUsageAndDone) {
   EXPECT_EQ(ev[5].second, "[DONE]");
   // Without include_usage there is no usage chunk.
   auto g = MakeChatCompletionsFormatter(Meta(), true);
-  EXPECT_EQ(Events(g->Finish(Finish(FinishReason::kStop, 1, 0, 1))).size(), 2u);
+  EXPECT_EQ(Events(Finish(*g, FinishReason::kStop, 1, 0, 1)).size(), 2u);
   EXPECT_EQ(f->KeepAlive(KeepAliveMode::kComment), ": keep-alive\n\n");
   EXPECT_EQ(f->KeepAlive(KeepAliveMode::kOff), "");
 }
@@ -113,15 +113,15 @@ TEST(ChatFormat, Logprobs) {
   meta.top_logprobs = 1;
   std::vector<TokenLogprob> lp = {{"Hi", -0.5, {{"Hi", -0.5}}}};
   auto s = MakeChatCompletionsFormatter(meta, true);
-  Json chunk = Json::parse(Events(s->Delta("Hi", lp))[0].second);
+  Json chunk = Json::parse(Events(s->Delta(0, "Hi", lp))[0].second);
   Json entry = chunk["choices"][0]["logprobs"]["content"][0];
   EXPECT_EQ(entry["token"], "Hi");
   EXPECT_EQ(entry["logprob"], -0.5);
   EXPECT_EQ(entry["bytes"], Json::parse("[72, 105]"));
   EXPECT_EQ(entry["top_logprobs"][0]["token"], "Hi");
   auto n = MakeChatCompletionsFormatter(meta, false);
-  n->Delta("Hi", lp);
-  Json body = Json::parse(n->Finish(Finish(FinishReason::kStop, 1, 0, 1)));
+  n->Delta(0, "Hi", lp);
+  Json body = Json::parse(Finish(*n, FinishReason::kStop, 1, 0, 1));
   EXPECT_EQ(body["choices"][0]["logprobs"]["content"].size(), 1u);
 }
 
@@ -129,8 +129,8 @@ TEST(CompletionFormat, BodyStreamAndLogprobs) {
   ResponseMeta meta = Meta();
   meta.logprobs = true;
   auto f = MakeCompletionsFormatter(meta, false);
-  f->Delta("ab", {{"a", -1, {}}, {"b", -2, {{"b", -2}, {"c", -3}}}});
-  Json j = Json::parse(f->Finish(Finish(FinishReason::kStopString, 3, 0, 2)));
+  f->Delta(0, "ab", {{"a", -1, {}}, {"b", -2, {{"b", -2}, {"c", -3}}}});
+  Json j = Json::parse(Finish(*f, FinishReason::kStopString, 3, 0, 2));
   EXPECT_EQ(j["object"], "text_completion");
   EXPECT_EQ(j["choices"][0]["text"], "ab");
   EXPECT_EQ(j["choices"][0]["finish_reason"], "stop");
@@ -139,7 +139,7 @@ TEST(CompletionFormat, BodyStreamAndLogprobs) {
   EXPECT_EQ(j["choices"][0]["logprobs"]["text_offset"], Json::parse("[0,1]"));
   EXPECT_EQ(j["choices"][0]["logprobs"]["top_logprobs"][1]["c"], -3.0);
   auto s = MakeCompletionsFormatter(Meta(), true);
-  auto ev = Events(s->Delta("x", {}) + s->Finish(Finish(FinishReason::kLength, 1, 0, 1)));
+  auto ev = Events(s->Delta(0, "x", {}) + Finish(*s, FinishReason::kLength, 1, 0, 1));
   ASSERT_EQ(ev.size(), 3u);
   EXPECT_EQ(Json::parse(ev[0].second)["choices"][0]["text"], "x");
   EXPECT_EQ(Json::parse(ev[1].second)["choices"][0]["finish_reason"], "length");
@@ -148,8 +148,8 @@ TEST(CompletionFormat, BodyStreamAndLogprobs) {
 
 TEST(MessagesFormat, StreamEventsInOrder) {
   auto f = MakeMessagesFormatter(Meta(), true);
-  std::string sse = f->KeepAlive(KeepAliveMode::kChunk) + f->Start({100, 64, 0}) + f->Delta("Hi", {}) +
-                    f->Delta(" there", {}) + f->Finish(Finish(FinishReason::kStop, 100, 64, 3));
+  std::string sse = f->KeepAlive(KeepAliveMode::kChunk) + f->Start(0, {100, 64, 0}) + f->Delta(0, "Hi", {}) +
+                    f->Delta(0, " there", {}) + Finish(*f, FinishReason::kStop, 100, 64, 3);
   auto ev = Events(sse);
   std::vector<std::string> names;
   for (auto& [e, d] : ev) {
@@ -178,10 +178,8 @@ TEST(MessagesFormat, StreamEventsInOrder) {
 
 TEST(MessagesFormat, NonStreamingStopSequenceAndMaxTokens) {
   auto f = MakeMessagesFormatter(Meta(), false);
-  f->Delta("abc", {});
-  GenerationFinish fin = Finish(FinishReason::kStopString, 5, 0, 2);
-  fin.stop_string = "###";
-  Json j = Json::parse(f->Finish(fin));
+  f->Delta(0, "abc", {});
+  Json j = Json::parse(Finish(*f, FinishReason::kStopString, 5, 0, 2, "###"));
   EXPECT_EQ(j["type"], "message");
   EXPECT_EQ(j["content"], Json::parse(R"([{"type":"text","text":"abc"}])"));
   EXPECT_EQ(j["stop_reason"], "stop_sequence");
@@ -189,7 +187,74 @@ TEST(MessagesFormat, NonStreamingStopSequenceAndMaxTokens) {
   EXPECT_EQ(j["usage"]["input_tokens"], 5);
   EXPECT_EQ(j["usage"]["output_tokens"], 2);
   auto g = MakeMessagesFormatter(Meta(), false);
-  EXPECT_EQ(Json::parse(g->Finish(Finish(FinishReason::kLength, 1, 0, 1)))["stop_reason"], "max_tokens");
+  EXPECT_EQ(Json::parse(Finish(*g, FinishReason::kLength, 1, 0, 1))["stop_reason"], "max_tokens");
+}
+
+TEST(ChatFormat, ChoicesInterleavedNonStreaming) {
+  ResponseMeta meta = Meta();
+  meta.choices = 3;
+  meta.logprobs = true;
+  auto f = MakeChatCompletionsFormatter(meta, false);
+  f->Start(1, {4, 0, 0});
+  f->Delta(1, "b", {{"b", -2, {}}});
+  f->Start(0, {4, 0, 0});
+  f->Delta(0, "a", {{"a", -1, {}}});
+  f->Start(2, {4, 0, 0});
+  f->Delta(2, "c", {});
+  f->Delta(1, "b", {{"b", -2, {}}});
+  EXPECT_EQ(f->FinishChoice(1, FinishReason::kLength, ""), "");
+  f->FinishChoice(2, FinishReason::kStopString, "x");
+  f->FinishChoice(0, FinishReason::kStop, "");
+  Json j = Json::parse(f->End({4, 0, 5}));
+  ASSERT_EQ(j["choices"].size(), 3u);
+  EXPECT_EQ(j["choices"][0]["index"], 0);
+  EXPECT_EQ(j["choices"][0]["message"]["content"], "a");
+  EXPECT_EQ(j["choices"][0]["finish_reason"], "stop");
+  EXPECT_EQ(j["choices"][1]["index"], 1);
+  EXPECT_EQ(j["choices"][1]["message"]["content"], "bb");
+  EXPECT_EQ(j["choices"][1]["logprobs"]["content"].size(), 2u);
+  EXPECT_EQ(j["choices"][1]["finish_reason"], "length");
+  EXPECT_EQ(j["choices"][2]["message"]["content"], "c");
+  EXPECT_EQ(j["choices"][2]["finish_reason"], "stop");
+  EXPECT_EQ(j["usage"]["prompt_tokens"], 4);
+  EXPECT_EQ(j["usage"]["completion_tokens"], 5);
+}
+
+TEST(ChatFormat, ChoicesStreamEachWithItsIndex) {
+  ResponseMeta meta = Meta();
+  meta.choices = 2;
+  auto f = MakeChatCompletionsFormatter(meta, true);
+  std::string sse = f->Start(0, {3, 0, 0}) + f->Delta(0, "x", {}) + f->Start(1, {3, 0, 0}) +
+                    f->Delta(1, "y", {}) + f->FinishChoice(1, FinishReason::kLength, "") +
+                    f->FinishChoice(0, FinishReason::kStop, "") + f->End({3, 0, 2});
+  auto ev = Events(sse);
+  ASSERT_EQ(ev.size(), 7u) << sse;
+  std::vector<int> index;
+  for (size_t i = 0; i + 1 < ev.size(); ++i) index.push_back(Json::parse(ev[i].second)["choices"][0]["index"]);
+  EXPECT_EQ(index, (std::vector<int>{0, 0, 1, 1, 1, 0}));
+  EXPECT_EQ(Json::parse(ev[2].second)["choices"][0]["delta"]["role"], "assistant");
+  EXPECT_EQ(Json::parse(ev[3].second)["choices"][0]["delta"]["content"], "y");
+  EXPECT_EQ(Json::parse(ev[4].second)["choices"][0]["finish_reason"], "length");
+  EXPECT_EQ(Json::parse(ev[5].second)["choices"][0]["finish_reason"], "stop");
+  EXPECT_EQ(ev[6].second, "[DONE]");
+}
+
+TEST(CompletionFormat, ChoicesKeepTheirOwnTextOffsets) {
+  ResponseMeta meta = Meta();
+  meta.choices = 2;
+  meta.logprobs = true;
+  auto f = MakeCompletionsFormatter(meta, false);
+  f->Delta(0, "ab", {{"ab", -1, {}}});
+  f->Delta(1, "c", {{"c", -1, {}}});
+  f->Delta(0, "d", {{"d", -1, {}}});
+  f->Delta(1, "e", {{"e", -1, {}}});
+  f->FinishChoice(0, FinishReason::kStop, "");
+  f->FinishChoice(1, FinishReason::kStop, "");
+  Json j = Json::parse(f->End({1, 0, 4}));
+  EXPECT_EQ(j["choices"][0]["text"], "abd");
+  EXPECT_EQ(j["choices"][0]["logprobs"]["text_offset"], Json::parse("[0,2]"));
+  EXPECT_EQ(j["choices"][1]["text"], "ce");
+  EXPECT_EQ(j["choices"][1]["logprobs"]["text_offset"], Json::parse("[0,1]"));
 }
 
 TEST(ErrorShapes, OpenAIAndAnthropic) {
