@@ -153,7 +153,8 @@ EngineStats Engine::Stats() const {
 EngineStats Engine::WaitIdle() const {
   std::unique_lock<std::mutex> lk(mu_);
   idle_.wait(lk, [this] {
-    return inbox_.empty() && cancels_.empty() && !busy_ && sched_waiting_ == 0 && stats_.running == 0;
+    return inbox_.empty() && cancels_.empty() && !busy_ && sched_waiting_ == 0 && stats_.running == 0 &&
+           stats_.kv_saves_in_flight == 0;
   });
   EngineStats s = stats_;
   s.waiting = 0;
@@ -175,6 +176,7 @@ void Engine::Snapshot() {
   stats_.waiting = sched_waiting_;
   stats_.counters = sched_->counters();
   stats_.kv = sched_->kv_stats();
+  stats_.kv_saves_in_flight = sched_->saves_in_flight();
 }
 
 void Engine::Run() {

@@ -88,6 +88,7 @@ struct EngineStats {
   uint64_t kv_cache_bytes = 0;         // memory the KV cache holds now (committed blocks)
   uint64_t kv_max_bytes = 0;           // what it may grow to (its reservation)
   DType kv_dtype = DType::kF32;
+  int64_t kv_saves_in_flight = 0;      // blocks on their way to the block store
 };
 
 class Engine {
@@ -119,8 +120,9 @@ class Engine {
   }
   // Thread-safe snapshot, refreshed after every step.
   EngineStats Stats() const;
-  // Blocks until nothing is queued or running, and returns the stats of
-  // that moment (every finished request's blocks are released in them).
+  // Blocks until nothing is queued or running and no block is on its way to
+  // the block store, and returns the stats of that moment (every finished
+  // request's blocks are released in them).
   EngineStats WaitIdle() const;
   // Thread-safe: gives the KV cache's memory above its floor back at the
   // executor's next turn (blocks in use stay). For memory pressure.

@@ -201,6 +201,7 @@ bool Scheduler::waiting_on_restores() const {
 void Scheduler::Admit() {
   admit_blocked_.reset();
   prefix_->ReapRestores();
+  prefix_->ReapSaves();
   size_t i = 0;
   while (i < waiting_.size() && static_cast<int>(running_.size()) < options_.max_running) {
     Sequence* s = waiting_[i].get();

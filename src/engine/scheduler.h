@@ -130,8 +130,9 @@ class Scheduler {
   // Nothing to step until a restore finishes: nothing runs and every waiting
   // request waits for its restore from the block store.
   bool waiting_on_restores() const;
-  // Called on a restore thread when a restore is done (the engine wakes its
-  // executor). Set before the first Step.
+  // Called on a restore thread when a restore is done, and on the block
+  // saver's thread after each save (the engine wakes its executor: Admit
+  // reaps them). Set before the first Step.
   void set_on_restore_done(std::function<void()> fn) { prefix_->set_restore_done_hook(std::move(fn)); }
   // Gives cache blocks above the floor back (those free at the top: cached
   // prefixes there are forgotten) and returns their memory to the budget.
@@ -155,6 +156,8 @@ class Scheduler {
   PrefixCache& prefix_cache() { return *prefix_; }
   // The block store waits for its fingerprint (kv/prefix_cache.h).
   bool store_pending() const { return prefix_->store_pending(); }
+  // Blocks being saved to the store (referenced until Admit reaps them).
+  int64_t saves_in_flight() const { return static_cast<int64_t>(prefix_->saves_in_flight()); }
   void PollStore() { prefix_->PollStore(); }
 
  private:

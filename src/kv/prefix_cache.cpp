@@ -22,6 +22,7 @@ PrefixCache::PrefixCache(KvCache* cache, const Sha256Digest& model_fingerprint)
 }
 
 PrefixCache::~PrefixCache() {
+  saver_.reset();  // finishes the saves handed over
   WaitForRestores();
   cache_->allocator().set_allocate_hook(nullptr);
 }
@@ -178,11 +179,36 @@ void PrefixCache::Index(int32_t id, const BlockKey& key) {
 
 void PrefixCache::SaveToStore(int32_t id, const BlockKey& key) {
   const BlockMeta meta = StoreMetaOf(key);
-  if (store_->Contains(meta.key)) return;  // e.g. computed again after a partial restore: skip the copy
+  // Held already (e.g. computed again after a partial restore), or on its way.
+  if (saving_.count(meta.key) || store_->Contains(meta.key)) return;
+  ++counters_.store_saves;
+  if (!saver_) saver_ = std::make_unique<BlockSaver>(cache_, store_, restore_done_hook_);
+  if (saver_->in_flight() < BlockSaver::kMaxInFlight) {
+    cache_->allocator().Ref(id);  // not reused until the saver is done with it
+    if (saver_->Submit(id, meta)) {
+      saving_.insert(meta.key);
+      return;
+    }
+    cache_->allocator().Unref(id);
+  }
+  // The saver is behind: copy here (backpressure on the steps, nothing lost).
   std::vector<uint8_t> data(cache_->block_bytes());
   cache_->ReadBlock(id, data.data());
   store_->Save(meta, std::move(data));
-  ++counters_.store_saves;
+}
+
+void PrefixCache::ReapSaves() {
+  if (!saver_) return;
+  for (const BlockSaver::Done& d : saver_->TakeDone()) {
+    saving_.erase(d.key);
+    cache_->allocator().Unref(d.id);
+  }
+}
+
+void PrefixCache::WaitForSaves() {
+  if (!saver_) return;
+  saver_->Drain();
+  ReapSaves();
 }
 
 void PrefixCache::Release(CachedSequence* seq) {

@@ -33,6 +33,10 @@
 // fingerprint is known the store is not used at all; when it becomes known,
 // every block indexed meanwhile is saved.
 //
+// A save copies a block out (megabytes for a large model) and hands it to the
+// store: a BlockSaver thread (kv/block_saver.h) does both while the block is
+// referenced for it; ReapSaves drops those references on the executor.
+//
 // A restore reads files and copies megabytes; the scheduler runs it in the
 // background (Acquire with RestoreMode::kBackground): the blocks are taken
 // from the free list at once, filled on a restore thread while the other
@@ -41,7 +45,8 @@
 // Not thread-safe: the engine's executor thread owns it (and the KvCache),
 // except CachedPrefixBlocks, which any thread may call (the prefill guard
 // prices a prompt's uncached part before the request reaches the engine).
-// A restore thread writes only the blocks its restore took.
+// A restore thread writes only the blocks its restore took; the saver
+// thread only reads the blocks it was given.
 #pragma once
 
 #include <atomic>
@@ -53,8 +58,10 @@
 #include <span>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
+#include "kv/block_saver.h"
 #include "kv/block_store.h"
 #include "model/kv_cache.h"
 #include "util/sha256.h"
@@ -166,6 +173,12 @@ class PrefixCache {
   // were released while they ran included (their blocks, written to the
   // end, are freed and stay findable).
   void ReapRestores();
+  // Drops the references of blocks whose save is done (they may be reused).
+  void ReapSaves();
+  // Blocks handed to the saver and not reaped yet.
+  size_t saves_in_flight() const { return saver_ ? saver_->in_flight() : 0; }
+  // Waits until every handed-over block is in the store, then reaps them.
+  void WaitForSaves();
   void RecordLookup(const CachedSequence& seq);
 
   // Indexes the full blocks of seq->kv not yet indexed (call after each
@@ -252,6 +265,8 @@ class PrefixCache {
   std::vector<BlockKey> key_of_;    // per block id: its key when indexed
   std::vector<uint8_t> indexed_;    // per block id: 1 when key_of_ is valid
   PrefixCacheStats counters_;
+  std::unique_ptr<BlockSaver> saver_;  // started by the first save
+  std::unordered_set<BlockKey, KeyHash> saving_;  // store keys handed to saver_, not reaped
 };
 
 }  // namespace llmhost
