@@ -26,7 +26,9 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <span>
 #include <string>
+#include <vector>
 
 #include "backend/weight_matrix.h"
 #include "formats/dtype.h"
@@ -92,6 +94,22 @@ struct MemoryStats {
 };
 
 enum class Activation { kSilu, kGeluTanh };
+
+// One layer's experts of a mixture-of-experts FFN (prepared weights).
+struct MoeExperts {
+  // Per expert: gate and up [inter, hidden], down [hidden, inter].
+  std::vector<const WeightMatrix*> gate, up, down;
+  int64_t hidden = 0, inter = 0;
+  Activation activation = Activation::kSilu;
+};
+
+// Device scratch of a MoeFfn over n tokens routed to k experts each: x and y
+// hold n rows of hidden, gate and up n rows of inter, rows and scales n * k
+// entries (a dispatch table the backend builds where the routing is).
+struct MoeScratch {
+  float *x = nullptr, *gate = nullptr, *up = nullptr, *y = nullptr, *scales = nullptr;
+  int32_t* rows = nullptr;
+};
 
 // How RoPE pairs the dimensions of a head it rotates (the first rot_dim).
 enum class RopePairing {
@@ -247,13 +265,18 @@ class Backend {
   // [rows, k] in descending order, renormalized to sum 1 when `renormalize`.
   virtual void TopKRouting(const float* logits, int64_t rows, int64_t n_experts, int64_t k,
                            bool renormalize, int32_t* ids, float* weights) = 0;
+  // The experts' FFN over routed tokens, read from the routing where
+  // TopKRouting left it (no host round trip): out[t, :] = Σ_j w[t, j] ·
+  // down_e(act(gate_e(x_t)) ⊙ up_e(x_t)), e = ids[t, j], for t < n, j < k;
+  // ids outside [0, experts) are skipped. Experts in id order, each over its
+  // tokens in token order (a deterministic sum). `rows` (host memory, n
+  // entries): each token's RowKind, as MatMul takes it.
+  virtual void MoeFfn(const MoeExperts& experts, const float* x, int64_t n, const int32_t* ids,
+                      const float* weights, int64_t k, std::span<const RowKind> rows,
+                      const MoeScratch& scratch, float* out) = 0;
   // dst[i, :] = src[rows[i], :], i < n; `cols` values per row, rows dense.
   virtual void GatherRows(const float* src, int64_t cols, const int32_t* rows, int64_t n,
                           float* dst) = 0;
-  // dst[rows[i], :] += scales[i] * src[i, :], i in order (deterministic);
-  // rows[] are distinct within one call.
-  virtual void ScatterAddRows(const float* src, int64_t cols, const int32_t* rows,
-                              const float* scales, int64_t n, float* dst) = 0;
 };
 
 }  // namespace llmhost

@@ -344,56 +344,27 @@ void ForwardPass::DenseMlp(const LayerWeights& w) {
 }
 
 void ForwardPass::MoeMlp(const LayerWeights& w) {
-  const int64_t N = n_, H = s_.hidden, E = s_.n_experts, K = s_.experts_per_token;
-  const int64_t I = s_.moe_intermediate;
+  const int64_t N = n_, K = s_.experts_per_token;
   b_.RouterMatMul(w.router, p_.h, N, p_.router);
-  b_.TopKRouting(p_.router, N, E, K, s_.norm_topk_prob, p_.topk_ids, p_.topk_w);
-  // Dispatch is decided on the host: which tokens go to which expert.
-  std::vector<int32_t> ids(static_cast<size_t>(N * K));
-  std::vector<float> wts(static_cast<size_t>(N * K));
-  // A failed backend has no routing to read: the layer is skipped and Run's
-  // Synchronize reports the (sticky) error.
-  if (!b_.Synchronize().ok()) return;
-  b_.CopyToHost(ids.data(), m_.workspace_,
-                reinterpret_cast<char*>(p_.topk_ids) - m_.workspace_.as<char>(), ids.size() * 4);
-  b_.CopyToHost(wts.data(), m_.workspace_,
-                reinterpret_cast<char*>(p_.topk_w) - m_.workspace_.as<char>(), wts.size() * 4);
-  std::vector<std::vector<std::pair<int32_t, float>>> per_expert(static_cast<size_t>(E));
-  for (int64_t t = 0; t < N; ++t) {
-    for (int64_t j = 0; j < K; ++j) {
-      const int32_t e = ids[t * K + j];
-      if (e >= 0 && e < E) per_expert[e].push_back({static_cast<int32_t>(t), wts[t * K + j]});
-    }
+  b_.TopKRouting(p_.router, N, s_.n_experts, K, s_.norm_topk_prob, p_.topk_ids, p_.topk_w);
+  // Dispatch happens in the backend, where the routing is: no round trip.
+  MoeExperts ex;
+  ex.hidden = s_.hidden;
+  ex.inter = s_.moe_intermediate;
+  ex.activation = s_.activation;
+  for (const LayerWeights::Expert& e : w.experts) {
+    ex.gate.push_back(&e.gate);
+    ex.up.push_back(&e.up);
+    ex.down.push_back(&e.down);
   }
-  std::vector<int32_t> idx;
-  std::vector<float> scale;
-  std::vector<int64_t> begin;
-  for (const auto& list : per_expert) {
-    begin.push_back(static_cast<int64_t>(idx.size()));
-    for (auto [t, wt] : list) {
-      idx.push_back(t);
-      scale.push_back(wt);
-    }
-  }
-  Upload(p_.moe_idx, std::move(idx));
-  Upload(p_.moe_scale, std::move(scale));
-  b_.Fill(p_.t, N * H, 0.0f);
-  for (int64_t e = 0; e < E; ++e) {
-    const int64_t cnt = static_cast<int64_t>(per_expert[e].size());
-    if (cnt == 0) continue;
-    const LayerWeights::Expert& x = w.experts[e];
-    const int32_t* rows = p_.moe_idx + begin[e];
-    b_.GatherRows(p_.h, H, rows, cnt, p_.xe);
-    // The expert's rows in token order, so its generated and prompt rows
-    // form runs as the batch's do.
-    std::vector<RowRun> runs;
-    for (auto [t, wt] : per_expert[e]) AddRow(runs, row_kind_[t]);
-    MatMulRuns(x.gate, p_.xe, p_.ge, runs);
-    MatMulRuns(x.up, p_.xe, p_.ue, runs);
-    b_.GatedActivation(s_.activation, p_.ge, I, p_.ue, I, cnt, I, p_.ge, I);
-    MatMulRuns(x.down, p_.ge, p_.ye, runs);
-    b_.ScatterAddRows(p_.ye, H, rows, p_.moe_scale + begin[e], cnt, p_.t);
-  }
+  MoeScratch sc;
+  sc.x = p_.xe;
+  sc.gate = p_.ge;
+  sc.up = p_.ue;
+  sc.y = p_.ye;
+  sc.rows = p_.moe_idx;
+  sc.scales = p_.moe_scale;
+  b_.MoeFfn(ex, p_.h, N, p_.topk_ids, p_.topk_w, K, row_kind_, sc, p_.t);
 }
 
 void ForwardPass::Layer(int64_t li) {

@@ -328,7 +328,7 @@ TEST_P(BackendOpsTest, RmsNormRopeAndElementwise) {
   }
 }
 
-TEST_P(BackendOpsTest, MoeRoutingGatherScatter) {
+TEST_P(BackendOpsTest, MoeRoutingAndGatherRows) {
   std::mt19937 rng(4);
   for (int c = 0; c < kCases; ++c) {
     const int64_t rows = Uniform(rng, 1, 30), experts = Uniform(rng, 4, 64), k = Uniform(rng, 1, std::min<int64_t>(8, experts));
@@ -338,9 +338,8 @@ TEST_P(BackendOpsTest, MoeRoutingGatherScatter) {
     std::vector<int32_t> perm(static_cast<size_t>(rows));
     std::iota(perm.begin(), perm.end(), 0);
     std::shuffle(perm.begin(), perm.end(), rng);
-    const std::vector<float> scales = Random(rows, rng), base = Random(rows * cols, rng);
     std::vector<int32_t> ids[2];
-    std::vector<float> wts[2], gathered[2], scattered[2];
+    std::vector<float> wts[2], gathered[2];
     Backend* bs[2] = {ref_.get(), got_.get()};
     for (int i = 0; i < 2; ++i) {
       Device d(*bs[i]);
@@ -353,14 +352,95 @@ TEST_P(BackendOpsTest, MoeRoutingGatherScatter) {
       float* dg = d.Alloc<float>(rows * cols);
       bs[i]->GatherRows(d.Put(src), cols, dp, rows, dg);
       gathered[i] = d.Get(dg, rows * cols);
-      float* dst = d.Put(base);
-      bs[i]->ScatterAddRows(dg, cols, dp, d.Put(scales), rows, dst);
-      scattered[i] = d.Get(dst, rows * cols);
     }
     EXPECT_EQ(ids[1], ids[0]) << "TopKRouting ids";
     EXPECT_LE(WorstRowError(wts[1], wts[0], k), 1e-5) << "TopKRouting weights";
     EXPECT_EQ(gathered[1], gathered[0]) << "GatherRows";
-    EXPECT_LE(WorstRowError(scattered[1], scattered[0], cols), 1e-6) << "ScatterAddRows";
+  }
+}
+
+// MoeFfn (dispatch where the routing lies) against the FFN of each token's
+// experts composed from reference ops, token by token: mixed row kinds,
+// skipped (out-of-range) ids, experts that get no token.
+TEST_P(BackendOpsTest, MoeFfnMatchesEachTokensExpertsComposed) {
+  std::mt19937 rng(5);
+  for (const FormatSpec& spec : {testing::Plain(WeightFormat::kF32), testing::Plain(WeightFormat::kBF16),
+                                 testing::Mlx(4, 64), testing::Ggml(GgmlType::kQ8_0)}) {
+    for (int c = 0; c < kCases / 2; ++c) {
+      const int64_t E = Uniform(rng, 2, 8), k = Uniform(rng, 1, std::min<int64_t>(4, E)), n = Uniform(rng, 1, 20);
+      const int64_t H = spec.ColMultiple() * Uniform(rng, 1, 3), I = spec.ColMultiple() * Uniform(rng, 1, 3);
+      SCOPED_TRACE(spec.Name() + " E " + std::to_string(E) + " k " + std::to_string(k) + " n " + std::to_string(n));
+      std::vector<testing::OwnedWeight> owned(static_cast<size_t>(3 * E));
+      for (int64_t e = 0; e < E; ++e) {
+        testing::MakeRandomWeight(spec, I, H, static_cast<uint32_t>(rng()), &owned[3 * e]);
+        testing::MakeRandomWeight(spec, I, H, static_cast<uint32_t>(rng()), &owned[3 * e + 1]);
+        testing::MakeRandomWeight(spec, H, I, static_cast<uint32_t>(rng()), &owned[3 * e + 2]);
+      }
+      const std::vector<float> x = Random(n * H, rng);
+      std::vector<int32_t> ids(static_cast<size_t>(n * k));
+      std::vector<float> wts = Random(n * k, rng);
+      std::vector<RowKind> kinds(static_cast<size_t>(n));
+      for (int64_t t = 0; t < n; ++t) {
+        std::vector<int32_t> perm(static_cast<size_t>(E));
+        std::iota(perm.begin(), perm.end(), 0);
+        std::shuffle(perm.begin(), perm.end(), rng);
+        for (int64_t j = 0; j < k; ++j) ids[t * k + j] = perm[j];
+        if (Uniform(rng, 0, 9) == 0) ids[t * k] = static_cast<int32_t>(E);  // out of range: skipped
+        kinds[t] = Uniform(rng, 0, 1) ? RowKind::kPrompt : RowKind::kGenerated;
+      }
+      // The reference: each token alone through its experts' reference ops.
+      std::vector<float> want(static_cast<size_t>(n * H), 0.0f);
+      {
+        std::vector<WeightMatrix> w;
+        for (auto& o : owned) w.push_back(*ref_->PrepareWeight(o.w));
+        Device d(*ref_);
+        float* g = d.Alloc<float>(I);
+        float* u = d.Alloc<float>(I);
+        float* y = d.Alloc<float>(H);
+        float* xt = d.Alloc<float>(H);
+        for (int64_t t = 0; t < n; ++t) {
+          std::copy(x.begin() + t * H, x.begin() + (t + 1) * H, xt);
+          for (int64_t j = 0; j < k; ++j) {
+            const int32_t e = ids[t * k + j];
+            if (e >= E) continue;
+            ref_->MatMul(w[3 * e], xt, 1, g, RowKind::kPrompt);
+            ref_->MatMul(w[3 * e + 1], xt, 1, u, RowKind::kPrompt);
+            ref_->GatedActivation(Activation::kSilu, g, I, u, I, 1, I, g, I);
+            ref_->MatMul(w[3 * e + 2], g, 1, y, RowKind::kPrompt);
+            for (int64_t h = 0; h < H; ++h) want[t * H + h] += wts[t * k + j] * y[h];
+          }
+        }
+        for (auto& m : w) ref_->ReleaseWeight(m);
+      }
+      std::vector<WeightMatrix> w;
+      for (auto& o : owned) w.push_back(*got_->PrepareWeight(o.w));
+      MoeExperts ex;
+      ex.hidden = H;
+      ex.inter = I;
+      ex.activation = Activation::kSilu;
+      for (int64_t e = 0; e < E; ++e) {
+        ex.gate.push_back(&w[3 * e]);
+        ex.up.push_back(&w[3 * e + 1]);
+        ex.down.push_back(&w[3 * e + 2]);
+      }
+      Device d(*got_);
+      MoeScratch sc;
+      sc.x = d.Alloc<float>(n * H);
+      sc.y = d.Alloc<float>(n * H);
+      sc.gate = d.Alloc<float>(n * I);
+      sc.up = d.Alloc<float>(n * I);
+      sc.rows = d.Alloc<int32_t>(n * k);
+      sc.scales = d.Alloc<float>(n * k);
+      float* out = d.Put(std::vector<float>(static_cast<size_t>(n * H), 123.0f));  // overwritten, not added to
+      got_->MoeFfn(ex, d.Put(x), n, d.Put(ids), d.Put(wts), k, kinds, sc, out);
+      const std::vector<float> got = d.Get(out, n * H);
+      for (auto& m : w) got_->ReleaseWeight(m);
+      // Two MatMuls in series (gate/up, then down): a rounded-activation
+      // path rounds twice, so its error may reach twice one MatMul's.
+      const double one = std::max(MatMulTol(spec, RowKind::kPrompt), MatMulTol(spec, RowKind::kGenerated));
+      const double tol = one > kF32Tol ? 2 * one : one;
+      EXPECT_LE(WorstRowError(got, want, H), tol);
+    }
   }
 }
 

@@ -327,14 +327,59 @@ void CpuBackend::TopKRouting(const float* logits, int64_t rows, int64_t n_expert
   cpu::TopKRouting(logits, rows, n_experts, k, renormalize, ids, weights);
 }
 
+void CpuBackend::MoeFfn(const MoeExperts& ex, const float* x, int64_t n, const int32_t* ids,
+                        const float* weights, int64_t k, std::span<const RowKind> rows,
+                        const MoeScratch& sc, float* out) {
+  const int64_t E = static_cast<int64_t>(ex.gate.size()), H = ex.hidden, I = ex.inter;
+  // Host memory: the dispatch table is built where the routing lies. Per
+  // expert, its tokens in token order.
+  std::vector<int64_t> count(static_cast<size_t>(E) + 1, 0);
+  for (int64_t i = 0; i < n * k; ++i) {
+    if (ids[i] >= 0 && ids[i] < E) ++count[static_cast<size_t>(ids[i]) + 1];
+  }
+  for (int64_t e = 0; e < E; ++e) count[static_cast<size_t>(e) + 1] += count[static_cast<size_t>(e)];
+  std::vector<int64_t> at(count.begin(), count.end() - 1);
+  for (int64_t t = 0; t < n; ++t) {
+    for (int64_t j = 0; j < k; ++j) {
+      const int32_t e = ids[t * k + j];
+      if (e < 0 || e >= E) continue;
+      const int64_t slot = at[static_cast<size_t>(e)]++;
+      sc.rows[slot] = static_cast<int32_t>(t);
+      sc.scales[slot] = weights[t * k + j];
+    }
+  }
+  std::fill(out, out + n * H, 0.0f);
+  for (int64_t e = 0; e < E; ++e) {
+    const int64_t begin = count[static_cast<size_t>(e)], cnt = count[static_cast<size_t>(e) + 1] - begin;
+    if (cnt == 0) continue;
+    const int32_t* tok = sc.rows + begin;
+    cpu::GatherRows(x, H, tok, cnt, sc.x);
+    // The expert's rows in token order form runs of one kind, as a batch's do.
+    auto each_run = [&](auto&& fn) {
+      for (int64_t r0 = 0; r0 < cnt;) {
+        const RowKind kind = RowKindMatters() ? rows[static_cast<size_t>(tok[r0])] : RowKind::kPrompt;
+        int64_t r1 = r0 + 1;
+        while (r1 < cnt && (!RowKindMatters() || rows[static_cast<size_t>(tok[r1])] == kind)) ++r1;
+        fn(r0, r1 - r0, kind);
+        r0 = r1;
+      }
+    };
+    each_run([&](int64_t r, int64_t m, RowKind kind) {
+      MatMul(*ex.gate[static_cast<size_t>(e)], sc.x + r * H, m, sc.gate + r * I, kind);
+      MatMul(*ex.up[static_cast<size_t>(e)], sc.x + r * H, m, sc.up + r * I, kind);
+    });
+    GatedActivation(ex.activation, sc.gate, I, sc.up, I, cnt, I, sc.gate, I);
+    each_run([&](int64_t r, int64_t m, RowKind kind) {
+      MatMul(*ex.down[static_cast<size_t>(e)], sc.gate + r * I, m, sc.y + r * H, kind);
+    });
+    cpu::ScatterAddRows(sc.y, H, tok, sc.scales + begin, cnt, out);
+  }
+}
+
 void CpuBackend::GatherRows(const float* src, int64_t cols, const int32_t* rows, int64_t n,
                             float* dst) {
   cpu::GatherRows(src, cols, rows, n, dst);
 }
 
-void CpuBackend::ScatterAddRows(const float* src, int64_t cols, const int32_t* rows,
-                                const float* scales, int64_t n, float* dst) {
-  cpu::ScatterAddRows(src, cols, rows, scales, n, dst);
-}
 
 }  // namespace llmhost

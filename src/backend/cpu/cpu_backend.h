@@ -83,10 +83,10 @@ class CpuBackend final : public Backend {
   void Softcap(float* x, int64_t n, float cap) override;
   void TopKRouting(const float* logits, int64_t rows, int64_t n_experts, int64_t k,
                    bool renormalize, int32_t* ids, float* weights) override;
+  void MoeFfn(const MoeExperts& experts, const float* x, int64_t n, const int32_t* ids, const float* weights,
+              int64_t k, std::span<const RowKind> rows, const MoeScratch& scratch, float* out) override;
   void GatherRows(const float* src, int64_t cols, const int32_t* rows, int64_t n,
                   float* dst) override;
-  void ScatterAddRows(const float* src, int64_t cols, const int32_t* rows, const float* scales,
-                      int64_t n, float* dst) override;
 
  private:
   ThreadPool* pool_;
