@@ -177,6 +177,11 @@ class Backend {
   virtual void Decommit(const DeviceBuffer& buf, size_t offset, size_t bytes) = 0;
   virtual size_t commit_granularity() const = 0;
   virtual MemoryStats memory_stats() const = 0;
+  // Host memory the backend owns for uploads (`data` is a host address; CUDA:
+  // page-locked, so that CopyToDevice from it runs asynchronously), freed
+  // with Free. What is copied from it must not be rewritten before the next
+  // Synchronize.
+  virtual Result<DeviceBuffer> AllocateStaging(size_t bytes, const std::string& tag) = 0;
 
   // Host <-> device copies (CPU: memcpy). CopyToDevice may return before the
   // copy is done only if the host data is not touched until Synchronize().

@@ -6,6 +6,8 @@
 //   h = norm(x) → gated MLP or MoE → [post-FFN norm] → x += .
 // then the final norm and the output head on the rows that want logits.
 #include <algorithm>
+#include <cassert>
+#include <cstring>
 #include <memory>
 #include <unordered_set>
 
@@ -76,17 +78,21 @@ class ForwardPass {
   void ApplyRope(float* x, int64_t heads, int64_t stride, int rope_index);
   void DenseMlp(const LayerWeights& w);
   void MoeMlp(const LayerWeights& w);
-  // The host data stays alive until the pass ends (after Run's Synchronize):
-  // a device backend's copy may still be reading it until then.
+  // Per-step host data goes through the backend's staging memory (pinned on
+  // a GPU), which nothing rewrites before Run's Synchronize. Reserve the
+  // bytes of every upload first, then Upload each.
+  static size_t Staged(size_t bytes) { return (bytes + 63) / 64 * 64; }
   template <typename T>
-  void Upload(const T* dev, std::vector<T>&& host) {
+  void Upload(const T* dev, const std::vector<T>& host) {
     if (host.empty()) return;
-    auto kept = std::make_shared<std::vector<T>>(std::move(host));
-    b_.CopyToDevice(m_.workspace_, reinterpret_cast<const char*>(dev) - m_.workspace_.as<char>(),
-                    kept->data(), kept->size() * sizeof(T));
-    uploads_.push_back(std::move(kept));
+    const size_t bytes = host.size() * sizeof(T);
+    assert(staged_ + Staged(bytes) <= m_.staging_.bytes);  // Prepare sized it
+    char* stage = m_.staging_.as<char>() + staged_;
+    std::memcpy(stage, host.data(), bytes);
+    staged_ += Staged(bytes);
+    b_.CopyToDevice(m_.workspace_, reinterpret_cast<const char*>(dev) - m_.workspace_.as<char>(), stage, bytes);
   }
-  std::vector<std::shared_ptr<void>> uploads_;
+  size_t staged_ = 0;
 
   Model& m_;
   const ModelSpec& s_;
@@ -235,6 +241,18 @@ Status ForwardPass::Prepare() {
   }
   Arena arena(m_.workspace_.as<char>());
   Layout(arena);
+  // Staging for UploadMetadata's arrays (their sizes are known by now).
+  const size_t s_bucket = static_cast<size_t>(BatchBucket(static_cast<int64_t>(items_.size())));
+  const size_t n = static_cast<size_t>(n_);
+  const size_t staging = 4 * Staged(n * 4) + Staged(static_cast<size_t>(table_entries_) * 4) +
+                         Staged(static_cast<size_t>(n_rows_) * 4) + Staged(items_.size() * sizeof(AttentionSeq)) +
+                         Staged(static_cast<size_t>(n_dyn_) * s_bucket * static_cast<size_t>(half_) * 4);
+  if (m_.staging_.bytes < staging) {
+    // The last step synchronized: nothing reads the old buffer any more.
+    const size_t grown = std::max(staging, 2 * m_.staging_.bytes);
+    b_.Free(m_.staging_);
+    ASSIGN_OR_RETURN(m_.staging_, b_.AllocateStaging(grown, "forward staging"));
+  }
   // Last, so that a failure above leaves every sequence as it was.
   for (size_t i = 0; i < items_.size(); ++i) {
     RETURN_IF_ERROR(cache_.Reserve(items_[i].seq, new_len_[i]));
@@ -282,14 +300,15 @@ void ForwardPass::UploadMetadata() {
                 dyn.begin() + (static_cast<size_t>(dyn_index_[r]) * s_bucket + i) * half_);
     }
   }
-  Upload(p_.ids, std::move(ids));
-  Upload(p_.pos, std::move(pos));
-  Upload(p_.token_seq, std::move(token_seq));
-  Upload(p_.slots, std::move(slots));
-  Upload(p_.tables, std::move(tables));
-  Upload(p_.logit_rows, std::move(logit_rows));
-  Upload(p_.seqs, std::move(seqs));
-  Upload(p_.dyn_rope, std::move(dyn));
+  staged_ = 0;
+  Upload(p_.ids, ids);
+  Upload(p_.pos, pos);
+  Upload(p_.token_seq, token_seq);
+  Upload(p_.slots, slots);
+  Upload(p_.tables, tables);
+  Upload(p_.logit_rows, logit_rows);
+  Upload(p_.seqs, seqs);
+  Upload(p_.dyn_rope, dyn);
 }
 
 void ForwardPass::ApplyRope(float* x, int64_t heads, int64_t stride, int rope_index) {

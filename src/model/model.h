@@ -113,7 +113,10 @@ class Model {
   // outside [0, vocab) or a sequence past the cache's reach.
   Status Forward(std::span<const ForwardItem> items, KvCache& cache, ForwardOutput* out);
   // Frees the activation workspace (it is re-allocated by the next Forward).
-  void ReleaseWorkspace() { backend_->Free(workspace_); }
+  void ReleaseWorkspace() {
+    backend_->Free(workspace_);
+    backend_->Free(staging_);
+  }
 
  private:
   Model() = default;
@@ -149,6 +152,7 @@ class Model {
   std::vector<int64_t> rope_rot_dim_;
   std::vector<float> rope_scaling_;
   DeviceBuffer workspace_;  // activations and batch metadata, grown on demand
+  DeviceBuffer staging_;    // the backend's host memory the batch metadata is uploaded from, grown on demand
 
   friend class ForwardPass;
 };

@@ -90,6 +90,7 @@ Model::~Model() {
   for (DeviceBuffer& b : owned_) backend_->Free(b);
   for (DeviceBuffer& b : rope_tables_) backend_->Free(b);
   backend_->Free(workspace_);
+  backend_->Free(staging_);
 }
 
 Result<WeightMatrix> Model::Prepare(WeightSource& src, const std::string& module, int64_t rows,

@@ -18,7 +18,7 @@
 
 namespace llmhost {
 
-class CpuBackend final : public Backend {
+class CpuBackend : public Backend {
  public:
   // `pool` may be null (single-threaded); it must outlive the backend.
   // `memory_limit_bytes` 0 = no limit; otherwise Allocate fails beyond it.
@@ -34,6 +34,10 @@ class CpuBackend final : public Backend {
   Status CheckWeight(const WeightMatrix& w) const override;
 
   Result<DeviceBuffer> Allocate(size_t bytes, const std::string& tag) override;
+  // Host memory is device memory here: an ordinary (counted) allocation.
+  Result<DeviceBuffer> AllocateStaging(size_t bytes, const std::string& tag) override {
+    return Allocate(bytes, tag);
+  }
   void Free(DeviceBuffer& buf) override;
   // Reserve: an anonymous mapping with MAP_NORESERVE (pages materialise when
   // first written); Decommit: madvise(MADV_DONTNEED) returns the pages.
