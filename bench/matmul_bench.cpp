@@ -256,7 +256,7 @@ int Main(int argc, char** argv) {
     if (!only.empty() && only.find(key) == std::string::npos) continue;
     for (MatMulPrecision p : {MatMulPrecision::kFast, MatMulPrecision::kFastInt8, MatMulPrecision::kFastBf16}) {
       if (p == MatMulPrecision::kFastInt8 && !f.Quantized()) continue;
-      if (p == MatMulPrecision::kFastBf16 && BestCpuIsa() != CpuIsa::kAmx) continue;
+      if (p == MatMulPrecision::kFastBf16 && !HasBf16Matmul(BestCpuIsa())) continue;
       const Result r = BenchFormat(f, p, pool, reps);
       const double token_bytes = kWeightsPerToken * f.bytes_per_weight;
       std::string label = f.name;

@@ -267,7 +267,7 @@ int Main(int argc, char** argv) {
     const std::string dir = JoinPath(o.models, "llama1b-" + fmt.name);
     std::vector<Precision> precisions = {Precision::kAuto, Precision::kFast};
     if (fmt.name != "bf16" && o.int8) precisions.push_back(Precision::kFastInt8);
-    if (BestCpuIsa() == CpuIsa::kAmx) precisions.push_back(Precision::kFastBf16);
+    if (HasBf16Matmul(BestCpuIsa())) precisions.push_back(Precision::kFastBf16);
     if (!o.precisions.empty()) {
       precisions.clear();
       for (const std::string& name : o.precisions) {

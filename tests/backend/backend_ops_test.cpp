@@ -140,7 +140,7 @@ class BackendOpsTest : public ::testing::TestWithParam<Candidate> {
   // The tolerance of a MatMul of `spec` rows of `kind` on the candidate.
   double MatMulTol(const FormatSpec& spec, RowKind kind) const {
     const Precision p = got_->precision();
-    const bool amx = ActiveCpuIsa() == CpuIsa::kAmx;
+    const bool amx = HasBf16Matmul(ActiveCpuIsa());
     if (p == Precision::kFastBf16 && amx) return kBf16Tol;
     if (p == Precision::kAuto && kind == RowKind::kPrompt && amx) return kBf16Tol;
     if ((p == Precision::kFastInt8 || p == Precision::kAuto) && Quantized(spec)) return kInt8Tol;

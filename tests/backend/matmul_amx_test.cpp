@@ -1,6 +1,7 @@
-// MatMulPrecision::kFastBf16: AMX-BF16 tiles on CPUs that have them
-// (matmul_amx.cpp), kFast elsewhere. The AMX tests skip on other CPUs; run
-// them on an AMX machine (docs/benchmarks.md records where they ran).
+// MatMulPrecision::kFastBf16: AMX-BF16 tiles or AVX512_BF16 dot products on
+// CPUs that have them (matmul_amx.cpp), kFast elsewhere. The tests below run
+// whichever this CPU has (and, on an AMX CPU, the AVX-512 kernel too) and skip
+// on CPUs with neither (docs/benchmarks.md records where they ran).
 //
 // Batches of >= kAmxMinRows rows run AMX; smaller ones are kFast, bit for bit.
 // Tolerances on AMX, every format:
@@ -44,10 +45,10 @@ std::vector<int64_t> ColsFor(const FormatSpec& s) {
   return {m, 3 * m, 2048};
 }
 
-// On CPUs without AMX (or with LLMHOST_CPU_ISA=avx2) kFastBf16 is kFast, bit for bit.
+// On CPUs without a bf16 matmul (or with LLMHOST_CPU_ISA=avx2) kFastBf16 is kFast, bit for bit.
 TEST(MatMulBf16, IsFastWithoutAmx) {
   const CpuIsa saved = ActiveCpuIsa();
-  if (saved == CpuIsa::kAmx) SetActiveCpuIsaForTesting(CpuIsa::kAvx2);
+  if (HasBf16Matmul(saved)) SetActiveCpuIsaForTesting(CpuIsa::kAvx2);
   ThreadPool pool(2);
   for (const FormatSpec& spec : {testing::Plain(WeightFormat::kBF16), testing::Mlx(4, 64)}) {
     SCOPED_TRACE(spec.Name());
@@ -64,7 +65,7 @@ TEST(MatMulBf16, IsFastWithoutAmx) {
 }
 
 TEST(MatMulAmx, MatchesBf16RoundedProductsEveryFormat) {
-  if (BestCpuIsa() != CpuIsa::kAmx) GTEST_SKIP() << "no AMX-BF16 on this CPU (or not granted by the OS)";
+  if (!HasBf16Matmul(BestCpuIsa())) GTEST_SKIP() << "no AMX-BF16 on this CPU (or not granted by the OS)";
   ThreadPool pool(4);
   double worst_vs_ref = 0;
   for (const FormatSpec& spec : testing::AllFormats()) {
@@ -109,7 +110,7 @@ TEST(MatMulAmx, MatchesBf16RoundedProductsEveryFormat) {
 // chunk, with or without threads. Below kAmxMinRows: kFast's bits, and
 // kBf16Tiles' bits equal the large batch's at every size.
 TEST(MatMulAmx, BatchInvariantBitForBit) {
-  if (BestCpuIsa() != CpuIsa::kAmx) GTEST_SKIP() << "no AMX-BF16 on this CPU (or not granted by the OS)";
+  if (!HasBf16Matmul(BestCpuIsa())) GTEST_SKIP() << "no AMX-BF16 on this CPU (or not granted by the OS)";
   ThreadPool pool(4);
   for (const FormatSpec& spec : {testing::Plain(WeightFormat::kBF16), testing::Plain(WeightFormat::kF32),
                                  testing::Mlx(4, 64), testing::Ggml(GgmlType::kQ8_0)}) {

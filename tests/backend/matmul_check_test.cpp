@@ -160,6 +160,9 @@ TEST(CpuFeatures, DetectionIsConsistent) {
   if (BestCpuIsa() != CpuIsa::kScalar) {
     EXPECT_TRUE(f.avx2 && f.fma && f.f16c);
   }
+  if (HasBf16Matmul(BestCpuIsa())) {
+    EXPECT_TRUE(f.avx512f && f.avx512bw && f.avx512vl && f.avx512_bf16);
+  }
   if (BestCpuIsa() == CpuIsa::kAmx) {
     EXPECT_TRUE(f.amx_tile && f.amx_bf16);
   }

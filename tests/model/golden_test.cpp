@@ -124,7 +124,7 @@ void RunFixture(const FixtureCase& fc, Precision precision, DType kv_dtype = DTy
   auto model = Model::Load(g.model_path, &backend);
   ASSERT_TRUE(model.ok()) << model.status().ToString();
   // kAuto: int8 where the weights are quantized, bf16 tiles for prompts on AMX.
-  const bool amx = BestCpuIsa() == CpuIsa::kAmx;
+  const bool amx = HasBf16Matmul(BestCpuIsa());
   double tol = precision == Precision::kFastInt8   ? fc.int8_tolerance
                : precision == Precision::kFastBf16 ? kBf16Tolerance
                : precision == Precision::kAuto     ? std::max(fc.int8_tolerance, amx ? kBf16Tolerance : 0.0)
@@ -158,13 +158,13 @@ TEST_P(GoldenTest, FastPathBf16Kv) {
 }
 TEST_P(GoldenTest, FastPathF16Kv) { RunFixture(GetParam(), Precision::kFast, DType::kF16); }
 TEST_P(GoldenTest, AutoPath) {
-  if (BestCpuIsa() == CpuIsa::kAmx && !GetParam().bf16_compared) {
+  if (HasBf16Matmul(BestCpuIsa()) && !GetParam().bf16_compared) {
     GTEST_SKIP() << "expert routing flips under bf16 activations (see kBf16Tolerance)";
   }
   RunFixture(GetParam(), Precision::kAuto);
 }
 TEST_P(GoldenTest, FastBf16Path) {
-  if (BestCpuIsa() != CpuIsa::kAmx) GTEST_SKIP() << "no AMX-BF16 here: fast-bf16 is the fast path";
+  if (!HasBf16Matmul(BestCpuIsa())) GTEST_SKIP() << "no AMX-BF16 here: fast-bf16 is the fast path";
   if (!GetParam().bf16_compared) GTEST_SKIP() << "expert routing flips under bf16 activations (see kBf16Tolerance)";
   RunFixture(GetParam(), Precision::kFastBf16);
 }

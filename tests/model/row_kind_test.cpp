@@ -147,7 +147,7 @@ TEST_P(RowKindTest, AutoUsesEachKindsPrecision) {
   const bool eight_bit = std::string(GetParam()) == "qwen3-tiny-mlx8";
   // Every MatMul of the 20-token prompt (the output head's too) has >=
   // kAmxMinRows rows, where kFastBf16 is kBf16Tiles.
-  const Precision prompt = ActiveCpuIsa() == CpuIsa::kAmx ? Precision::kFastBf16
+  const Precision prompt = HasBf16Matmul(ActiveCpuIsa()) ? Precision::kFastBf16
                            : eight_bit                    ? Precision::kFast
                                                           : Precision::kFastInt8;
   const std::vector<float> expected = run(prompt, Precision::kFastInt8);
@@ -155,7 +155,7 @@ TEST_P(RowKindTest, AutoUsesEachKindsPrecision) {
   EXPECT_TRUE(SameBits(got, expected));
   // Not vacuous for quantized weights: prompt rows in int8 throughout differ
   // from kAuto's prompt rows where kAuto does not use int8 for them.
-  if (eight_bit || ActiveCpuIsa() == CpuIsa::kAmx) {
+  if (eight_bit || HasBf16Matmul(ActiveCpuIsa())) {
     EXPECT_FALSE(SameBits(got, run(Precision::kFastInt8, Precision::kFastInt8)));
   }
 }

@@ -219,7 +219,7 @@ namespace {
 // CPU only, so that a row's bits never depend on its batch.
 MatMulPrecision AutoPrecision(const WeightMatrix& w, RowKind rows) {
   if (rows == RowKind::kGenerated) return MatMulPrecision::kFastInt8;
-  if (ActiveCpuIsa() == CpuIsa::kAmx) return MatMulPrecision::kBf16Tiles;
+  if (HasBf16Matmul(ActiveCpuIsa())) return MatMulPrecision::kBf16Tiles;
   if (w.format == WeightFormat::kMlxAffine && w.bits == 8) return MatMulPrecision::kFast;
   return MatMulPrecision::kFastInt8;
 }

@@ -90,8 +90,12 @@ CpuIsa DetectBest() {
   if (const char* env = std::getenv("LLMHOST_CPU_ISA")) {
     if (std::strcmp(env, "scalar") == 0) cap = CpuIsa::kScalar;
     if (std::strcmp(env, "avx2") == 0) cap = CpuIsa::kAvx2;
+    if (std::strcmp(env, "avx512-bf16") == 0) cap = CpuIsa::kAvx512Bf16;
   }
-  if (best == CpuIsa::kAvx2 && cap == CpuIsa::kAmx && f.amx_tile && f.amx_bf16 && RequestAmxTileData()) {
+  if (best == CpuIsa::kAvx2 && f.avx512f && f.avx512bw && f.avx512vl && f.avx512_bf16) best = CpuIsa::kAvx512Bf16;
+  // AMX CPUs have AVX512_BF16 too (each level requires the previous ones);
+  // the tile data is requested only when AMX may be used.
+  if (best == CpuIsa::kAvx512Bf16 && cap == CpuIsa::kAmx && f.amx_tile && f.amx_bf16 && RequestAmxTileData()) {
     best = CpuIsa::kAmx;
   }
   return static_cast<int>(best) < static_cast<int>(cap) ? best : cap;
@@ -134,6 +138,7 @@ const char* CpuIsaName(CpuIsa isa) {
   switch (isa) {
     case CpuIsa::kScalar: return "scalar";
     case CpuIsa::kAvx2: return "avx2";
+    case CpuIsa::kAvx512Bf16: return "avx512-bf16";
     case CpuIsa::kAmx: return "amx";
   }
   return "?";

@@ -25,13 +25,18 @@ const CpuFeatures& DetectedCpuFeatures();
 enum class CpuIsa {
   kScalar,  // portable C++: the fast path falls back to the reference kernels
   kAvx2,    // AVX2 + FMA + F16C
+  kAvx512Bf16,  // plus AVX-512 F/BW/VL + AVX512_BF16 (Zen 4, Cooper Lake and
+                // later): the kFastBf16 matmuls by VDPBF16PS
   kAmx,     // plus AMX-TILE + AMX-BF16 with tile data granted by the OS
-            // (arch_prctl ARCH_REQ_XCOMP_PERM): the kFastBf16 matmuls
+            // (arch_prctl ARCH_REQ_XCOMP_PERM): the kFastBf16 matmuls in tiles
 };
+
+// Whether `isa` has a bf16 dot-product matmul (kFastBf16 / kBf16Tiles).
+inline bool HasBf16Matmul(CpuIsa isa) { return static_cast<int>(isa) >= static_cast<int>(CpuIsa::kAvx512Bf16); }
 
 const char* CpuIsaName(CpuIsa isa);
 
-// The best level this CPU supports, capped by LLMHOST_CPU_ISA=scalar|avx2|amx
+// The best level this CPU supports, capped by LLMHOST_CPU_ISA=scalar|avx2|avx512-bf16|amx
 // when set (read once; for tests and comparisons).
 CpuIsa BestCpuIsa();
 

@@ -103,7 +103,7 @@ void Int8MatMul(const cpu::Int8Kernels& ik, const WeightMatrix& w, const float* 
   }
 }
 
-void AmxMatMul(const cpu::AmxKernels& ak, const WeightMatrix& w, const float* x, int64_t n, float* y,
+void Bf16MatMul(const cpu::Bf16Kernels& ak, const WeightMatrix& w, const float* x, int64_t n, float* y,
                ThreadPool* pool) {
   // As Int8MatMul: the calling thread's buffer, kMaxBatchRows rows at a time.
   static thread_local std::vector<uint8_t> buffer;
@@ -229,8 +229,8 @@ Status MatMul(const WeightMatrix& w, const float* x, int64_t n, float* y, MatMul
     }
   }
   if ((precision == MatMulPrecision::kFastBf16 && n >= kAmxMinRows) || precision == MatMulPrecision::kBf16Tiles) {
-    if (const cpu::AmxKernels* ak = cpu::AmxBf16Kernels()) {
-      AmxMatMul(*ak, w, x, n, y, pool);
+    if (const cpu::Bf16Kernels* ak = cpu::ActiveBf16Kernels()) {
+      Bf16MatMul(*ak, w, x, n, y, pool);
       return Status::OK();
     }
   }

@@ -47,7 +47,7 @@ enum class MatMulPrecision {
   // (matmul_int8_unit_avx2.cpp), the rest matmul_int8_avx2.cpp; the choice
   // depends on the weight only. Batch invariant like kFast.
   kFastInt8,
-  // For prefill on CPUs with AMX-BF16 (ActiveCpuIsa() == kAmx): batches of
+  // For prefill on CPUs with a bf16 matmul (HasBf16Matmul: AMX or AVX512_BF16): batches of
   // at least kAmxMinRows rows round x and the weights to bf16 (weights of
   // bf16 files are exact) and multiply them in AMX tiles, products exact and
   // summed in f32 (matmul_amx.cpp): 2^-9 relative error per activation,

@@ -1,5 +1,7 @@
-// AMX-BF16 matmul kernels (MatMulPrecision::kFastBf16), for CPUs with Intel
-// AMX (Sapphire Rapids and later) once the OS has granted tile state.
+// BF16 dot-product matmul kernels (MatMulPrecision::kFastBf16 / kBf16Tiles):
+// AMX-BF16 tiles for CPUs with Intel AMX (Sapphire Rapids and later) once the
+// OS has granted tile state, and VDPBF16PS (AVX512_BF16: Zen 4, Cooper Lake)
+// elsewhere. Both take the same packed x and the same bf16 weight panels.
 //
 // Roles: the weights are the A operand and x the B operand, so that bf16
 // weight rows load into tiles straight from the (mapped) matrix, 16 rows by
@@ -17,6 +19,14 @@
 // dequantized exactly (the AVX2 decoders) and rounded to bf16 into a
 // per-thread panel; bf16 weights with cols % 32 == 0 are read in place.
 //
+// The AVX-512 kernel: one zmm holds 16 tokens' pair words of one column pair
+// (a packed tile row, as AMX loads it), the weight row's pair is broadcast,
+// and VDPBF16PS adds both products to each token's f32 sum, pair after pair
+// from column 0: the same per-output sequence whatever the batch, the
+// token's lane or the thread, so it is batch invariant as the AMX kernel is
+// (the two kernels round differently inside a pair: they agree to the
+// tolerances, not bit for bit).
+//
 // Error: x is rounded to bf16 (relative 2^-9 per element), weights of other
 // formats too; products are exact in f32 and summed in f32. Figures in
 // docs/benchmarks.md and tests/backend/matmul_amx_test.cpp.
@@ -33,6 +43,7 @@
 #include "backend/cpu/cpu_features.h"
 
 #define AMX_FN __attribute__((target("avx2,fma,f16c,amx-tile,amx-bf16")))
+#define AVX512BF16_FN __attribute__((target("avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512bf16")))
 
 namespace llmhost::cpu {
 namespace {
@@ -121,31 +132,39 @@ inline void Scatter(const float* c, int64_t row0, int64_t nrows, int64_t tok0, i
   }
 }
 
+// The bf16 rows [r0, r1) (at most kPanel) of w: in place for bf16 weights
+// whose columns fill whole tiles (a full panel), else dequantized, rounded
+// and zero-padded to kPanel rows of Round32(cols) into this thread's panel.
+// Returns the rows and sets *lda to the bytes between them.
+AVX2_FN const uint16_t* WeightPanel(const WeightMatrix& w, DequantRangeFn dequant, int64_t r0, int64_t r1,
+                                    int64_t* lda) {
+  const int64_t cols = w.cols, kp = Round32(cols), nr = r1 - r0;
+  if (Bf16InPlace(w) && nr == kPanel) {
+    *lda = cols * 2;
+    return static_cast<const uint16_t*>(w.data) + r0 * cols;
+  }
+  uint16_t* panel = tls_panel.Get(kPanel * kp);
+  float* row = tls_row.Get(cols);
+  for (int64_t rr = 0; rr < kPanel; ++rr) {
+    uint16_t* dst = panel + rr * kp;
+    if (rr < nr) {
+      dequant(w, r0 + rr, 0, cols, row);
+      ToBf16(row, cols, dst);
+      std::memset(dst + cols, 0, static_cast<size_t>(kp - cols) * 2);
+    } else {
+      std::memset(dst, 0, static_cast<size_t>(kp) * 2);
+    }
+  }
+  *lda = kp * 2;
+  return panel;
+}
+
 // Rows [r0, r1) (at most 32) against every token of the packed x.
 AMX_FN void Panel(const WeightMatrix& w, DequantRangeFn dequant, const void* packed, int64_t n,
                   int64_t r0, int64_t r1, float* y, int64_t ldy) {
-  const int64_t cols = w.cols, kp = Round32(cols), kts = kp / kKTile, nr = r1 - r0;
-  const uint16_t* a;
+  const int64_t kts = Round32(w.cols) / kKTile, nr = r1 - r0;
   int64_t lda;  // bytes between weight rows
-  if (Bf16InPlace(w) && nr == kPanel) {
-    a = static_cast<const uint16_t*>(w.data) + r0 * cols;
-    lda = cols * 2;
-  } else {
-    uint16_t* panel = tls_panel.Get(kPanel * kp);
-    float* row = tls_row.Get(cols);
-    for (int64_t rr = 0; rr < kPanel; ++rr) {
-      uint16_t* dst = panel + rr * kp;
-      if (rr < nr) {
-        dequant(w, r0 + rr, 0, cols, row);
-        ToBf16(row, cols, dst);
-        std::memset(dst + cols, 0, static_cast<size_t>(kp - cols) * 2);
-      } else {
-        std::memset(dst, 0, static_cast<size_t>(kp) * 2);
-      }
-    }
-    a = panel;
-    lda = kp * 2;
-  }
+  const uint16_t* a = WeightPanel(w, dequant, r0, r1, &lda);
   const uint16_t* a1 = a + kBlock * (lda / 2);
   const uint32_t* xp = static_cast<const uint32_t*>(packed);
 
@@ -208,18 +227,75 @@ void PanelAny(const WeightMatrix& w, const void* packed, int64_t n, int64_t r0, 
   Panel(w, SelectDequantAvx2(w), packed, n, r0, r1, y, ldy);
 }
 
-const AmxKernels kAmx = {"amx-bf16", kBlock, PackedXBytes, PackX, kPanel, PanelAny};
+// The same rows and tokens by VDPBF16PS: groups of 8 weight rows against
+// two 16-token blocks at a time (16 accumulators).
+AVX512BF16_FN void PanelDp(const WeightMatrix& w, DequantRangeFn dequant, const void* packed, int64_t n,
+                           int64_t r0, int64_t r1, float* y, int64_t ldy) {
+  constexpr int64_t kRows = 8;
+  const int64_t pairs = Round32(w.cols) / 2, nr = r1 - r0;
+  const int64_t block_words = pairs * kBlock;  // one token block of the packed x
+  int64_t lda;
+  const uint16_t* a = WeightPanel(w, dequant, r0, r1, &lda);
+  const int64_t lda_words = lda / 4;
+  const uint32_t* xp = static_cast<const uint32_t*>(packed);
+  const int64_t blocks = (n + kBlock - 1) / kBlock;
+  alignas(64) float c[kRows][2 * kBlock];
+  for (int64_t g = 0; g < nr; g += kRows) {
+    const uint32_t* ag = reinterpret_cast<const uint32_t*>(a) + g * lda_words;
+    const int64_t gr = std::min<int64_t>(kRows, nr - g);
+    for (int64_t b = 0; b < blocks; b += 2) {
+      const bool two = b + 1 < blocks;
+      const uint32_t* x0 = xp + b * block_words;
+      const uint32_t* x1 = two ? x0 + block_words : x0;  // one block left: computed twice, stored once
+      __m512 acc0[kRows], acc1[kRows];
+      for (int i = 0; i < kRows; ++i) acc0[i] = acc1[i] = _mm512_setzero_ps();
+      for (int64_t p = 0; p < pairs; ++p) {
+        const __m512bh xv0 = (__m512bh)_mm512_loadu_si512(x0 + p * kBlock);
+        const __m512bh xv1 = (__m512bh)_mm512_loadu_si512(x1 + p * kBlock);
+        for (int i = 0; i < kRows; ++i) {
+          // Rows past nr exist in the padded panel (zeros); in place only full panels are read.
+          const __m512bh av = (__m512bh)_mm512_set1_epi32(static_cast<int>(ag[i * lda_words + p]));
+          acc0[i] = _mm512_dpbf16_ps(acc0[i], av, xv0);
+          acc1[i] = _mm512_dpbf16_ps(acc1[i], av, xv1);
+        }
+      }
+      for (int i = 0; i < kRows; ++i) {
+        _mm512_store_ps(c[i], acc0[i]);
+        _mm512_store_ps(c[i] + kBlock, acc1[i]);
+      }
+      const int64_t toks = std::min<int64_t>(two ? 2 * kBlock : kBlock, n - b * kBlock);
+      for (int64_t j = 0; j < toks; ++j) {
+        float* dst = y + (b * kBlock + j) * ldy + r0 + g;
+        for (int64_t i = 0; i < gr; ++i) dst[i] = c[i][j];
+      }
+    }
+  }
+}
+
+void PanelDpAny(const WeightMatrix& w, const void* packed, int64_t n, int64_t r0, int64_t r1, float* y,
+                int64_t ldy) {
+  PanelDp(w, SelectDequantAvx2(w), packed, n, r0, r1, y, ldy);
+}
+
+const Bf16Kernels kAmx = {"amx-bf16", kBlock, PackedXBytes, PackX, kPanel, PanelAny};
+const Bf16Kernels kAvx512Dp = {"avx512-bf16", kBlock, PackedXBytes, PackX, kPanel, PanelDpAny};
 
 }  // namespace
 
-const AmxKernels* AmxBf16Kernels() { return ActiveCpuIsa() == CpuIsa::kAmx ? &kAmx : nullptr; }
+const Bf16Kernels* ActiveBf16Kernels() {
+  switch (ActiveCpuIsa()) {
+    case CpuIsa::kAmx: return &kAmx;
+    case CpuIsa::kAvx512Bf16: return &kAvx512Dp;
+    default: return nullptr;
+  }
+}
 
 }  // namespace llmhost::cpu
 
 #else  // not x86-64
 
 namespace llmhost::cpu {
-const AmxKernels* AmxBf16Kernels() { return nullptr; }
+const Bf16Kernels* ActiveBf16Kernels() { return nullptr; }
 }  // namespace llmhost::cpu
 
 #endif

@@ -66,11 +66,12 @@ struct Int8Kernels {
 const Int8Kernels* Avx2Int8UnitKernels();
 const Int8Kernels* Avx2Int8Kernels();
 
-// AMX-BF16 kernels (MatMulPrecision::kFastBf16; matmul_amx.cpp): x is
-// rounded to bf16 and packed once per call in blocks of block_tokens tokens
-// (packed_x_bytes(n, cols) bytes, token blocks [b0, b1) per pack_x call),
-// then tasks of panel_rows weight rows run against all of it.
-struct AmxKernels {
+// BF16 dot-product kernels (MatMulPrecision::kFastBf16; matmul_amx.cpp: AMX
+// tiles or AVX512_BF16): x is rounded to bf16 and packed once per call in
+// blocks of block_tokens tokens (packed_x_bytes(n, cols) bytes, token blocks
+// [b0, b1) per pack_x call), then tasks of panel_rows weight rows run
+// against all of it.
+struct Bf16Kernels {
   const char* name;
   int64_t block_tokens;
   int64_t (*packed_x_bytes)(int64_t n, int64_t cols);
@@ -80,8 +81,9 @@ struct AmxKernels {
   void (*panel)(const WeightMatrix& w, const void* xp, int64_t n, int64_t r0, int64_t r1, float* y,
                 int64_t ldy);
 };
-// Null unless ActiveCpuIsa() is kAmx (cpu_features.h).
-const AmxKernels* AmxBf16Kernels();
+// AMX's when ActiveCpuIsa() is kAmx, VDPBF16PS's when kAvx512Bf16, else null
+// (cpu_features.h).
+const Bf16Kernels* ActiveBf16Kernels();
 
 // AVX2 dequantizers (quant_avx2.cpp); the same values as the scalar ones.
 DequantRangeFn SelectDequantAvx2(const WeightMatrix& w);
