@@ -130,6 +130,33 @@ TEST(SchedulerTest, ChoicesForkThePromptOnceAndShareItsBlocks) {
   EXPECT_EQ(sched->cache().allocator().free_blocks(), 16);
 }
 
+// Choices that outgrow the pool are preempted like any request and recompute
+// what they lost: each still ends once, with the tokens a lone run gives.
+TEST(SchedulerTest, ChoicesPreemptedForMemoryFinishLikeALoneRun) {
+  ScriptedModel* model = nullptr;
+  // 9 blocks of 4: the 3-block prompt shared, then each choice's own blocks
+  // (max 12 new tokens: 3 more blocks each) cannot all fit at once.
+  auto sched = testing::ScriptedScheduler(&model, 50, Successor, 9, 4, SchedulerOptions{});
+  ChoiceLog log;
+  GenerationRequest r;
+  r.prompt = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10};
+  r.sampling.temperature = 0;
+  r.max_tokens = 12;
+  r.choices = 4;
+  r.on_event = log.Callback();
+  sched->Enqueue(1, std::move(r));
+  for (int i = 0; i < 500 && sched->HasWork(); ++i) sched->Step();
+  ASSERT_FALSE(sched->HasWork());
+  EXPECT_GT(sched->counters().preemptions, 0u) << "the test needs the pool to run short";
+  std::vector<int32_t> want;
+  for (int32_t t = 11; t < 23; ++t) want.push_back(t % 50);
+  for (int c = 0; c < 4; ++c) {
+    EXPECT_EQ(log.Ids(c), want) << "choice " << c;
+    EXPECT_EQ(log.Finishes(c), (std::vector<FinishReason>{FinishReason::kLength})) << "choice " << c;
+  }
+  EXPECT_EQ(sched->cache().allocator().free_blocks(), 9);
+}
+
 // Cancelling a request ends every choice: before the fork (they wait inside
 // choice 0) and after it (they run beside it).
 TEST(SchedulerTest, CancelEndsEveryChoice) {
