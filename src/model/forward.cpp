@@ -367,15 +367,6 @@ void ForwardPass::MoeMlp(const LayerWeights& w) {
   b_.RouterMatMul(w.router, p_.h, N, p_.router);
   b_.TopKRouting(p_.router, N, s_.n_experts, K, s_.norm_topk_prob, p_.topk_ids, p_.topk_w);
   // Dispatch happens in the backend, where the routing is: no round trip.
-  MoeExperts ex;
-  ex.hidden = s_.hidden;
-  ex.inter = s_.moe_intermediate;
-  ex.activation = s_.activation;
-  for (const LayerWeights::Expert& e : w.experts) {
-    ex.gate.push_back(&e.gate);
-    ex.up.push_back(&e.up);
-    ex.down.push_back(&e.down);
-  }
   MoeScratch sc;
   sc.x = p_.xe;
   sc.gate = p_.ge;
@@ -383,7 +374,7 @@ void ForwardPass::MoeMlp(const LayerWeights& w) {
   sc.y = p_.ye;
   sc.rows = p_.moe_idx;
   sc.scales = p_.moe_scale;
-  b_.MoeFfn(ex, p_.h, N, p_.topk_ids, p_.topk_w, K, row_kind_, sc, p_.t);
+  b_.MoeFfn(w.moe, p_.h, N, p_.topk_ids, p_.topk_w, K, row_kind_, sc, p_.t);
 }
 
 void ForwardPass::Layer(int64_t li) {

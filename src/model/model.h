@@ -74,6 +74,7 @@ struct LayerWeights {
     WeightMatrix gate, up, down;
   };
   std::vector<Expert> experts;
+  MoeExperts moe;  // the backend's view of `experts` (MoeFfn), built once at load
 };
 
 class Model {

@@ -194,6 +194,15 @@ Status Model::BindLayer(WeightSource& src, int64_t i, LayerWeights* w) {
         ASSIGN_OR_RETURN(x.down, Prepare(src, ep + "down_proj", H, I));
       }
     }
+    w->moe = MoeExperts{};
+    w->moe.hidden = H;
+    w->moe.inter = I;
+    w->moe.activation = s.activation;
+    for (const LayerWeights::Expert& x : w->experts) {  // `experts` is not resized again
+      w->moe.gate.push_back(&x.gate);
+      w->moe.up.push_back(&x.up);
+      w->moe.down.push_back(&x.down);
+    }
     return Status::OK();
   }
   const int64_t I = s.intermediate;
