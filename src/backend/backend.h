@@ -137,6 +137,7 @@ struct AttentionParams {
   float softcap = 0;        // > 0: scores become softcap * tanh(scores / softcap)
   int64_t window = 0;       // > 0: a query at position p sees keys at positions > p - window
   DType kv_dtype = DType::kF32;  // of the cache's K and V rows: F32, BF16 or F16
+  int64_t n_rows = 0;       // q rows of the batch (Σ n_new): a GPU sizes its launch by it
 };
 
 // One sequence of an attention batch. Its new tokens are q rows

@@ -37,6 +37,7 @@ struct GenerateCliOptions {
   int64_t seed = -1;
   std::string precision = "fast";
   std::string kv_dtype = "f32";
+  std::string device = "cpu";
   bool show_special = false;
   bool verbose = false;
 };
@@ -74,7 +75,7 @@ int RunGenerate(const GenerateCliOptions& o) {
   if (o.max_tokens < 0) return Fail("--max-tokens must be >= 0");
   auto kv = ParseKvDtype(o.kv_dtype);
   if (!kv.ok()) return Fail("--kv-dtype: " + kv.status().message());
-  auto lm = LoadModelForCli(o.model, *precision, o.verbose);
+  auto lm = LoadModelForCli(o.model, *precision, o.device, o.verbose);
   if (!lm.ok()) return Fail(lm.status().ToString());
   Model& model = *lm->model;
   auto tok = Tokenizer::FromPath(o.model);
@@ -127,6 +128,7 @@ void RegisterGenerateCommands(CLI::App& app) {
   cmd->add_option("--kv-dtype", opts->kv_dtype,
                   "K/V cache type: f32 (default: the reference), bf16, f16 or auto (the model's 16-bit type)");
   cmd->add_flag("--show-special", opts->show_special, "print special tokens (and the EOS)");
+  cmd->add_option("--device", opts->device, "cpu (default), cuda, cuda:N or auto (a GPU when there is one)");
   cmd->add_flag("--verbose", opts->verbose, "print model and memory figures on stderr");
   cmd->callback([opts] { ExitCode() = RunGenerate(*opts); });
 }

@@ -19,6 +19,7 @@ struct ScoreOptions {
   std::string out;
   std::string precision = "f32";
   std::string kv_dtype = "f32";
+  std::string device = "cpu";
   bool verbose = false;
 };
 
@@ -34,7 +35,7 @@ int RunScore(const ScoreOptions& o) {
   if (!precision.ok()) return Fail(precision.status().ToString());
   auto kv = ParseKvDtype(o.kv_dtype);
   if (!kv.ok()) return Fail("--kv-dtype: " + kv.status().message());
-  auto lm = LoadModelForCli(o.model, *precision, o.verbose);
+  auto lm = LoadModelForCli(o.model, *precision, o.device, o.verbose);
   if (!lm.ok()) return Fail(lm.status().ToString());
   Model& model = *lm->model;
   const int64_t t = static_cast<int64_t>(ids->size());
@@ -70,6 +71,7 @@ void RegisterScoreCommands(CLI::App& app) {
                   "f32 (reference path, default), fast (SIMD kernels), fast-int8 or fast-bf16 (AMX)");
   cmd->add_option("--kv-dtype", opts->kv_dtype,
                   "K/V cache type: f32 (default: the reference), bf16, f16 or auto (the model's 16-bit type)");
+  cmd->add_option("--device", opts->device, "cpu (default), cuda, cuda:N or auto (a GPU when there is one)");
   cmd->add_flag("--verbose", opts->verbose, "print model and memory figures on stderr");
   cmd->callback([opts] { ExitCode() = RunScore(*opts); });
 }

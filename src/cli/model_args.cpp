@@ -4,6 +4,8 @@
 #include <cstdlib>
 #include <sstream>
 
+#include "backend/device.h"
+
 namespace llmhost::cli {
 
 Result<std::vector<int32_t>> ParseIdList(const std::string& text) {
@@ -35,19 +37,21 @@ Result<Precision> ParsePrecision(const std::string& text) {
   return Status::InvalidArgument("--precision: '" + text + "' (expected auto, f32, fast, fast-int8 or fast-bf16)");
 }
 
-Result<LoadedModel> LoadModelForCli(const std::string& path, Precision precision, bool verbose) {
+Result<LoadedModel> LoadModelForCli(const std::string& path, Precision precision, const std::string& device,
+                                    bool verbose) {
   LoadedModel lm;
-  lm.backend = std::make_unique<CpuBackend>(&ThreadPool::Default(), precision);
+  ASSIGN_OR_RETURN(DeviceSpec spec, ParseDevice(device));
+  ASSIGN_OR_RETURN(lm.backend, MakeBackend(spec, precision, &ThreadPool::Default()));
   const uint64_t rss_before = ResidentBytes();
   ASSIGN_OR_RETURN(lm.model, Model::Load(path, lm.backend.get()));
   if (verbose) {
     const ModelSpec& s = lm.model->spec();
     const MemoryStats m = lm.backend->memory_stats();
     std::fprintf(stderr,
-                 "llmhost: %s: %s, %lld layers, hidden %lld, vocab %lld; weights %.1f MiB "
+                 "llmhost: %s on %s: %s, %lld layers, hidden %lld, vocab %lld; weights %.1f MiB "
                  "(mapped, zero-copy %.1f MiB); device buffers %.1f MiB; resident %.1f MiB "
                  "(%.1f MiB before loading)\n",
-                 path.c_str(), s.arch.c_str(), static_cast<long long>(s.n_layers),
+                 path.c_str(), lm.backend->name().c_str(), s.arch.c_str(), static_cast<long long>(s.n_layers),
                  static_cast<long long>(s.hidden), static_cast<long long>(s.vocab),
                  lm.model->weight_bytes() / 1048576.0, m.mapped_weight_bytes / 1048576.0,
                  m.bytes_in_use / 1048576.0, ResidentBytes() / 1048576.0, rss_before / 1048576.0);

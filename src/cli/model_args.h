@@ -1,12 +1,12 @@
 // Helpers shared by the model sub-commands (score, generate): parsing token
-// id lists and precisions, and loading a model onto the CPU backend.
+// id lists and precisions, and loading a model onto a device's backend.
 #pragma once
 
 #include <memory>
 #include <string>
 #include <vector>
 
-#include "backend/cpu/cpu_backend.h"
+#include "backend/backend.h"
 #include "model/model.h"
 #include "util/status.h"
 
@@ -20,12 +20,14 @@ Result<std::vector<int32_t>> ParseIdList(const std::string& text);
 Result<Precision> ParsePrecision(const std::string& text);
 
 struct LoadedModel {
-  std::unique_ptr<CpuBackend> backend;
+  std::unique_ptr<Backend> backend;
   std::unique_ptr<Model> model;
 };
 
-// Loads PATH (directory or .gguf). With `verbose`, prints on stderr the
-// architecture, the weight bytes and the resident memory after loading.
-Result<LoadedModel> LoadModelForCli(const std::string& path, Precision precision, bool verbose);
+// Loads PATH (directory or .gguf) onto `device` ("cpu", "cuda", "cuda:N",
+// "auto"). With `verbose`, prints on stderr the architecture, the weight
+// bytes and the resident memory after loading.
+Result<LoadedModel> LoadModelForCli(const std::string& path, Precision precision, const std::string& device,
+                                    bool verbose);
 
 }  // namespace llmhost::cli

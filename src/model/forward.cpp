@@ -414,6 +414,7 @@ void ForwardPass::Layer(int64_t li) {
   ap.softcap = s_.attn_softcap;
   ap.window = ls.window;
   ap.kv_dtype = cache_.dtype();
+  ap.n_rows = N;
   b_.Attention(p_.q, cache_.k(li), cache_.v(li), p_.seqs, static_cast<int64_t>(items_.size()), ap,
                p_.attn);
   MatMulRuns(w.o, p_.attn, p_.t, token_runs_);

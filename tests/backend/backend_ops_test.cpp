@@ -19,6 +19,7 @@
 
 #include "backend/cpu/cpu_backend.h"
 #include "backend/cpu/cpu_features.h"
+#include "backend/device.h"
 #include "formats/dtype.h"
 #include "quant_test_util.h"
 #include "util/thread_pool.h"
@@ -49,6 +50,17 @@ std::vector<Candidate> Candidates() {
   }
   // The reference path with threads: the pool's split must not change it.
   c.push_back({"cpu_reference_threads", [] { return std::make_unique<CpuBackend>(&Pool(), Precision::kReference); }});
+  // The GPU at `serve`'s precision (its kernels compute in f32 at every
+  // precision: held to the f32 tolerances). Skipped where there is no GPU.
+  if (CudaBuilt()) {
+    c.push_back({"cuda", []() -> std::unique_ptr<Backend> {
+                   if (CudaDeviceCount() == 0) return nullptr;
+                   DeviceSpec d;
+                   d.kind = DeviceKind::kCuda;
+                   auto b = MakeBackend(d, Precision::kAuto, nullptr);
+                   return b.ok() ? std::move(*b) : nullptr;
+                 }});
+  }
   return c;
 }
 
@@ -136,10 +148,12 @@ class BackendOpsTest : public ::testing::TestWithParam<Candidate> {
   void SetUp() override {
     ref_ = std::make_unique<CpuBackend>(nullptr, Precision::kReference);
     got_ = GetParam().make();
+    if (!got_) GTEST_SKIP() << GetParam().name << ": no such device here";
   }
   // The tolerance of a MatMul of `spec` rows of `kind` on the candidate.
   double MatMulTol(const FormatSpec& spec, RowKind kind) const {
     const Precision p = got_->precision();
+    if (got_->kind() == DeviceKind::kCuda) return kF32Tol;
     const bool amx = HasBf16Matmul(ActiveCpuIsa());
     if (p == Precision::kFastBf16 && amx) return kBf16Tol;
     if (p == Precision::kAuto && kind == RowKind::kPrompt && amx) return kBf16Tol;
@@ -496,6 +510,7 @@ TEST_P(BackendOpsTest, StoreKvAndAttention) {
         ++n_kv;
       }
     }
+    ap.n_rows = rows;
     const int64_t kv_stride = kv_dim + (c % 2 ? 8 : 0);
     const std::vector<float> k = Random(n_kv * kv_stride, rng), v = Random(n_kv * kv_stride, rng);
     const std::vector<float> q = Random(rows * ap.q_stride, rng, 2);

@@ -10,6 +10,7 @@
 
 #include "backend/cpu/cpu_backend.h"
 #include "backend/cpu/cpu_features.h"
+#include "backend/device.h"
 #include "model/model.h"
 #include "model/model_test_util.h"
 
@@ -114,14 +115,21 @@ PromptResult RunPrompt(Model& model, const GoldenPrompt& p, double tolerance,
 
 class GoldenTest : public ::testing::TestWithParam<FixtureCase> {};
 
-void RunFixture(const FixtureCase& fc, Precision precision, DType kv_dtype = DType::kF32) {
+void RunFixture(const FixtureCase& fc, Precision precision, DType kv_dtype = DType::kF32,
+                DeviceKind device = DeviceKind::kCpu) {
+  if (device == DeviceKind::kCuda && CudaDeviceCount() == 0) {
+    GTEST_SKIP() << (CudaBuilt() ? "no GPU here" : "built without CUDA");
+  }
   const std::string json = testing::GoldenRoot() + "/" + fc.name + ".json";
   if (!FileExists(json)) GTEST_SKIP() << fc.name << ": golden not available here";
   Golden g;
   ASSERT_TRUE(testing::LoadGolden(fc.name, &g));
   if (!FileExists(g.model_path)) GTEST_SKIP() << g.model_path << ": fixture not available here";
-  CpuBackend backend(&ThreadPool::Default(), precision);
-  auto model = Model::Load(g.model_path, &backend);
+  DeviceSpec spec;
+  spec.kind = device;
+  auto backend = MakeBackend(spec, precision, &ThreadPool::Default());
+  ASSERT_TRUE(backend.ok()) << backend.status().ToString();
+  auto model = Model::Load(g.model_path, backend->get());
   ASSERT_TRUE(model.ok()) << model.status().ToString();
   // kAuto: int8 where the weights are quantized, bf16 tiles for prompts on AMX.
   const bool amx = HasBf16Matmul(BestCpuIsa());
@@ -129,7 +137,11 @@ void RunFixture(const FixtureCase& fc, Precision precision, DType kv_dtype = DTy
                : precision == Precision::kFastBf16 ? kBf16Tolerance
                : precision == Precision::kAuto     ? std::max(fc.int8_tolerance, amx ? kBf16Tolerance : 0.0)
                                                    : 1e-4;
-  std::string tag = precision == Precision::kReference  ? ""
+  // The CUDA backend computes in f32 at every precision (its kernels are
+  // the reference's arithmetic): held to 1e-4 whatever it is asked.
+  if (device == DeviceKind::kCuda) tol = 1e-4;
+  std::string tag = device == DeviceKind::kCuda ? " (cuda)" : "";
+  tag += precision == Precision::kReference  ? ""
                     : precision == Precision::kFast     ? " (fast)"
                     : precision == Precision::kFastInt8 ? " (fast-int8)"
                     : precision == Precision::kAuto     ? " (auto)"
@@ -141,7 +153,8 @@ void RunFixture(const FixtureCase& fc, Precision precision, DType kv_dtype = DTy
   // kAuto's generated rows of quantized weights are int8 rows, whose error the
   // prompt rows (kFast for 8-bit MLX) do not measure: their greedy tokens are
   // held by FastInt8Path, and kAuto's bits to kFastInt8's by row_kind_test.
-  const bool check_greedy = !(precision == Precision::kAuto && fc.int8_tolerance > 1e-4);
+  const bool check_greedy =
+      device == DeviceKind::kCuda || !(precision == Precision::kAuto && fc.int8_tolerance > 1e-4);
   for (const GoldenPrompt& p : g.prompts) {
     const std::string label = std::string(fc.name) + "/" + p.name + tag;
     PromptResult r = RunPrompt(**model, p, tol, label, check_greedy, kv_dtype);
@@ -162,6 +175,15 @@ TEST_P(GoldenTest, AutoPath) {
     GTEST_SKIP() << "expert routing flips under bf16 activations (see kBf16Tolerance)";
   }
   RunFixture(GetParam(), Precision::kAuto);
+}
+// The CUDA backend against the same goldens (skipped without a GPU).
+TEST_P(GoldenTest, CudaReferencePath) {
+  RunFixture(GetParam(), Precision::kReference, DType::kF32, DeviceKind::kCuda);
+}
+TEST_P(GoldenTest, CudaAutoPathF16Kv) { RunFixture(GetParam(), Precision::kAuto, DType::kF16, DeviceKind::kCuda); }
+TEST_P(GoldenTest, CudaAutoPathBf16Kv) {
+  if (!GetParam().bf16_compared) GTEST_SKIP() << "expert routing flips under bf16 K/V (see kF16KvTolerance)";
+  RunFixture(GetParam(), Precision::kAuto, DType::kBF16, DeviceKind::kCuda);
 }
 TEST_P(GoldenTest, FastBf16Path) {
   if (!HasBf16Matmul(BestCpuIsa())) GTEST_SKIP() << "no AMX-BF16 here: fast-bf16 is the fast path";

@@ -1,0 +1,62 @@
+// Device helpers shared by the kernels: element loads of every 16-bit type
+// (bit-exact widening), the CPU's rounding to 16 bits, warp sums in a fixed
+// order, and the launch-error check.
+#pragma once
+
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "backend/cuda/elem.h"
+
+namespace llmhost::cuda {
+
+__device__ __forceinline__ float Bf16ToF32(uint16_t h) { return __uint_as_float(static_cast<uint32_t>(h) << 16); }
+
+__device__ __forceinline__ float F16ToF32(uint16_t h) {
+  return __half2float(__ushort_as_half(h));
+}
+
+// Rounded to nearest even, NaN kept quiet: the same bits as the CPU's
+// F32ToBf16 / F32ToF16 (backend/cpu/quant_float.cpp), so that a K/V row
+// stored on either backend is the same bytes.
+__device__ __forceinline__ uint16_t F32ToBf16Bits(float v) {
+  uint32_t bits = __float_as_uint(v);
+  if ((bits & 0x7FFFFFFFu) > 0x7F800000u) return static_cast<uint16_t>((bits >> 16) | 0x40);
+  bits += 0x7FFFu + ((bits >> 16) & 1u);
+  return static_cast<uint16_t>(bits >> 16);
+}
+
+__device__ __forceinline__ uint16_t F32ToF16Bits(float v) {
+  const uint32_t x = __float_as_uint(v);
+  const uint16_t sign = static_cast<uint16_t>((x >> 16) & 0x8000u);
+  const uint32_t ax = x & 0x7FFFFFFFu;
+  if (ax > 0x7F800000u) return sign | 0x7E00;
+  return __half_as_ushort(__float2half_rn(v));  // IEEE round to nearest even, as the CPU's
+}
+
+template <Elem E>
+__device__ __forceinline__ float Load(const void* base, int64_t i) {
+  if constexpr (E == Elem::kF32) {
+    return static_cast<const float*>(base)[i];
+  } else if constexpr (E == Elem::kBF16) {
+    return Bf16ToF32(static_cast<const uint16_t*>(base)[i]);
+  } else {
+    return F16ToF32(static_cast<const uint16_t*>(base)[i]);
+  }
+}
+
+// Sum over the 32 lanes, the same butterfly whatever the launch: every lane
+// gets the same bits.
+__device__ __forceinline__ float WarpSum(float v) {
+  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xFFFFFFFFu, v, o);
+  return v;
+}
+
+__device__ __forceinline__ float WarpMax(float v) {
+  for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xFFFFFFFFu, v, o));
+  return v;
+}
+
+}  // namespace llmhost::cuda

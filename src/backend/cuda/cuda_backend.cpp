@@ -1,0 +1,625 @@
+#include "backend/cuda/cuda_backend.h"
+
+#include <cuda.h>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "backend/cpu/cpu_backend.h"
+#include "backend/cpu/matmul.h"
+#include "backend/cpu/quant_formats.h"
+#include "backend/cuda/attention.cuh"
+#include "backend/cuda/elem.h"
+#include "backend/cuda/elementwise.cuh"
+#include "backend/cuda/embedding.cuh"
+#include "backend/cuda/gated_activation.cuh"
+#include "backend/cuda/matmul.cuh"
+#include "backend/cuda/moe.cuh"
+#include "backend/cuda/rms_norm.cuh"
+#include "backend/cuda/rope.cuh"
+#include "backend/cuda/store_kv.cuh"
+
+namespace llmhost {
+
+namespace {
+
+using cuda::Elem;
+
+cudaStream_t S(void* s) { return static_cast<cudaStream_t>(s); }
+
+std::string CudaError(cudaError_t e) { return std::string(cudaGetErrorName(e)) + ": " + cudaGetErrorString(e); }
+
+// The driver's virtual memory calls, found through the runtime (no link
+// against libcuda: the binary starts, and reports, where there is no driver).
+struct Vmm {
+  decltype(&cuMemAddressReserve) reserve = nullptr;
+  decltype(&cuMemAddressFree) address_free = nullptr;
+  decltype(&cuMemCreate) create = nullptr;
+  decltype(&cuMemRelease) release = nullptr;
+  decltype(&cuMemMap) map = nullptr;
+  decltype(&cuMemUnmap) unmap = nullptr;
+  decltype(&cuMemSetAccess) set_access = nullptr;
+  decltype(&cuMemGetAllocationGranularity) granularity = nullptr;
+  bool ok() const { return reserve && address_free && create && release && map && unmap && set_access && granularity; }
+};
+
+template <typename F>
+void Resolve(const char* name, F* fn) {
+  cudaDriverEntryPointQueryResult q;
+  void* p = nullptr;
+  if (cudaGetDriverEntryPointByVersion(name, &p, 12000, cudaEnableDefault, &q) == cudaSuccess &&
+      q == cudaDriverEntryPointSuccess) {
+    *fn = reinterpret_cast<F>(p);
+  }
+}
+
+const Vmm& Driver() {
+  static const Vmm v = [] {
+    Vmm d;
+    Resolve("cuMemAddressReserve", &d.reserve);
+    Resolve("cuMemAddressFree", &d.address_free);
+    Resolve("cuMemCreate", &d.create);
+    Resolve("cuMemRelease", &d.release);
+    Resolve("cuMemMap", &d.map);
+    Resolve("cuMemUnmap", &d.unmap);
+    Resolve("cuMemSetAccess", &d.set_access);
+    Resolve("cuMemGetAllocationGranularity", &d.granularity);
+    return d;
+  }();
+  return v;
+}
+
+CUmemAllocationProp DeviceProp(int device) {
+  CUmemAllocationProp prop;
+  std::memset(&prop, 0, sizeof(prop));
+  prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+  prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+  prop.location.id = device;
+  return prop;
+}
+
+// The element type a dense weight is stored in on the device.
+bool DenseElem(const WeightMatrix& w, Elem* e) {
+  WeightFormat f = w.format;
+  if (f == WeightFormat::kGgml) {
+    if (w.ggml_type == GgmlType::kF32) f = WeightFormat::kF32;
+    else if (w.ggml_type == GgmlType::kF16) f = WeightFormat::kF16;
+    else if (w.ggml_type == GgmlType::kBF16) f = WeightFormat::kBF16;
+  }
+  switch (f) {
+    case WeightFormat::kF32: *e = Elem::kF32; return true;
+    case WeightFormat::kF16: *e = Elem::kF16; return true;
+    case WeightFormat::kBF16: *e = Elem::kBF16; return true;
+    default: return false;
+  }
+}
+
+WeightFormat FormatOf(Elem e) {
+  return e == Elem::kF32 ? WeightFormat::kF32 : e == Elem::kF16 ? WeightFormat::kF16 : WeightFormat::kBF16;
+}
+
+size_t ElemBytes(Elem e) { return e == Elem::kF32 ? 4 : 2; }
+
+}  // namespace
+
+Result<std::unique_ptr<CudaBackend>> CudaBackend::Create(int device, Precision precision) {
+  int count = 0;
+  const cudaError_t e = cudaGetDeviceCount(&count);
+  if (e != cudaSuccess) {
+    (void)cudaGetLastError();
+    return Status::NotSupported("cuda: no usable GPU (" + CudaError(e) + ")");
+  }
+  if (device < 0 || device >= count) {
+    return Status::NotSupported("cuda: device " + std::to_string(device) + " does not exist (" +
+                               std::to_string(count) + " GPU(s) found)");
+  }
+  if (!Driver().ok()) return Status::NotSupported("cuda: the driver lacks the virtual memory API (CUDA 12+ needed)");
+  std::unique_ptr<CudaBackend> b(new CudaBackend(device, precision));
+  b->Use();
+  cudaStream_t s = nullptr;
+  if (cudaError_t se = cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking); se != cudaSuccess) {
+    (void)cudaGetLastError();
+    return Status::NotSupported("cuda: cannot create a stream on device " + std::to_string(device) + " (" +
+                               CudaError(se) + ")");
+  }
+  b->stream_ = s;
+  CUmemAllocationProp prop = DeviceProp(device);
+  size_t g = 0;
+  if (Driver().granularity(&g, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM) == CUDA_SUCCESS && g > 0) b->granularity_ = g;
+  return b;
+}
+
+CudaBackend::CudaBackend(int device, Precision precision) : device_(device), precision_(precision) {}
+
+CudaBackend::~CudaBackend() {
+  Use();
+  if (moe_table_.valid()) Free(moe_table_);
+  if (stream_) {
+    cudaStreamSynchronize(S(stream_));
+    cudaStreamDestroy(S(stream_));
+  }
+}
+
+void CudaBackend::Use() const { cudaSetDevice(device_); }
+
+void CudaBackend::Fail(Status s) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (sticky_.ok()) sticky_ = std::move(s);
+}
+
+void CudaBackend::CheckLaunch(const char* op) {
+  const cudaError_t e = cudaGetLastError();
+  if (e != cudaSuccess) Fail(Status::Internal(std::string("cuda ") + op + ": " + CudaError(e)));
+}
+
+Status CudaBackend::CheckWeight(const WeightMatrix& w) const { return llmhost::CheckWeight(w); }
+
+// ---- memory ---------------------------------------------------------------
+
+Result<DeviceBuffer> CudaBackend::Allocate(size_t bytes, const std::string& tag) {
+  Use();
+  const size_t n = std::max<size_t>(bytes, 1);
+  void* p = nullptr;
+  if (cudaError_t e = cudaMalloc(&p, n); e != cudaSuccess) {
+    (void)cudaGetLastError();  // an allocation failure is not sticky
+    const auto [free_b, total_b] = device_memory_info();
+    return Status::ResourceExhausted(name() + ": allocating " + std::to_string(bytes) + " bytes for " + tag +
+                                     " failed (" + CudaError(e) + "; " + std::to_string(free_b >> 20) +
+                                     " of " + std::to_string(total_b >> 20) + " MiB free)");
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  const uint64_t id = next_id_++;
+  live_[id] = Live{Kind::kDevice, n, 0, {}};
+  stats_.bytes_in_use += n;
+  stats_.peak_bytes = std::max(stats_.peak_bytes, stats_.bytes_in_use);
+  ++stats_.buffer_count;
+  return DeviceBuffer{p, bytes, id};
+}
+
+Result<DeviceBuffer> CudaBackend::AllocateStaging(size_t bytes, const std::string& tag) {
+  Use();
+  void* p = nullptr;
+  if (cudaError_t e = cudaHostAlloc(&p, std::max<size_t>(bytes, 1), cudaHostAllocDefault); e != cudaSuccess) {
+    (void)cudaGetLastError();
+    return Status::ResourceExhausted(name() + ": page-locked staging of " + std::to_string(bytes) + " bytes for " +
+                                     tag + " failed (" + CudaError(e) + ")");
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  const uint64_t id = next_id_++;
+  live_[id] = Live{Kind::kStaging, 0, 0, {}};  // host memory: not the device's bytes
+  return DeviceBuffer{p, bytes, id};
+}
+
+void CudaBackend::Free(DeviceBuffer& buf) {
+  if (!buf.valid()) return;
+  Use();
+  Live l;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = live_.find(buf.id);
+    if (it == live_.end()) return;
+    l = std::move(it->second);
+    live_.erase(it);
+    stats_.bytes_in_use -= std::min<uint64_t>(stats_.bytes_in_use, l.bytes);
+    if (l.kind != Kind::kStaging) --stats_.buffer_count;
+  }
+  switch (l.kind) {
+    case Kind::kDevice:
+      cudaStreamSynchronize(S(stream_));  // no queued op may still use it
+      cudaFree(buf.data);
+      break;
+    case Kind::kStaging:
+      cudaStreamSynchronize(S(stream_));
+      cudaFreeHost(buf.data);
+      break;
+    case Kind::kReserved: {
+      cudaStreamSynchronize(S(stream_));
+      const auto base = reinterpret_cast<CUdeviceptr>(buf.data);
+      for (const auto& [off, h] : l.granules) {
+        Driver().unmap(base + off, granularity_);
+        Driver().release(static_cast<CUmemGenericAllocationHandle>(h));
+      }
+      Driver().address_free(base, l.reserved);
+      break;
+    }
+  }
+  buf = DeviceBuffer{};
+}
+
+Result<DeviceBuffer> CudaBackend::Reserve(size_t max_bytes, const std::string& tag) {
+  Use();
+  const size_t size = (std::max<size_t>(max_bytes, 1) + granularity_ - 1) / granularity_ * granularity_;
+  CUdeviceptr p = 0;
+  if (Driver().reserve(&p, size, 0, 0, 0) != CUDA_SUCCESS) {
+    return Status::ResourceExhausted(name() + ": reserving " + std::to_string(max_bytes >> 20) +
+                                     " MiB of address space for " + tag + " failed");
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  const uint64_t id = next_id_++;
+  live_[id] = Live{Kind::kReserved, 0, size, {}};
+  ++stats_.buffer_count;
+  return DeviceBuffer{reinterpret_cast<void*>(p), max_bytes, id};
+}
+
+Status CudaBackend::Commit(const DeviceBuffer& buf, size_t offset, size_t bytes) {
+  if (bytes == 0) return Status::OK();
+  Use();
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = live_.find(buf.id);
+  if (it == live_.end() || it->second.kind != Kind::kReserved || offset + bytes > buf.bytes) {
+    return Status::InvalidArgument(name() + ": Commit outside a reserved buffer");
+  }
+  Live& l = it->second;
+  const size_t g = granularity_;
+  const size_t a = offset / g * g, b = std::min(l.reserved, (offset + bytes + g - 1) / g * g);
+  const auto base = reinterpret_cast<CUdeviceptr>(buf.data);
+  CUmemAllocationProp prop = DeviceProp(device_);
+  CUmemAccessDesc access;
+  std::memset(&access, 0, sizeof(access));
+  access.location = prop.location;
+  access.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+  std::vector<size_t> made;
+  for (size_t off = a; off < b; off += g) {
+    if (l.granules.count(off)) continue;
+    CUmemGenericAllocationHandle h = 0;
+    bool ok = Driver().create(&h, g, &prop, 0) == CUDA_SUCCESS;
+    if (ok && Driver().map(base + off, g, 0, h, 0) != CUDA_SUCCESS) {
+      Driver().release(h);
+      ok = false;
+    }
+    if (ok && Driver().set_access(base + off, g, &access, 1) != CUDA_SUCCESS) {
+      Driver().unmap(base + off, g);
+      Driver().release(h);
+      ok = false;
+    }
+    if (!ok) {
+      for (size_t m : made) {
+        Driver().unmap(base + m, g);
+        Driver().release(static_cast<CUmemGenericAllocationHandle>(l.granules[m]));
+        l.granules.erase(m);
+        l.bytes -= g;
+        stats_.bytes_in_use -= g;
+      }
+      return Status::ResourceExhausted(name() + ": committing " + std::to_string(bytes >> 20) +
+                                       " MiB of device memory failed (the GPU is full)");
+    }
+    l.granules[off] = h;
+    made.push_back(off);
+    l.bytes += g;
+    stats_.bytes_in_use += g;
+  }
+  stats_.peak_bytes = std::max(stats_.peak_bytes, stats_.bytes_in_use);
+  return Status::OK();
+}
+
+void CudaBackend::Decommit(const DeviceBuffer& buf, size_t offset, size_t bytes) {
+  if (bytes == 0) return;
+  Use();
+  cudaStreamSynchronize(S(stream_));  // queued ops may still read the range
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = live_.find(buf.id);
+  if (it == live_.end() || it->second.kind != Kind::kReserved) return;
+  Live& l = it->second;
+  const size_t g = granularity_;
+  // Whole granules inside the range; the last one too when the range runs to
+  // the buffer's end (Commit rounded it up).
+  const size_t a = (offset + g - 1) / g * g;
+  const size_t b = offset + bytes >= buf.bytes ? l.reserved : (offset + bytes) / g * g;
+  const auto base = reinterpret_cast<CUdeviceptr>(buf.data);
+  for (auto g_it = l.granules.lower_bound(a); g_it != l.granules.end() && g_it->first < b;) {
+    Driver().unmap(base + g_it->first, g);
+    Driver().release(static_cast<CUmemGenericAllocationHandle>(g_it->second));
+    l.bytes -= g;
+    stats_.bytes_in_use -= g;
+    g_it = l.granules.erase(g_it);
+  }
+}
+
+MemoryStats CudaBackend::memory_stats() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return stats_;
+}
+
+std::pair<uint64_t, uint64_t> CudaBackend::device_memory_info() const {
+  Use();
+  size_t free_b = 0, total_b = 0;
+  if (cudaMemGetInfo(&free_b, &total_b) != cudaSuccess) (void)cudaGetLastError();
+  return {free_b, total_b};
+}
+
+// ---- copies ---------------------------------------------------------------
+
+bool CudaBackend::InBounds(const DeviceBuffer& buf, size_t offset, size_t bytes, const char* what) {
+  if (buf.data != nullptr && offset <= buf.bytes && bytes <= buf.bytes - offset) return true;
+  Fail(Status::Internal(std::string(what) + ": " + std::to_string(bytes) + " bytes at offset " +
+                        std::to_string(offset) + " of a buffer of " + std::to_string(buf.bytes)));
+  return false;
+}
+
+void CudaBackend::CopyToDevice(const DeviceBuffer& dst, size_t dst_offset, const void* src, size_t bytes) {
+  if (!bytes || !InBounds(dst, dst_offset, bytes, "CopyToDevice")) return;
+  Use();
+  const cudaError_t e = cudaMemcpyAsync(static_cast<char*>(dst.data) + dst_offset, src, bytes,
+                                        cudaMemcpyHostToDevice, S(stream_));
+  if (e != cudaSuccess) Fail(Status::Internal("cuda CopyToDevice: " + CudaError(e)));
+}
+
+void CudaBackend::CopyToHost(void* dst, const DeviceBuffer& src, size_t src_offset, size_t bytes) {
+  if (!bytes || !InBounds(src, src_offset, bytes, "CopyToHost")) return;
+  Use();
+  cudaError_t e = cudaMemcpyAsync(dst, static_cast<const char*>(src.data) + src_offset, bytes,
+                                  cudaMemcpyDeviceToHost, S(stream_));
+  if (e == cudaSuccess) e = cudaStreamSynchronize(S(stream_));
+  if (e != cudaSuccess) Fail(Status::Internal("cuda CopyToHost: " + CudaError(e)));
+}
+
+void CudaBackend::CopyDeviceToDevice(const DeviceBuffer& dst, size_t dst_offset, const DeviceBuffer& src,
+                                     size_t src_offset, size_t bytes) {
+  if (!bytes || !InBounds(dst, dst_offset, bytes, "CopyDeviceToDevice") ||
+      !InBounds(src, src_offset, bytes, "CopyDeviceToDevice")) {
+    return;
+  }
+  Use();
+  const cudaError_t e = cudaMemcpyAsync(static_cast<char*>(dst.data) + dst_offset,
+                                        static_cast<const char*>(src.data) + src_offset, bytes,
+                                        cudaMemcpyDeviceToDevice, S(stream_));
+  if (e != cudaSuccess) Fail(Status::Internal("cuda CopyDeviceToDevice: " + CudaError(e)));
+}
+
+Status CudaBackend::Synchronize() {
+  Use();
+  const cudaError_t e = cudaStreamSynchronize(S(stream_));
+  if (e != cudaSuccess) Fail(Status::Internal(name() + ": " + CudaError(e)));
+  std::lock_guard<std::mutex> lock(mu_);
+  return sticky_;
+}
+
+// ---- weights --------------------------------------------------------------
+
+Result<WeightMatrix> CudaBackend::PrepareWeight(const WeightMatrix& host) {
+  RETURN_IF_ERROR(llmhost::CheckWeight(host));
+  Use();
+  Elem e = Elem::kF32;
+  const bool dense = DenseElem(host, &e);
+  const size_t bytes = static_cast<size_t>(host.rows) * static_cast<size_t>(host.cols) * ElemBytes(e);
+  void* p = nullptr;
+  if (cudaError_t ce = cudaMalloc(&p, std::max<size_t>(bytes, 1)); ce != cudaSuccess) {
+    (void)cudaGetLastError();
+    const auto [free_b, total_b] = device_memory_info();
+    return Status::ResourceExhausted(name() + ": uploading a " + std::to_string(host.rows) + "x" +
+                                     std::to_string(host.cols) + " weight (" + std::to_string(bytes >> 20) +
+                                     " MiB) failed (" + CudaError(ce) + "; " + std::to_string(free_b >> 20) +
+                                     " of " + std::to_string(total_b >> 20) + " MiB free)");
+  }
+  cudaError_t ce = cudaSuccess;
+  if (dense) {
+    ce = cudaMemcpy(p, host.data, bytes, cudaMemcpyHostToDevice);
+  } else {
+    // Exact f32 rows, a slab at a time.
+    const int64_t slab_rows = std::max<int64_t>(1, (16 << 20) / (host.cols * 4));
+    std::vector<float> slab(static_cast<size_t>(std::min(slab_rows, host.rows) * host.cols));
+    for (int64_t r0 = 0; r0 < host.rows && ce == cudaSuccess; r0 += slab_rows) {
+      const int64_t nr = std::min(slab_rows, host.rows - r0);
+      for (int64_t r = 0; r < nr; ++r) {
+        quant::DequantizeRangeScalar(host, r0 + r, 0, host.cols, slab.data() + r * host.cols);
+      }
+      ce = cudaMemcpy(static_cast<float*>(p) + r0 * host.cols, slab.data(),
+                      static_cast<size_t>(nr * host.cols) * 4, cudaMemcpyHostToDevice);
+    }
+  }
+  if (ce != cudaSuccess) {
+    (void)cudaGetLastError();
+    cudaFree(p);
+    return Status::Internal(name() + ": uploading a weight failed (" + CudaError(ce) + ")");
+  }
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    weights_[p] = bytes;
+    stats_.bytes_in_use += bytes;
+    stats_.weight_bytes += bytes;
+    stats_.peak_bytes = std::max(stats_.peak_bytes, stats_.bytes_in_use);
+  }
+  WeightMatrix d;
+  d.format = FormatOf(e);
+  d.rows = host.rows;
+  d.cols = host.cols;
+  d.data = p;
+  return d;
+}
+
+void CudaBackend::ReleaseWeight(const WeightMatrix& w) {
+  size_t bytes = 0;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = weights_.find(w.data);
+    if (it == weights_.end()) return;
+    bytes = it->second;
+    weights_.erase(it);
+    stats_.bytes_in_use -= std::min<uint64_t>(stats_.bytes_in_use, bytes);
+    stats_.weight_bytes -= std::min<uint64_t>(stats_.weight_bytes, bytes);
+  }
+  Use();
+  cudaStreamSynchronize(S(stream_));
+  cudaFree(const_cast<void*>(w.data));
+}
+
+// ---- ops ------------------------------------------------------------------
+
+void CudaBackend::MatMul(const WeightMatrix& w, const float* x, int64_t n, float* y, RowKind) {
+  Elem e;
+  if (!DenseElem(w, &e)) {
+    Fail(Status::InvalidArgument("cuda MatMul: the weight was not prepared by this backend"));
+    return;
+  }
+  Use();
+  cuda::LaunchMatMul(e, w.data, x, n, w.rows, w.cols, y, S(stream_));
+  CheckLaunch("MatMul");
+}
+
+void CudaBackend::RouterMatMul(const WeightMatrix& w, const float* x, int64_t n, float* y) {
+  MatMul(w, x, n, y, RowKind::kPrompt);
+}
+
+void CudaBackend::Embedding(const WeightMatrix& w, const int32_t* ids, int64_t n, float scale, float* out) {
+  Elem e;
+  if (!DenseElem(w, &e)) {
+    Fail(Status::InvalidArgument("cuda Embedding: the weight was not prepared by this backend"));
+    return;
+  }
+  Use();
+  cuda::LaunchEmbedding(e, w.data, w.cols, ids, n, scale, out, S(stream_));
+  CheckLaunch("Embedding");
+}
+
+void CudaBackend::RmsNorm(const float* x, int64_t rows, int64_t dim, int64_t stride, const float* weight,
+                          float eps, bool add_one, float* out) {
+  Use();
+  cuda::LaunchRmsNorm(x, rows, 1, stride, dim, weight, eps, add_one, out, S(stream_));
+  CheckLaunch("RmsNorm");
+}
+
+void CudaBackend::RmsNormHeads(float* x, int64_t n_tokens, int64_t n_heads, int64_t head_dim,
+                               int64_t token_stride, const float* weight, float eps, bool add_one) {
+  Use();
+  cuda::LaunchRmsNorm(x, n_tokens * n_heads, n_heads, token_stride, head_dim, weight, eps, add_one, x, S(stream_));
+  CheckLaunch("RmsNormHeads");
+}
+
+void CudaBackend::Rope(float* x, int64_t n_tokens, const int32_t* positions, const float* inv_freq,
+                       const RopeParams& p) {
+  Use();
+  cuda::LaunchRope(x, n_tokens, positions, inv_freq, 0, nullptr, p, S(stream_));
+  CheckLaunch("Rope");
+}
+
+void CudaBackend::RopeTables(float* x, int64_t n_tokens, const int32_t* positions, const float* inv_freq,
+                             int64_t table_stride, const int32_t* table_of, const RopeParams& p) {
+  Use();
+  cuda::LaunchRope(x, n_tokens, positions, inv_freq, table_stride, table_of, p, S(stream_));
+  CheckLaunch("RopeTables");
+}
+
+void CudaBackend::StoreKv(const float* k, int64_t k_stride, const float* v, int64_t v_stride, int64_t n,
+                          int64_t kv_dim, const int32_t* slots, void* k_cache, void* v_cache, DType kv_dtype) {
+  if (kv_dtype != DType::kF32 && kv_dtype != DType::kBF16 && kv_dtype != DType::kF16) {
+    Fail(Status::InvalidArgument(std::string("cuda StoreKv: KV type ") + DTypeName(kv_dtype)));
+    return;
+  }
+  Use();
+  cuda::LaunchStoreKv(k, k_stride, v, v_stride, n, kv_dim, slots, k_cache, v_cache, kv_dtype, S(stream_));
+  CheckLaunch("StoreKv");
+}
+
+void CudaBackend::Attention(const float* q, const void* k_cache, const void* v_cache, const AttentionSeq* seqs,
+                            int64_t n_seqs, const AttentionParams& p, float* out) {
+  if (p.head_dim > cuda::kMaxAttentionHeadDim || p.n_kv_heads <= 0 || p.n_heads % p.n_kv_heads != 0) {
+    Fail(Status::NotSupported("cuda Attention: head_dim " + std::to_string(p.head_dim) + " with " +
+                              std::to_string(p.n_heads) + "/" + std::to_string(p.n_kv_heads) +
+                              " heads (head_dim <= 512, heads a multiple of KV heads)"));
+    return;
+  }
+  if (n_seqs > 0 && p.n_rows <= 0) {
+    Fail(Status::InvalidArgument("cuda Attention: AttentionParams::n_rows (the batch's query rows) is not set"));
+    return;
+  }
+  Use();
+  cuda::LaunchAttention(q, k_cache, v_cache, seqs, n_seqs, p, out, S(stream_));
+  CheckLaunch("Attention");
+}
+
+void CudaBackend::GatedActivation(Activation act, const float* gate, int64_t gate_stride, const float* up,
+                                  int64_t up_stride, int64_t rows, int64_t cols, float* out, int64_t out_stride) {
+  Use();
+  cuda::LaunchGatedActivation(act, gate, gate_stride, up, up_stride, rows, cols, out, out_stride, S(stream_));
+  CheckLaunch("GatedActivation");
+}
+
+void CudaBackend::Add(const float* a, const float* b, int64_t n, float* out) {
+  Use();
+  cuda::LaunchAdd(a, b, n, out, S(stream_));
+  CheckLaunch("Add");
+}
+
+void CudaBackend::AddBias(float* x, int64_t rows, int64_t cols, int64_t stride, const float* bias) {
+  Use();
+  cuda::LaunchAddBias(x, rows, cols, stride, bias, S(stream_));
+  CheckLaunch("AddBias");
+}
+
+void CudaBackend::Scale(float* x, int64_t n, float s) {
+  Use();
+  cuda::LaunchScale(x, n, s, S(stream_));
+  CheckLaunch("Scale");
+}
+
+void CudaBackend::Fill(float* x, int64_t n, float value) {
+  Use();
+  cuda::LaunchFill(x, n, value, S(stream_));
+  CheckLaunch("Fill");
+}
+
+void CudaBackend::Softcap(float* x, int64_t n, float cap) {
+  Use();
+  cuda::LaunchSoftcap(x, n, cap, S(stream_));
+  CheckLaunch("Softcap");
+}
+
+void CudaBackend::TopKRouting(const float* logits, int64_t rows, int64_t n_experts, int64_t k, bool renormalize,
+                              int32_t* ids, float* weights) {
+  Use();
+  cuda::LaunchTopKRouting(logits, rows, n_experts, k, renormalize, ids, weights, S(stream_));
+  CheckLaunch("TopKRouting");
+}
+
+void CudaBackend::MoeFfn(const MoeExperts& ex, const float* x, int64_t n, const int32_t* ids, const float* weights,
+                         int64_t k, std::span<const RowKind>, const MoeScratch& sc, float* out) {
+  const int64_t E = static_cast<int64_t>(ex.gate.size()), H = ex.hidden, I = ex.inter;
+  if (n <= 0 || E == 0) return;
+  Elem e = Elem::kF32;
+  std::vector<const void*> table(static_cast<size_t>(3 * E));
+  for (int64_t i = 0; i < E; ++i) {
+    const WeightMatrix* ws[3] = {ex.gate[i], ex.up[i], ex.down[i]};
+    for (int m = 0; m < 3; ++m) {
+      Elem em;
+      if (!DenseElem(*ws[m], &em) || (i + m > 0 && em != e)) {
+        Fail(Status::InvalidArgument("cuda MoeFfn: experts of one layer must be prepared weights of one type"));
+        return;
+      }
+      e = em;
+      table[static_cast<size_t>(m * E + i)] = ws[m]->data;
+    }
+  }
+  const size_t table_bytes = table.size() * sizeof(void*);
+  if (moe_table_.bytes < table_bytes) {
+    Free(moe_table_);
+    auto t = Allocate(table_bytes, "moe expert table");
+    if (!t.ok()) {
+      Fail(t.status());
+      return;
+    }
+    moe_table_ = *t;
+  }
+  CopyToDevice(moe_table_, 0, table.data(), table_bytes);  // pageable: staged before return
+  Use();
+  const auto* dt = moe_table_.as<const void*>();
+  const cudaStream_t s = S(stream_);
+  cuda::LaunchSortSlots(ids, weights, n, k, E, sc.rows, sc.scales, s);
+  cuda::LaunchFill(out, n * H, 0.0f, s);
+  for (int64_t j = 0; j < k; ++j) {  // slot j of every token: its j-th expert in id order
+    cuda::LaunchGroupedMatMul(e, dt, sc.rows + j, k, x, n, I, H, sc.gate, s);
+    cuda::LaunchGroupedMatMul(e, dt + E, sc.rows + j, k, x, n, I, H, sc.up, s);
+    cuda::LaunchGatedActivation(ex.activation, sc.gate, I, sc.up, I, n, I, sc.gate, I, s);
+    cuda::LaunchGroupedMatMul(e, dt + 2 * E, sc.rows + j, k, sc.gate, n, H, I, sc.y, s);
+    cuda::LaunchSlotAccumulate(sc.y, n, H, sc.rows, sc.scales, k, j, out, s);
+  }
+  CheckLaunch("MoeFfn");
+}
+
+void CudaBackend::GatherRows(const float* src, int64_t cols, const int32_t* rows, int64_t n, float* dst) {
+  Use();
+  cuda::LaunchGatherRows(src, cols, rows, n, dst, S(stream_));
+  CheckLaunch("GatherRows");
+}
+
+}  // namespace llmhost

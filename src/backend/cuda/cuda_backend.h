@@ -1,0 +1,124 @@
+// CudaBackend: the Backend on one NVIDIA GPU (CUDA 13 runtime, linked
+// statically; the driver's virtual memory API for KV reservations).
+//
+// Memory: every byte it holds is counted (buffers, uploaded weights,
+// committed KV granules, page-locked staging apart); a failed allocation is
+// ResourceExhausted, never an abort. cudaMemGetInfo is the cross-check
+// (device_free_bytes).
+// Ops are enqueued on one non-blocking stream; launch errors are sticky and
+// reported by Synchronize. CopyToHost returns when the data is on the host.
+// Numerics: f32 activations and f32 accumulation everywhere (no TF32), each
+// op as the CPU reference computes it, so that `--precision f32` holds the
+// goldens; every op's reduction order is fixed per row, so a token's result
+// never depends on its batch. Weights: f32 / f16 / bf16 are uploaded as
+// stored; quantized formats (MLX affine, GGUF blocks) are dequantized
+// exactly to f32 at upload (4 bytes a weight: the correctness stage; kernels
+// on the packed blocks come with the speed work).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "backend/backend.h"
+
+namespace llmhost {
+
+class CudaBackend : public Backend {
+ public:
+  // The GPU `device` (0-based); NotSupported when there is none or the driver
+  // cannot start.
+  static Result<std::unique_ptr<CudaBackend>> Create(int device, Precision precision);
+  ~CudaBackend() override;
+  CudaBackend(const CudaBackend&) = delete;
+  CudaBackend& operator=(const CudaBackend&) = delete;
+
+  std::string name() const override { return "cuda:" + std::to_string(device_); }
+  DeviceKind kind() const override { return DeviceKind::kCuda; }
+  Status CheckWeight(const WeightMatrix& w) const override;
+
+  Result<DeviceBuffer> Allocate(size_t bytes, const std::string& tag) override;
+  Result<DeviceBuffer> AllocateStaging(size_t bytes, const std::string& tag) override;
+  void Free(DeviceBuffer& buf) override;
+  Result<DeviceBuffer> Reserve(size_t max_bytes, const std::string& tag) override;
+  Status Commit(const DeviceBuffer& buf, size_t offset, size_t bytes) override;
+  void Decommit(const DeviceBuffer& buf, size_t offset, size_t bytes) override;
+  size_t commit_granularity() const override { return granularity_; }
+  MemoryStats memory_stats() const override;
+  // cudaMemGetInfo's figures for this device (free, total).
+  std::pair<uint64_t, uint64_t> device_memory_info() const;
+
+  void CopyToDevice(const DeviceBuffer& dst, size_t dst_offset, const void* src, size_t bytes) override;
+  void CopyToHost(void* dst, const DeviceBuffer& src, size_t src_offset, size_t bytes) override;
+  void CopyDeviceToDevice(const DeviceBuffer& dst, size_t dst_offset, const DeviceBuffer& src,
+                          size_t src_offset, size_t bytes) override;
+  Status Synchronize() override;
+
+  Result<WeightMatrix> PrepareWeight(const WeightMatrix& host) override;
+  void ReleaseWeight(const WeightMatrix& w) override;
+
+  Precision precision() const override { return precision_; }
+  void set_precision(Precision p) override { precision_ = p; }
+  bool RowKindMatters() const override { return false; }
+
+  void MatMul(const WeightMatrix& w, const float* x, int64_t n, float* y, RowKind rows) override;
+  void RouterMatMul(const WeightMatrix& w, const float* x, int64_t n, float* y) override;
+  void Embedding(const WeightMatrix& w, const int32_t* ids, int64_t n, float scale, float* out) override;
+  void RmsNorm(const float* x, int64_t rows, int64_t dim, int64_t stride, const float* weight, float eps,
+               bool add_one, float* out) override;
+  void RmsNormHeads(float* x, int64_t n_tokens, int64_t n_heads, int64_t head_dim, int64_t token_stride,
+                    const float* weight, float eps, bool add_one) override;
+  void Rope(float* x, int64_t n_tokens, const int32_t* positions, const float* inv_freq,
+            const RopeParams& p) override;
+  void RopeTables(float* x, int64_t n_tokens, const int32_t* positions, const float* inv_freq,
+                  int64_t table_stride, const int32_t* table_of, const RopeParams& p) override;
+  void StoreKv(const float* k, int64_t k_stride, const float* v, int64_t v_stride, int64_t n, int64_t kv_dim,
+               const int32_t* slots, void* k_cache, void* v_cache, DType kv_dtype) override;
+  void Attention(const float* q, const void* k_cache, const void* v_cache, const AttentionSeq* seqs,
+                 int64_t n_seqs, const AttentionParams& p, float* out) override;
+  void GatedActivation(Activation act, const float* gate, int64_t gate_stride, const float* up,
+                       int64_t up_stride, int64_t rows, int64_t cols, float* out, int64_t out_stride) override;
+  void Add(const float* a, const float* b, int64_t n, float* out) override;
+  void AddBias(float* x, int64_t rows, int64_t cols, int64_t stride, const float* bias) override;
+  void Scale(float* x, int64_t n, float s) override;
+  void Fill(float* x, int64_t n, float value) override;
+  void Softcap(float* x, int64_t n, float cap) override;
+  void TopKRouting(const float* logits, int64_t rows, int64_t n_experts, int64_t k, bool renormalize,
+                   int32_t* ids, float* weights) override;
+  void MoeFfn(const MoeExperts& experts, const float* x, int64_t n, const int32_t* ids, const float* weights,
+              int64_t k, std::span<const RowKind> rows, const MoeScratch& scratch, float* out) override;
+  void GatherRows(const float* src, int64_t cols, const int32_t* rows, int64_t n, float* dst) override;
+
+ private:
+  CudaBackend(int device, Precision precision);
+  void Use() const;               // makes device_ current on the calling thread
+  void Fail(Status s);            // records the first error (sticky)
+  void CheckLaunch(const char* op);  // a launch's error, if any, becomes sticky
+  bool InBounds(const DeviceBuffer& buf, size_t offset, size_t bytes, const char* what);
+
+  int device_;
+  Precision precision_;
+  void* stream_ = nullptr;  // cudaStream_t
+  size_t granularity_ = 2 << 20;
+
+  mutable std::mutex mu_;
+  Status sticky_;
+  uint64_t next_id_ = 1;
+  enum class Kind { kDevice, kStaging, kReserved };
+  struct Live {
+    Kind kind = Kind::kDevice;
+    size_t bytes = 0;                              // counted in stats_
+    size_t reserved = 0;                           // kReserved: address range size
+    std::map<size_t, unsigned long long> granules;  // kReserved: offset -> physical handle
+  };
+  std::unordered_map<uint64_t, Live> live_;  // by buffer id
+  std::unordered_map<const void*, uint64_t> weights_;  // device data of a prepared weight -> bytes
+  MemoryStats stats_;
+  DeviceBuffer moe_table_;  // device pointers of an MoE layer's experts (gate, up, down)
+};
+
+}  // namespace llmhost

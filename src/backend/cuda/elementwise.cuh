@@ -1,0 +1,18 @@
+// The cheap ops: sums, biases, scaling, fills, soft-capping, row gathers.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+
+namespace llmhost::cuda {
+
+void LaunchAdd(const float* a, const float* b, int64_t n, float* out, cudaStream_t s);
+void LaunchAddBias(float* x, int64_t rows, int64_t cols, int64_t stride, const float* bias, cudaStream_t s);
+void LaunchScale(float* x, int64_t n, float v, cudaStream_t s);
+void LaunchFill(float* x, int64_t n, float v, cudaStream_t s);
+void LaunchSoftcap(float* x, int64_t n, float cap, cudaStream_t s);
+// dst[i, :] = src[rows[i], :].
+void LaunchGatherRows(const float* src, int64_t cols, const int32_t* rows, int64_t n, float* dst, cudaStream_t s);
+
+}  // namespace llmhost::cuda

@@ -1,0 +1,75 @@
+#include "backend/device.h"
+
+#include <cstdlib>
+
+#include "backend/cpu/cpu_backend.h"
+#ifdef LLMHOST_HAVE_CUDA
+#include "backend/cuda/cuda_backend.h"
+#include <cuda_runtime_api.h>
+#endif
+
+namespace llmhost {
+
+std::string DeviceSpec::ToString() const {
+  return kind == DeviceKind::kCpu ? "cpu" : "cuda:" + std::to_string(index);
+}
+
+bool CudaBuilt() {
+#ifdef LLMHOST_HAVE_CUDA
+  return true;
+#else
+  return false;
+#endif
+}
+
+int CudaDeviceCount() {
+#ifdef LLMHOST_HAVE_CUDA
+  static const int count = [] {
+    int n = 0;
+    if (cudaGetDeviceCount(&n) != cudaSuccess) {
+      (void)cudaGetLastError();
+      return 0;
+    }
+    return n;
+  }();
+  return count;
+#else
+  return 0;
+#endif
+}
+
+Result<DeviceSpec> ParseDevice(const std::string& text) {
+  DeviceSpec d;
+  if (text == "cpu") return d;
+  if (text == "auto") {
+    if (CudaDeviceCount() > 0) d.kind = DeviceKind::kCuda;
+    return d;
+  }
+  if (text == "cuda") {
+    d.kind = DeviceKind::kCuda;
+    return d;
+  }
+  if (text.rfind("cuda:", 0) == 0 && text.size() > 5 && text.size() <= 8) {
+    char* end = nullptr;
+    const long v = std::strtol(text.c_str() + 5, &end, 10);
+    if (*end == '\0' && v >= 0 && text[5] != '-' && text[5] != '+') {
+      d.kind = DeviceKind::kCuda;
+      d.index = static_cast<int>(v);
+      return d;
+    }
+  }
+  return Status::InvalidArgument("--device: '" + text + "' (expected auto, cpu, cuda or cuda:N)");
+}
+
+Result<std::unique_ptr<Backend>> MakeBackend(const DeviceSpec& spec, Precision precision, ThreadPool* pool) {
+  if (spec.kind == DeviceKind::kCpu) return std::unique_ptr<Backend>(std::make_unique<CpuBackend>(pool, precision));
+#ifdef LLMHOST_HAVE_CUDA
+  ASSIGN_OR_RETURN(auto b, CudaBackend::Create(spec.index, precision));
+  return std::unique_ptr<Backend>(std::move(b));
+#else
+  return Status::NotSupported("device " + spec.ToString() +
+                              ": this build of llmhost has no CUDA backend (rebuild where nvcc 13 is installed)");
+#endif
+}
+
+}  // namespace llmhost

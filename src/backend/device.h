@@ -1,0 +1,35 @@
+// Which device a model computes on, and the Backend for it.
+//
+// Spelled as `--device` takes it: "cpu", "cuda" (the first GPU), "cuda:N",
+// or "auto" (the first GPU when this build has CUDA and the machine a GPU,
+// else the CPU).
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "backend/backend.h"
+#include "util/status.h"
+#include "util/thread_pool.h"
+
+namespace llmhost {
+
+struct DeviceSpec {
+  DeviceKind kind = DeviceKind::kCpu;
+  int index = 0;  // kCuda: which GPU
+  std::string ToString() const;
+};
+
+// InvalidArgument for a spelling not listed above; "auto" is resolved here.
+Result<DeviceSpec> ParseDevice(const std::string& text);
+
+// True when this binary was built with the CUDA backend.
+bool CudaBuilt();
+// GPUs the CUDA backend can use (0 when not built, no driver or no GPU).
+int CudaDeviceCount();
+
+// The backend for `spec`; NotSupported (saying why) when it cannot be had:
+// CUDA not built, no such GPU. `pool` is the CPU backend's.
+Result<std::unique_ptr<Backend>> MakeBackend(const DeviceSpec& spec, Precision precision, ThreadPool* pool);
+
+}  // namespace llmhost

@@ -1,0 +1,172 @@
+// --device spellings, and what the CUDA backend promises beyond the ops
+// (backend_ops_test holds those): memory counted to the byte, failures as
+// Status (never an abort), sticky errors, reservations that commit and give
+// back granules, and batch invariance of MatMul bit for bit. The CUDA cases
+// skip where there is no GPU.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "backend/device.h"
+
+namespace llmhost {
+namespace {
+
+TEST(Device, ParsesEverySpelling) {
+  auto cpu = ParseDevice("cpu");
+  ASSERT_TRUE(cpu.ok());
+  EXPECT_EQ(cpu->kind, DeviceKind::kCpu);
+  auto c3 = ParseDevice("cuda:3");
+  ASSERT_TRUE(c3.ok());
+  EXPECT_EQ(c3->kind, DeviceKind::kCuda);
+  EXPECT_EQ(c3->index, 3);
+  EXPECT_EQ(c3->ToString(), "cuda:3");
+  auto c = ParseDevice("cuda");
+  ASSERT_TRUE(c.ok());
+  EXPECT_EQ(c->index, 0);
+  auto a = ParseDevice("auto");
+  ASSERT_TRUE(a.ok());
+  EXPECT_EQ(a->kind, CudaDeviceCount() > 0 ? DeviceKind::kCuda : DeviceKind::kCpu);
+  for (const char* bad : {"gpu", "cuda:", "cuda:-1", "cuda:x", "cuda:1x", "CPU", ""}) {
+    auto r = ParseDevice(bad);
+    ASSERT_FALSE(r.ok()) << bad;
+    EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument) << bad;
+    EXPECT_NE(r.status().message().find("cpu, cuda or cuda:N"), std::string::npos) << r.status().message();
+  }
+}
+
+TEST(Device, MissingGpuIsAStatusThatSaysWhy) {
+  DeviceSpec d;
+  d.kind = DeviceKind::kCuda;
+  d.index = CudaDeviceCount();  // one past the last GPU (or the first, where none)
+  auto b = MakeBackend(d, Precision::kReference, nullptr);
+  ASSERT_FALSE(b.ok());
+  EXPECT_EQ(b.status().code(), StatusCode::kNotSupported);
+  EXPECT_FALSE(b.status().message().empty());
+}
+
+class CudaTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (CudaDeviceCount() == 0) GTEST_SKIP() << (CudaBuilt() ? "no GPU here" : "built without CUDA");
+    DeviceSpec d;
+    d.kind = DeviceKind::kCuda;
+    auto b = MakeBackend(d, Precision::kAuto, nullptr);
+    ASSERT_TRUE(b.ok()) << b.status().ToString();
+    b_ = std::move(*b);
+  }
+  std::unique_ptr<Backend> b_;
+};
+
+TEST_F(CudaTest, CountsEveryByteAndFreesIt) {
+  const MemoryStats before = b_->memory_stats();
+  auto buf = b_->Allocate(3 << 20, "test");
+  ASSERT_TRUE(buf.ok()) << buf.status().ToString();
+  EXPECT_EQ(b_->memory_stats().bytes_in_use, before.bytes_in_use + (3u << 20));
+  EXPECT_EQ(b_->memory_stats().buffer_count, before.buffer_count + 1);
+  std::vector<float> w(64 * 32, 0.5f);
+  WeightMatrix host;
+  host.format = WeightFormat::kF32;
+  host.rows = 64;
+  host.cols = 32;
+  host.data = w.data();
+  auto dw = b_->PrepareWeight(host);
+  ASSERT_TRUE(dw.ok());
+  EXPECT_EQ(b_->memory_stats().weight_bytes, before.weight_bytes + w.size() * 4);
+  b_->ReleaseWeight(*dw);
+  b_->Free(*buf);
+  EXPECT_FALSE(buf->valid());
+  EXPECT_EQ(b_->memory_stats().bytes_in_use, before.bytes_in_use);
+  EXPECT_EQ(b_->memory_stats().weight_bytes, before.weight_bytes);
+}
+
+TEST_F(CudaTest, AnAllocationTooLargeIsResourceExhaustedAndNotSticky) {
+  auto huge = b_->Allocate(size_t{1} << 50, "a petabyte");
+  ASSERT_FALSE(huge.ok());
+  EXPECT_EQ(huge.status().code(), StatusCode::kResourceExhausted);
+  EXPECT_NE(huge.status().message().find("a petabyte"), std::string::npos) << huge.status().message();
+  EXPECT_TRUE(b_->Synchronize().ok());  // the backend goes on working
+  auto ok = b_->Allocate(1024, "small");
+  ASSERT_TRUE(ok.ok());
+  b_->Free(*ok);
+}
+
+TEST_F(CudaTest, ReservedMemoryCommitsAndDecommitsGranules) {
+  const size_t g = b_->commit_granularity();
+  ASSERT_GT(g, 0u);
+  const uint64_t base = b_->memory_stats().bytes_in_use;
+  auto r = b_->Reserve(64 * g, "kv");
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(b_->memory_stats().bytes_in_use, base);  // address space only
+  ASSERT_TRUE(b_->Commit(*r, 0, 4 * g).ok());
+  EXPECT_EQ(b_->memory_stats().bytes_in_use, base + 4 * g);
+  // Committed memory is usable: a round trip through it.
+  std::vector<uint8_t> in(4 * g), out(4 * g);
+  for (size_t i = 0; i < in.size(); ++i) in[i] = static_cast<uint8_t>(i * 7);
+  b_->CopyToDevice(*r, 0, in.data(), in.size());
+  b_->CopyToHost(out.data(), *r, 0, out.size());
+  ASSERT_TRUE(b_->Synchronize().ok());
+  EXPECT_EQ(in, out);
+  ASSERT_TRUE(b_->Commit(*r, 2 * g, 4 * g).ok());  // overlaps: only new granules count
+  EXPECT_EQ(b_->memory_stats().bytes_in_use, base + 6 * g);
+  b_->Decommit(*r, 0, 2 * g);
+  EXPECT_EQ(b_->memory_stats().bytes_in_use, base + 4 * g);
+  b_->Free(*r);
+  EXPECT_EQ(b_->memory_stats().bytes_in_use, base);
+}
+
+TEST_F(CudaTest, ACopyOutsideItsBufferIsStickyAtSynchronize) {
+  auto buf = b_->Allocate(256, "small");
+  ASSERT_TRUE(buf.ok());
+  std::vector<uint8_t> host(512);
+  b_->CopyToDevice(*buf, 0, host.data(), host.size());
+  const Status s = b_->Synchronize();
+  EXPECT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("CopyToDevice"), std::string::npos) << s.message();
+  EXPECT_FALSE(b_->Synchronize().ok());  // sticky
+  b_->Free(*buf);
+}
+
+// A token's output row is the same bits alone and in any batch.
+TEST_F(CudaTest, MatMulRowsAreBatchInvariantBitForBit) {
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<float> u(-1, 1);
+  const int64_t rows = 96, cols = 1000, n = 37;
+  std::vector<uint16_t> w(rows * cols);
+  for (auto& v : w) {
+    const float f = u(rng);
+    uint32_t bits;
+    std::memcpy(&bits, &f, 4);
+    v = static_cast<uint16_t>(bits >> 16);
+  }
+  WeightMatrix host;
+  host.format = WeightFormat::kBF16;
+  host.rows = rows;
+  host.cols = cols;
+  host.data = w.data();
+  auto dw = b_->PrepareWeight(host);
+  ASSERT_TRUE(dw.ok());
+  std::vector<float> x(n * cols);
+  for (float& v : x) v = u(rng);
+  auto dx = b_->Allocate(x.size() * 4, "x");
+  auto dy = b_->Allocate(n * rows * 4, "y");
+  ASSERT_TRUE(dx.ok() && dy.ok());
+  b_->CopyToDevice(*dx, 0, x.data(), x.size() * 4);
+  b_->MatMul(*dw, dx->as<float>(), n, dy->as<float>(), RowKind::kPrompt);
+  std::vector<float> batch(n * rows), alone(rows);
+  b_->CopyToHost(batch.data(), *dy, 0, batch.size() * 4);
+  for (int64_t t : {int64_t{0}, int64_t{9}, n - 1}) {
+    b_->MatMul(*dw, dx->as<float>() + t * cols, 1, dy->as<float>(), RowKind::kGenerated);
+    b_->CopyToHost(alone.data(), *dy, 0, alone.size() * 4);
+    ASSERT_TRUE(b_->Synchronize().ok());
+    EXPECT_EQ(0, std::memcmp(alone.data(), batch.data() + t * rows, rows * 4)) << "token " << t;
+  }
+  b_->ReleaseWeight(*dw);
+  b_->Free(*dx);
+  b_->Free(*dy);
+}
+
+}  // namespace
+}  // namespace llmhost
