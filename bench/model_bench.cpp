@@ -30,6 +30,7 @@
 //                    [--prefill-reps N] [--prefill-tokens N (512; <= 4096, the models' context)]
 //                    [--steps N] [--no-int8] [--long-context N (0: skipped)]
 //                    [--precisions auto,fast,fast-int8,fast-bf16 (this order, every format)]
+//                    [--device cpu|cuda|cuda:N (default cpu)]
 //   DIR holds llama1b-bf16, llama1b-mlx8, llama1b-mlx4 (run_model_bench.sh).
 #include <sys/resource.h>
 
@@ -43,6 +44,7 @@
 
 #include "backend/cpu/cpu_backend.h"
 #include "backend/cpu/cpu_features.h"
+#include "backend/device.h"
 #include "bench_util.h"
 #include "model/model.h"
 #include "util/file.h"
@@ -73,6 +75,7 @@ struct Options {
   std::string models;
   std::string only;  // ",bf16,mlx4," or "" for all
   std::vector<std::string> precisions;  // in this order; empty: each format's default list
+  std::string device = "cpu";
   int reps = 3;
   int prefill_reps = 2;
   int steps = 12;
@@ -179,9 +182,12 @@ Rate Prefill(Model& model, KvCache& cache, const Options& o) {
 
 Figures Run(const std::string& dir, Precision precision, const Options& o) {
   Figures f;
-  CpuBackend backend(&ThreadPool::Default(), precision);
+  auto spec = ParseDevice(o.device);
+  Check(spec.status(), "--device");
+  auto backend = MakeBackend(*spec, precision, &ThreadPool::Default());
+  Check(backend.status(), o.device.c_str());
   f.rss_before = ResidentBytes();
-  auto model = Model::Load(dir, &backend);
+  auto model = Model::Load(dir, backend->get());
   Check(model.status(), dir.c_str());
   f.rss_load = ResidentBytes();
   f.weight_bytes = (*model)->weight_bytes();
@@ -231,13 +237,15 @@ int Main(int argc, char** argv) {
       }
     } else if (a == "--long-context") {
       o.long_context = std::max(0, std::atoi(value().c_str()));
+    } else if (a == "--device") {
+      o.device = value();
     } else if (a == "--no-int8") {
       o.int8 = false;
     } else {
       std::fprintf(stderr,
                    "usage: model_bench --models DIR [--formats bf16,mlx8,mlx4] [--reps N] "
                    "[--prefill-reps N] [--prefill-tokens N] [--steps N] [--no-int8] "
-                   "[--long-context N] [--precisions LIST]\n");
+                   "[--long-context N] [--precisions LIST] [--device cpu|cuda|cuda:N]\n");
       return 1;
     }
   }

@@ -35,3 +35,9 @@ fi
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release
 ninja -C build
 echo "setup: built $(pwd)/build/llmhost"
+# The CUDA backend is built when nvcc (CUDA 13, /usr/local/cuda) is found.
+if grep -q 'LLMHOST_HAVE_CUDA=1' build/build.ninja 2>/dev/null; then
+  echo "setup: with the CUDA backend (archs $(sed -n 's/^LLMHOST_CUDA_ARCHS:STRING=//p' build/CMakeCache.txt)): --device cuda"
+else
+  echo "setup: without the CUDA backend (no nvcc at /usr/local/cuda/bin): CPU only"
+fi
