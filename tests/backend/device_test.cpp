@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "backend/device.h"
+#include "quant_test_util.h"
 
 namespace llmhost {
 namespace {
@@ -127,6 +128,33 @@ TEST_F(CudaTest, ACopyOutsideItsBufferIsStickyAtSynchronize) {
   EXPECT_NE(s.message().find("CopyToDevice"), std::string::npos) << s.message();
   EXPECT_FALSE(b_->Synchronize().ok());  // sticky
   b_->Free(*buf);
+}
+
+// MLX and the GGUF block types the kernels read stay packed on the device
+// (a 4-bit matrix takes its file's bytes, not 4 a weight); the rest of GGUF
+// is expanded to f32.
+TEST_F(CudaTest, QuantizedWeightsStayPacked) {
+  const int64_t rows = 64, cols = 512;
+  struct Case {
+    testing::FormatSpec spec;
+    uint64_t max_bytes;
+  };
+  const Case cases[] = {
+      {testing::Mlx(4, 64), rows * cols / 2 + 2 * rows * (cols / 64) * 2 + 3 * 256},
+      {testing::Ggml(GgmlType::kQ4_K), rows * (cols / 256) * 144 + 256},
+      {testing::Ggml(GgmlType::kQ8_0), rows * (cols / 32) * 34 + 256},
+  };
+  for (const Case& c : cases) {
+    testing::OwnedWeight ow;
+    testing::MakeRandomWeight(c.spec, rows, cols, 3, &ow);
+    const uint64_t before = b_->memory_stats().weight_bytes;
+    auto w = b_->PrepareWeight(ow.w);
+    ASSERT_TRUE(w.ok()) << w.status().ToString();
+    EXPECT_LE(b_->memory_stats().weight_bytes - before, c.max_bytes) << c.spec.Name();
+    EXPECT_EQ(w->format, ow.w.format) << c.spec.Name();
+    b_->ReleaseWeight(*w);
+    EXPECT_EQ(b_->memory_stats().weight_bytes, before);
+  }
 }
 
 // A token's output row is the same bits alone and in any batch.

@@ -24,8 +24,6 @@ namespace llmhost {
 
 namespace {
 
-using cuda::Elem;
-
 cudaStream_t S(void* s) { return static_cast<cudaStream_t>(s); }
 
 std::string CudaError(cudaError_t e) { return std::string(cudaGetErrorName(e)) + ": " + cudaGetErrorString(e); }
@@ -79,27 +77,49 @@ CUmemAllocationProp DeviceProp(int device) {
   return prop;
 }
 
-// The element type a dense weight is stored in on the device.
-bool DenseElem(const WeightMatrix& w, Elem* e) {
-  WeightFormat f = w.format;
-  if (f == WeightFormat::kGgml) {
-    if (w.ggml_type == GgmlType::kF32) f = WeightFormat::kF32;
-    else if (w.ggml_type == GgmlType::kF16) f = WeightFormat::kF16;
-    else if (w.ggml_type == GgmlType::kBF16) f = WeightFormat::kBF16;
+// How the device keeps `w`: in its stored format where the kernels read it
+// (false: expanded to exact f32 rows at upload).
+bool KeptAsStored(const WeightMatrix& w, cuda::WFmt* f) {
+  using cuda::WFmt;
+  switch (w.format) {
+    case WeightFormat::kF32: *f = WFmt::kF32; return true;
+    case WeightFormat::kF16: *f = WFmt::kF16; return true;
+    case WeightFormat::kBF16: *f = WFmt::kBF16; return true;
+    case WeightFormat::kMlxAffine: *f = WFmt::kMlx; return true;
+    case WeightFormat::kGgml:
+      switch (w.ggml_type) {
+        case GgmlType::kF32: *f = WFmt::kF32; return true;
+        case GgmlType::kF16: *f = WFmt::kF16; return true;
+        case GgmlType::kBF16: *f = WFmt::kBF16; return true;
+        case GgmlType::kQ8_0: *f = WFmt::kQ8_0; return true;
+        case GgmlType::kQ4_0: *f = WFmt::kQ4_0; return true;
+        case GgmlType::kQ4_K: *f = WFmt::kQ4_K; return true;
+        case GgmlType::kQ6_K: *f = WFmt::kQ6_K; return true;
+        default: return false;
+      }
   }
-  switch (f) {
-    case WeightFormat::kF32: *e = Elem::kF32; return true;
-    case WeightFormat::kF16: *e = Elem::kF16; return true;
-    case WeightFormat::kBF16: *e = Elem::kBF16; return true;
-    default: return false;
-  }
+  return false;
 }
 
-WeightFormat FormatOf(Elem e) {
-  return e == Elem::kF32 ? WeightFormat::kF32 : e == Elem::kF16 ? WeightFormat::kF16 : WeightFormat::kBF16;
+// The kernels' view of a weight this backend prepared.
+bool DevWeightOf(const WeightMatrix& w, cuda::DevWeight* d) {
+  if (!KeptAsStored(w, &d->fmt)) return false;
+  d->data = w.data;
+  d->rows = w.rows;
+  d->cols = w.cols;
+  if (w.format == WeightFormat::kMlxAffine) {
+    d->scales = w.scales;
+    d->biases = w.biases;
+    d->scale_type = cuda::ElemOf(w.scale_dtype);
+    d->bits = w.bits;
+    d->group_size = w.group_size;
+  }
+  d->row_bytes = quant::RowBytes(w);
+  return true;
 }
 
-size_t ElemBytes(Elem e) { return e == Elem::kF32 ? 4 : 2; }
+constexpr size_t kAlign = 256;
+size_t Aligned(size_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
 
 }  // namespace
 
@@ -380,9 +400,16 @@ Status CudaBackend::Synchronize() {
 Result<WeightMatrix> CudaBackend::PrepareWeight(const WeightMatrix& host) {
   RETURN_IF_ERROR(llmhost::CheckWeight(host));
   Use();
-  Elem e = Elem::kF32;
-  const bool dense = DenseElem(host, &e);
-  const size_t bytes = static_cast<size_t>(host.rows) * static_cast<size_t>(host.cols) * ElemBytes(e);
+  cuda::WFmt fmt;
+  const bool stored = KeptAsStored(host, &fmt);
+  // One allocation: the data (stored rows, or f32 rows), then MLX scales and biases.
+  const size_t data_bytes = stored ? static_cast<size_t>(host.rows) * static_cast<size_t>(quant::RowBytes(host))
+                                   : static_cast<size_t>(host.rows) * static_cast<size_t>(host.cols) * 4;
+  const size_t param_bytes = host.format == WeightFormat::kMlxAffine
+                                 ? static_cast<size_t>(host.rows) * static_cast<size_t>(host.cols / host.group_size) *
+                                       DTypeSize(host.scale_dtype)
+                                 : 0;
+  const size_t bytes = Aligned(data_bytes) + 2 * Aligned(param_bytes);
   void* p = nullptr;
   if (cudaError_t ce = cudaMalloc(&p, std::max<size_t>(bytes, 1)); ce != cudaSuccess) {
     (void)cudaGetLastError();
@@ -392,11 +419,25 @@ Result<WeightMatrix> CudaBackend::PrepareWeight(const WeightMatrix& host) {
                                      " MiB) failed (" + CudaError(ce) + "; " + std::to_string(free_b >> 20) +
                                      " of " + std::to_string(total_b >> 20) + " MiB free)");
   }
+  char* base = static_cast<char*>(p);
   cudaError_t ce = cudaSuccess;
-  if (dense) {
-    ce = cudaMemcpy(p, host.data, bytes, cudaMemcpyHostToDevice);
+  WeightMatrix d = host;
+  d.data = base;
+  if (stored) {
+    ce = cudaMemcpy(base, host.data, data_bytes, cudaMemcpyHostToDevice);
+    if (param_bytes > 0 && ce == cudaSuccess) {
+      d.scales = base + Aligned(data_bytes);
+      d.biases = base + Aligned(data_bytes) + Aligned(param_bytes);
+      ce = cudaMemcpy(const_cast<void*>(d.scales), host.scales, param_bytes, cudaMemcpyHostToDevice);
+      if (ce == cudaSuccess) ce = cudaMemcpy(const_cast<void*>(d.biases), host.biases, param_bytes, cudaMemcpyHostToDevice);
+    }
   } else {
     // Exact f32 rows, a slab at a time.
+    d = WeightMatrix{};
+    d.format = WeightFormat::kF32;
+    d.rows = host.rows;
+    d.cols = host.cols;
+    d.data = base;
     const int64_t slab_rows = std::max<int64_t>(1, (16 << 20) / (host.cols * 4));
     std::vector<float> slab(static_cast<size_t>(std::min(slab_rows, host.rows) * host.cols));
     for (int64_t r0 = 0; r0 < host.rows && ce == cudaSuccess; r0 += slab_rows) {
@@ -404,7 +445,7 @@ Result<WeightMatrix> CudaBackend::PrepareWeight(const WeightMatrix& host) {
       for (int64_t r = 0; r < nr; ++r) {
         quant::DequantizeRangeScalar(host, r0 + r, 0, host.cols, slab.data() + r * host.cols);
       }
-      ce = cudaMemcpy(static_cast<float*>(p) + r0 * host.cols, slab.data(),
+      ce = cudaMemcpy(reinterpret_cast<float*>(base) + r0 * host.cols, slab.data(),
                       static_cast<size_t>(nr * host.cols) * 4, cudaMemcpyHostToDevice);
     }
   }
@@ -420,11 +461,6 @@ Result<WeightMatrix> CudaBackend::PrepareWeight(const WeightMatrix& host) {
     stats_.weight_bytes += bytes;
     stats_.peak_bytes = std::max(stats_.peak_bytes, stats_.bytes_in_use);
   }
-  WeightMatrix d;
-  d.format = FormatOf(e);
-  d.rows = host.rows;
-  d.cols = host.cols;
-  d.data = p;
   return d;
 }
 
@@ -447,13 +483,13 @@ void CudaBackend::ReleaseWeight(const WeightMatrix& w) {
 // ---- ops ------------------------------------------------------------------
 
 void CudaBackend::MatMul(const WeightMatrix& w, const float* x, int64_t n, float* y, RowKind) {
-  Elem e;
-  if (!DenseElem(w, &e)) {
+  cuda::DevWeight d;
+  if (!DevWeightOf(w, &d)) {
     Fail(Status::InvalidArgument("cuda MatMul: the weight was not prepared by this backend"));
     return;
   }
   Use();
-  cuda::LaunchMatMul(e, w.data, x, n, w.rows, w.cols, y, S(stream_));
+  cuda::LaunchMatMul(d, x, n, y, S(stream_));
   CheckLaunch("MatMul");
 }
 
@@ -462,13 +498,13 @@ void CudaBackend::RouterMatMul(const WeightMatrix& w, const float* x, int64_t n,
 }
 
 void CudaBackend::Embedding(const WeightMatrix& w, const int32_t* ids, int64_t n, float scale, float* out) {
-  Elem e;
-  if (!DenseElem(w, &e)) {
+  cuda::DevWeight d;
+  if (!DevWeightOf(w, &d)) {
     Fail(Status::InvalidArgument("cuda Embedding: the weight was not prepared by this backend"));
     return;
   }
   Use();
-  cuda::LaunchEmbedding(e, w.data, w.cols, ids, n, scale, out, S(stream_));
+  cuda::LaunchEmbedding(d, ids, n, scale, out, S(stream_));
   CheckLaunch("Embedding");
 }
 
@@ -576,21 +612,22 @@ void CudaBackend::MoeFfn(const MoeExperts& ex, const float* x, int64_t n, const 
                          int64_t k, std::span<const RowKind>, const MoeScratch& sc, float* out) {
   const int64_t E = static_cast<int64_t>(ex.gate.size()), H = ex.hidden, I = ex.inter;
   if (n <= 0 || E == 0) return;
-  Elem e = Elem::kF32;
-  std::vector<const void*> table(static_cast<size_t>(3 * E));
+  // The experts' weights as the kernels take them: gate[0..E), up[E..2E), down[2E..3E).
+  std::vector<cuda::DevWeight> table(static_cast<size_t>(3 * E));
   for (int64_t i = 0; i < E; ++i) {
     const WeightMatrix* ws[3] = {ex.gate[i], ex.up[i], ex.down[i]};
     for (int m = 0; m < 3; ++m) {
-      Elem em;
-      if (!DenseElem(*ws[m], &em) || (i + m > 0 && em != e)) {
-        Fail(Status::InvalidArgument("cuda MoeFfn: experts of one layer must be prepared weights of one type"));
+      cuda::DevWeight& d = table[static_cast<size_t>(m * E + i)];
+      const cuda::DevWeight& first = table[static_cast<size_t>(m * E)];
+      if (!DevWeightOf(*ws[m], &d) ||
+          (i > 0 && (d.fmt != first.fmt || d.rows != first.rows || d.cols != first.cols))) {
+        Fail(Status::InvalidArgument("cuda MoeFfn: a layer's experts must be weights prepared by this backend, "
+                                     "of one format and shape"));
         return;
       }
-      e = em;
-      table[static_cast<size_t>(m * E + i)] = ws[m]->data;
     }
   }
-  const size_t table_bytes = table.size() * sizeof(void*);
+  const size_t table_bytes = table.size() * sizeof(cuda::DevWeight);
   if (moe_table_.bytes < table_bytes) {
     Free(moe_table_);
     auto t = Allocate(table_bytes, "moe expert table");
@@ -600,17 +637,17 @@ void CudaBackend::MoeFfn(const MoeExperts& ex, const float* x, int64_t n, const 
     }
     moe_table_ = *t;
   }
-  CopyToDevice(moe_table_, 0, table.data(), table_bytes);  // pageable: staged before return
+  CopyToDevice(moe_table_, 0, table.data(), table_bytes);  // pageable: staged before it returns
   Use();
-  const auto* dt = moe_table_.as<const void*>();
+  const auto* dt = moe_table_.as<const cuda::DevWeight>();
   const cudaStream_t s = S(stream_);
   cuda::LaunchSortSlots(ids, weights, n, k, E, sc.rows, sc.scales, s);
   cuda::LaunchFill(out, n * H, 0.0f, s);
   for (int64_t j = 0; j < k; ++j) {  // slot j of every token: its j-th expert in id order
-    cuda::LaunchGroupedMatMul(e, dt, sc.rows + j, k, x, n, I, H, sc.gate, s);
-    cuda::LaunchGroupedMatMul(e, dt + E, sc.rows + j, k, x, n, I, H, sc.up, s);
+    cuda::LaunchGroupedMatMul(table[0], dt, sc.rows + j, k, x, n, sc.gate, s);
+    cuda::LaunchGroupedMatMul(table[E], dt + E, sc.rows + j, k, x, n, sc.up, s);
     cuda::LaunchGatedActivation(ex.activation, sc.gate, I, sc.up, I, n, I, sc.gate, I, s);
-    cuda::LaunchGroupedMatMul(e, dt + 2 * E, sc.rows + j, k, sc.gate, n, H, I, sc.y, s);
+    cuda::LaunchGroupedMatMul(table[2 * E], dt + 2 * E, sc.rows + j, k, sc.gate, n, sc.y, s);
     cuda::LaunchSlotAccumulate(sc.y, n, H, sc.rows, sc.scales, k, j, out, s);
   }
   CheckLaunch("MoeFfn");

@@ -10,10 +10,11 @@
 // Numerics: f32 activations and f32 accumulation everywhere (no TF32), each
 // op as the CPU reference computes it, so that `--precision f32` holds the
 // goldens; every op's reduction order is fixed per row, so a token's result
-// never depends on its batch. Weights: f32 / f16 / bf16 are uploaded as
-// stored; quantized formats (MLX affine, GGUF blocks) are dequantized
-// exactly to f32 at upload (4 bytes a weight: the correctness stage; kernels
-// on the packed blocks come with the speed work).
+// never depends on its batch. Weights are uploaded as stored and read in
+// place (f32 / f16 / bf16, MLX affine at every bit width, GGUF Q8_0, Q4_0,
+// Q4_K, Q6_K), dequantized in the kernels with the reference's exact f32
+// arithmetic (cuda/weight_load.cuh); the other GGUF types are expanded to
+// exact f32 rows at upload.
 #pragma once
 
 #include <cstdint>

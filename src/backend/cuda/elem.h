@@ -10,6 +10,23 @@ namespace llmhost::cuda {
 
 enum class Elem { kF32, kF16, kBF16 };
 
+// How a weight is stored on the device: as the file stores it (16/32-bit
+// floats, MLX affine bit streams, GGUF blocks), read by the kernels in place.
+enum class WFmt { kF32, kF16, kBF16, kMlx, kQ8_0, kQ4_0, kQ4_K, kQ6_K };
+
+// A weight matrix as the kernels take it (device addresses; by value).
+struct DevWeight {
+  WFmt fmt = WFmt::kF32;
+  const void* data = nullptr;
+  const void* scales = nullptr;  // kMlx: [rows, cols / group_size] of scale_type
+  const void* biases = nullptr;
+  Elem scale_type = Elem::kBF16;
+  int bits = 0;
+  int group_size = 0;
+  int64_t rows = 0, cols = 0;
+  int64_t row_bytes = 0;  // bytes of one stored row (kMlx and the GGUF blocks)
+};
+
 inline Elem ElemOf(DType t) {
   return t == DType::kBF16 ? Elem::kBF16 : t == DType::kF16 ? Elem::kF16 : Elem::kF32;
 }

@@ -1,4 +1,4 @@
-// out[i, :] = row ids[i] of W * scale (W dense: f32, f16 or bf16 on the device).
+// out[i, :] = row ids[i] of W (dequantized as MatMul reads it) * scale.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -9,7 +9,6 @@
 
 namespace llmhost::cuda {
 
-void LaunchEmbedding(Elem w_type, const void* w, int64_t cols, const int32_t* ids, int64_t n, float scale,
-                     float* out, cudaStream_t s);
+void LaunchEmbedding(const DevWeight& w, const int32_t* ids, int64_t n, float scale, float* out, cudaStream_t s);
 
 }  // namespace llmhost::cuda

@@ -1,0 +1,89 @@
+// Element (r, c) of a stored weight, dequantized on the fly with the CPU
+// reference's exact f32 arithmetic (products and sums rounded as the host
+// rounds them: no fused multiply-add), so that a kernel reading packed
+// weights computes with the same values as one reading them expanded.
+#pragma once
+
+#include "backend/cuda/common.cuh"
+
+namespace llmhost::cuda {
+
+__device__ __forceinline__ float ScaleAt(const void* p, Elem t, int64_t i) {
+  return t == Elem::kF32 ? Load<Elem::kF32>(p, i) : t == Elem::kF16 ? Load<Elem::kF16>(p, i) : Load<Elem::kBF16>(p, i);
+}
+
+__device__ __forceinline__ float HalfAt(const uint8_t* b) {
+  return F16ToF32(static_cast<uint16_t>(b[0] | (b[1] << 8)));
+}
+
+template <WFmt F>
+__device__ __forceinline__ float LoadW(const DevWeight& w, int64_t r, int64_t c) {
+  if constexpr (F == WFmt::kF32) {
+    return Load<Elem::kF32>(w.data, r * w.cols + c);
+  } else if constexpr (F == WFmt::kF16) {
+    return Load<Elem::kF16>(w.data, r * w.cols + c);
+  } else if constexpr (F == WFmt::kBF16) {
+    return Load<Elem::kBF16>(w.data, r * w.cols + c);
+  } else if constexpr (F == WFmt::kMlx) {
+    // One little-endian bit stream per row; value c in bits [c*bits, (c+1)*bits).
+    const uint8_t* row = static_cast<const uint8_t*>(w.data) + r * w.row_bytes;
+    const int64_t bit = c * w.bits;
+    const int shift = static_cast<int>(bit & 7);
+    uint32_t v = row[bit >> 3];
+    if (shift + w.bits > 8) v |= static_cast<uint32_t>(row[(bit >> 3) + 1]) << 8;
+    const float q = static_cast<float>((v >> shift) & ((1u << w.bits) - 1));
+    const int64_t g = r * (w.cols / w.group_size) + c / w.group_size;
+    return __fadd_rn(__fmul_rn(ScaleAt(w.scales, w.scale_type, g), q), ScaleAt(w.biases, w.scale_type, g));
+  } else if constexpr (F == WFmt::kQ8_0) {  // 34 bytes: f16 d, int8 q[32]
+    const uint8_t* b = static_cast<const uint8_t*>(w.data) + r * w.row_bytes + (c / 32) * 34;
+    return __fmul_rn(static_cast<float>(static_cast<int8_t>(b[2 + c % 32])), HalfAt(b));
+  } else if constexpr (F == WFmt::kQ4_0) {  // 18 bytes: f16 d, q[16] (low nibbles: 0..15, high: 16..31)
+    const uint8_t* b = static_cast<const uint8_t*>(w.data) + r * w.row_bytes + (c / 32) * 18;
+    const int j = static_cast<int>(c % 32);
+    const int q = j < 16 ? (b[2 + j] & 0x0F) : (b[2 + j - 16] >> 4);
+    return __fmul_rn(static_cast<float>(q - 8), HalfAt(b));
+  } else if constexpr (F == WFmt::kQ4_K) {  // 144 bytes: d, dmin, scales[12], qs[128]
+    const uint8_t* b = static_cast<const uint8_t*>(w.data) + r * w.row_bytes + (c / 256) * 144;
+    const int i = static_cast<int>(c % 256), j = i / 32, l = i % 32;
+    const uint8_t* s = b + 4;
+    int sc, m;
+    if (j < 4) {
+      sc = s[j] & 63;
+      m = s[j + 4] & 63;
+    } else {
+      sc = (s[j + 4] & 0x0F) | ((s[j - 4] >> 6) << 4);
+      m = (s[j + 4] >> 4) | ((s[j] >> 6) << 4);
+    }
+    const float d1 = __fmul_rn(HalfAt(b), static_cast<float>(sc));
+    const float m1 = __fmul_rn(HalfAt(b + 2), static_cast<float>(m));
+    const int v = (b[16 + 32 * (j / 2) + l] >> (4 * (j & 1))) & 0x0F;
+    return __fsub_rn(__fmul_rn(d1, static_cast<float>(v)), m1);
+  } else {  // kQ6_K, 210 bytes: ql[128], qh[64], int8 scales[16], f16 d
+    const uint8_t* b = static_cast<const uint8_t*>(w.data) + r * w.row_bytes + (c / 256) * 210;
+    const int i = static_cast<int>(c % 256), h = i / 128, quarter = (i % 128) / 32, l = i % 32;
+    const uint8_t* ql = b + 64 * h;
+    const uint8_t* qh = b + 128 + 32 * h;
+    const int8_t* sc = reinterpret_cast<const int8_t*>(b + 192) + 8 * h;
+    const uint8_t low = ql[l + 32 * (quarter & 1)];
+    const int lo4 = quarter < 2 ? (low & 0x0F) : (low >> 4);
+    const int q = (lo4 | (((qh[l] >> (2 * quarter)) & 3) << 4)) - 32;
+    return __fmul_rn(__fmul_rn(HalfAt(b + 208), static_cast<float>(sc[l / 16 + 2 * quarter])), static_cast<float>(q));
+  }
+}
+
+// Instantiates `body.template operator()<F>()` for w.fmt.
+template <typename Body>
+void ForFormat(WFmt f, Body&& body) {
+  switch (f) {
+    case WFmt::kF32: body.template operator()<WFmt::kF32>(); break;
+    case WFmt::kF16: body.template operator()<WFmt::kF16>(); break;
+    case WFmt::kBF16: body.template operator()<WFmt::kBF16>(); break;
+    case WFmt::kMlx: body.template operator()<WFmt::kMlx>(); break;
+    case WFmt::kQ8_0: body.template operator()<WFmt::kQ8_0>(); break;
+    case WFmt::kQ4_0: body.template operator()<WFmt::kQ4_0>(); break;
+    case WFmt::kQ4_K: body.template operator()<WFmt::kQ4_K>(); break;
+    case WFmt::kQ6_K: body.template operator()<WFmt::kQ6_K>(); break;
+  }
+}
+
+}  // namespace llmhost::cuda
