@@ -81,6 +81,36 @@ TEST_F(EngineTest, BatchInvariantGreedyIds) {
   EXPECT_EQ(st.counters.generated_tokens, 8u * kTokens);
 }
 
+// On the GPU: each of 32 requests of different lengths (prefill chunks and
+// decodes in the same steps) gets the greedy ids it gets alone.
+TEST(CudaEngineTest, BatchInvariantGreedyIdsAmong32) {
+  if (CudaDeviceCount() == 0) GTEST_SKIP() << (CudaBuilt() ? "no GPU here" : "built without CUDA");
+  testing::Fixture f;
+  if (!testing::LoadFixture("llama3-tiny", &f, DeviceKind::kCuda)) GTEST_SKIP() << "llama3-tiny not available";
+  EngineOptions opt;
+  opt.block_size = 16;
+  opt.kv_blocks = 512;
+  opt.prefill_chunk_tokens = 32;
+  opt.max_concurrent_requests = 32;
+  const int kTokens = 20;
+  std::vector<std::vector<int32_t>> prompts;
+  for (int i = 0; i < 32; ++i) prompts.push_back(PromptIds(f.model->vocab_size(), 3 + 9 * i, 500 + i));
+  std::vector<std::vector<int32_t>> alone;
+  for (const auto& p : prompts) alone.push_back(ReferenceGreedy(*f.model, p, kTokens));
+  auto engine = Engine::Create(f.model.get(), f.tokenizer.get(), opt);
+  ASSERT_TRUE(engine.ok()) << engine.status().ToString();
+  std::vector<std::shared_ptr<EventStream>> streams(prompts.size());
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    ASSERT_TRUE((*engine)->Submit(Greedy(prompts[i], kTokens, &streams[i])).ok());
+  }
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    Outcome o = Collect(streams[i]);
+    EXPECT_EQ(o.final_event.finish, FinishReason::kLength) << i;
+    EXPECT_EQ(o.ids, alone[i]) << "prompt " << i << " among 32";
+  }
+  EXPECT_EQ((*engine)->WaitIdle().kv.blocks_used, 0);
+}
+
 TEST_F(EngineTest, SixteenConcurrentRequestsComplete) {
   EngineOptions opt = Small();
   opt.kv_blocks = 128;

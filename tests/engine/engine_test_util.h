@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "backend/cpu/cpu_backend.h"
+#include "backend/device.h"
 #include "engine/engine.h"
 #include "engine/event_stream.h"
 #include "engine/scheduler.h"
@@ -125,16 +126,22 @@ inline std::unique_ptr<Scheduler> ScriptedScheduler(ScriptedModel** model_out, i
 }
 
 struct Fixture {
-  std::unique_ptr<CpuBackend> backend;
+  std::unique_ptr<Backend> backend;
   std::unique_ptr<Model> model;
   std::unique_ptr<Tokenizer> tokenizer;
 };
 
-// Loads a fixture model (kFast precision, the serving default) with its tokenizer.
-inline bool LoadFixture(const std::string& name, Fixture* f) {
+// Loads a fixture model (kFast precision) with its tokenizer, on the CPU or
+// the first GPU (the caller skips where there is none).
+inline bool LoadFixture(const std::string& name, Fixture* f, DeviceKind device = DeviceKind::kCpu) {
   const std::string path = ModelsRoot() + "/" + name;
   if (!FileExists(path)) return false;
-  f->backend = std::make_unique<CpuBackend>(&ThreadPool::Default(), Precision::kFast);
+  DeviceSpec spec;
+  spec.kind = device;
+  auto b = MakeBackend(spec, Precision::kFast, &ThreadPool::Default());
+  EXPECT_TRUE(b.ok()) << b.status().ToString();
+  if (!b.ok()) return false;
+  f->backend = std::move(b).value();
   auto m = Model::Load(path, f->backend.get());
   EXPECT_TRUE(m.ok()) << m.status().ToString();
   if (!m.ok()) return false;
