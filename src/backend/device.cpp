@@ -38,6 +38,21 @@ int CudaDeviceCount() {
 #endif
 }
 
+bool CudaReadsGgmlInPlace(GgmlType t) {
+  switch (t) {
+    case GgmlType::kF32:
+    case GgmlType::kF16:
+    case GgmlType::kBF16:
+    case GgmlType::kQ8_0:
+    case GgmlType::kQ4_0:
+    case GgmlType::kQ4_K:
+    case GgmlType::kQ6_K:
+      return true;
+    default:
+      return false;
+  }
+}
+
 Result<DeviceSpec> ParseDevice(const std::string& text) {
   DeviceSpec d;
   if (text == "cpu") return d;

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "backend/backend.h"
+#include "formats/gguf.h"
 #include "util/status.h"
 #include "util/thread_pool.h"
 
@@ -27,6 +28,11 @@ Result<DeviceSpec> ParseDevice(const std::string& text);
 bool CudaBuilt();
 // GPUs the CUDA backend can use (0 when not built, no driver or no GPU).
 int CudaDeviceCount();
+
+// True when the CUDA backend keeps GGUF tensors of type `t` as stored (its
+// kernels read them in place); the other types are expanded to f32 rows at
+// upload (4 bytes a weight).
+bool CudaReadsGgmlInPlace(GgmlType t);
 
 // The backend for `spec`; NotSupported (saying why) when it cannot be had:
 // CUDA not built, no such GPU. `pool` is the CPU backend's.

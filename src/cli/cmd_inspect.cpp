@@ -5,6 +5,7 @@
 #include <string>
 
 #include "cli/commands.h"
+#include "backend/device.h"
 #include "formats/inspect.h"
 
 namespace llmhost::cli {
@@ -25,6 +26,20 @@ int RunInspect(const InspectCliOptions& o) {
   if (!r.ok()) {
     std::fprintf(stderr, "llmhost: inspect: %s\n", r.status().ToString().c_str());
     return 1;
+  }
+  // What the GPU backend does with each GGUF tensor type.
+  if (r->value("format", "") == "gguf" && r->contains("dtypes")) {
+    nlohmann::ordered_json kept = nlohmann::ordered_json::array(), expanded = nlohmann::ordered_json::array();
+    for (const auto& [name, count] : (*r)["dtypes"].items()) {
+      for (uint32_t t = 0; t < 64; ++t) {
+        auto info = GgmlTypeInfo(t);
+        if (info && name == info->name) {
+          (CudaReadsGgmlInPlace(static_cast<GgmlType>(t)) ? kept : expanded).push_back(name);
+          break;
+        }
+      }
+    }
+    (*r)["cuda"] = {{"kept_as_stored", kept}, {"expanded_to_f32", expanded}};
   }
   std::string out = r->dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
   std::fwrite(out.data(), 1, out.size(), stdout);

@@ -69,6 +69,28 @@ TEST(ScoreCommandTest, WritesEveryPositionsLogits) {
   }
 }
 
+TEST(ScoreCommandTest, DeviceFlagErrorsSayWhatToFix) {
+  const std::string model = ModelsRoot() + "/qwen2-tiny";
+  const std::string out = testing::MakeTempDir() + "/x.safetensors";
+  auto bad = Llmhost({"score", "--model", model, "--ids", "1,2", "--out", out, "--device", "gpu"});
+  EXPECT_EQ(bad.exit_code, 1);
+  EXPECT_NE(bad.err.find("expected auto, cpu, cuda or cuda:N"), std::string::npos) << bad.err;
+  // No machine has a ninth GPU here: a clear refusal, never a crash.
+  auto missing = Llmhost({"generate", "--model", model, "--ids", "1,2", "--max-tokens", "2", "--device", "cuda:8"});
+  EXPECT_EQ(missing.exit_code, 1);
+  EXPECT_NE(missing.err.find("cuda"), std::string::npos) << missing.err;
+  EXPECT_FALSE(FileExists(out));
+}
+
+TEST(InspectCommandTest, SaysWhatTheGpuKeepsOfEachGgufType) {
+  auto r = Llmhost({"inspect", testing::TestDataDir() + "/models/llama-tiny-gguf/llama-tiny-q4_0.gguf"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const Json j = Json::parse(r.out);
+  ASSERT_TRUE(j.contains("cuda")) << r.out;
+  EXPECT_EQ(j["cuda"]["kept_as_stored"], Json::array({"F32", "Q4_0"}));
+  EXPECT_EQ(j["cuda"]["expanded_to_f32"], Json::array());
+}
+
 TEST(ScoreCommandTest, Errors) {
   const std::string model = ModelsRoot() + "/qwen2-tiny";
   const std::string out = testing::MakeTempDir() + "/x.safetensors";

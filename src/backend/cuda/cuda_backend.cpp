@@ -9,6 +9,7 @@
 #include "backend/cpu/cpu_backend.h"
 #include "backend/cpu/matmul.h"
 #include "backend/cpu/quant_formats.h"
+#include "backend/device.h"
 #include "backend/cuda/attention.cuh"
 #include "backend/cuda/elem.h"
 #include "backend/cuda/elementwise.cuh"
@@ -87,6 +88,7 @@ bool KeptAsStored(const WeightMatrix& w, cuda::WFmt* f) {
     case WeightFormat::kBF16: *f = WFmt::kBF16; return true;
     case WeightFormat::kMlxAffine: *f = WFmt::kMlx; return true;
     case WeightFormat::kGgml:
+      if (!CudaReadsGgmlInPlace(w.ggml_type)) return false;
       switch (w.ggml_type) {
         case GgmlType::kF32: *f = WFmt::kF32; return true;
         case GgmlType::kF16: *f = WFmt::kF16; return true;
