@@ -12,6 +12,7 @@
 #include <map>
 #include <memory>
 
+#include "backend/device.h"
 #include "cli/commands.h"
 #include "cli/model_args.h"
 #include "kv/tiered_block_store.h"
@@ -78,6 +79,7 @@ int RunServe(const server::SettingValues& cli_values) {
   po.guard.tier = *ParseGuardTier(s.memory_guard);  // validated by ResolveServeSettings
   po.guard.custom_ceiling_bytes = static_cast<uint64_t>(s.memory_guard_gb * static_cast<double>(kGiB));
   po.guard.prefill_guard = s.prefill_guard;
+  po.guard.gpu_ceiling_bytes = static_cast<uint64_t>(s.gpu_memory_guard_gb * static_cast<double>(kGiB));
   po.model_wait_timeout_s = s.model_wait_timeout;
   if (s.idle_ttl > 0) po.idle_ttl_s = s.idle_ttl;
   po.settings_path = JoinPath(s.home, "model_settings.json");
@@ -86,6 +88,15 @@ int RunServe(const server::SettingValues& cli_values) {
     po.shrink_cache = [store](uint64_t keep) { return store->ShrinkHot(keep); };
   }
   CpuEngineFactoryOptions fo;
+  auto device = ParseDevice(s.device);  // validated by ResolveServeSettings
+  if (!device.ok()) return Fail(device.status().message());
+  fo.device = *device;
+  if (fo.device.kind == DeviceKind::kCuda) {
+    // Refused at start, not at each model's load: a GPU asked for and absent.
+    auto check = MakeBackend(fo.device, *precision, nullptr);
+    if (!check.ok()) return Fail("--device " + s.device + ": " + check.status().message());
+    LOG_INFO("serve: models compute on " << (*check)->name());
+  }
   fo.engine.max_concurrent_requests = s.max_concurrent_requests;
   fo.engine.max_queue = s.max_queue;
   fo.engine.block_size = s.block_size;

@@ -80,7 +80,9 @@ Result<std::unique_ptr<Model>> Model::Load(const std::string& path, Backend* bac
   m->spec_.rope_freq_factors = std::move(freq_factors);
   m->weight_bytes_ = src->TotalBytes();
   RETURN_IF_ERROR(m->Bind(*src));
-  m->source_ = std::move(src);
+  // A backend that copied the weights needs the files no more: unmapping them
+  // gives their pages back (they would count in the process's footprint).
+  if (backend->kind() == DeviceKind::kCpu) m->source_ = std::move(src);
   RETURN_IF_ERROR(m->UploadRopeTables());
   return m;
 }

@@ -21,7 +21,10 @@ class CpuLoadedEngine final : public LoadedEngine {
   CpuLoadedEngine(std::shared_ptr<ServedModel> m, int64_t chunk, int threads, DType kv_dtype, bool kv_fixed)
       : m_(std::move(m)), chunk_(chunk), threads_(threads), kv_dtype_(kv_dtype), kv_fixed_(kv_fixed) {}
   std::shared_ptr<ServedModel> served() const override { return m_; }
-  BudgetBytes DeviceActiveBytes() const override { return {m_->backend->memory_stats().bytes_in_use, 0}; }
+  BudgetBytes DeviceActiveBytes() const override {
+    const uint64_t b = m_->backend->memory_stats().bytes_in_use;
+    return m_->backend->kind() == DeviceKind::kCpu ? BudgetBytes{b, 0} : BudgetBytes{0, b};
+  }
   int64_t ActiveRequests() const override {
     const EngineStats s = m_->engine->Stats();
     return s.running + s.waiting;
@@ -46,6 +49,7 @@ class CpuLoadedEngine final : public LoadedEngine {
     // A fixed cache was paid for at admission; a growing one claims each
     // prompt's blocks as they come.
     d.kv_preallocated = kv_fixed_;
+    d.budget = m_->backend->kind() == DeviceKind::kCpu ? Budget::kHost : Budget::kDevice;
     return d;
   }
 
@@ -131,14 +135,33 @@ EngineOptions CpuEngineFactory::EngineOptionsFor(const ModelSettings& settings) 
   return o;
 }
 
+Result<uint64_t> GpuWeightBytes(const DiscoveredModel& model) {
+  if (!model.gguf()) return model.weight_bytes;  // safetensors: f32/f16/bf16 and MLX, kept as stored
+  ASSIGN_OR_RETURN(std::unique_ptr<GgufFile> f, GgufFile::Open(model.path));
+  uint64_t bytes = 0;
+  for (const GgufTensorInfo& t : f->tensors()) {
+    if (CudaReadsGgmlInPlace(t.type)) {
+      bytes += t.n_bytes;
+    } else {
+      bytes += 4 * t.n_elements;
+    }
+  }
+  return bytes;
+}
+
 BudgetBytes CpuEngineFactory::ResidentEstimate(const DiscoveredModel& model, const ModelSettings& settings) {
+  const bool gpu = options_.device.kind != DeviceKind::kCpu;
   uint64_t bytes = model.estimated_bytes;
+  if (gpu) {
+    auto w = GpuWeightBytes(model);
+    if (w.ok()) bytes = static_cast<uint64_t>(static_cast<double>(*w) * 1.05);
+  }
   auto shape = ReadModelShape(model);
   if (shape.ok()) {
     const EngineOptions o = EngineOptionsFor(settings);
     bytes += KvPoolBytes(*shape, o) + WorkspaceBytes(*shape, o);
   }
-  return {bytes, 0};
+  return gpu ? BudgetBytes{0, bytes} : BudgetBytes{bytes, 0};
 }
 
 Result<std::unique_ptr<LoadedEngine>> CpuEngineFactory::Load(const DiscoveredModel& entry,
@@ -149,7 +172,9 @@ Result<std::unique_ptr<LoadedEngine>> CpuEngineFactory::Load(const DiscoveredMod
   auto aborted = [&] { return abort.load() ? Status::ResourceExhausted("load aborted") : Status::OK(); };
   auto m = std::make_shared<ServedModel>();
   m->entry = entry;
-  m->backend = std::make_unique<CpuBackend>(options_.threads, options_.precision);
+  auto backend = MakeBackend(options_.device, options_.precision, options_.threads);
+  if (!backend.ok()) return backend.status().WithContext("loading model '" + entry.id + "'");
+  m->backend = std::move(*backend);
   auto model = Model::Load(entry.path, m->backend.get());
   if (!model.ok()) return model.status().WithContext("loading model '" + entry.id + "'");
   m->model = std::move(*model);
@@ -199,7 +224,8 @@ Result<std::unique_ptr<LoadedEngine>> CpuEngineFactory::Load(const DiscoveredMod
   LOG_INFO("models: loaded " << entry.id << " (" << m->model->spec().arch << ", context "
                              << m->engine->context_length() << ", KV " << DTypeName(eo.kv_dtype) << " "
                              << (m->engine->Stats().kv_cache_bytes >> 20) << " MiB, precision "
-                             << PrecisionName(m->backend->precision()) << " on " << CpuIsaName(ActiveCpuIsa())
+                             << PrecisionName(m->backend->precision()) << " on "
+                             << (m->backend->kind() == DeviceKind::kCpu ? CpuIsaName(ActiveCpuIsa()) : m->backend->name())
                              << ") in " << static_cast<int64_t>(ms) << " ms");
   return std::unique_ptr<LoadedEngine>(
       new CpuLoadedEngine(m, eo.prefill_chunk_tokens, options_.threads->size(), eo.kv_dtype, eo.kv_blocks > 0));

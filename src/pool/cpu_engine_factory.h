@@ -1,9 +1,11 @@
-// The engine factory of `llmhost serve`: loads a model onto the CPU backend
-// (Model, Tokenizer, chat template and bos/eos from the directory or the GGUF
-// metadata, generation_config.json) and starts its Engine.
+// The engine factory of `llmhost serve`: loads a model onto its device's
+// backend, the CPU or a GPU (Model, Tokenizer, chat template and bos/eos from
+// the directory or the GGUF metadata, generation_config.json) and starts its
+// Engine.
 //
-// Resident estimate (the admission size; all host memory):
-//   weights × 1.05
+// Resident estimate (the admission size), in the budget of the device the
+// model computes on (host memory for the CPU, the GPU's memory for a GPU):
+//   weights × 1.05 (on a GPU: as it stores them, GpuWeightBytes)
 //   + the KV cache's floor (engine.h: kv_floor_tokens, ~1K tokens; the cache
 //     grows beyond it on demand, each growth claimed from the pool)
 //   + one step's activation workspace (a prefill chunk beside the decodes).
@@ -13,6 +15,7 @@
 #include <memory>
 #include <optional>
 
+#include "backend/device.h"
 #include "engine/engine.h"
 #include "pool/loaded_engine.h"
 #include "util/thread_pool.h"
@@ -32,8 +35,14 @@ uint64_t KvPoolBytes(const ModelShape& shape, const EngineOptions& options);
 // One step's activations: a prefill chunk plus one row per running request.
 uint64_t WorkspaceBytes(const ModelShape& shape, const EngineOptions& options);
 
+// The bytes of a model's weights once a GPU holds them: as stored, but GGUF
+// tensors of types the GPU's kernels do not read in place at 4 bytes a
+// weight (backend/device.h: CudaReadsGgmlInPlace).
+Result<uint64_t> GpuWeightBytes(const DiscoveredModel& model);
+
 struct CpuEngineFactoryOptions {
   EngineOptions engine;  // engine.kv_dtype is set per model from kv_dtype below
+  DeviceSpec device;     // where every model computes
   Precision precision = Precision::kFast;
   // The KV cache's element type; nullopt ("auto"): each model's own 16-bit
   // type (Model::Native16BitType). F32 by default: the reference path.

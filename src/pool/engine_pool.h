@@ -267,9 +267,9 @@ class EnginePool {
   bool ClaimKv(const std::shared_ptr<Slot>& slot, uint64_t bytes);
   void ReturnKv(const std::shared_ptr<Slot>& slot, uint64_t bytes);
   bool MakeRoomForKv(Lock& lock);  // the manager: evicts an idle model for a denied claim
-  // Host bytes of model `id` and the pinned models at their admission sizes
+  // Bytes of model `id` and the pinned models in budget `b` at their admission sizes
   // (KV claims left out): what stays when nothing else runs.
-  uint64_t AloneBytes(const std::string& id) const;
+  uint64_t AloneBytes(const std::string& id, Budget b) const;
   // The KvBudget a slot's engine claims its KV growth from.
   std::shared_ptr<KvBudget> MakeKvBudget(const std::shared_ptr<Slot>& slot);
 

@@ -22,7 +22,7 @@ struct EnginePool::Slot {
   std::shared_ptr<LoadedEngine> engine;  // loaded (and while unloading, until stopped)
   BudgetBytes resident{};  // the admission size, in committed_ while loading / loaded / unloading
   BudgetBytes measured{};  // live growth seen across the load
-  uint64_t kv_claimed = 0; // host bytes its KV cache claimed beyond the estimate (in resident)
+  uint64_t kv_claimed = 0; // bytes its KV cache claimed beyond the estimate (in resident[kv_budget()])
   uint64_t kv_wanted = 0;  // a denied claim the manager should make room for
   int64_t in_use = 0;      // leases
   std::vector<std::shared_ptr<ModelLease::AbortBlock>> leases;
@@ -35,6 +35,8 @@ struct EnginePool::Slot {
   std::atomic<bool> abort_loading{false};
 
   bool pinned() const { return settings.pinned && !pending_unload; }
+  // Where its KV cache lives: the GPU's memory for a model priced there.
+  Budget kv_budget() const { return estimate[static_cast<size_t>(Budget::kDevice)] > 0 ? Budget::kDevice : Budget::kHost; }
   uint64_t freeable(Budget b) const {
     const size_t i = static_cast<size_t>(b);
     return std::max(resident[i], measured[i]);

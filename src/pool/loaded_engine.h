@@ -64,6 +64,8 @@ struct PrefillDims {
   // model's resident estimate: a prompt's KV then grows the footprint (pages
   // touched) but not the committed bytes.
   bool kv_preallocated = false;
+  // Where the KV cache and the activations live (a GPU model's: its memory).
+  Budget budget = Budget::kHost;
   bool valid() const { return n_layers > 0 && n_kv_heads > 0 && head_dim > 0; }
 };
 

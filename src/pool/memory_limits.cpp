@@ -145,6 +145,7 @@ MemoryLimits ComputeDeviceLimits(const GuardSettings& s, const GpuMemory& gpu, u
   l.total = gpu.total_bytes;
   const uint64_t reserve = std::max<uint64_t>(512 * kMiB, gpu.total_bytes / 20);
   l.static_ceiling = gpu.total_bytes > reserve ? gpu.total_bytes - reserve : 0;
+  if (s.gpu_ceiling_bytes > 0) l.static_ceiling = std::min(l.static_ceiling, s.gpu_ceiling_bytes);
   l.dynamic_ceiling = device_active + gpu.free_bytes;
   l.device_cap = gpu.total_bytes;
   l.soft_threshold = s.soft_threshold > 0 ? s.soft_threshold : TierSoftThreshold(s.tier);

@@ -47,6 +47,7 @@ struct GuardSettings {
   bool prefill_guard = true;          // independent of the tier
   double soft_threshold = 0;          // 0: the tier's
   double hard_threshold = 0.95;
+  uint64_t gpu_ceiling_bytes = 0;     // > 0: the GPU's ceiling (--gpu-memory-guard-gb), under its memory
   bool guard_on() const { return tier != GuardTier::kOff; }
 };
 
@@ -92,7 +93,8 @@ MemoryLimits ComputeLimits(const GuardSettings& settings, const LimitInputs& in)
 
 // The device budget of one GPU (its own ceiling, separate from host memory):
 // static = total − max(512 MiB, 5 % of total), dynamic = what llmhost holds
-// there + free, device cap = total. The custom tier's ceiling is a host
+// there + free, device cap = total; static no higher than
+// settings.gpu_ceiling_bytes when set. The custom tier's ceiling is a host
 // ceiling and does not apply here. All zero when `gpu.total_bytes` is 0.
 MemoryLimits ComputeDeviceLimits(const GuardSettings& settings, const GpuMemory& gpu,
                                  uint64_t device_active);

@@ -40,21 +40,29 @@ std::shared_ptr<KvBudget> EnginePool::MakeKvBudget(const std::shared_ptr<Slot>& 
 bool EnginePool::ClaimKv(const std::shared_ptr<Slot>& slot, uint64_t bytes) {
   Lock lock(mu_);
   if (stop_ || (slot->state != SlotState::kLoaded && slot->state != SlotState::kLoading)) return false;
+  const Budget b = slot->kv_budget();
+  const size_t i = static_cast<size_t>(b);
   auto grant = [&] {
     slot->kv_claimed += bytes;
-    slot->resident[0] += bytes;
-    committed_[0] += bytes;
+    slot->resident[i] += bytes;
+    committed_[i] += bytes;
     return true;
   };
-  MemorySnapshot m = SampleHostLocked();
-  const MemoryLimits& L = m.host;
+  const bool host = b == Budget::kHost;
+  // The host reading is cheap (VmRSS); a GPU's comes from NVML.
+  MemorySnapshot m = host ? SampleHostLocked() : SampleLocked();
+  if (!host && !m.has_device) return grant();  // no reading of the GPU: its allocator has the last word
+  const MemoryLimits& L = host ? m.host : m.device;
   if (!L.guard_on || L.admission_ceiling == 0) return grant();
   const uint64_t ceiling = L.admission_ceiling;
   const uint64_t target = std::min(L.soft_bytes == 0 ? ceiling : L.soft_bytes, ceiling);
-  auto current = [&] { return std::max({m.device_active[0], m.footprint, committed_[0] + m.cache_bytes}); };
+  auto current = [&] {
+    return host ? std::max({m.device_active[0], m.footprint, committed_[0] + m.cache_bytes})
+                : std::max(m.device_active[i], committed_[i]);
+  };
   uint64_t projected = current() + bytes;
   if (projected <= target) return grant();
-  if (m.cache_bytes > 0 && options_.shrink_cache) {
+  if (host && m.cache_bytes > 0 && options_.shrink_cache) {
     // The block store's RAM gives way first (it is a cache).
     const uint64_t excess = projected - target;
     if (options_.shrink_cache(m.cache_bytes > excess ? m.cache_bytes - excess : 0) > 0) {
@@ -64,7 +72,7 @@ bool EnginePool::ClaimKv(const std::shared_ptr<Slot>& slot, uint64_t bytes) {
     }
   }
   // An idle model could make room: the manager evicts it; the engine retries.
-  const std::vector<VictimCandidate> cands = Candidates(Budget::kHost);
+  const std::vector<VictimCandidate> cands = Candidates(b);
   if (ChooseVictim(cands, static_cast<int64_t>(projected - target), slot->model.id)) {
     slot->kv_wanted = std::max(slot->kv_wanted, projected - target);
     cv_.notify_all();
@@ -76,10 +84,11 @@ bool EnginePool::ClaimKv(const std::shared_ptr<Slot>& slot, uint64_t bytes) {
 
 void EnginePool::ReturnKv(const std::shared_ptr<Slot>& slot, uint64_t bytes) {
   std::lock_guard<std::mutex> lock(mu_);
+  const size_t i = static_cast<size_t>(slot->kv_budget());
   const uint64_t n = std::min(bytes, slot->kv_claimed);  // nothing after an unload settled the slot
   slot->kv_claimed -= n;
-  slot->resident[0] = Sat(slot->resident[0], n);
-  committed_[0] = Sat(committed_[0], n);
+  slot->resident[i] = Sat(slot->resident[i], n);
+  committed_[i] = Sat(committed_[i], n);
 }
 
 bool EnginePool::MakeRoomForKv(Lock& lock) {
@@ -88,7 +97,7 @@ bool EnginePool::MakeRoomForKv(Lock& lock) {
     const uint64_t want = s->kv_wanted;
     s->kv_wanted = 0;
     if (s->state != SlotState::kLoaded) continue;
-    const std::vector<VictimCandidate> cands = Candidates(Budget::kHost);
+    const std::vector<VictimCandidate> cands = Candidates(s->kv_budget());
     if (auto v = ChooseVictim(cands, static_cast<int64_t>(want), id)) {
       std::shared_ptr<Slot> victim = FindSlot(cands[*v].id);
       LOG_INFO("pool: evicting " << victim->model.id << " for the KV cache of " << id << " (" << (want >> 20)

@@ -66,12 +66,14 @@ std::string PrefillRejectMessage(uint64_t peak, uint64_t current, const PrefillE
          "or shorten the context.";
 }
 
-uint64_t EnginePool::AloneBytes(const std::string& id) const {
+uint64_t EnginePool::AloneBytes(const std::string& id, Budget b) const {
   std::lock_guard<std::mutex> lock(mu_);
+  const size_t i = static_cast<size_t>(b);
   uint64_t bytes = 0;
   for (const auto& [sid, s] : slots_) {
     if (s->state == SlotState::kUnloaded || (sid != id && !s->pinned())) continue;
-    bytes += s->resident[0] > s->kv_claimed ? s->resident[0] - s->kv_claimed : 0;
+    const uint64_t kv = s->kv_budget() == b ? s->kv_claimed : 0;
+    bytes += s->resident[i] > kv ? s->resident[i] - kv : 0;
   }
   return bytes;
 }
@@ -84,14 +86,20 @@ PoolError EnginePool::CheckPrefill(const ModelLease& lease, int64_t prompt_token
   bool reclaimed = false;
   for (;;) {
     const MemorySnapshot m = Sample();
-    const uint64_t limit = m.host.prefill_limit;
+    // A GPU model's prompt is priced in the GPU's memory (no footprint there).
+    const bool host = dims.budget == Budget::kHost;
+    if (!host && !m.has_device) return PoolError();
+    const MemoryLimits& L = host ? m.host : m.device;
+    const size_t bi = static_cast<size_t>(dims.budget);
+    const uint64_t limit = L.prefill_limit;
     if (limit == 0) return PoolError();
-    const PrefillReadings r{m.device_active[0], m.footprint, m.committed[0]};
+    const PrefillReadings r{m.device_active[bi], host ? m.footprint : 0, m.committed[bi]};
     // A growing KV cache claims the prompt's blocks as it goes and waits for
     // memory that other requests hold; only a prompt that could not fit even
     // with nothing else running is refused: this model and the pinned ones
     // (at their admission sizes) + the prompt's KV and scratch.
-    const uint64_t peak = dims.kv_preallocated ? PrefillPeak(est, r, true) : AloneBytes(lease.id()) + est.peak();
+    const uint64_t peak =
+        dims.kv_preallocated ? PrefillPeak(est, r, true) : AloneBytes(lease.id(), dims.budget) + est.peak();
     if (peak <= limit) return PoolError();
     // Make room: idle models other than the requester, size-aware (priced
     // alone, idle models do not count: nothing to make room from).
@@ -105,8 +113,8 @@ PoolError EnginePool::CheckPrefill(const ModelLease& lease, int64_t prompt_token
     PoolError e;
     e.code = PoolErrorCode::kPrefillRejected;
     const uint64_t current = dims.kv_preallocated ? std::max({r.device_active, r.footprint, r.committed})
-                                                  : AloneBytes(lease.id());
-    e.message = PrefillRejectMessage(peak, current, est, m.host);
+                                                  : AloneBytes(lease.id(), dims.budget);
+    e.message = PrefillRejectMessage(peak, current, est, L);
     e.estimated_bytes = peak;
     e.limit_bytes = limit;
     LOG_WARN("pool: prefill guard: " << lease.id() << ": " << prompt_tokens << " tokens (" << cached_tokens

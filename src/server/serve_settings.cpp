@@ -6,6 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "backend/device.h"
 #include "kv/block_store.h"
 #include "pool/memory_limits.h"
 #include "util/file.h"
@@ -140,6 +141,11 @@ const std::vector<ServeFlag>& ServeFlags() {
       {"kv-dtype", false,
        "KV cache element type: auto (the model's 16-bit type: bf16 for bf16 weights, else f16), bf16, f16 or f32 "
        "(default auto)"},
+      {"device", false,
+       "where models compute: auto (the first GPU when this build has CUDA and the machine a GPU, else the CPU; "
+       "default), cpu, cuda or cuda:0"},
+      {"gpu-memory-guard-gb", false,
+       "the GPU's memory ceiling in GiB, fractions allowed (default: its memory less max(512 MiB, 5%))"},
       {"memory-guard", false,
        "memory guard tier: off, safe, balanced, aggressive or custom (default balanced)"},
       {"memory-guard-gb", false, "custom memory ceiling in GiB, fractions allowed; implies --memory-guard custom"},
@@ -355,6 +361,17 @@ Result<ServeSettings> ResolveServeSettings(const SettingValues& cli, const EnvLo
         return Status::InvalidArgument(v->source + ": '" + last + "' (expected auto, f32, bf16 or f16)");
       }
       s.kv_dtype = last;
+    } else if (name == "device") {
+      auto d = ParseDevice(last);
+      if (!d.ok()) return Status::InvalidArgument(v->source + ": " + d.status().message());
+      if (d->kind == DeviceKind::kCuda && d->index != 0) {
+        return Status::InvalidArgument(v->source + ": '" + last +
+                                       "': the memory pool budgets one GPU so far (use cuda or cuda:0)");
+      }
+      s.device = last;
+    } else if (name == "gpu-memory-guard-gb") {
+      ASSIGN_OR_RETURN(s.gpu_memory_guard_gb, ParseNumber(*v, 0, 1 << 20));
+      if (s.gpu_memory_guard_gb <= 0) return Status::InvalidArgument(v->source + ": the ceiling must be above 0 GiB");
     } else if (name == "precision") {
       if (last != "auto" && last != "fast" && last != "fast-int8" && last != "fast-bf16" && last != "f32") {
         return Status::InvalidArgument(v->source + ": '" + last +

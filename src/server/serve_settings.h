@@ -45,6 +45,8 @@ struct ServeSettings {
   int io_threads = 2;
   std::string precision = "auto";       // CPU matmul precision: auto, fast, fast-int8, fast-bf16, f32
   std::string kv_dtype = "auto";        // KV cache element type: auto, f32, bf16, f16
+  std::string device = "auto";          // where models compute: auto, cpu, cuda, cuda:0
+  double gpu_memory_guard_gb = 0;       // > 0: the GPU's ceiling in GiB
   // Memory guard (pool/memory_limits.h).
   std::string memory_guard = "balanced";  // off, safe, balanced, aggressive, custom
   double memory_guard_gb = 0;           // the custom ceiling in GiB (> 0 implies custom)

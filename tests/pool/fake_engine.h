@@ -35,7 +35,10 @@ struct FakeEngineState {
 class FakeEngine final : public LoadedEngine {
  public:
   FakeEngine(std::shared_ptr<FakeEngineState> s, PrefillDims dims) : s_(std::move(s)), dims_(dims) {}
-  BudgetBytes DeviceActiveBytes() const override { return {s_->stopped ? 0 : s_->device_active.load(), 0}; }
+  BudgetBytes DeviceActiveBytes() const override {
+    const uint64_t b = s_->stopped ? 0 : s_->device_active.load();
+    return dims_.budget == Budget::kDevice ? BudgetBytes{0, b} : BudgetBytes{b, 0};
+  }
   int64_t ActiveRequests() const override { return s_->stopped ? 0 : s_->active.load(); }
   void Stop() override { s_->stopped = true; }
   void ReleaseCaches() override { s_->caches_released++; }
@@ -51,6 +54,7 @@ struct FakeModelSpec {
   uint64_t resident = kGB;        // the admission size
   uint64_t device_active = 0;     // what its "allocator" reports once loaded
   bool fail = false;              // Load fails
+  bool on_gpu = false;            // priced and held in the GPU's budget (dims.budget follows)
   PrefillDims dims;
   std::function<void()> during_load;  // runs inside Load (block, trigger things)
 };
@@ -89,7 +93,9 @@ class FakeFactory final : public EngineFactory {
   BudgetBytes ResidentEstimate(const DiscoveredModel& m, const ModelSettings&) override {
     std::lock_guard<std::mutex> lock(shared_->mu);
     auto it = shared_->specs.find(m.id);
-    return {it == shared_->specs.end() ? kGB : it->second.resident, 0};
+    const uint64_t bytes = it == shared_->specs.end() ? kGB : it->second.resident;
+    if (it != shared_->specs.end() && it->second.on_gpu) return {0, bytes};
+    return {bytes, 0};
   }
 
   Result<std::unique_ptr<LoadedEngine>> Load(const DiscoveredModel& m, const ModelSettings&,
@@ -109,6 +115,7 @@ class FakeFactory final : public EngineFactory {
       std::lock_guard<std::mutex> lock(shared_->mu);
       shared_->engines[m.id].push_back(state);
     }
+    if (spec.on_gpu) spec.dims.budget = Budget::kDevice;
     return std::unique_ptr<LoadedEngine>(new FakeEngine(state, spec.dims));
   }
 

@@ -90,6 +90,29 @@ TEST(ServeSettings, CliBeatsEnvBeatsFileBeatsDefault) {
   EXPECT_EQ(f->api_keys, std::vector<std::string>{"file-key"});
 }
 
+TEST(ServeSettings, DeviceAndGpuCeiling) {
+  FakeEnv env;
+  env.vars["HOME"] = "/tmp";
+  auto d = ResolveServeSettings({}, env.lookup());
+  ASSERT_TRUE(d.ok());
+  EXPECT_EQ(d->device, "auto");
+  EXPECT_EQ(d->gpu_memory_guard_gb, 0);
+  env.vars["LLMHOST_DEVICE"] = "cpu";
+  auto s = ResolveServeSettings({{"gpu-memory-guard-gb", {"7.5"}}}, env.lookup());
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  EXPECT_EQ(s->device, "cpu");
+  EXPECT_EQ(s->gpu_memory_guard_gb, 7.5);
+  for (const char* bad : {"gpu", "cuda:1", "cuda:x"}) {
+    auto b = ResolveServeSettings({{"device", {bad}}}, FakeEnv{{{"HOME", "/tmp"}}}.lookup());
+    ASSERT_FALSE(b.ok()) << bad;
+    EXPECT_NE(b.status().message().find("--device"), std::string::npos) << b.status().message();
+  }
+  auto one = ResolveServeSettings({{"device", {"cuda:1"}}}, FakeEnv{{{"HOME", "/tmp"}}}.lookup());
+  EXPECT_NE(one.status().message().find("one GPU"), std::string::npos) << one.status().message();
+  auto zero = ResolveServeSettings({{"gpu-memory-guard-gb", {"0"}}}, FakeEnv{{{"HOME", "/tmp"}}}.lookup());
+  EXPECT_FALSE(zero.ok());
+}
+
 TEST(ServeSettings, BadValuesNameTheirSource) {
   FakeEnv env;
   env.vars["HOME"] = testing::MakeTempDir();
