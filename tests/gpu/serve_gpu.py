@@ -163,7 +163,7 @@ def swap(binary, device):
                         str(i), "--out", os.path.join(d, "m%d" % i)], check=True, capture_output=True)
     one = sum(os.path.getsize(os.path.join(d, "m0", f)) for f in os.listdir(os.path.join(d, "m0"))
               if f.endswith(".safetensors"))
-    ceiling_gb = 2.6 * one / 2**30  # two fit, three do not
+    ceiling_gb = 3.0 * one / 2**30  # two fit under its soft target, three do not
     srv = Server(binary, d, device, ["--gpu-memory-guard-gb", "%.3f" % ceiling_gb])
     most, over, served = 0, 0, 0
     try:
@@ -178,7 +178,7 @@ def swap(binary, device):
                 over += dev.get("committed_bytes", 0) > dev.get("ceiling_bytes", 0)
     finally:
         srv.stop()
-    check(served == 6 and most <= 2 and over == 0,
+    check(served == 6 and most == 2 and over == 0,
           "swap under a %.2f GiB GPU ceiling (a model: %.0f MiB): %d/6 served, at most %d loaded, %d readings over"
           % (ceiling_gb, one / 2**20, served, most, over))
 
