@@ -5,7 +5,7 @@
 #include "backend/cpu/cpu_backend.h"
 #ifdef LLMHOST_HAVE_CUDA
 #include "backend/cuda/cuda_backend.h"
-#include <cuda_runtime_api.h>
+#include <cuda_runtime.h>
 #endif
 
 namespace llmhost {
@@ -36,6 +36,29 @@ int CudaDeviceCount() {
 #else
   return 0;
 #endif
+}
+
+std::vector<CudaMemory> CudaMemoryInfo() {
+  std::vector<CudaMemory> out;
+#ifdef LLMHOST_HAVE_CUDA
+  int current = 0;
+  const bool had = cudaGetDevice(&current) == cudaSuccess;
+  for (int i = 0; i < CudaDeviceCount(); ++i) {
+    CudaMemory m;
+    cudaDeviceProp prop;
+    size_t free_b = 0, total_b = 0;
+    if (cudaSetDevice(i) != cudaSuccess || cudaMemGetInfo(&free_b, &total_b) != cudaSuccess) {
+      (void)cudaGetLastError();
+      continue;
+    }
+    if (cudaGetDeviceProperties(&prop, i) == cudaSuccess) m.name = prop.name;
+    m.total_bytes = total_b;
+    m.free_bytes = free_b;
+    out.push_back(std::move(m));
+  }
+  if (had) cudaSetDevice(current);
+#endif
+  return out;
 }
 
 bool CudaReadsGgmlInPlace(GgmlType t) {

@@ -7,6 +7,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "backend/backend.h"
 #include "formats/gguf.h"
@@ -28,6 +29,15 @@ Result<DeviceSpec> ParseDevice(const std::string& text);
 bool CudaBuilt();
 // GPUs the CUDA backend can use (0 when not built, no driver or no GPU).
 int CudaDeviceCount();
+
+// Each GPU's memory as the CUDA runtime reports it (cudaMemGetInfo), for a
+// machine whose driver has no NVML; empty without CUDA or a GPU. Starts the
+// runtime on every GPU: for when a GPU is to be used anyway.
+struct CudaMemory {
+  std::string name;
+  uint64_t total_bytes = 0, free_bytes = 0;
+};
+std::vector<CudaMemory> CudaMemoryInfo();
 
 // True when the CUDA backend keeps GGUF tensors of type `t` as stored (its
 // kernels read them in place); the other types are expanded to f32 rows at

@@ -6,6 +6,7 @@
 #include <charconv>
 #include <fstream>
 
+#include "backend/device.h"
 #include "util/file.h"
 
 namespace llmhost {
@@ -275,7 +276,19 @@ std::vector<GpuMemory> LinuxMemoryProbe::Gpus() {
     nvml_tried_ = true;
     nvml_ = Nvml::Load();
   }
-  if (!nvml_) return out;
+  if (!nvml_) {
+    // A driver without NVML: the CUDA runtime's figures, where llmhost uses a GPU.
+    for (const CudaMemory& c : CudaMemoryInfo()) {
+      GpuMemory g;
+      g.index = static_cast<int>(out.size());
+      g.name = c.name;
+      g.total_bytes = c.total_bytes;
+      g.free_bytes = c.free_bytes;
+      g.used_bytes = c.total_bytes - c.free_bytes;
+      out.push_back(std::move(g));
+    }
+    return out;
+  }
   unsigned n = 0;
   if (nvml_->count(&n) != 0) return out;
   for (unsigned i = 0; i < n && i < 64; ++i) {

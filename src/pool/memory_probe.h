@@ -8,7 +8,8 @@
 //              memory.max / memory.current / memory.stat inactive_file; v1
 //              memory.limit_in_bytes / usage_in_bytes as a fallback)
 //   gpus       total / free bytes of each NVIDIA GPU (NVML, loaded with dlopen
-//              when the driver is installed; none otherwise)
+//              when the driver is installed; without NVML, the CUDA runtime's
+//              cudaMemGetInfo where this build has CUDA; none otherwise)
 //
 // "Device-active bytes" (what llmhost's own allocators hold) are not read
 // here: the pool sums them over its loaded engines (LoadedEngine).
