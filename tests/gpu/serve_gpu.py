@@ -9,7 +9,8 @@ only). Checks, against a real server on 127.0.0.1:
   2. 8 concurrent requests each get the text they get alone (batch
      invariance through the server);
   3. /api/status reports the GPU's budget: the loaded models' bytes are
-     committed there, not in the host's;
+     committed there, not in the host's; a prompt's blocks saved to the SSD
+     tier come back into the GPU after a restart;
   4. a swap under --gpu-memory-guard-gb: three synthetic models that do not
      fit together; every request served, never more than two loaded, the
      GPU's committed bytes under its ceiling.
@@ -42,11 +43,11 @@ def check(ok, what):
 
 
 class Server:
-    def __init__(self, binary, model_dir, device, extra=()):
-        self.home = tempfile.mkdtemp(prefix="llmhost-gpu-")
-        self.log = open(os.path.join(self.home, "serve.log"), "w+")
+    def __init__(self, binary, model_dir, device, extra=(), home=None, cache_mode="hot-only"):
+        self.home = home or tempfile.mkdtemp(prefix="llmhost-gpu-")
+        self.log = open(os.path.join(self.home, "serve.log"), "a+")
         args = [binary, "serve", "--port", "0", "--home", self.home, "--model-dir", model_dir,
-                "--device", device, "--cache-mode", "hot-only", "--block-size", "16", *extra]
+                "--device", device, "--cache-mode", cache_mode, "--block-size", "16", *extra]
         self.proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=self.log, text=True)
         line = self.proc.stdout.readline()
         m = re.search(r"listening on (http://[\d.]+:\d+)", line)
@@ -153,6 +154,28 @@ def serve_fixtures(binary, device):
     check("compute on cuda" in log or "on cuda:" in log, "serve says the models compute on the GPU")
 
 
+def restart_restore(binary, device):
+    """A prompt's blocks saved to the SSD tier by a GPU engine come back into a GPU engine after a restart."""
+    d = tempfile.mkdtemp(prefix="llmhost-gpu-restart-")
+    shutil.copytree(os.path.join(ROOT, "tests", "data", "models", "llama3-tiny"), os.path.join(d, "llama3-tiny"))
+    home = tempfile.mkdtemp(prefix="llmhost-gpu-home-")
+    prompt = " ".join("word%d" % i for i in range(120))
+    srv = Server(binary, d, device, home=home, cache_mode="write-through")
+    try:
+        first, _, _ = chat(srv, "llama3-tiny", prompt, n=8)
+    finally:
+        srv.stop()
+    srv = Server(binary, d, device, home=home, cache_mode="write-through")
+    try:
+        again, usage, _ = chat(srv, "llama3-tiny", prompt, n=8)
+    finally:
+        srv.stop()
+    cached = (usage.get("prompt_tokens_details") or {}).get("cached_tokens", 0)
+    check(again == first and cached >= 16,
+          "restart: the prompt's blocks restored from the SSD tier (%d of %d prompt tokens cached), the same text"
+          % (cached, usage["prompt_tokens"]))
+
+
 def swap(binary, device):
     d = tempfile.mkdtemp(prefix="llmhost-gpu-swap-")
     cfg = json.dumps({"hidden_size": 1024, "num_hidden_layers": 8, "num_attention_heads": 8,
@@ -190,6 +213,7 @@ def main():
     a = ap.parse_args()
     t0 = time.time()
     serve_fixtures(a.binary, a.device)
+    restart_restore(a.binary, a.device)
     swap(a.binary, a.device)
     print("%d failed, %.0f s" % (len(FAILURES), time.time() - t0))
     return 1 if FAILURES else 0
