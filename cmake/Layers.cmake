@@ -4,7 +4,7 @@ function(llmhost_layer name)
   cmake_parse_arguments(ARG "" "" "DEPS" ${ARGN})
   file(GLOB_RECURSE srcs CONFIGURE_DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/*.cpp)
   if(NOT LLMHOST_HAVE_CUDA)  # host code of the CUDA backend needs its toolkit
-    list(FILTER srcs EXCLUDE REGEX "/cuda/")
+    list(FILTER srcs EXCLUDE REGEX "^${CMAKE_CURRENT_SOURCE_DIR}/cuda/")
   endif()
   if(srcs)
     add_library(llmhost_${name} STATIC ${srcs})

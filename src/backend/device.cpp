@@ -41,17 +41,25 @@ int CudaDeviceCount() {
 std::vector<CudaMemory> CudaMemoryInfo() {
   std::vector<CudaMemory> out;
 #ifdef LLMHOST_HAVE_CUDA
+  static const std::vector<std::string> names = [] {  // asked once: slow
+    std::vector<std::string> v;
+    for (int i = 0; i < CudaDeviceCount(); ++i) {
+      cudaDeviceProp prop;
+      v.push_back(cudaGetDeviceProperties(&prop, i) == cudaSuccess ? prop.name : "");
+    }
+    return v;
+  }();
   int current = 0;
   const bool had = cudaGetDevice(&current) == cudaSuccess;
   for (int i = 0; i < CudaDeviceCount(); ++i) {
     CudaMemory m;
-    cudaDeviceProp prop;
     size_t free_b = 0, total_b = 0;
     if (cudaSetDevice(i) != cudaSuccess || cudaMemGetInfo(&free_b, &total_b) != cudaSuccess) {
       (void)cudaGetLastError();
       continue;
     }
-    if (cudaGetDeviceProperties(&prop, i) == cudaSuccess) m.name = prop.name;
+    m.index = i;
+    m.name = names[static_cast<size_t>(i)];
     m.total_bytes = total_b;
     m.free_bytes = free_b;
     out.push_back(std::move(m));

@@ -34,6 +34,7 @@ int CudaDeviceCount();
 // machine whose driver has no NVML; empty without CUDA or a GPU. Starts the
 // runtime on every GPU: for when a GPU is to be used anyway.
 struct CudaMemory {
+  int index = 0;  // the CUDA device number
   std::string name;
   uint64_t total_bytes = 0, free_bytes = 0;
 };

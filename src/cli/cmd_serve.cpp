@@ -92,10 +92,17 @@ int RunServe(const server::SettingValues& cli_values) {
   if (!device.ok()) return Fail(device.status().message());
   fo.device = *device;
   if (fo.device.kind == DeviceKind::kCuda) {
-    // Refused at start, not at each model's load: a GPU asked for and absent.
+    // Refused at start, not at each model's load: a GPU asked for and absent
+    // (auto falls back to the CPU).
     auto check = MakeBackend(fo.device, *precision, nullptr);
-    if (!check.ok()) return Fail("--device " + s.device + ": " + check.status().message());
-    LOG_INFO("serve: models compute on " << (*check)->name());
+    if (!check.ok() && s.device != "auto") return Fail("--device " + s.device + ": " + check.status().message());
+    if (check.ok()) {
+      LOG_INFO("serve: models compute on " << (*check)->name());
+      probe->set_cuda_fallback(true);
+    } else {
+      LOG_WARN("serve: a GPU is present but unusable (" << check.status().message() << "): computing on the CPU");
+      fo.device = DeviceSpec{};
+    }
   }
   fo.engine.max_concurrent_requests = s.max_concurrent_requests;
   fo.engine.max_queue = s.max_queue;

@@ -57,8 +57,7 @@ void BlockSaver::Loop() {
     queue_.pop_front();
     lock.unlock();
     std::vector<uint8_t> data(cache_->block_bytes());
-    cache_->ReadBlock(job.id, data.data());
-    store_->Save(job.meta, std::move(data));
+    if (cache_->ReadBlock(job.id, data.data()).ok()) store_->Save(job.meta, std::move(data));  // else: a failed device's bytes
     lock.lock();
     done_.push_back({job.id, job.meta.key});
     --saving_;

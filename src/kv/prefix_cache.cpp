@@ -193,8 +193,7 @@ void PrefixCache::SaveToStore(int32_t id, const BlockKey& key) {
   }
   // The saver is behind: copy here (backpressure on the steps, nothing lost).
   std::vector<uint8_t> data(cache_->block_bytes());
-  cache_->ReadBlock(id, data.data());
-  store_->Save(meta, std::move(data));
+  if (cache_->ReadBlock(id, data.data()).ok()) store_->Save(meta, std::move(data));
 }
 
 void PrefixCache::ReapSaves() {

@@ -284,16 +284,16 @@ void KvCache::CopyBlock(int32_t from, int32_t to) {
 
 uint64_t KvCache::block_bytes() const { return 2 * static_cast<uint64_t>(n_layers_) * layer_block_bytes(); }
 
-void KvCache::ReadBlock(int32_t id, uint8_t* out) const {
+Status KvCache::ReadBlock(int32_t id, uint8_t* out) const {
   const size_t bytes = layer_block_bytes();
   const size_t offset = static_cast<size_t>(id) * bytes;
-  // A device backend may still be writing K/V. A failed one's error is
-  // sticky: the next Forward reports it.
-  (void)backend_->Synchronize();
+  // A device backend may still be writing K/V (the copies wait for it).
   for (size_t l = 0; l < layers_.size(); ++l) {
     backend_->CopyToHost(out + l * bytes, layers_[l].k, offset, bytes);
     backend_->CopyToHost(out + (layers_.size() + l) * bytes, layers_[l].v, offset, bytes);
   }
+  // A failed device's error is sticky: the block is not to be kept.
+  return backend_->Synchronize();
 }
 
 void KvCache::WriteBlock(int32_t id, const uint8_t* in) {

@@ -149,7 +149,8 @@ class KvCache {
   // [kv_dim] of dtype() (K of every layer, then V): the unit the KV block
   // store (kv/block_store.h) saves and restores.
   uint64_t block_bytes() const;
-  void ReadBlock(int32_t id, uint8_t* out) const;    // out: block_bytes()
+  // out: block_bytes(); not OK when the device failed (then `out` is garbage).
+  Status ReadBlock(int32_t id, uint8_t* out) const;
   void WriteBlock(int32_t id, const uint8_t* in);    // in: block_bytes()
   // (ReadBlock and WriteBlock of distinct blocks may run on several threads at once.)
 

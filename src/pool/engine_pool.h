@@ -199,8 +199,10 @@ class EnginePool {
   // Ladder steps; each returns true when it did something.
   bool UnloadDrainedPending();
   // Evicts the LRU idle victim (rule 13, plain LRU). With
-  // `only_if_several_unpinned`, only when more than one unpinned model is loaded.
-  bool EvictIdle(bool only_if_several_unpinned, const std::string& exclude_id = "", int64_t bytes_needed = 0);
+  // `only_if_several_unpinned`, only when more than one unpinned model is loaded;
+  // victims ranked by what they hold in `budget`.
+  bool EvictIdle(bool only_if_several_unpinned, const std::string& exclude_id = "", int64_t bytes_needed = 0,
+                 Budget budget = Budget::kHost);
   // Aborts the requests of the least recently used busy unpinned model (kept
   // loaded; `mark_pending_unload` in an emergency).
   bool AbortLruBusy(bool mark_pending_unload);

@@ -277,10 +277,12 @@ std::vector<GpuMemory> LinuxMemoryProbe::Gpus() {
     nvml_ = Nvml::Load();
   }
   if (!nvml_) {
-    // A driver without NVML: the CUDA runtime's figures, where llmhost uses a GPU.
+    // A driver without NVML: the CUDA runtime's figures, where llmhost
+    // computes on a GPU (asking starts the runtime on every GPU).
+    if (!cuda_fallback_) return out;
     for (const CudaMemory& c : CudaMemoryInfo()) {
       GpuMemory g;
-      g.index = static_cast<int>(out.size());
+      g.index = c.index;
       g.name = c.name;
       g.total_bytes = c.total_bytes;
       g.free_bytes = c.free_bytes;

@@ -18,6 +18,7 @@
 // FakeMemoryProbe returns values a test sets. Both are thread-safe.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -97,6 +98,9 @@ class LinuxMemoryProbe final : public MemoryProbe {
   ProcessMemory ProcessRss() override;  // VmRSS of /proc/self/status (kernel counters)
   SystemMemory System() override;
   std::vector<GpuMemory> Gpus() override;
+  // Without NVML, read the GPUs through the CUDA runtime (for a process that
+  // computes on one: it starts the runtime on each).
+  void set_cuda_fallback(bool on) { cuda_fallback_ = on; }
 
  private:
   void ReadCgroup(SystemMemory* out) const;
@@ -106,6 +110,7 @@ class LinuxMemoryProbe final : public MemoryProbe {
   std::mutex gpu_mu_;
   struct Nvml;
   std::unique_ptr<Nvml> nvml_;  // loaded on first Gpus(); null: no NVML
+  std::atomic<bool> cuda_fallback_{false};
   bool nvml_tried_ = false;
 };
 

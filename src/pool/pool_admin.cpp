@@ -300,14 +300,15 @@ bool EnginePool::UnloadDrainedPending() {
   return false;
 }
 
-bool EnginePool::EvictIdle(bool only_if_several_unpinned, const std::string& exclude_id, int64_t bytes_needed) {
+bool EnginePool::EvictIdle(bool only_if_several_unpinned, const std::string& exclude_id, int64_t bytes_needed,
+                           Budget budget) {
   Lock lock(mu_);
   if (only_if_several_unpinned) {
     int unpinned = 0;
     for (const auto& [id, s] : slots_) unpinned += s->state == SlotState::kLoaded && !s->pinned() ? 1 : 0;
     if (unpinned < 2) return false;
   }
-  const std::vector<VictimCandidate> cands = Candidates(Budget::kHost);
+  const std::vector<VictimCandidate> cands = Candidates(budget);
   std::optional<size_t> v = ChooseVictim(cands, bytes_needed, exclude_id);
   if (!v) return false;
   std::shared_ptr<Slot> slot = FindSlot(cands[*v].id);

@@ -104,7 +104,7 @@ PoolError EnginePool::CheckPrefill(const ModelLease& lease, int64_t prompt_token
     // Make room: idle models other than the requester, size-aware (priced
     // alone, idle models do not count: nothing to make room from).
     const int64_t need = static_cast<int64_t>(std::min<uint64_t>(peak - limit, INT64_MAX));
-    if (dims.kv_preallocated && EvictIdle(false, lease.id(), need)) continue;
+    if (dims.kv_preallocated && EvictIdle(false, lease.id(), need, dims.budget)) continue;
     if (dims.kv_preallocated && !reclaimed) {
       Reclaim();
       reclaimed = true;

@@ -425,13 +425,20 @@ Result<WeightMatrix> CudaBackend::PrepareWeight(const WeightMatrix& host) {
   cudaError_t ce = cudaSuccess;
   WeightMatrix d = host;
   d.data = base;
+  // Copies on the backend's stream, waited for before returning: from
+  // pageable memory a copy may return before its DMA ends, and the kernels'
+  // stream is not ordered after the legacy one.
+  auto upload = [&](void* dst, const void* src, size_t n) {
+    cudaError_t e = cudaMemcpyAsync(dst, src, n, cudaMemcpyHostToDevice, S(stream_));
+    return e == cudaSuccess ? cudaStreamSynchronize(S(stream_)) : e;
+  };
   if (stored) {
-    ce = cudaMemcpy(base, host.data, data_bytes, cudaMemcpyHostToDevice);
+    ce = upload(base, host.data, data_bytes);
     if (param_bytes > 0 && ce == cudaSuccess) {
       d.scales = base + Aligned(data_bytes);
       d.biases = base + Aligned(data_bytes) + Aligned(param_bytes);
-      ce = cudaMemcpy(const_cast<void*>(d.scales), host.scales, param_bytes, cudaMemcpyHostToDevice);
-      if (ce == cudaSuccess) ce = cudaMemcpy(const_cast<void*>(d.biases), host.biases, param_bytes, cudaMemcpyHostToDevice);
+      ce = upload(const_cast<void*>(d.scales), host.scales, param_bytes);
+      if (ce == cudaSuccess) ce = upload(const_cast<void*>(d.biases), host.biases, param_bytes);
     }
   } else {
     // Exact f32 rows, a slab at a time.
@@ -447,8 +454,7 @@ Result<WeightMatrix> CudaBackend::PrepareWeight(const WeightMatrix& host) {
       for (int64_t r = 0; r < nr; ++r) {
         quant::DequantizeRangeScalar(host, r0 + r, 0, host.cols, slab.data() + r * host.cols);
       }
-      ce = cudaMemcpy(reinterpret_cast<float*>(base) + r0 * host.cols, slab.data(),
-                      static_cast<size_t>(nr * host.cols) * 4, cudaMemcpyHostToDevice);
+      ce = upload(reinterpret_cast<float*>(base) + r0 * host.cols, slab.data(), static_cast<size_t>(nr * host.cols) * 4);
     }
   }
   if (ce != cudaSuccess) {

@@ -56,19 +56,31 @@ __global__ void GroupedMatMulKernel(const DevWeight* table, const int32_t* sel, 
 
 }  // namespace
 
+constexpr int64_t kMaxGridY = 65535;
+
 void LaunchMatMul(const DevWeight& w, const float* x, int64_t n, float* y, cudaStream_t s) {
   if (n <= 0 || w.rows <= 0) return;
-  const dim3 grid(Blocks(w.rows, kWarps), Blocks(n, kTokens));
-  ForFormat(w.fmt, [&]<WFmt F>() { MatMulKernel<F><<<grid, kWarps * 32, 0, s>>>(w, x, n, y); });
+  // Token ranges within gridDim.y's limit (a row's sum does not depend on the range).
+  for (int64_t t0 = 0; t0 < n; t0 += kMaxGridY * kTokens) {
+    const int64_t m = n - t0 < kMaxGridY * kTokens ? n - t0 : kMaxGridY * kTokens;
+    const dim3 grid(Blocks(w.rows, kWarps), Blocks(m, kTokens));
+    ForFormat(w.fmt, [&]<WFmt F>() {
+      MatMulKernel<F><<<grid, kWarps * 32, 0, s>>>(w, x + t0 * w.cols, m, y + t0 * w.rows);
+    });
+  }
 }
 
 void LaunchGroupedMatMul(const DevWeight& like, const DevWeight* table, const int32_t* sel, int64_t sel_stride,
                          const float* x, int64_t n, float* y, cudaStream_t s) {
   if (n <= 0 || like.rows <= 0) return;
-  const dim3 grid(Blocks(like.rows, kWarps), static_cast<unsigned>(n));
-  ForFormat(like.fmt, [&]<WFmt F>() {
-    GroupedMatMulKernel<F><<<grid, kWarps * 32, 0, s>>>(table, sel, sel_stride, like.rows, like.cols, x, y);
-  });
+  for (int64_t t0 = 0; t0 < n; t0 += kMaxGridY) {
+    const int64_t m = n - t0 < kMaxGridY ? n - t0 : kMaxGridY;
+    const dim3 grid(Blocks(like.rows, kWarps), static_cast<unsigned>(m));
+    ForFormat(like.fmt, [&]<WFmt F>() {
+      GroupedMatMulKernel<F><<<grid, kWarps * 32, 0, s>>>(table, sel + t0 * sel_stride, sel_stride, like.rows,
+                                                          like.cols, x + t0 * like.cols, y + t0 * like.rows);
+    });
+  }
 }
 
 }  // namespace llmhost::cuda
