@@ -67,11 +67,9 @@ void LaunchAttention(const float* q, const void* k_cache, const void* v_cache, c
                      int64_t n_seqs, const AttentionParams& p, float* out, cudaStream_t s) {
   if (p.n_rows <= 0 || n_seqs <= 0 || p.n_heads <= 0) return;
   const dim3 grid(static_cast<unsigned>(p.n_rows), Blocks(p.n_heads, kWarps));
-  switch (ElemOf(p.kv_dtype)) {
-    case Elem::kF32: AttentionKernel<Elem::kF32><<<grid, kWarps * 32, 0, s>>>(q, k_cache, v_cache, seqs, n_seqs, p, out); break;
-    case Elem::kF16: AttentionKernel<Elem::kF16><<<grid, kWarps * 32, 0, s>>>(q, k_cache, v_cache, seqs, n_seqs, p, out); break;
-    case Elem::kBF16: AttentionKernel<Elem::kBF16><<<grid, kWarps * 32, 0, s>>>(q, k_cache, v_cache, seqs, n_seqs, p, out); break;
-  }
+  ForElem(ElemOf(p.kv_dtype), [&]<Elem E>() {
+    AttentionKernel<E><<<grid, kWarps * 32, 0, s>>>(q, k_cache, v_cache, seqs, n_seqs, p, out);
+  });
 }
 
 }  // namespace llmhost::cuda

@@ -1,6 +1,6 @@
 // Device helpers shared by the kernels: element loads of every 16-bit type
 // (bit-exact widening), the CPU's rounding to 16 bits, warp sums in a fixed
-// order, and the launch-error check.
+// order, and the dispatch over K/V element types.
 #pragma once
 
 #include <cuda_fp16.h>
@@ -54,9 +54,14 @@ __device__ __forceinline__ float WarpSum(float v) {
   return v;
 }
 
-__device__ __forceinline__ float WarpMax(float v) {
-  for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xFFFFFFFFu, v, o));
-  return v;
+// Instantiates `body.template operator()<E>()` for the K/V element type `e`.
+template <typename Body>
+void ForElem(Elem e, Body&& body) {
+  switch (e) {
+    case Elem::kF32: body.template operator()<Elem::kF32>(); break;
+    case Elem::kF16: body.template operator()<Elem::kF16>(); break;
+    case Elem::kBF16: body.template operator()<Elem::kBF16>(); break;
+  }
 }
 
 }  // namespace llmhost::cuda

@@ -6,7 +6,6 @@
 #include <algorithm>
 #include <cstring>
 
-#include "backend/cpu/cpu_backend.h"
 #include "backend/cpu/matmul.h"
 #include "backend/cpu/quant_formats.h"
 #include "backend/device.h"

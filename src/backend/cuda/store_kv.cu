@@ -30,11 +30,9 @@ void LaunchStoreKv(const float* k, int64_t k_stride, const float* v, int64_t v_s
                    const int32_t* slots, void* k_cache, void* v_cache, DType kv_dtype, cudaStream_t s) {
   if (n <= 0 || kv_dim <= 0) return;
   const dim3 grid(static_cast<unsigned>(n), Blocks(kv_dim, 256));
-  switch (ElemOf(kv_dtype)) {
-    case Elem::kF32: StoreKvKernel<Elem::kF32><<<grid, 256, 0, s>>>(k, k_stride, v, v_stride, kv_dim, slots, k_cache, v_cache); break;
-    case Elem::kF16: StoreKvKernel<Elem::kF16><<<grid, 256, 0, s>>>(k, k_stride, v, v_stride, kv_dim, slots, k_cache, v_cache); break;
-    case Elem::kBF16: StoreKvKernel<Elem::kBF16><<<grid, 256, 0, s>>>(k, k_stride, v, v_stride, kv_dim, slots, k_cache, v_cache); break;
-  }
+  ForElem(ElemOf(kv_dtype), [&]<Elem E>() {
+    StoreKvKernel<E><<<grid, 256, 0, s>>>(k, k_stride, v, v_stride, kv_dim, slots, k_cache, v_cache);
+  });
 }
 
 }  // namespace llmhost::cuda
