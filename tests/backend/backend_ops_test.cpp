@@ -50,16 +50,19 @@ std::vector<Candidate> Candidates() {
   }
   // The reference path with threads: the pool's split must not change it.
   c.push_back({"cpu_reference_threads", [] { return std::make_unique<CpuBackend>(&Pool(), Precision::kReference); }});
-  // The GPU at `serve`'s precision (its kernels compute in f32 at every
-  // precision: held to the f32 tolerances). Skipped where there is no GPU.
+  // The GPU at `serve`'s precision (prompt rows' MatMuls on the tensor cores
+  // in bf16, the rest f32) and at f32 (every op as the reference computes
+  // it). Skipped where there is no GPU.
   if (CudaBuilt()) {
-    c.push_back({"cuda", []() -> std::unique_ptr<Backend> {
-                   if (CudaDeviceCount() == 0) return nullptr;
-                   DeviceSpec d;
-                   d.kind = DeviceKind::kCuda;
-                   auto b = MakeBackend(d, Precision::kAuto, nullptr);
-                   return b.ok() ? std::move(*b) : nullptr;
-                 }});
+    for (Precision p : {Precision::kAuto, Precision::kReference}) {
+      c.push_back({p == Precision::kAuto ? "cuda" : "cuda_f32", [p]() -> std::unique_ptr<Backend> {
+                     if (CudaDeviceCount() == 0) return nullptr;
+                     DeviceSpec d;
+                     d.kind = DeviceKind::kCuda;
+                     auto b = MakeBackend(d, p, nullptr);
+                     return b.ok() ? std::move(*b) : nullptr;
+                   }});
+    }
   }
   return c;
 }
@@ -142,6 +145,7 @@ constexpr int kCases = 12;  // fuzzed shapes per op
 constexpr double kF32Tol = 1e-4;       // f32 paths: summation order, polynomial exp
 constexpr double kInt8Tol = 1.5e-2;    // int8 activations (matmul_int8_test.cpp)
 constexpr double kBf16Tol = 3e-2;      // bf16 tiles (matmul_amx_test.cpp)
+constexpr double kCudaF16Tol = 4e-3;   // f16 tensor cores (cuda/matmul_tc.cuh): 11-bit inputs, f32 sums
 
 class BackendOpsTest : public ::testing::TestWithParam<Candidate> {
  protected:
@@ -153,7 +157,7 @@ class BackendOpsTest : public ::testing::TestWithParam<Candidate> {
   // The tolerance of a MatMul of `spec` rows of `kind` on the candidate.
   double MatMulTol(const FormatSpec& spec, RowKind kind) const {
     const Precision p = got_->precision();
-    if (got_->kind() == DeviceKind::kCuda) return kF32Tol;
+    if (got_->kind() == DeviceKind::kCuda) return got_->RowKindMatters() && kind == RowKind::kPrompt ? kCudaF16Tol : kF32Tol;
     const bool amx = HasBf16Matmul(ActiveCpuIsa());
     if (p == Precision::kFastBf16 && amx) return kBf16Tol;
     if (p == Precision::kAuto && kind == RowKind::kPrompt && amx) return kBf16Tol;
@@ -172,8 +176,10 @@ TEST_P(BackendOpsTest, MatMul) {
   std::mt19937 rng(1);
   for (const FormatSpec& spec : specs) {
     for (int c = 0; c < kCases / 2; ++c) {
-      const int64_t rows = Uniform(rng, 16, 80), cols = spec.ColMultiple() * Uniform(rng, 1, 512 / spec.ColMultiple() + 1);
-      const int64_t n = c == 0 ? 1 : Uniform(rng, 1, 40);
+      // Case 1 spans several of a GPU kernel's tiles (64 tokens x 128 rows).
+      const int64_t rows = c == 1 ? Uniform(rng, 129, 300) : Uniform(rng, 16, 80);
+      const int64_t cols = spec.ColMultiple() * Uniform(rng, 1, 512 / spec.ColMultiple() + 1);
+      const int64_t n = c == 0 ? 1 : c == 1 ? Uniform(rng, 65, 150) : Uniform(rng, 1, 40);
       const RowKind kind = Uniform(rng, 0, 1) ? RowKind::kPrompt : RowKind::kGenerated;
       SCOPED_TRACE(spec.Name() + " " + std::to_string(rows) + "x" + std::to_string(cols) + " n " + std::to_string(n));
       testing::OwnedWeight ow;

@@ -157,11 +157,13 @@ TEST_F(CudaTest, QuantizedWeightsStayPacked) {
   }
 }
 
-// A token's output row is the same bits alone and in any batch.
+// A token's output row is the same bits alone and in any batch, for prompt
+// rows (the tensor-core kernel at kAuto, tiles of 64 tokens x 128 rows) and
+// generated rows (the f32 kernel) alike.
 TEST_F(CudaTest, MatMulRowsAreBatchInvariantBitForBit) {
   std::mt19937 rng(7);
   std::uniform_real_distribution<float> u(-1, 1);
-  const int64_t rows = 96, cols = 1000, n = 37;
+  const int64_t rows = 300, cols = 1000, n = 150;
   std::vector<uint16_t> w(rows * cols);
   for (auto& v : w) {
     const float f = u(rng);
@@ -182,14 +184,21 @@ TEST_F(CudaTest, MatMulRowsAreBatchInvariantBitForBit) {
   auto dy = b_->Allocate(n * rows * 4, "y");
   ASSERT_TRUE(dx.ok() && dy.ok());
   b_->CopyToDevice(*dx, 0, x.data(), x.size() * 4);
-  b_->MatMul(*dw, dx->as<float>(), n, dy->as<float>(), RowKind::kPrompt);
-  std::vector<float> batch(n * rows), alone(rows);
-  b_->CopyToHost(batch.data(), *dy, 0, batch.size() * 4);
-  for (int64_t t : {int64_t{0}, int64_t{9}, n - 1}) {
-    b_->MatMul(*dw, dx->as<float>() + t * cols, 1, dy->as<float>(), RowKind::kGenerated);
-    b_->CopyToHost(alone.data(), *dy, 0, alone.size() * 4);
-    ASSERT_TRUE(b_->Synchronize().ok());
-    EXPECT_EQ(0, std::memcmp(alone.data(), batch.data() + t * rows, rows * 4)) << "token " << t;
+  for (RowKind kind : {RowKind::kPrompt, RowKind::kGenerated}) {
+    b_->MatMul(*dw, dx->as<float>(), n, dy->as<float>(), kind);
+    std::vector<float> batch(n * rows), alone(rows);
+    b_->CopyToHost(batch.data(), *dy, 0, batch.size() * 4);
+    for (int64_t t : {int64_t{0}, int64_t{9}, int64_t{64}, n - 1}) {
+      // Alone, and as the second row of a batch of 2 (another tile offset).
+      for (int64_t first : {t, t > 0 ? t - 1 : t}) {
+        const int64_t m = first == t ? 1 : 2;
+        b_->MatMul(*dw, dx->as<float>() + first * cols, m, dy->as<float>(), kind);
+        b_->CopyToHost(alone.data(), *dy, (t - first) * rows * 4, alone.size() * 4);
+        ASSERT_TRUE(b_->Synchronize().ok());
+        EXPECT_EQ(0, std::memcmp(alone.data(), batch.data() + t * rows, rows * 4))
+            << "token " << t << " in a batch of " << m << (kind == RowKind::kPrompt ? " (prompt)" : " (generated)");
+      }
+    }
   }
   b_->ReleaseWeight(*dw);
   b_->Free(*dx);

@@ -86,7 +86,10 @@ TEST_F(EngineTest, BatchInvariantGreedyIds) {
 TEST(CudaEngineTest, BatchInvariantGreedyIdsAmong32) {
   if (CudaDeviceCount() == 0) GTEST_SKIP() << (CudaBuilt() ? "no GPU here" : "built without CUDA");
   testing::Fixture f;
-  if (!testing::LoadFixture("llama3-tiny", &f, DeviceKind::kCuda)) GTEST_SKIP() << "llama3-tiny not available";
+  // serve's precision: prompt rows on the tensor cores, generated rows in f32.
+  if (!testing::LoadFixture("llama3-tiny", &f, DeviceKind::kCuda, Precision::kAuto)) {
+    GTEST_SKIP() << "llama3-tiny not available";
+  }
   EngineOptions opt;
   opt.block_size = 16;
   opt.kv_blocks = 512;
@@ -425,19 +428,20 @@ TEST_F(EngineTest, SeededSamplingIsReproducibleBesideOtherRequests) {
 // A pool too small for every request at once: the newest is preempted
 // (and later resumed from the prefix cache); ids stay those of the
 // reference; the pool is whole at the end. Driven step by step.
-TEST_F(EngineTest, KvExhaustionPreemptsTheNewestAndResumes) {
+void CheckPreemptionResumes(testing::Fixture& f) {
   const int64_t bs = 16;
-  auto cache = f_.model->CreateKvCache(10, bs);
+  const int64_t vocab = f.model->vocab_size();
+  auto cache = f.model->CreateKvCache(10, bs);
   ASSERT_TRUE(cache.ok());
   SchedulerOptions so;
   so.max_running = 4;
   so.prefill_chunk_tokens = 64;
-  Scheduler sched(std::make_unique<ModelStep>(f_.model.get()), std::move(cache).value(), Sha256Digest{},
-                  f_.tokenizer.get(), so);
+  Scheduler sched(std::make_unique<ModelStep>(f.model.get()), std::move(cache).value(), Sha256Digest{},
+                  f.tokenizer.get(), so);
   std::vector<std::vector<int32_t>> prompts;
   std::vector<std::shared_ptr<EventStream>> streams(4);
   for (int i = 0; i < 4; ++i) {
-    prompts.push_back(PromptIds(vocab(), 20 + i, 900 + i));
+    prompts.push_back(PromptIds(vocab, 20 + i, 900 + i));
     GenerationRequest r = Greedy(prompts.back(), 30, &streams[static_cast<size_t>(i)]);
     ASSERT_TRUE(sched.Validate(r).ok());
     sched.Enqueue(static_cast<uint64_t>(i + 1), std::move(r));
@@ -452,10 +456,22 @@ TEST_F(EngineTest, KvExhaustionPreemptsTheNewestAndResumes) {
   for (int i = 0; i < 4; ++i) {
     Outcome o = Collect(streams[static_cast<size_t>(i)]);
     EXPECT_EQ(o.final_event.finish, FinishReason::kLength) << i;
-    EXPECT_EQ(o.ids, ReferenceGreedy(*f_.model, prompts[static_cast<size_t>(i)], 30)) << i;
-    EXPECT_EQ(o.text, f_.tokenizer->Decode(o.ids, true));
+    EXPECT_EQ(o.ids, ReferenceGreedy(*f.model, prompts[static_cast<size_t>(i)], 30)) << i;
+    EXPECT_EQ(o.text, f.tokenizer->Decode(o.ids, true));
   }
   EXPECT_EQ(sched.cache().allocator().free_blocks(), 10);
+}
+
+TEST_F(EngineTest, KvExhaustionPreemptsTheNewestAndResumes) { CheckPreemptionResumes(f_); }
+
+// The same on the GPU at serve's precision (KV blocks in device memory).
+TEST(CudaEngineTest, KvExhaustionPreemptsTheNewestAndResumes) {
+  if (CudaDeviceCount() == 0) GTEST_SKIP() << (CudaBuilt() ? "no GPU here" : "built without CUDA");
+  testing::Fixture f;
+  if (!testing::LoadFixture("llama3-tiny", &f, DeviceKind::kCuda, Precision::kAuto)) {
+    GTEST_SKIP() << "llama3-tiny not available";
+  }
+  CheckPreemptionResumes(f);
 }
 
 TEST_F(EngineTest, SlidingWindowModelMatchesReference) {

@@ -131,14 +131,15 @@ struct Fixture {
   std::unique_ptr<Tokenizer> tokenizer;
 };
 
-// Loads a fixture model (kFast precision) with its tokenizer, on the CPU or
-// the first GPU (the caller skips where there is none).
-inline bool LoadFixture(const std::string& name, Fixture* f, DeviceKind device = DeviceKind::kCpu) {
+// Loads a fixture model (kFast precision unless asked) with its tokenizer, on
+// the CPU or the first GPU (the caller skips where there is none).
+inline bool LoadFixture(const std::string& name, Fixture* f, DeviceKind device = DeviceKind::kCpu,
+                        Precision precision = Precision::kFast) {
   const std::string path = ModelsRoot() + "/" + name;
   if (!FileExists(path)) return false;
   DeviceSpec spec;
   spec.kind = device;
-  auto b = MakeBackend(spec, Precision::kFast, &ThreadPool::Default());
+  auto b = MakeBackend(spec, precision, &ThreadPool::Default());
   EXPECT_TRUE(b.ok()) << b.status().ToString();
   if (!b.ok()) return false;
   f->backend = std::move(b).value();

@@ -41,7 +41,8 @@ of a server without a block store (--cache-mode off) for the same prompt.
                a restart on the same cache restores nothing (cached 0) and
                answers as a cold server on the new weights does.
 
-Usage: kv_tiers.py LLMHOST_BINARY [--model DIR] [--work DIR] [--keep]
+Usage: kv_tiers.py LLMHOST_BINARY [--model DIR] [--work DIR] [--keep] [--only A,B] [--device cuda]
+(--device cuda runs every scenario with the KV blocks in GPU memory.)
 Exit 0 on success, 1 on a failed check, 77 when skipped (not Linux).
 No timing assertions: waits poll /api/status with generous deadlines.
 """
@@ -85,6 +86,7 @@ def note(msg):
 
 
 LIVE = []  # servers to kill if a check fails
+SERVE_EXTRA = []  # flags every server gets (--device)
 
 
 def kill_live():
@@ -101,7 +103,7 @@ class Server:
         self.log_path = os.path.join(home, f"serve-{name}.log")
         self.log = open(self.log_path, "w")
         cmd = [binary, "serve", "--home", home, "--model-dir", models_dir, "--port", "0",
-               "--block-size", str(BLOCK), "--max-concurrent-requests", "4"] + extra
+               "--block-size", str(BLOCK), "--max-concurrent-requests", "4"] + SERVE_EXTRA + extra
         self.cmd = cmd
         self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=self.log, text=True,
                                      env=dict(os.environ, **(env or {})))
@@ -923,7 +925,10 @@ def main():
                     help="scratch folder, emptied first (default: a temp dir); removed on success")
     ap.add_argument("--keep", action="store_true", help="keep the scratch folder")
     ap.add_argument("--only", default="", help="comma-separated scenarios to run (default: all)")
+    ap.add_argument("--device", default="", help="serve --device for every server (default: serve's own, auto)")
     args = ap.parse_args()
+    if args.device:
+        SERVE_EXTRA.extend(["--device", args.device])
     if not sys.platform.startswith("linux") or not os.path.exists("/proc/self/status"):
         print("kv_tiers: needs Linux: skipped")
         return 77

@@ -59,6 +59,10 @@ constexpr double kBf16Tolerance = 5e-2;
 // flips on its 'long' prompt under bf16 K/V (0.495), as under bf16
 // activations: not compared.
 constexpr double kF16KvTolerance = 2e-2;
+// The CUDA backend's 16-bit path (kAuto): prompt rows' MatMuls in f16 on the
+// tensor cores (activations scaled per row by a power of two, f32 sums),
+// generated rows in f32. The bound for the 16-bit path.
+constexpr double kCudaF16Tolerance = 2e-2;
 
 struct PromptResult {
   double worst_rel = 0;
@@ -137,9 +141,10 @@ void RunFixture(const FixtureCase& fc, Precision precision, DType kv_dtype = DTy
                : precision == Precision::kFastBf16 ? kBf16Tolerance
                : precision == Precision::kAuto     ? std::max(fc.int8_tolerance, amx ? kBf16Tolerance : 0.0)
                                                    : 1e-4;
-  // The CUDA backend computes in f32 at every precision (its kernels are
-  // the reference's arithmetic): held to 1e-4 whatever it is asked.
-  if (device == DeviceKind::kCuda) tol = 1e-4;
+  // The CUDA backend: f32 (the reference's arithmetic) at 1e-4; at kAuto its
+  // prompt rows' MatMuls round activations (scaled per row) and weights to
+  // f16 on the tensor cores: kCudaF16Tolerance.
+  if (device == DeviceKind::kCuda) tol = precision == Precision::kAuto ? kCudaF16Tolerance : 1e-4;
   std::string tag = device == DeviceKind::kCuda ? " (cuda)" : "";
   tag += precision == Precision::kReference  ? ""
                     : precision == Precision::kFast     ? " (fast)"
@@ -180,7 +185,14 @@ TEST_P(GoldenTest, AutoPath) {
 TEST_P(GoldenTest, CudaReferencePath) {
   RunFixture(GetParam(), Precision::kReference, DType::kF32, DeviceKind::kCuda);
 }
-TEST_P(GoldenTest, CudaAutoPathF16Kv) { RunFixture(GetParam(), Precision::kAuto, DType::kF16, DeviceKind::kCuda); }
+TEST_P(GoldenTest, CudaAutoPath) {
+  if (!GetParam().bf16_compared) GTEST_SKIP() << "expert routing flips under 16-bit activations (see kBf16Tolerance)";
+  RunFixture(GetParam(), Precision::kAuto, DType::kF32, DeviceKind::kCuda);
+}
+TEST_P(GoldenTest, CudaAutoPathF16Kv) {
+  if (!GetParam().bf16_compared) GTEST_SKIP() << "expert routing flips under bf16 activations (see kBf16Tolerance)";
+  RunFixture(GetParam(), Precision::kAuto, DType::kF16, DeviceKind::kCuda);
+}
 TEST_P(GoldenTest, CudaAutoPathBf16Kv) {
   if (!GetParam().bf16_compared) GTEST_SKIP() << "expert routing flips under bf16 K/V (see kF16KvTolerance)";
   RunFixture(GetParam(), Precision::kAuto, DType::kBF16, DeviceKind::kCuda);

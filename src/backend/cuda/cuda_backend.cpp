@@ -15,6 +15,7 @@
 #include "backend/cuda/embedding.cuh"
 #include "backend/cuda/gated_activation.cuh"
 #include "backend/cuda/matmul.cuh"
+#include "backend/cuda/matmul_tc.cuh"
 #include "backend/cuda/moe.cuh"
 #include "backend/cuda/rms_norm.cuh"
 #include "backend/cuda/rope.cuh"
@@ -156,6 +157,7 @@ CudaBackend::CudaBackend(int device, Precision precision) : device_(device), pre
 CudaBackend::~CudaBackend() {
   Use();
   if (moe_table_.valid()) Free(moe_table_);
+  if (tc_scratch_.valid()) Free(tc_scratch_);
   if (stream_) {
     cudaStreamSynchronize(S(stream_));
     cudaStreamDestroy(S(stream_));
@@ -489,19 +491,48 @@ void CudaBackend::ReleaseWeight(const WeightMatrix& w) {
 
 // ---- ops ------------------------------------------------------------------
 
-void CudaBackend::MatMul(const WeightMatrix& w, const float* x, int64_t n, float* y, RowKind) {
+bool CudaBackend::PromptRowsOnTensorCores() const {
+  return precision_ == Precision::kAuto || precision_ == Precision::kFastBf16;
+}
+
+void CudaBackend::MatMul(const WeightMatrix& w, const float* x, int64_t n, float* y, RowKind rows) {
   cuda::DevWeight d;
   if (!DevWeightOf(w, &d)) {
     Fail(Status::InvalidArgument("cuda MatMul: the weight was not prepared by this backend"));
     return;
   }
   Use();
-  cuda::LaunchMatMul(d, x, n, y, S(stream_));
+  if (rows == RowKind::kPrompt && PromptRowsOnTensorCores()) {
+    // The f16 copy of x: a scratch buffer kept for the next call (grown, never shrunk
+    // below the largest prompt chunk; counted as the backend's bytes).
+    const auto need = static_cast<size_t>(cuda::TensorCoreScratchBytes(n, d.cols));
+    if (tc_scratch_.bytes < need) {
+      Free(tc_scratch_);
+      auto b = Allocate(need, "tensor-core activations");
+      if (!b.ok()) {
+        Fail(b.status());
+        return;
+      }
+      tc_scratch_ = *b;
+    }
+    cuda::LaunchTensorCoreMatMul(d, x, n, y, tc_scratch_.data, S(stream_));
+  } else {
+    cuda::LaunchMatMul(d, x, n, y, S(stream_));
+  }
   CheckLaunch("MatMul");
 }
 
+// Unrounded activations, whatever the precision: which experts a token goes
+// to must not flip under bf16 rounding.
 void CudaBackend::RouterMatMul(const WeightMatrix& w, const float* x, int64_t n, float* y) {
-  MatMul(w, x, n, y, RowKind::kPrompt);
+  cuda::DevWeight d;
+  if (!DevWeightOf(w, &d)) {
+    Fail(Status::InvalidArgument("cuda RouterMatMul: the weight was not prepared by this backend"));
+    return;
+  }
+  Use();
+  cuda::LaunchMatMul(d, x, n, y, S(stream_));
+  CheckLaunch("RouterMatMul");
 }
 
 void CudaBackend::Embedding(const WeightMatrix& w, const int32_t* ids, int64_t n, float scale, float* out) {

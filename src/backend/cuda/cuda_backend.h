@@ -7,9 +7,12 @@
 // (device_free_bytes).
 // Ops are enqueued on one non-blocking stream; launch errors are sticky and
 // reported by Synchronize. CopyToHost returns when the data is on the host.
-// Numerics: f32 activations and f32 accumulation everywhere (no TF32), each
-// op as the CPU reference computes it, so that `--precision f32` holds the
-// goldens; every op's reduction order is fixed per row, so a token's result
+// Numerics: f32 activations and f32 accumulation (no TF32), each op as the
+// CPU reference computes it, so that `--precision f32` holds the goldens.
+// At kAuto (`serve`'s default) and kFastBf16, prompt rows' MatMuls run on
+// the tensor cores with activations (scaled per row by a power of two) and
+// weights rounded to f16, f32 sums (cuda/matmul_tc.cuh); generated rows, MoE
+// experts and router logits stay f32. Every op's reduction order is fixed per row, so a token's result
 // never depends on its batch. Weights are uploaded as stored and read in
 // place (f32 / f16 / bf16, MLX affine at every bit width, GGUF Q8_0, Q4_0,
 // Q4_K, Q6_K), dequantized in the kernels with the reference's exact f32
@@ -64,7 +67,7 @@ class CudaBackend : public Backend {
 
   Precision precision() const override { return precision_; }
   void set_precision(Precision p) override { precision_ = p; }
-  bool RowKindMatters() const override { return false; }
+  bool RowKindMatters() const override { return PromptRowsOnTensorCores(); }
 
   void MatMul(const WeightMatrix& w, const float* x, int64_t n, float* y, RowKind rows) override;
   void RouterMatMul(const WeightMatrix& w, const float* x, int64_t n, float* y) override;
@@ -100,6 +103,7 @@ class CudaBackend : public Backend {
   void Fail(Status s);            // records the first error (sticky)
   void CheckLaunch(const char* op);  // a launch's error, if any, becomes sticky
   bool InBounds(const DeviceBuffer& buf, size_t offset, size_t bytes, const char* what);
+  bool PromptRowsOnTensorCores() const;  // by precision_
 
   int device_;
   Precision precision_;
@@ -120,6 +124,7 @@ class CudaBackend : public Backend {
   std::unordered_map<const void*, uint64_t> weights_;  // device data of a prepared weight -> bytes
   MemoryStats stats_;
   DeviceBuffer moe_table_;  // device pointers of an MoE layer's experts (gate, up, down)
+  DeviceBuffer tc_scratch_;  // f16 activations of a tensor-core MatMul (cuda/matmul_tc.cuh)
 };
 
 }  // namespace llmhost
