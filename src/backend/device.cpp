@@ -41,11 +41,20 @@ int CudaDeviceCount() {
 std::vector<CudaMemory> CudaMemoryInfo() {
   std::vector<CudaMemory> out;
 #ifdef LLMHOST_HAVE_CUDA
-  static const std::vector<std::string> names = [] {  // asked once: slow
-    std::vector<std::string> v;
+  struct Props {
+    std::string name;
+    PciLocation pci;
+  };
+  static const std::vector<Props> props = [] {  // asked once: slow
+    std::vector<Props> v;
     for (int i = 0; i < CudaDeviceCount(); ++i) {
       cudaDeviceProp prop;
-      v.push_back(cudaGetDeviceProperties(&prop, i) == cudaSuccess ? prop.name : "");
+      Props p;
+      if (cudaGetDeviceProperties(&prop, i) == cudaSuccess) {
+        p.name = prop.name;
+        p.pci = PciLocation{prop.pciDomainID, prop.pciBusID, prop.pciDeviceID};
+      }
+      v.push_back(std::move(p));
     }
     return v;
   }();
@@ -59,7 +68,8 @@ std::vector<CudaMemory> CudaMemoryInfo() {
       continue;
     }
     m.index = i;
-    m.name = names[static_cast<size_t>(i)];
+    m.name = props[static_cast<size_t>(i)].name;
+    m.pci = props[static_cast<size_t>(i)].pci;
     m.total_bytes = total_b;
     m.free_bytes = free_b;
     out.push_back(std::move(m));

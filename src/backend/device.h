@@ -33,9 +33,19 @@ int CudaDeviceCount();
 // Each GPU's memory as the CUDA runtime reports it (cudaMemGetInfo), for a
 // machine whose driver has no NVML; empty without CUDA or a GPU. Starts the
 // runtime on every GPU: for when a GPU is to be used anyway.
+// Where a GPU sits on the PCI bus: what NVML's numbering (the driver's, by bus
+// order, blind to CUDA_VISIBLE_DEVICES) and the CUDA runtime's (fastest first,
+// renumbered by CUDA_VISIBLE_DEVICES) agree on.
+struct PciLocation {
+  int domain = -1, bus = -1, device = -1;  // -1: unknown
+  bool known() const { return bus >= 0; }
+  bool operator==(const PciLocation&) const = default;
+};
+
 struct CudaMemory {
   int index = 0;  // the CUDA device number
   std::string name;
+  PciLocation pci;
   uint64_t total_bytes = 0, free_bytes = 0;
 };
 std::vector<CudaMemory> CudaMemoryInfo();

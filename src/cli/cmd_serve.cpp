@@ -99,6 +99,10 @@ int RunServe(const server::SettingValues& cli_values) {
     if (check.ok()) {
       LOG_INFO("serve: models compute on " << (*check)->name());
       probe->set_cuda_fallback(true);
+      po.gpu_index = fo.device.index;
+      for (const CudaMemory& c : CudaMemoryInfo()) {
+        if (c.index == fo.device.index) po.gpu_pci = c.pci;
+      }
     } else {
       LOG_WARN("serve: a GPU is present but unusable (" << check.status().message() << "): computing on the CPU");
       fo.device = DeviceSpec{};

@@ -109,6 +109,10 @@ using AcquireCallback = std::function<void(AcquireResult)>;
 struct PoolOptions {
   std::vector<std::string> model_dirs;
   GuardSettings guard;
+  // The GPU whose memory is the device budget: CUDA's number and its PCI
+  // location (SelectGpu finds its readings).
+  int gpu_index = 0;
+  PciLocation gpu_pci;
   double model_wait_timeout_s = 120;     // a queued request's limit (then 503)
   std::optional<int64_t> idle_ttl_s;     // global idle TTL; none: models stay
   bool model_fallback = false;           // unknown names use the default model

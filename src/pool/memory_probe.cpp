@@ -185,6 +185,13 @@ struct LinuxMemoryProbe::Nvml {
   int (*handle)(unsigned, Device*) = nullptr;
   int (*memory)(Device, Memory*) = nullptr;
   int (*name)(Device, char*, unsigned) = nullptr;
+  // nvmlPciInfo_t (v2 and v3 share it).
+  struct Pci {
+    char bus_id_legacy[16];
+    unsigned domain, bus, device, pci_device_id, pci_subsystem_id;
+    char bus_id[32];
+  };
+  int (*pci)(Device, Pci*) = nullptr;
 
   ~Nvml() {
     if (shutdown) shutdown();
@@ -201,6 +208,9 @@ struct LinuxMemoryProbe::Nvml {
     n->handle = reinterpret_cast<int (*)(unsigned, Device*)>(sym("nvmlDeviceGetHandleByIndex_v2"));
     n->memory = reinterpret_cast<int (*)(Device, Memory*)>(sym("nvmlDeviceGetMemoryInfo"));
     n->name = reinterpret_cast<int (*)(Device, char*, unsigned)>(sym("nvmlDeviceGetName"));
+    void* pci = sym("nvmlDeviceGetPciInfo_v3");
+    if (!pci) pci = sym("nvmlDeviceGetPciInfo_v2");
+    n->pci = reinterpret_cast<int (*)(Device, Pci*)>(pci);
     auto shutdown = reinterpret_cast<int (*)()>(sym("nvmlShutdown"));
     if (!n->init || !n->count || !n->handle || !n->memory || n->init() != 0) return nullptr;
     n->shutdown = shutdown;  // only after a successful init
@@ -287,6 +297,7 @@ std::vector<GpuMemory> LinuxMemoryProbe::Gpus() {
       g.total_bytes = c.total_bytes;
       g.free_bytes = c.free_bytes;
       g.used_bytes = c.total_bytes - c.free_bytes;
+      g.pci = c.pci;
       out.push_back(std::move(g));
     }
     return out;
@@ -304,9 +315,28 @@ std::vector<GpuMemory> LinuxMemoryProbe::Gpus() {
     g.total_bytes = m.total;
     g.free_bytes = m.free;
     g.used_bytes = m.used;
+    Nvml::Pci pci{};
+    if (nvml_->pci && nvml_->pci(d, &pci) == 0) {
+      g.pci = PciLocation{static_cast<int>(pci.domain), static_cast<int>(pci.bus), static_cast<int>(pci.device)};
+    }
     out.push_back(std::move(g));
   }
   return out;
+}
+
+const GpuMemory* SelectGpu(const std::vector<GpuMemory>& gpus, int cuda_index, const PciLocation& pci) {
+  if (pci.known()) {
+    for (const GpuMemory& g : gpus) {
+      if (g.pci == pci) return &g;
+    }
+    for (const GpuMemory& g : gpus) {
+      if (g.pci.known()) return nullptr;  // located, and none is this one
+    }
+  }
+  for (const GpuMemory& g : gpus) {
+    if (g.index == cuda_index) return &g;
+  }
+  return nullptr;
 }
 
 // ---- FakeMemoryProbe ----------------------------------------------------------

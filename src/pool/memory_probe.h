@@ -26,6 +26,8 @@
 #include <string_view>
 #include <vector>
 
+#include "backend/device.h"
+
 namespace llmhost {
 
 struct ProcessMemory {
@@ -53,12 +55,18 @@ struct SystemMemory {
 };
 
 struct GpuMemory {
-  int index = 0;
+  int index = 0;  // NVML's number (the CUDA runtime's where NVML is absent)
   std::string name;
   uint64_t total_bytes = 0;
   uint64_t free_bytes = 0;
   uint64_t used_bytes = 0;
+  PciLocation pci;
 };
+
+// The reading of the GPU that CUDA numbers `cuda_index` and finds at `pci`:
+// matched by PCI location where both sides know it (NVML and CUDA number GPUs
+// differently), else by number; null when there is none.
+const GpuMemory* SelectGpu(const std::vector<GpuMemory>& gpus, int cuda_index, const PciLocation& pci);
 
 class MemoryProbe {
  public:

@@ -54,9 +54,10 @@ BudgetBytes EnginePool::DeviceActiveLocked() const {
 MemorySnapshot EnginePool::SampleLocked() {
   MemorySnapshot m = HostSnapshotLocked(probe_->Process());
   m.gpus = probe_->Gpus();
-  if (!m.gpus.empty()) {
+  if (const GpuMemory* g = SelectGpu(m.gpus, options_.gpu_index, options_.gpu_pci)) {
     m.has_device = true;
-    m.device = ComputeDeviceLimits(options_.guard, m.gpus[0], m.device_active[1]);
+    m.device_gpu = g->index;
+    m.device = ComputeDeviceLimits(options_.guard, *g, m.device_active[1]);
     m.device_usage = m.device_active[1];
     m.level = std::max(m.level, LevelFor(m.device_usage, m.device));
   }

@@ -80,6 +80,7 @@ struct ModelStatus {
 struct MemorySnapshot {
   MemoryLimits host, device;
   bool has_device = false;
+  int device_gpu = -1;  // GpuMemory::index of the GPU the device budget reads
   uint64_t footprint = 0;
   uint64_t pss = 0;
   BudgetBytes device_active{};

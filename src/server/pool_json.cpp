@@ -1,5 +1,7 @@
 #include "server/pool_json.h"
 
+#include <cstdio>
+
 namespace llmhost::server {
 
 namespace {
@@ -75,10 +77,18 @@ Json MemoryJson(const MemorySnapshot& m, double load_seconds_per_gb) {
   j["load_seconds_per_gb"] = load_seconds_per_gb;
   if (m.has_device) {
     j["device"] = BudgetJson(m.device, m.device_usage, m.committed[1]);
+    j["device"]["gpu"] = m.device_gpu;
     Json gpus = Json::array();
     for (const GpuMemory& g : m.gpus) {
-      gpus.push_back({{"index", g.index}, {"name", g.name}, {"total_bytes", g.total_bytes},
-                      {"free_bytes", g.free_bytes}, {"used_bytes", g.used_bytes}});
+      Json e = {{"index", g.index},           {"name", g.name},
+                {"total_bytes", g.total_bytes}, {"free_bytes", g.free_bytes},
+                {"used_bytes", g.used_bytes},   {"budgeted", g.index == m.device_gpu}};
+      if (g.pci.known()) {
+        char id[32];
+        std::snprintf(id, sizeof(id), "%04x:%02x:%02x.0", g.pci.domain, g.pci.bus, g.pci.device);
+        e["pci_bus_id"] = id;
+      }
+      gpus.push_back(std::move(e));
     }
     j["gpus"] = std::move(gpus);
   }

@@ -143,7 +143,8 @@ const std::vector<ServeFlag>& ServeFlags() {
        "(default auto)"},
       {"device", false,
        "where models compute: auto (the first GPU when this build has CUDA and the machine a GPU, else the CPU; "
-       "default), cpu, cuda or cuda:0"},
+       "default), cpu, cuda (= cuda:0) or cuda:N (the CUDA device number, as CUDA_VISIBLE_DEVICES renumbers them); "
+       "one GPU per server"},
       {"gpu-memory-guard-gb", false,
        "the GPU's memory ceiling in GiB, fractions allowed (default: its memory less max(512 MiB, 5%))"},
       {"memory-guard", false,
@@ -364,10 +365,6 @@ Result<ServeSettings> ResolveServeSettings(const SettingValues& cli, const EnvLo
     } else if (name == "device") {
       auto d = ParseDevice(last);
       if (!d.ok()) return Status::InvalidArgument(v->source + ": " + d.status().message());
-      if (d->kind == DeviceKind::kCuda && d->index != 0) {
-        return Status::InvalidArgument(v->source + ": '" + last +
-                                       "': the memory pool budgets one GPU so far (use cuda or cuda:0)");
-      }
       s.device = last;
     } else if (name == "gpu-memory-guard-gb") {
       ASSIGN_OR_RETURN(s.gpu_memory_guard_gb, ParseNumber(*v, 0, 1 << 20));

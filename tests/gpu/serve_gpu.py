@@ -8,7 +8,7 @@ only). Checks, against a real server on 127.0.0.1:
      twice gives the same text and the second reuses the prompt's KV blocks;
   2. 8 concurrent requests each get the text they get alone (batch
      invariance through the server);
-  3. /api/status reports the GPU's budget: the loaded models' bytes are
+  3. /api/status reports the GPU's budget (the served GPU, found by its PCI location): the loaded models' bytes are
      committed there, not in the host's; a prompt's blocks saved to the SSD
      tier come back into the GPU after a restart;
   4. a swap under --gpu-memory-guard-gb: three synthetic models that do not
@@ -142,6 +142,9 @@ def serve_fixtures(binary, device):
         check(dev.get("committed_bytes", 0) > 0 and mem.get("committed_bytes", 1) < dev.get("committed_bytes", 0),
               "GPU budget: committed %.1f MiB on the GPU, %.1f MiB on the host"
               % (dev.get("committed_bytes", 0) / 2**20, mem.get("committed_bytes", 0) / 2**20))
+        budgeted = [g for g in mem.get("gpus", []) if g.get("budgeted")]
+        check(len(budgeted) == 1 and budgeted[0]["index"] == dev.get("gpu") and "pci_bus_id" in budgeted[0],
+              "GPU budget: reads the served GPU (%s)" % (budgeted[0] if budgeted else mem.get("gpus")))
         # Batch invariance through the server: 8 prompts alone, then together.
         mid = "llama3-tiny" if "llama3-tiny" in ids else ids[0]
         prompts = ["Question %d: what is %d plus %d? Answer at length." % (i, i, 7 * i) for i in range(8)]

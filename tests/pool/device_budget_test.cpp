@@ -34,6 +34,43 @@ FakeModelSpec Gpu(uint64_t resident, uint64_t device_active = 0) {
 
 void AddGpu(PoolFixture& f, uint64_t total = 20 * kGB) { f.probe->set_gpus({GpuMemory{0, "H200", total, total, 0}}); }
 
+// NVML numbers GPUs by bus order and ignores CUDA_VISIBLE_DEVICES; CUDA puts
+// the fastest first and renumbers: the budget's readings are the GPU at the
+// served device's PCI location, whatever the numbers say.
+TEST(DeviceBudget, SelectGpuMatchesByPciLocationThenByNumber) {
+  const PciLocation a{0, 0x1b, 0}, b{0, 0x3b, 0}, c{1, 0x1b, 0};
+  std::vector<GpuMemory> gpus = {{0, "A", 80 * kGB, 80 * kGB, 0, a}, {1, "B", 141 * kGB, 141 * kGB, 0, b},
+                                 {2, "C", 24 * kGB, 24 * kGB, 0, c}};
+  // CUDA_VISIBLE_DEVICES=1: CUDA's device 0 is NVML's 1.
+  ASSERT_NE(SelectGpu(gpus, 0, b), nullptr);
+  EXPECT_EQ(SelectGpu(gpus, 0, b)->name, "B");
+  EXPECT_EQ(SelectGpu(gpus, 2, a)->name, "A");  // the domain counts too
+  EXPECT_EQ(SelectGpu(gpus, 0, c)->name, "C");
+  EXPECT_EQ(SelectGpu(gpus, 0, PciLocation{0, 0x99, 0}), nullptr);  // located, none there
+  EXPECT_EQ(SelectGpu(gpus, 1, PciLocation{})->name, "B");          // no location: by number
+  for (GpuMemory& g : gpus) g.pci = PciLocation{};                   // readings without locations
+  EXPECT_EQ(SelectGpu(gpus, 2, b)->name, "C");
+  EXPECT_EQ(SelectGpu(gpus, 5, b), nullptr);
+  EXPECT_EQ(SelectGpu({}, 0, PciLocation{}), nullptr);
+}
+
+// The pool budgets the GPU it serves on, not the first the driver lists.
+TEST(DeviceBudget, TheBudgetReadsTheServedGpu) {
+  PoolFixture f;
+  f.probe->set_gpus({GpuMemory{0, "small", 8 * kGB, 8 * kGB, 0, PciLocation{0, 0x1b, 0}},
+                     GpuMemory{1, "large", 20 * kGB, 20 * kGB, 0, PciLocation{0, 0x3b, 0}}});
+  f.options.gpu_index = 0;  // as CUDA numbers it, under CUDA_VISIBLE_DEVICES=1
+  f.options.gpu_pci = PciLocation{0, 0x3b, 0};
+  f.factory->Set("a", Gpu(10 * kGB));  // fits the large GPU only
+  f.Start({"a"});
+  ASSERT_TRUE(f.Touch("a").ok());
+  const MemorySnapshot m = f.pool->Memory();
+  ASSERT_TRUE(m.has_device);
+  EXPECT_EQ(m.device_gpu, 1);
+  EXPECT_EQ(m.device.total, 20 * kGB);
+  EXPECT_EQ(m.committed[1], 10 * kGB);
+}
+
 // The seed's regression on the device budget: both live device readings are
 // 0, the accumulator shows the pair over-commits, the second evicts the first.
 TEST(DeviceBudget, TheAccumulatorEvictsWhenLiveDeviceReadingsUndercount) {
