@@ -503,8 +503,8 @@ void CudaBackend::MatMul(const WeightMatrix& w, const float* x, int64_t n, float
   }
   Use();
   if (rows == RowKind::kPrompt && PromptRowsOnTensorCores()) {
-    // The f16 copy of x: a scratch buffer kept for the next call (grown, never shrunk
-    // below the largest prompt chunk; counted as the backend's bytes).
+    // The f16 copy of x: a scratch buffer kept for the next call (grown to the
+    // largest prompt chunk seen, never shrunk; counted as the backend's bytes).
     const auto need = static_cast<size_t>(cuda::TensorCoreScratchBytes(n, d.cols));
     if (tc_scratch_.bytes < need) {
       Free(tc_scratch_);
@@ -523,7 +523,7 @@ void CudaBackend::MatMul(const WeightMatrix& w, const float* x, int64_t n, float
 }
 
 // Unrounded activations, whatever the precision: which experts a token goes
-// to must not flip under bf16 rounding.
+// to must not flip under 16-bit rounding.
 void CudaBackend::RouterMatMul(const WeightMatrix& w, const float* x, int64_t n, float* y) {
   cuda::DevWeight d;
   if (!DevWeightOf(w, &d)) {
