@@ -99,10 +99,16 @@ int RunServe(const server::SettingValues& cli_values) {
     if (check.ok()) {
       LOG_INFO("serve: models compute on " << (*check)->name());
       probe->set_cuda_fallback(true);
-      po.gpu_index = fo.device.index;
+      // cuda:N serves on that GPU alone; auto and cuda on every GPU there is,
+      // each model placed where it fits.
+      const bool one = s.device.rfind("cuda:", 0) == 0;
+      po.gpus.clear();
       for (const CudaMemory& c : CudaMemoryInfo()) {
-        if (c.index == fo.device.index) po.gpu_pci = c.pci;
+        if ((!one || c.index == fo.device.index) && po.gpus.size() < static_cast<size_t>(kMaxGpus)) {
+          po.gpus.push_back(GpuTarget{c.index, c.pci});
+        }
       }
+      if (po.gpus.empty()) po.gpus.push_back(GpuTarget{fo.device.index, {}});
     } else {
       LOG_WARN("serve: a GPU is present but unusable (" << check.status().message() << "): computing on the CPU");
       fo.device = DeviceSpec{};

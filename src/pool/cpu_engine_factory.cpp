@@ -23,7 +23,9 @@ class CpuLoadedEngine final : public LoadedEngine {
   std::shared_ptr<ServedModel> served() const override { return m_; }
   BudgetBytes DeviceActiveBytes() const override {
     const uint64_t b = m_->backend->memory_stats().bytes_in_use;
-    return m_->backend->kind() == DeviceKind::kCpu ? BudgetBytes{b, 0} : BudgetBytes{0, b};
+    BudgetBytes out{};
+    out[BudgetIndex(m_->backend->kind() == DeviceKind::kCpu ? Budget::kHost : Budget::kDevice)] = b;
+    return out;
   }
   int64_t ActiveRequests() const override {
     const EngineStats s = m_->engine->Stats();
@@ -149,8 +151,16 @@ Result<uint64_t> GpuWeightBytes(const DiscoveredModel& model) {
   return bytes;
 }
 
+DeviceSpec CpuEngineFactory::DeviceFor(const ModelSettings& settings) const {
+  if (settings.device) {
+    auto d = ParseDevice(*settings.device);  // validated with the settings
+    if (d.ok()) return *d;
+  }
+  return options_.device;
+}
+
 BudgetBytes CpuEngineFactory::ResidentEstimate(const DiscoveredModel& model, const ModelSettings& settings) {
-  const bool gpu = options_.device.kind != DeviceKind::kCpu;
+  const bool gpu = DeviceFor(settings).kind != DeviceKind::kCpu;
   uint64_t bytes = model.estimated_bytes;
   if (gpu) {
     auto w = GpuWeightBytes(model);
@@ -161,18 +171,23 @@ BudgetBytes CpuEngineFactory::ResidentEstimate(const DiscoveredModel& model, con
     const EngineOptions o = EngineOptionsFor(settings);
     bytes += KvPoolBytes(*shape, o) + WorkspaceBytes(*shape, o);
   }
-  return gpu ? BudgetBytes{0, bytes} : BudgetBytes{bytes, 0};
+  BudgetBytes b{};
+  b[BudgetIndex(gpu ? Budget::kDevice : Budget::kHost)] = bytes;
+  return b;
 }
 
 Result<std::unique_ptr<LoadedEngine>> CpuEngineFactory::Load(const DiscoveredModel& entry,
                                                             const ModelSettings& settings,
                                                             const std::atomic<bool>& abort,
-                                                            std::shared_ptr<KvBudget> kv_budget) {
+                                                            std::shared_ptr<KvBudget> kv_budget,
+                                                            int cuda_device) {
   const auto t0 = std::chrono::steady_clock::now();
   auto aborted = [&] { return abort.load() ? Status::ResourceExhausted("load aborted") : Status::OK(); };
   auto m = std::make_shared<ServedModel>();
   m->entry = entry;
-  auto backend = MakeBackend(options_.device, options_.precision, options_.threads);
+  DeviceSpec device = DeviceFor(settings);
+  if (device.kind == DeviceKind::kCuda && cuda_device >= 0) device.index = cuda_device;
+  auto backend = MakeBackend(device, options_.precision, options_.threads);
   if (!backend.ok()) return backend.status().WithContext("loading model '" + entry.id + "'");
   m->backend = std::move(*backend);
   auto model = Model::Load(entry.path, m->backend.get());

@@ -42,7 +42,7 @@ Result<uint64_t> GpuWeightBytes(const DiscoveredModel& model);
 
 struct CpuEngineFactoryOptions {
   EngineOptions engine;  // engine.kv_dtype is set per model from kv_dtype below
-  DeviceSpec device;     // where every model computes
+  DeviceSpec device;     // where models compute unless their settings say otherwise
   Precision precision = Precision::kFast;
   // The KV cache's element type; nullopt ("auto"): each model's own 16-bit
   // type (Model::Native16BitType). F32 by default: the reference path.
@@ -60,9 +60,11 @@ class CpuEngineFactory final : public EngineFactory {
   BudgetBytes ResidentEstimate(const DiscoveredModel& model, const ModelSettings& settings) override;
   Result<std::unique_ptr<LoadedEngine>> Load(const DiscoveredModel& model, const ModelSettings& settings,
                                              const std::atomic<bool>& abort,
-                                             std::shared_ptr<KvBudget> kv_budget) override;
+                                             std::shared_ptr<KvBudget> kv_budget, int cuda_device) override;
 
  private:
+  // The model's `device` setting, else the server's.
+  DeviceSpec DeviceFor(const ModelSettings& settings) const;
   EngineOptions EngineOptionsFor(const ModelSettings& settings) const;
   CpuEngineFactoryOptions options_;
 };

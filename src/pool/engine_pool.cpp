@@ -104,6 +104,10 @@ Result<std::unique_ptr<EnginePool>> EnginePool::Create(PoolOptions options,
                                                        std::shared_ptr<MemoryProbe> probe, PoolClock clock) {
   RETURN_IF_ERROR(ValidateGuardSettings(options.guard));
   if (!factory || !probe) return Status::InvalidArgument("engine pool: a factory and a probe are required");
+  if (options.gpus.size() > static_cast<size_t>(kMaxGpus)) {
+    return Status::InvalidArgument("engine pool: " + std::to_string(options.gpus.size()) + " GPUs, at most " +
+                                   std::to_string(kMaxGpus) + " are budgeted");
+  }
   ASSIGN_OR_RETURN(std::unique_ptr<ModelSettingsStore> store, ModelSettingsStore::Open(options.settings_path));
   std::unique_ptr<EnginePool> pool(new EnginePool(std::move(options), std::move(factory), std::move(probe),
                                                   std::move(clock), std::move(store)));

@@ -106,13 +106,19 @@ struct AcquireResult {
 };
 using AcquireCallback = std::function<void(AcquireResult)>;
 
+struct GpuTarget {
+  int cuda_index = 0;
+  PciLocation pci;
+};
+
 struct PoolOptions {
   std::vector<std::string> model_dirs;
   GuardSettings guard;
-  // The GPU whose memory is the device budget: CUDA's number and its PCI
-  // location (SelectGpu finds its readings).
-  int gpu_index = 0;
-  PciLocation gpu_pci;
+  // The GPUs models may be placed on, each its own budget (GpuBudget(n) for
+  // the n-th): CUDA's number and its PCI location (SelectGpu finds its
+  // readings). A model priced in GPU memory loads on the one where it fits
+  // with the fewest evictions (or the one its settings' `device` names).
+  std::vector<GpuTarget> gpus = {GpuTarget{}};
   double model_wait_timeout_s = 120;     // a queued request's limit (then 503)
   std::optional<int64_t> idle_ttl_s;     // global idle TTL; none: models stay
   bool model_fallback = false;           // unknown names use the default model
@@ -254,6 +260,21 @@ class EnginePool {
 
   // pool_admission.cpp: admission, load, unload, settle barrier.
   AdmissionPlan PlanAdmission(const Slot& head, uint64_t ticket);
+  // Which of options_.gpus a GPU model goes to: the one its settings name,
+  // else where it needs the fewest evictions (then the most room); the GPU
+  // an eviction for this ticket made room on stays chosen. -1: none fits
+  // (the error says why).
+  int ChooseGpu(const Slot& head, uint64_t ticket, const MemorySnapshot& m, PoolError* error) const;
+  // The idle models PlanAdmission would evict from budget `b` before `size`
+  // fits there: how many (kWaitCost: not without waiting for a busy model;
+  // kNeverCost: never), and the last access of the most recent of them.
+  struct Fit {
+    int evictions = 0;
+    double newest_victim = 0;
+  };
+  Fit EvictionsToFit(const Slot& head, Budget b, uint64_t size, const MemorySnapshot& m) const;
+  // "host", "GPU 1" (CUDA's number): for messages.
+  std::string BudgetLabel(Budget b) const;
   bool AdmitHead(Lock& lock, std::vector<Completion>* done);
   void LoadSlot(Lock& lock, const std::shared_ptr<Slot>& slot);
   // REQUIRES: the slot was marked kUnloading by the caller (with mu_ held).

@@ -17,7 +17,8 @@ const char* SlotStateName(SlotState s);
 struct EnginePool::Slot {
   DiscoveredModel model;
   ModelSettings settings;
-  BudgetBytes estimate{};  // the factory's resident estimate for these settings
+  BudgetBytes estimate{};  // the factory's resident estimate for these settings (a GPU's bytes at kDevice)
+  int planned_gpu = -1;    // the GPU an eviction for its admission made room on
   SlotState state = SlotState::kUnloaded;
   std::shared_ptr<LoadedEngine> engine;  // loaded (and while unloading, until stopped)
   BudgetBytes resident{};  // the admission size, in committed_ while loading / loaded / unloading
@@ -35,8 +36,10 @@ struct EnginePool::Slot {
   std::atomic<bool> abort_loading{false};
 
   bool pinned() const { return settings.pinned && !pending_unload; }
-  // Where its KV cache lives: the GPU's memory for a model priced there.
-  Budget kv_budget() const { return estimate[static_cast<size_t>(Budget::kDevice)] > 0 ? Budget::kDevice : Budget::kHost; }
+  bool on_gpu() const { return estimate[BudgetIndex(Budget::kDevice)] > 0; }
+  Budget home = Budget::kHost;  // where its admission placed it: its GPU's budget, or the host
+  // Where its KV cache lives: its GPU's memory for a model priced there.
+  Budget kv_budget() const { return home; }
   uint64_t freeable(Budget b) const {
     const size_t i = static_cast<size_t>(b);
     return std::max(resident[i], measured[i]);
@@ -62,9 +65,8 @@ struct EnginePool::AdmissionPlan {
   Plan kind = Plan::kAdmit;
   std::shared_ptr<Slot> victim;
   PoolError error;
-  BudgetBytes size{};
+  BudgetBytes size{};  // placed on `gpu`
+  int gpu = 0;
 };
-
-inline size_t BudgetIndex(Budget b) { return static_cast<size_t>(b); }
 
 }  // namespace llmhost

@@ -24,12 +24,31 @@
 
 namespace llmhost {
 
-// Separate memory budgets: host RAM and the GPU's memory. A model's bytes
-// count where they live (CPU backend: all host).
-enum class Budget { kHost = 0, kDevice = 1 };
-inline constexpr int kBudgetCount = 2;
+// Separate memory budgets: host RAM and the memory of each GPU the server
+// computes on. A model's bytes count where they live (CPU backend: all
+// host). Factories and engines report a GPU model's bytes at kDevice ("its
+// GPU"); the pool moves them to the budget of the GPU it placed the model on,
+// GpuBudget(n) for the n-th of PoolOptions::gpus.
+enum class Budget : int { kHost = 0, kDevice = 1 };
+inline constexpr int kMaxGpus = 8;
+inline constexpr int kBudgetCount = 1 + kMaxGpus;
 using BudgetBytes = std::array<uint64_t, kBudgetCount>;
-inline const char* BudgetName(Budget b) { return b == Budget::kHost ? "host" : "device"; }
+inline Budget GpuBudget(int gpu) { return static_cast<Budget>(1 + gpu); }
+inline int GpuOf(Budget b) { return static_cast<int>(b) - 1; }  // -1: the host
+inline size_t BudgetIndex(Budget b) { return static_cast<size_t>(b); }
+// `bytes` as a factory reports them (a GPU's at kDevice), moved to GPU `gpu`'s budget.
+inline BudgetBytes OnGpu(BudgetBytes bytes, int gpu) {
+  if (gpu > 0) {
+    bytes[1 + gpu] += bytes[1];
+    bytes[1] = 0;
+  }
+  return bytes;
+}
+inline uint64_t TotalBytes(const BudgetBytes& b) {
+  uint64_t t = 0;
+  for (uint64_t v : b) t += v;
+  return t;
+}
 
 // Everything a request needs of one model. Immutable after loading, but for
 // the Engine, which is thread-safe. Members are destroyed bottom-up: the
@@ -99,10 +118,12 @@ class EngineFactory {
   // pressure): a factory may stop early; the pool checks it afterwards too.
   // `kv_budget`: where the engine claims the memory its KV cache grows into
   // beyond what the resident estimate priced (engine/kv_budget.h).
+  // `cuda_device`: the GPU (CUDA's number) the pool placed a model priced in
+  // GPU memory on; -1 for a model priced in host memory.
   virtual Result<std::unique_ptr<LoadedEngine>> Load(const DiscoveredModel& model,
                                                      const ModelSettings& settings,
                                                      const std::atomic<bool>& abort,
-                                                     std::shared_ptr<KvBudget> kv_budget) = 0;
+                                                     std::shared_ptr<KvBudget> kv_budget, int cuda_device) = 0;
 };
 
 }  // namespace llmhost

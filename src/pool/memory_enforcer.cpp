@@ -113,7 +113,7 @@ EnforcerTick MemoryEnforcer::CheckAndEnforce() {
     for (int i = 0; i < kMaxActionsPerPoll && over_soft(); ++i) {
       if (pool_->UnloadDrainedPending()) {
         t.actions.push_back("unload_pending");
-      } else if (pool_->EvictIdle(false)) {
+      } else if (pool_->EvictIdle(false, "", 0, m.worst)) {
         t.actions.push_back("evict");
       } else if (pool_->AbortLruBusy(t.emergency)) {
         t.actions.push_back("abort_busy");
@@ -139,7 +139,7 @@ EnforcerTick MemoryEnforcer::CheckAndEnforce() {
     for (int i = 0; i < kMaxActionsPerPoll && over_soft(); ++i) {
       if (pool_->UnloadDrainedPending()) {
         t.actions.push_back("unload_pending");
-      } else if (pool_->EvictIdle(true)) {
+      } else if (pool_->EvictIdle(true, "", 0, m.worst)) {
         t.actions.push_back("evict");
       } else {
         break;

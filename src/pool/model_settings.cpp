@@ -4,6 +4,7 @@
 #include <ctime>
 #include <filesystem>
 
+#include "backend/device.h"
 #include "chat/template_kwargs.h"
 #include "util/file.h"
 #include "util/json.h"
@@ -111,7 +112,7 @@ Status ApplySampling(const Json& j, SamplingDefaults* s) {
 
 std::string ModelSettings::RuntimeKey() const {
   return (model_type_override ? *model_type_override : "") + "|" +
-         (max_context_window ? std::to_string(*max_context_window) : "");
+         (max_context_window ? std::to_string(*max_context_window) : "") + "|" + (device ? *device : "");
 }
 
 Json ModelSettingsToJson(const ModelSettings& s) {
@@ -137,6 +138,7 @@ Json ModelSettingsToJson(const ModelSettings& s) {
   if (!s.chat_template_kwargs.empty()) j["chat_template_kwargs"] = s.chat_template_kwargs;
   if (s.max_context_window) j["max_context_window"] = *s.max_context_window;
   if (s.max_tokens) j["max_tokens"] = *s.max_tokens;
+  if (s.device) j["device"] = *s.device;
   return j;
 }
 
@@ -169,6 +171,13 @@ Result<ModelSettings> ApplyModelSettingsJson(const ModelSettings& base, const Js
       ASSIGN_OR_RETURN(s.max_context_window, Integer(v, key, 1, int64_t{1} << 30));
     } else if (key == "max_tokens") {
       ASSIGN_OR_RETURN(s.max_tokens, Integer(v, key, 1, int64_t{1} << 30));
+    } else if (key == "device") {
+      ASSIGN_OR_RETURN(s.device, Text(v, key));
+      if (s.device && *s.device == "auto") {
+        s.device.reset();  // the server's choice: the same as no setting
+      } else if (s.device && !ParseDevice(*s.device).ok()) {
+        return Bad(key, "expected cpu, cuda or cuda:N (or auto: the server's device)");
+      }
     } else {
       return Bad(key, "unknown model setting");
     }

@@ -6,7 +6,7 @@
 //       "sampling": {"temperature": 0.7, "top_p": 0.8, "top_k": 20, "min_p": 0,
 //                    "repetition_penalty": 1.0, "presence_penalty": 0, "frequency_penalty": 0},
 //       "chat_template_kwargs": {"enable_thinking": false},
-//       "max_context_window": 32768, "max_tokens": 4096}}}
+//       "max_context_window": 32768, "max_tokens": 4096, "device": "cuda:1"}}}
 //
 // Every field is optional. Aliases are unique (and differ from other models'
 // ids); at most one model is the default. The file is rewritten atomically
@@ -45,6 +45,10 @@ struct ModelSettings {
   nlohmann::json chat_template_kwargs = nlohmann::json::object();
   std::optional<int64_t> max_context_window;
   std::optional<int64_t> max_tokens;
+  // Where it computes: "cpu", "cuda" (any of the server's GPUs) or "cuda:N";
+  // unset: the server's --device. A model too large for every GPU may be
+  // served on the CPU this way.
+  std::optional<std::string> device;
 
   // The settings a loaded engine was built with: a change needs a reload.
   std::string RuntimeKey() const;

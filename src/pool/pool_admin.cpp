@@ -210,7 +210,10 @@ std::vector<ModelStatus> EnginePool::ModelStatuses() const {
     m.pending_unload = s->pending_unload || s->state == SlotState::kUnloading;
     m.is_default = s->settings.is_default;
     m.hidden = s->settings.hidden;
-    if (m.loaded) m.memory_bytes = std::max(s->resident[0], s->measured[0]) + std::max(s->resident[1], s->measured[1]);
+    if (m.loaded) {
+      for (size_t i = 0; i < s->resident.size(); ++i) m.memory_bytes += s->freeable(static_cast<Budget>(i));
+      if (s->home != Budget::kHost) m.gpu = options_.gpus[GpuOf(s->home)].cuda_index;
+    }
     m.estimated_bytes = s->estimate[0] + s->estimate[1];
     m.weight_bytes = s->model.weight_bytes;
     if (s->last_access > 0) m.last_access = s->last_access;

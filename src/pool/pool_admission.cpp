@@ -3,6 +3,7 @@
 #include <malloc.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <sstream>
 
 #include "pool/engine_pool_internal.h"
@@ -13,7 +14,9 @@ namespace llmhost {
 
 namespace {
 
-constexpr Budget kBudgets[] = {Budget::kHost, Budget::kDevice};
+// EvictionsToFit's answers where evicting idle models is not enough.
+constexpr int kWaitCost = INT32_MAX - 1;  // a busy model holds the room
+constexpr int kNeverCost = INT32_MAX;     // larger than the ceiling, or than what pinned models leave
 
 uint64_t Sat(uint64_t a, uint64_t b) { return a > b ? a - b : 0; }
 
@@ -45,7 +48,7 @@ BudgetBytes EnginePool::DeviceActiveLocked() const {
   BudgetBytes total{};
   for (const auto& [id, s] : slots_) {
     if (!s->engine) continue;
-    const BudgetBytes b = s->engine->DeviceActiveBytes();
+    const BudgetBytes b = OnGpu(s->engine->DeviceActiveBytes(), GpuOf(s->home));
     for (size_t i = 0; i < total.size(); ++i) total[i] += b[i];
   }
   return total;
@@ -54,12 +57,22 @@ BudgetBytes EnginePool::DeviceActiveLocked() const {
 MemorySnapshot EnginePool::SampleLocked() {
   MemorySnapshot m = HostSnapshotLocked(probe_->Process());
   m.gpus = probe_->Gpus();
-  if (const GpuMemory* g = SelectGpu(m.gpus, options_.gpu_index, options_.gpu_pci)) {
-    m.has_device = true;
-    m.device_gpu = g->index;
-    m.device = ComputeDeviceLimits(options_.guard, *g, m.device_active[1]);
-    m.device_usage = m.device_active[1];
-    m.level = std::max(m.level, LevelFor(m.device_usage, m.device));
+  for (size_t n = 0; n < options_.gpus.size(); ++n) {
+    const GpuTarget& t = options_.gpus[n];
+    DeviceBudgetSnapshot d;
+    d.cuda_index = t.cuda_index;
+    d.usage = m.device_active[BudgetIndex(GpuBudget(static_cast<int>(n)))];
+    if (const GpuMemory* g = SelectGpu(m.gpus, t.cuda_index, t.pci)) {
+      d.present = true;
+      d.gpu = g->index;
+      d.limits = ComputeDeviceLimits(options_.guard, *g, d.usage);
+      const PressureLevel level = LevelFor(d.usage, d.limits);
+      if (level > m.level) {
+        m.level = level;
+        m.worst = GpuBudget(static_cast<int>(n));
+      }
+    }
+    m.devices.push_back(std::move(d));
   }
   return m;
 }
@@ -110,7 +123,8 @@ bool EnginePool::OtherActivity(const Slot* except) const {
 std::vector<VictimCandidate> EnginePool::Candidates(Budget b) const {
   std::vector<VictimCandidate> out;
   for (const auto& [id, s] : slots_) {
-    if (s->state != SlotState::kLoaded) continue;
+    // A model holding nothing in this budget frees nothing there.
+    if (s->state != SlotState::kLoaded || s->freeable(b) == 0) continue;
     VictimCandidate c;
     c.id = id;
     c.freeable_bytes = s->freeable(b);
@@ -125,19 +139,21 @@ std::vector<VictimCandidate> EnginePool::Candidates(Budget b) const {
 
 EnginePool::AdmissionPlan EnginePool::PlanAdmission(const Slot& head, uint64_t ticket) {
   AdmissionPlan plan;
-  plan.size = head.estimate;
   MemorySnapshot m = SampleLocked();
-  for (Budget b : kBudgets) {
-    const size_t i = BudgetIndex(b);
-    const uint64_t size = plan.size[i];
-    if (size == 0) continue;
-    if (b == Budget::kDevice && !m.has_device) {
+  plan.size = head.estimate;
+  if (head.on_gpu()) {
+    plan.gpu = ChooseGpu(head, ticket, m, &plan.error);
+    if (plan.gpu < 0) {
       plan.kind = Plan::kNever;
-      plan.error = MakeError(PoolErrorCode::kInternal, "the model '" + head.model.id +
-                                                           "' needs GPU memory but no GPU was found");
       return plan;
     }
-    const MemoryLimits& L = b == Budget::kHost ? m.host : m.device;
+    plan.size = OnGpu(head.estimate, plan.gpu);
+  }
+  for (size_t i = 0; i < plan.size.size(); ++i) {
+    const Budget b = static_cast<Budget>(i);
+    const uint64_t size = plan.size[i];
+    if (size == 0) continue;
+    const MemoryLimits& L = *m.Limits(b);  // ChooseGpu picked a GPU with readings
     const bool best_effort = !L.guard_on || L.admission_ceiling == 0;
     const uint64_t ceiling = L.admission_ceiling == 0 ? UINT64_MAX : L.admission_ceiling;
     const uint64_t target = std::min(L.soft_bytes == 0 ? ceiling : L.soft_bytes, ceiling);
@@ -159,7 +175,7 @@ EnginePool::AdmissionPlan EnginePool::PlanAdmission(const Slot& head, uint64_t t
       }
     }
     std::ostringstream log;
-    log << "pool: admission model=" << head.model.id << " budget=" << BudgetName(b) << " size=" << Mb(size)
+    log << "pool: admission model=" << head.model.id << " budget=" << BudgetLabel(b) << " size=" << Mb(size)
         << " device_active=" << Mb(m.device_active[i]) << " footprint=" << Mb(footprint)
         << " committed=" << Mb(committed_[i]) << " cache=" << Mb(cache) << " current=" << Mb(current)
         << " target=" << Mb(target)
@@ -195,7 +211,7 @@ EnginePool::AdmissionPlan EnginePool::PlanAdmission(const Slot& head, uint64_t t
     const std::string need = "the model '" + head.model.id + "' needs " + FormatBytes(size);
     if (size > ceiling) {
       plan.kind = Plan::kNever;
-      plan.error = MakeError(PoolErrorCode::kTooLarge, need + " of " + BudgetName(b) +
+      plan.error = MakeError(PoolErrorCode::kTooLarge, need + " of " + BudgetLabel(b) +
                                                            " memory, more than " + L.Describe() + ": " + L.Advice());
       LOG_WARN(log.str() << " outcome=refuse_too_large");
       return plan;
@@ -240,6 +256,98 @@ EnginePool::AdmissionPlan EnginePool::PlanAdmission(const Slot& head, uint64_t t
   return plan;
 }
 
+std::string EnginePool::BudgetLabel(Budget b) const {
+  const int g = GpuOf(b);
+  if (g < 0) return "host";
+  return "GPU " + std::to_string(g < static_cast<int>(options_.gpus.size()) ? options_.gpus[g].cuda_index : g);
+}
+
+EnginePool::Fit EnginePool::EvictionsToFit(const Slot& head, Budget b, uint64_t size, const MemorySnapshot& m) const {
+  const MemoryLimits* L = m.Limits(b);
+  if (!L) return {kNeverCost, 0};
+  if (!L->guard_on || L->admission_ceiling == 0) return {};  // best effort: nothing is evicted
+  const size_t i = BudgetIndex(b);
+  const uint64_t ceiling = L->admission_ceiling;
+  const uint64_t target = std::min(L->soft_bytes == 0 ? ceiling : L->soft_bytes, ceiling);
+  uint64_t pinned = 0;
+  for (const auto& [id, s] : slots_) {
+    if (s.get() != &head && s->state != SlotState::kUnloaded && s->pinned()) pinned += s->resident[i];
+  }
+  if (size > ceiling || pinned + size > ceiling) return {kNeverCost, 0};
+  // As PlanAdmission goes: the victim ChooseVictim names, until the model fits.
+  std::vector<VictimCandidate> cands = Candidates(b);
+  uint64_t projected = std::max(m.device_active[i], committed_[i]) + size;
+  Fit fit;
+  while (projected > target) {
+    const std::optional<size_t> v = ChooseVictim(cands, static_cast<int64_t>(projected - target), head.model.id);
+    if (!v) break;
+    projected = Sat(projected, cands[*v].freeable_bytes);
+    fit.newest_victim = std::max(fit.newest_victim, cands[*v].last_access);
+    cands.erase(cands.begin() + static_cast<std::ptrdiff_t>(*v));
+    ++fit.evictions;
+  }
+  if (projected > ceiling) return {kWaitCost, 0};
+  return fit;
+}
+
+int EnginePool::ChooseGpu(const Slot& head, uint64_t ticket, const MemorySnapshot& m, PoolError* error) const {
+  // Settings' "cuda:N" names one GPU; "cuda" (or none) lets the pool choose.
+  std::optional<int> wanted;
+  const std::optional<std::string>& device = head.settings.device;
+  if (device && device->rfind("cuda:", 0) == 0) {
+    if (auto d = ParseDevice(*device); d.ok()) wanted = d->index;
+  }
+  std::vector<int> eligible;
+  std::string served;
+  for (size_t n = 0; n < m.devices.size(); ++n) {
+    const DeviceBudgetSnapshot& d = m.devices[n];
+    if (!d.present) continue;
+    served += (served.empty() ? "cuda:" : ", cuda:") + std::to_string(d.cuda_index);
+    if (!wanted || d.cuda_index == *wanted) eligible.push_back(static_cast<int>(n));
+  }
+  if (eligible.empty()) {
+    *error = MakeError(PoolErrorCode::kInternal,
+                       served.empty() ? "the model '" + head.model.id + "' needs GPU memory but no GPU was found"
+                                      : "the model '" + head.model.id + "' asks for " + *device +
+                                            " (its device setting) but the server computes on " + served);
+    return -1;
+  }
+  if (evicted_for_ticket_ == ticket && head.planned_gpu >= 0 &&
+      std::find(eligible.begin(), eligible.end(), head.planned_gpu) != eligible.end()) {
+    return head.planned_gpu;  // the room made there is for this model
+  }
+  // Fewest evictions; then the least recently used victims (LRU across the
+  // GPUs); then the most room left.
+  const uint64_t size = head.estimate[BudgetIndex(Budget::kDevice)];
+  int best = -1;
+  Fit best_fit;
+  uint64_t best_room = 0;
+  for (int n : eligible) {
+    const Budget b = GpuBudget(n);
+    const size_t i = BudgetIndex(b);
+    const Fit fit = EvictionsToFit(head, b, size, m);
+    const uint64_t used = std::max(m.device_active[i], committed_[i]);
+    const uint64_t ceiling = m.devices[n].limits.admission_ceiling;
+    const uint64_t room = ceiling > used ? ceiling - used : 0;
+    const bool better =
+        best < 0 || fit.evictions < best_fit.evictions ||
+        (fit.evictions == best_fit.evictions &&
+         (fit.newest_victim < best_fit.newest_victim || (fit.newest_victim == best_fit.newest_victim && room > best_room)));
+    if (better) {
+      best = n;
+      best_fit = fit;
+      best_room = room;
+    }
+  }
+  if (eligible.size() > 1) {
+    LOG_INFO("pool: placing " << head.model.id << " on " << BudgetLabel(GpuBudget(best)) << " ("
+                              << (best_fit.evictions >= kWaitCost ? std::string("no GPU has room now")
+                                                                  : std::to_string(best_fit.evictions) + " evictions")
+                              << ", " << Mb(best_room) << " free of its ceiling)");
+  }
+  return best;
+}
+
 bool EnginePool::AdmitHead(Lock& lock, std::vector<Completion>* done) {
   if (loading_) return false;
   const Waiter* head = nullptr;
@@ -266,11 +374,14 @@ bool EnginePool::AdmitHead(Lock& lock, std::vector<Completion>* done) {
     case Plan::kAdmit:
       blocked_ticket_ = 0;
       slot->resident = plan.size;
+      slot->home = slot->on_gpu() ? GpuBudget(plan.gpu) : Budget::kHost;
+      slot->planned_gpu = -1;
       LoadSlot(lock, slot);
       return true;
     case Plan::kEvict:
       blocked_ticket_ = 0;
       evicted_for_ticket_ = ticket;
+      slot->planned_gpu = slot->on_gpu() ? plan.gpu : -1;
       plan.victim->state = SlotState::kUnloading;
       UnloadMarked(lock, plan.victim, ("evicted to make room for " + slot->model.id).c_str());
       return true;
@@ -279,6 +390,7 @@ bool EnginePool::AdmitHead(Lock& lock, std::vector<Completion>* done) {
       return false;
     case Plan::kNever:
       blocked_ticket_ = 0;
+      slot->planned_gpu = -1;
       for (auto it = waiters_.begin(); it != waiters_.end();) {
         if (it->second.id != slot->model.id) {
           ++it;
@@ -306,7 +418,8 @@ void EnginePool::LoadSlot(Lock& lock, const std::shared_ptr<Slot>& slot) {
   const uint64_t footprint_before = probe_->FootprintBytes();
   const auto t0 = std::chrono::steady_clock::now();
   Result<std::unique_ptr<LoadedEngine>> r =
-      factory_->Load(model, settings, slot->abort_loading, MakeKvBudget(slot));
+      factory_->Load(model, settings, slot->abort_loading, MakeKvBudget(slot),
+                     slot->home == Budget::kHost ? -1 : options_.gpus[GpuOf(slot->home)].cuda_index);
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   const uint64_t footprint_after = probe_->FootprintBytes();
   std::shared_ptr<LoadedEngine> engine;
@@ -364,14 +477,15 @@ void EnginePool::LoadSlot(Lock& lock, const std::shared_ptr<Slot>& slot) {
     slot->loaded_at = slot->last_access = Now();
     const BudgetBytes active_after = DeviceActiveLocked();
     slot->measured[0] = std::max(Sat(footprint_after, footprint_before), Sat(active_after[0], active_before[0]));
-    slot->measured[1] = Sat(active_after[1], active_before[1]);
+    for (size_t i = 1; i < slot->measured.size(); ++i) slot->measured[i] = Sat(active_after[i], active_before[i]);
     const double gb = static_cast<double>(model.weight_bytes) / static_cast<double>(kGiB);
     if (gb > 1e-3) {
       const double s_per_gb = seconds / gb;
       load_s_per_gb_ = load_s_per_gb_ == 0 ? s_per_gb : 0.7 * load_s_per_gb_ + 0.3 * s_per_gb;
     }
     LOG_INFO("pool: loaded " << model.id << " in " << static_cast<int64_t>(seconds * 1000) << " ms (resident "
-                             << FormatBytes(slot->resident[0] + slot->resident[1]) << ", measured growth "
+                             << FormatBytes(TotalBytes(slot->resident)) << " in " << BudgetLabel(slot->home)
+                             << ", measured growth "
                              << FormatBytes(slot->measured[0]) << ", committed " << FormatBytes(committed_[0])
                              << ")");
   }
@@ -382,9 +496,11 @@ void EnginePool::UnloadMarked(Lock& lock, const std::shared_ptr<Slot>& slot, con
   ++unloads_in_progress_;
   const MemorySnapshot before_snap = SampleLocked();  // still counting this model
   std::shared_ptr<LoadedEngine> engine = std::move(slot->engine);
-  const BudgetBytes before{before_snap.usage, before_snap.device_usage};
-  BudgetBytes size{};
-  for (Budget b : kBudgets) size[BudgetIndex(b)] = slot->freeable(b);
+  BudgetBytes before{}, size{};
+  for (size_t i = 0; i < before.size(); ++i) {
+    before[i] = before_snap.Usage(static_cast<Budget>(i));
+    size[i] = slot->freeable(static_cast<Budget>(i));
+  }
   const std::string id = slot->model.id;
   const std::string reason = why;
   std::function<void()> wake = wake_hook_;
@@ -422,8 +538,9 @@ void EnginePool::SettleBarrier(const BudgetBytes& size, const BudgetBytes& befor
   }
   auto live = [&] {
     std::lock_guard<std::mutex> lock(mu_);
-    const BudgetBytes active = DeviceActiveLocked();
-    return BudgetBytes{std::max(active[0], probe_->FootprintBytes()), active[1]};
+    BudgetBytes active = DeviceActiveLocked();
+    active[0] = std::max(active[0], probe_->FootprintBytes());
+    return active;
   };
   auto settled = [&](const BudgetBytes& now) {
     for (size_t i = 0; i < need.size(); ++i) {

@@ -51,11 +51,11 @@ bool EnginePool::ClaimKv(const std::shared_ptr<Slot>& slot, uint64_t bytes) {
   const bool host = b == Budget::kHost;
   // The host reading is cheap (VmRSS); a GPU's comes from NVML.
   MemorySnapshot m = host ? SampleHostLocked() : SampleLocked();
-  if (!host && !m.has_device) return grant();  // no reading of the GPU: its allocator has the last word
-  const MemoryLimits& L = host ? m.host : m.device;
-  if (!L.guard_on || L.admission_ceiling == 0) return grant();
-  const uint64_t ceiling = L.admission_ceiling;
-  const uint64_t target = std::min(L.soft_bytes == 0 ? ceiling : L.soft_bytes, ceiling);
+  const MemoryLimits* L = m.Limits(b);
+  if (!L) return grant();  // no reading of the GPU: its allocator has the last word
+  if (!L->guard_on || L->admission_ceiling == 0) return grant();
+  const uint64_t ceiling = L->admission_ceiling;
+  const uint64_t target = std::min(L->soft_bytes == 0 ? ceiling : L->soft_bytes, ceiling);
   auto current = [&] {
     return host ? std::max({m.device_active[0], m.footprint, committed_[0] + m.cache_bytes})
                 : std::max(m.device_active[i], committed_[i]);

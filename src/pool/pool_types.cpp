@@ -32,4 +32,24 @@ const char* AbortReasonName(AbortReason r) {
   return "none";
 }
 
+const MemoryLimits* MemorySnapshot::Limits(Budget b) const {
+  if (b == Budget::kHost) return &host;
+  const int g = GpuOf(b);
+  if (g < 0 || g >= static_cast<int>(devices.size()) || !devices[g].present) return nullptr;
+  return &devices[g].limits;
+}
+
+uint64_t MemorySnapshot::Usage(Budget b) const {
+  if (b == Budget::kHost) return usage;
+  const int g = GpuOf(b);
+  return g >= 0 && g < static_cast<int>(devices.size()) ? devices[g].usage : 0;
+}
+
+const DeviceBudgetSnapshot* MemorySnapshot::FirstDevice() const {
+  for (const DeviceBudgetSnapshot& d : devices) {
+    if (d.present) return &d;
+  }
+  return nullptr;
+}
+
 }  // namespace llmhost

@@ -75,23 +75,39 @@ struct ModelStatus {
   int64_t waiting_requests = 0;       // queued in the pool for it
   std::optional<int64_t> max_context_window;
   std::optional<std::string> load_error;  // a cached load failure
+  std::optional<int> gpu;                 // loaded on a GPU: CUDA's number of it
+};
+
+// One GPU's budget in a snapshot.
+struct DeviceBudgetSnapshot {
+  int cuda_index = 0;    // CUDA's number of the GPU (--device cuda:N)
+  bool present = false;  // its memory was read (else no model is admitted there)
+  int gpu = -1;          // GpuMemory::index of its readings
+  MemoryLimits limits;
+  uint64_t usage = 0;    // device_active there
 };
 
 struct MemorySnapshot {
-  MemoryLimits host, device;
-  bool has_device = false;
-  int device_gpu = -1;  // GpuMemory::index of the GPU the device budget reads
+  MemoryLimits host;
+  std::vector<DeviceBudgetSnapshot> devices;  // PoolOptions::gpus, in order
   uint64_t footprint = 0;
   uint64_t pss = 0;
   BudgetBytes device_active{};
   BudgetBytes committed{};
   uint64_t cache_bytes = 0;   // the KV block store's RAM (PoolOptions::cache_ram_bytes)
   uint64_t usage = 0;         // host: max(device_active, footprint)
-  uint64_t device_usage = 0;  // device: device_active
-  PressureLevel level = PressureLevel::kOk;  // the worse of both budgets
+  PressureLevel level = PressureLevel::kOk;  // the worst of every budget
+  Budget worst = Budget::kHost;              // the budget at that level (the host on a tie)
   bool admission_paused = false;
   SystemMemory system;
   std::vector<GpuMemory> gpus;
+
+  // The limits of budget `b`; null for a GPU without readings.
+  const MemoryLimits* Limits(Budget b) const;
+  // The live usage of budget `b` (host: max(device_active, footprint)).
+  uint64_t Usage(Budget b) const;
+  // The first GPU budget with readings; null when none.
+  const DeviceBudgetSnapshot* FirstDevice() const;
 };
 
 struct RequestCounts {

@@ -80,7 +80,11 @@ uint64_t EnginePool::AloneBytes(const std::string& id, Budget b) const {
 
 PoolError EnginePool::CheckPrefill(const ModelLease& lease, int64_t prompt_tokens, int64_t cached_tokens) {
   if (!options_.guard.prefill_guard || !options_.guard.guard_on()) return PoolError();
-  const PrefillDims dims = lease.engine().prefill_dims();
+  PrefillDims dims = lease.engine().prefill_dims();
+  if (dims.budget != Budget::kHost) {
+    std::lock_guard<std::mutex> lock(mu_);
+    dims.budget = static_cast<const Slot*>(lease.slot_.get())->home;  // the GPU it was placed on
+  }
   const PrefillEstimate est = EstimatePrefill(dims, prompt_tokens, cached_tokens);
   if (est.peak() == 0) return PoolError();
   bool reclaimed = false;
@@ -88,8 +92,9 @@ PoolError EnginePool::CheckPrefill(const ModelLease& lease, int64_t prompt_token
     const MemorySnapshot m = Sample();
     // A GPU model's prompt is priced in the GPU's memory (no footprint there).
     const bool host = dims.budget == Budget::kHost;
-    if (!host && !m.has_device) return PoolError();
-    const MemoryLimits& L = host ? m.host : m.device;
+    const MemoryLimits* limits = m.Limits(dims.budget);
+    if (!limits) return PoolError();
+    const MemoryLimits& L = *limits;
     const size_t bi = static_cast<size_t>(dims.budget);
     const uint64_t limit = L.prefill_limit;
     if (limit == 0) return PoolError();

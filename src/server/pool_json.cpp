@@ -38,7 +38,8 @@ Json ModelStatusJson(const ModelStatus& m, bool detail) {
             {"last_access", OrNull(m.last_access)},
             {"ttl_seconds", OrNull(m.ttl_seconds)},
             {"active_requests", m.active_requests},
-            {"max_context_window", OrNull(m.max_context_window)}};
+            {"max_context_window", OrNull(m.max_context_window)},
+            {"gpu", OrNull(m.gpu)}};
   if (detail) {
     j["path"] = m.path;
     j["type"] = m.type;
@@ -75,14 +76,27 @@ Json MemoryJson(const MemorySnapshot& m, double load_seconds_per_gb) {
   j["cgroup_limit_bytes"] = m.system.cgroup_limit;
   j["admission_paused"] = m.admission_paused;
   j["load_seconds_per_gb"] = load_seconds_per_gb;
-  if (m.has_device) {
-    j["device"] = BudgetJson(m.device, m.device_usage, m.committed[1]);
-    j["device"]["gpu"] = m.device_gpu;
+  // Every GPU models may be placed on, each its own budget; "device" is the
+  // first of them (one-GPU servers read it alone).
+  Json devices = Json::array();
+  for (size_t n = 0; n < m.devices.size(); ++n) {
+    const DeviceBudgetSnapshot& d = m.devices[n];
+    if (!d.present) continue;
+    Json e = BudgetJson(d.limits, d.usage, m.committed[BudgetIndex(GpuBudget(static_cast<int>(n)))]);
+    e["gpu"] = d.gpu;
+    e["cuda_index"] = d.cuda_index;
+    devices.push_back(std::move(e));
+  }
+  if (!devices.empty()) {
+    j["device"] = devices[0];
+    j["devices"] = devices;
     Json gpus = Json::array();
     for (const GpuMemory& g : m.gpus) {
+      bool budgeted = false;
+      for (const DeviceBudgetSnapshot& d : m.devices) budgeted = budgeted || (d.present && d.gpu == g.index);
       Json e = {{"index", g.index},           {"name", g.name},
                 {"total_bytes", g.total_bytes}, {"free_bytes", g.free_bytes},
-                {"used_bytes", g.used_bytes},   {"budgeted", g.index == m.device_gpu}};
+                {"used_bytes", g.used_bytes},   {"budgeted", budgeted}};
       if (g.pci.known()) {
         char id[32];
         std::snprintf(id, sizeof(id), "%04x:%02x:%02x.0", g.pci.domain, g.pci.bus, g.pci.device);

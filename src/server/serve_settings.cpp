@@ -142,9 +142,10 @@ const std::vector<ServeFlag>& ServeFlags() {
        "KV cache element type: auto (the model's 16-bit type: bf16 for bf16 weights, else f16), bf16, f16 or f32 "
        "(default auto)"},
       {"device", false,
-       "where models compute: auto (the first GPU when this build has CUDA and the machine a GPU, else the CPU; "
-       "default), cpu, cuda (= cuda:0) or cuda:N (the CUDA device number, as CUDA_VISIBLE_DEVICES renumbers them); "
-       "one GPU per server"},
+       "where models compute: auto (the GPUs when this build has CUDA and the machine has GPUs, else the CPU; "
+       "default), cpu, cuda (every GPU, each its own memory budget: a model loads on the one where it fits with "
+       "the fewest evictions) or cuda:N (that GPU alone: the CUDA device number, as CUDA_VISIBLE_DEVICES renumbers "
+       "them); a model's own `device` setting overrides it"},
       {"gpu-memory-guard-gb", false,
        "the GPU's memory ceiling in GiB, fractions allowed (default: its memory less max(512 MiB, 5%))"},
       {"memory-guard", false,

@@ -145,6 +145,12 @@ def serve_fixtures(binary, device):
         budgeted = [g for g in mem.get("gpus", []) if g.get("budgeted")]
         check(len(budgeted) == 1 and budgeted[0]["index"] == dev.get("gpu") and "pci_bus_id" in budgeted[0],
               "GPU budget: reads the served GPU (%s)" % (budgeted[0] if budgeted else mem.get("gpus")))
+        devs = mem.get("devices") or []
+        check(len(devs) == len([g for g in mem.get("gpus", [])]) and devs and devs[0] == dev,
+              "GPU budgets: one per GPU (%d), the first also as memory.device" % len(devs))
+        on = [m for m in status.get("models", []) if m.get("loaded")]
+        check(on and all(m.get("gpu") in [d["cuda_index"] for d in devs] for m in on),
+              "loaded models say their GPU (%s)" % sorted({str(m.get("gpu")) for m in on}))
         # Batch invariance through the server: 8 prompts alone, then together.
         mid = "llama3-tiny" if "llama3-tiny" in ids else ids[0]
         prompts = ["Question %d: what is %d plus %d? Answer at length." % (i, i, 7 * i) for i in range(8)]

@@ -56,6 +56,19 @@ TEST(CpuEngineFactory, ShapesAndEstimates) {
   ModelSettings shorter;
   shorter.max_context_window = 64;
   EXPECT_LT(f.ResidentEstimate(*q, shorter)[0], est[0]);  // a smaller KV pool
+  // A model's device setting moves its price between the host and a GPU.
+  ModelSettings gpu;
+  gpu.device = "cuda:1";
+  const BudgetBytes on_gpu = f.ResidentEstimate(*q, gpu);
+  EXPECT_EQ(on_gpu[0], 0u);
+  EXPECT_GT(on_gpu[BudgetIndex(Budget::kDevice)], 0u);
+  CpuEngineFactoryOptions cuda_server;
+  cuda_server.device = DeviceSpec{DeviceKind::kCuda, 0};
+  ModelSettings cpu;
+  cpu.device = "cpu";
+  const BudgetBytes on_cpu = CpuEngineFactory(cuda_server).ResidentEstimate(*q, cpu);
+  EXPECT_GT(on_cpu[0], 0u);
+  EXPECT_EQ(on_cpu[BudgetIndex(Budget::kDevice)], 0u);
 }
 
 TEST(CpuEngineFactory, LoadsGeneratesReportsAndUnloads) {

@@ -6,6 +6,8 @@
 // The fake GPU: 20 GiB, all free; its ceiling 19 GiB (total less max(512 MiB,
 // 5%)), the balanced tier's soft target below that. The host's custom ceiling
 // (10 GiB) never binds here: these models hold nothing of the host's.
+#include <algorithm>
+
 #include <gtest/gtest.h>
 
 #include "fake_engine.h"
@@ -59,15 +61,14 @@ TEST(DeviceBudget, TheBudgetReadsTheServedGpu) {
   PoolFixture f;
   f.probe->set_gpus({GpuMemory{0, "small", 8 * kGB, 8 * kGB, 0, PciLocation{0, 0x1b, 0}},
                      GpuMemory{1, "large", 20 * kGB, 20 * kGB, 0, PciLocation{0, 0x3b, 0}}});
-  f.options.gpu_index = 0;  // as CUDA numbers it, under CUDA_VISIBLE_DEVICES=1
-  f.options.gpu_pci = PciLocation{0, 0x3b, 0};
+  f.options.gpus = {GpuTarget{0, PciLocation{0, 0x3b, 0}}};  // CUDA's 0, under CUDA_VISIBLE_DEVICES=1
   f.factory->Set("a", Gpu(10 * kGB));  // fits the large GPU only
   f.Start({"a"});
   ASSERT_TRUE(f.Touch("a").ok());
   const MemorySnapshot m = f.pool->Memory();
-  ASSERT_TRUE(m.has_device);
-  EXPECT_EQ(m.device_gpu, 1);
-  EXPECT_EQ(m.device.total, 20 * kGB);
+  ASSERT_NE(m.FirstDevice(), nullptr);
+  EXPECT_EQ(m.FirstDevice()->gpu, 1);
+  EXPECT_EQ(m.FirstDevice()->limits.total, 20 * kGB);
   EXPECT_EQ(m.committed[1], 10 * kGB);
 }
 
@@ -81,7 +82,7 @@ TEST(DeviceBudget, TheAccumulatorEvictsWhenLiveDeviceReadingsUndercount) {
   f.Start({"a", "b"});
   ASSERT_TRUE(f.Touch("a").ok());
   const MemorySnapshot m = f.pool->Memory();
-  ASSERT_TRUE(m.has_device);
+  ASSERT_NE(m.FirstDevice(), nullptr);
   EXPECT_EQ(m.device_active[1], 0u);
   EXPECT_EQ(m.committed[1], 10 * kGB);
   EXPECT_EQ(m.committed[0], 0u);  // nothing of the host's
@@ -113,7 +114,7 @@ TEST(DeviceBudget, TheGpuCeilingSettingBinds) {
   ASSERT_TRUE(f.Touch("a").ok());
   ASSERT_TRUE(f.Touch("b").ok());
   EXPECT_EQ(f.LoadedIds(), std::vector<std::string>{"b"});
-  EXPECT_LE(f.pool->Memory().device.admission_ceiling, 8 * kGB);
+  EXPECT_LE(f.pool->Memory().FirstDevice()->limits.admission_ceiling, 8 * kGB);
 }
 
 TEST(DeviceBudget, AModelLargerThanTheGpuIsRefusedNamingIt) {
@@ -152,6 +153,141 @@ TEST(DeviceBudget, KvClaimsOfAGpuModelCountInTheGpusBudget) {
   EXPECT_FALSE(b.Claim(5 * kGB)) << "never above the GPU's ceiling (19 GiB)";
   b.Return(11 * kGB);
   EXPECT_EQ(f.pool->Memory().committed[1], 4 * kGB);
+}
+
+// ---- several GPUs: each its own budget ---------------------------------------
+
+// Two 20 GiB GPUs (CUDA's 0 and 1, NVML numbering them the same way).
+void AddTwoGpus(PoolFixture& f) {
+  f.probe->set_gpus({GpuMemory{0, "H200", 20 * kGB, 20 * kGB, 0}, GpuMemory{1, "H200", 20 * kGB, 20 * kGB, 0}});
+  f.options.gpus = {GpuTarget{0, {}}, GpuTarget{1, {}}};
+}
+
+uint64_t CommittedOn(const MemorySnapshot& m, int gpu) { return m.committed[BudgetIndex(GpuBudget(gpu))]; }
+
+// A pair that over-commits one GPU fits two: the second model goes to the
+// GPU where nothing has to go, and loads there.
+TEST(DeviceBudget, ASecondModelGoesToTheGpuWithRoomInsteadOfEvicting) {
+  PoolFixture f;
+  AddTwoGpus(f);
+  f.factory->Set("a", Gpu(12 * kGB));
+  f.factory->Set("b", Gpu(12 * kGB));
+  f.Start({"a", "b"});
+  ASSERT_TRUE(f.Touch("a").ok());
+  ASSERT_TRUE(f.Touch("b").ok());
+  EXPECT_EQ(f.LoadedIds(), (std::vector<std::string>{"a", "b"}));
+  const int ga = f.factory->Last("a")->cuda_device, gb = f.factory->Last("b")->cuda_device;
+  EXPECT_NE(ga, gb);
+  ASSERT_TRUE(ga == 0 || ga == 1) << ga;
+  const MemorySnapshot m = f.pool->Memory();
+  EXPECT_EQ(CommittedOn(m, ga), 12 * kGB);
+  EXPECT_EQ(CommittedOn(m, gb), 12 * kGB);
+  EXPECT_EQ(m.committed[0], 0u);
+  ASSERT_EQ(m.devices.size(), 2u);
+  EXPECT_TRUE(m.devices[0].present && m.devices[1].present);
+  EXPECT_EQ(f.StatusOf("a").gpu, std::optional<int>(ga));
+  EXPECT_EQ(f.StatusOf("b").gpu, std::optional<int>(gb));
+}
+
+// With every GPU full, the model goes where the fewest idle models must
+// go, even where less room is left: GPU 0 holds three small models (two
+// would have to go), GPU 1 one larger (it alone goes).
+TEST(DeviceBudget, AModelGoesWhereTheFewestEvictionsMakeRoom) {
+  PoolFixture f;
+  AddTwoGpus(f);
+  for (const char* id : {"x", "y", "u"}) f.factory->Set(id, Gpu(3 * kGB));
+  f.factory->Set("z", Gpu(10 * kGB));
+  f.factory->Set("w", Gpu(12 * kGB));
+  f.Start({"u", "w", "x", "y", "z"});
+  for (const char* id : {"x", "y", "u"}) ASSERT_TRUE(f.pool->UpdateSettings(id, {{"device", "cuda:0"}}).ok());
+  ASSERT_TRUE(f.pool->UpdateSettings("z", {{"device", "cuda:1"}}).ok());
+  for (const char* id : {"x", "y", "u", "z"}) {
+    ASSERT_TRUE(f.Touch(id).ok()) << id;
+    f.Advance(1);
+  }
+  EXPECT_EQ(f.factory->Last("z")->cuda_device, 1);
+  EXPECT_EQ(f.factory->Last("x")->cuda_device, 0);
+  ASSERT_TRUE(f.Touch("w").ok());
+  EXPECT_EQ(f.factory->Last("w")->cuda_device, 1);
+  EXPECT_EQ(f.LoadedIds(), (std::vector<std::string>{"u", "w", "x", "y"}));
+  const MemorySnapshot m = f.pool->Memory();
+  EXPECT_EQ(CommittedOn(m, 0), 9 * kGB);
+  EXPECT_EQ(CommittedOn(m, 1), 12 * kGB);
+  for (int g = 0; g < 2; ++g) EXPECT_LE(CommittedOn(m, g), m.devices[g].limits.admission_ceiling);
+}
+
+// A model's device setting names its GPU; one the server does not compute
+// on is refused saying which it does; "cpu" prices it in host memory.
+TEST(DeviceBudget, TheDeviceSettingChoosesTheGpuOrTheHost) {
+  PoolFixture f;
+  AddTwoGpus(f);
+  f.factory->Set("a", Gpu(2 * kGB));
+  f.factory->Set("b", Gpu(2 * kGB));
+  f.factory->Set("c", Gpu(2 * kGB));
+  f.Start({"a", "b", "c"});
+  ASSERT_TRUE(f.pool->UpdateSettings("a", {{"device", "cuda:1"}}).ok());
+  ASSERT_TRUE(f.pool->UpdateSettings("b", {{"device", "cuda:7"}}).ok());
+  ASSERT_TRUE(f.pool->UpdateSettings("c", {{"device", "cpu"}}).ok());
+  EXPECT_FALSE(f.pool->UpdateSettings("c", {{"device", "gpu"}}).ok());
+  ASSERT_TRUE(f.Touch("a").ok());
+  EXPECT_EQ(f.factory->Last("a")->cuda_device, 1);
+  const PoolError e = f.Touch("b");
+  EXPECT_NE(e.code, PoolErrorCode::kOk);
+  EXPECT_NE(e.message.find("cuda:7"), std::string::npos) << e.message;
+  EXPECT_NE(e.message.find("cuda:0, cuda:1"), std::string::npos) << e.message;
+  ASSERT_TRUE(f.Touch("c").ok());
+  EXPECT_EQ(f.factory->Last("c")->cuda_device, -1);
+  const MemorySnapshot m = f.pool->Memory();
+  EXPECT_EQ(m.committed[0], 2 * kGB);
+  EXPECT_EQ(CommittedOn(m, 1), 2 * kGB);
+  EXPECT_EQ(CommittedOn(m, 0), 0u);
+  EXPECT_FALSE(f.StatusOf("c").gpu.has_value());
+}
+
+// A model on the second GPU claims its KV growth there, under that GPU's
+// ceiling; the first GPU's budget is untouched.
+TEST(DeviceBudget, KvClaimsCountOnTheModelsOwnGpu) {
+  PoolFixture f;
+  AddTwoGpus(f);
+  f.factory->Set("a", Gpu(4 * kGB));
+  f.Start({"a"});
+  ASSERT_TRUE(f.pool->UpdateSettings("a", {{"device", "cuda:1"}}).ok());
+  ASSERT_TRUE(f.Touch("a").ok());
+  KvBudget& b = *f.factory->Last("a")->kv_budget;
+  EXPECT_TRUE(b.Claim(10 * kGB));
+  MemorySnapshot m = f.pool->Memory();
+  EXPECT_EQ(CommittedOn(m, 1), 14 * kGB);
+  EXPECT_EQ(CommittedOn(m, 0), 0u);
+  EXPECT_FALSE(b.Claim(6 * kGB)) << "never above GPU 1's ceiling (19 GiB)";
+  b.Return(10 * kGB);
+  EXPECT_EQ(CommittedOn(f.pool->Memory(), 1), 4 * kGB);
+}
+
+// The swap test on two GPUs: three models that do not fit together, asked
+// for in turn; every GPU's committed bytes stay under its ceiling, and the
+// model that goes is the least recently used of all, whichever GPU holds it.
+TEST(DeviceBudget, ThreeModelsThatDoNotFitTogetherSwapUnderEveryCeiling) {
+  PoolFixture f;
+  AddTwoGpus(f);
+  for (const char* id : {"a", "b", "c"}) f.factory->Set(id, Gpu(15 * kGB));
+  f.Start({"a", "b", "c"});
+  for (int round = 0; round < 3; ++round) {
+    for (const char* id : {"a", "b", "c"}) {
+      ASSERT_TRUE(f.Touch(id).ok()) << id;
+      f.Advance(1);
+      const MemorySnapshot m = f.pool->Memory();
+      for (int g = 0; g < 2; ++g) {
+        EXPECT_LE(CommittedOn(m, g), m.devices[g].limits.admission_ceiling) << id << " GPU " << g;
+      }
+      EXPECT_LE(f.LoadedIds().size(), 2u);
+      if (round > 0) {
+        const char* previous = id[0] == 'a' ? "c" : id[0] == 'b' ? "a" : "b";
+        std::vector<std::string> want = {id, previous};
+        std::sort(want.begin(), want.end());
+        EXPECT_EQ(f.LoadedIds(), want) << "after " << id;
+      }
+    }
+  }
 }
 
 }  // namespace

@@ -30,14 +30,16 @@ struct FakeEngineState {
   std::atomic<bool> stopped{false};
   std::atomic<int> caches_released{0};
   std::shared_ptr<KvBudget> kv_budget;  // what the pool handed the engine
+  int cuda_device = -1;                 // the GPU the pool loaded it on (-1: the host)
 };
 
 class FakeEngine final : public LoadedEngine {
  public:
   FakeEngine(std::shared_ptr<FakeEngineState> s, PrefillDims dims) : s_(std::move(s)), dims_(dims) {}
   BudgetBytes DeviceActiveBytes() const override {
-    const uint64_t b = s_->stopped ? 0 : s_->device_active.load();
-    return dims_.budget == Budget::kDevice ? BudgetBytes{0, b} : BudgetBytes{b, 0};
+    BudgetBytes out{};
+    out[BudgetIndex(dims_.budget)] = s_->stopped ? 0 : s_->device_active.load();
+    return out;
   }
   int64_t ActiveRequests() const override { return s_->stopped ? 0 : s_->active.load(); }
   void Stop() override { s_->stopped = true; }
@@ -54,7 +56,8 @@ struct FakeModelSpec {
   uint64_t resident = kGB;        // the admission size
   uint64_t device_active = 0;     // what its "allocator" reports once loaded
   bool fail = false;              // Load fails
-  bool on_gpu = false;            // priced and held in the GPU's budget (dims.budget follows)
+  bool on_gpu = false;            // priced and held in the GPU's budget (dims.budget follows;
+                                  // a model's `device` setting overrides it, as the real factory's)
   PrefillDims dims;
   std::function<void()> during_load;  // runs inside Load (block, trigger things)
 };
@@ -90,16 +93,22 @@ class FakeFactory final : public EngineFactory {
 
   explicit FakeFactory(std::shared_ptr<Shared> shared) : shared_(std::move(shared)) {}
 
-  BudgetBytes ResidentEstimate(const DiscoveredModel& m, const ModelSettings&) override {
-    std::lock_guard<std::mutex> lock(shared_->mu);
-    auto it = shared_->specs.find(m.id);
-    const uint64_t bytes = it == shared_->specs.end() ? kGB : it->second.resident;
-    if (it != shared_->specs.end() && it->second.on_gpu) return {0, bytes};
-    return {bytes, 0};
+  static bool OnGpu(const FakeModelSpec& spec, const ModelSettings& settings) {
+    return settings.device ? *settings.device != "cpu" : spec.on_gpu;
   }
 
-  Result<std::unique_ptr<LoadedEngine>> Load(const DiscoveredModel& m, const ModelSettings&,
-                                             const std::atomic<bool>&, std::shared_ptr<KvBudget> budget) override {
+  BudgetBytes ResidentEstimate(const DiscoveredModel& m, const ModelSettings& settings) override {
+    std::lock_guard<std::mutex> lock(shared_->mu);
+    auto it = shared_->specs.find(m.id);
+    const FakeModelSpec spec = it == shared_->specs.end() ? Spec(kGB) : it->second;
+    BudgetBytes b{};
+    b[BudgetIndex(OnGpu(spec, settings) ? Budget::kDevice : Budget::kHost)] = spec.resident;
+    return b;
+  }
+
+  Result<std::unique_ptr<LoadedEngine>> Load(const DiscoveredModel& m, const ModelSettings& settings,
+                                             const std::atomic<bool>&, std::shared_ptr<KvBudget> budget,
+                                             int cuda_device) override {
     FakeModelSpec spec;
     {
       std::lock_guard<std::mutex> lock(shared_->mu);
@@ -111,11 +120,12 @@ class FakeFactory final : public EngineFactory {
     auto state = std::make_shared<FakeEngineState>();
     state->device_active = spec.device_active;
     state->kv_budget = std::move(budget);
+    state->cuda_device = cuda_device;
     {
       std::lock_guard<std::mutex> lock(shared_->mu);
       shared_->engines[m.id].push_back(state);
     }
-    if (spec.on_gpu) spec.dims.budget = Budget::kDevice;
+    if (OnGpu(spec, settings)) spec.dims.budget = Budget::kDevice;
     return std::unique_ptr<LoadedEngine>(new FakeEngine(state, spec.dims));
   }
 

@@ -282,5 +282,26 @@ TEST(MemoryEnforcer, ExpiresTtlOnEveryPoll) {
   EXPECT_FALSE(f.Loaded("a"));
 }
 
+// Each budget has its own levels: pressure on a GPU evicts a model held
+// there, never a host model that frees nothing on it (even the older one).
+TEST(MemoryEnforcer, PressureOnAGpuEvictsAModelOnThatGpu) {
+  PoolFixture f;
+  f.probe->set_gpus({GpuMemory{0, "H200", 20 * kGB, 20 * kGB, 0}});
+  FakeModelSpec g;
+  g.on_gpu = true;
+  f.factory->Set("g", g);
+  f.Start({"g", "h"});
+  LoadWithUsage(f, {{"h", kGB}, {"g", 19 * kGB + kGB / 2}});  // over the GPU's hard mark (~18 GiB)
+  const MemorySnapshot before = f.pool->Memory();
+  EXPECT_EQ(before.level, PressureLevel::kHard);
+  EXPECT_EQ(before.worst, GpuBudget(0));
+  MemoryEnforcer e(f.pool.get());
+  const EnforcerTick t = e.CheckAndEnforce();
+  EXPECT_TRUE(Has(t, "evict"));
+  EXPECT_EQ(t.level, PressureLevel::kOk);  // after the eviction
+  EXPECT_EQ(f.LoadedIds(), std::vector<std::string>{"h"});
+  EXPECT_TRUE(f.factory->Last("g")->stopped);
+}
+
 }  // namespace
 }  // namespace llmhost

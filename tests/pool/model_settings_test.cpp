@@ -193,6 +193,29 @@ TEST(ModelSettings, RuntimeKeyChangesOnlyWithReloadingSettings) {
   EXPECT_EQ(a.RuntimeKey(), b.RuntimeKey());
   b.max_context_window = 1024;
   EXPECT_NE(a.RuntimeKey(), b.RuntimeKey());
+  ModelSettings c = a;
+  c.device = "cuda:1";  // another device: the model is loaded anew there
+  EXPECT_NE(a.RuntimeKey(), c.RuntimeKey());
+}
+
+TEST(ModelSettings, DeviceNamesTheCpuOrAGpu) {
+  for (const char* ok : {"cpu", "cuda", "cuda:0", "cuda:3"}) {
+    auto s = ApplyModelSettingsJson(ModelSettings(), Json{{"device", ok}});
+    ASSERT_TRUE(s.ok()) << ok << ": " << s.status().ToString();
+    EXPECT_EQ(*s->device, ok);
+    EXPECT_EQ(ModelSettingsToJson(*s)["device"], ok);
+  }
+  ModelSettings on_gpu;
+  on_gpu.device = "cuda:1";
+  auto server = ApplyModelSettingsJson(on_gpu, Json{{"device", "auto"}});  // the server's choice
+  ASSERT_TRUE(server.ok());
+  EXPECT_FALSE(server->device.has_value());
+  EXPECT_FALSE(ApplyModelSettingsJson(on_gpu, Json{{"device", nullptr}})->device.has_value());
+  for (const Json& bad : {Json("gpu"), Json("cuda:"), Json("cuda:-1"), Json(1)}) {
+    auto s = ApplyModelSettingsJson(ModelSettings(), Json{{"device", bad}});
+    ASSERT_FALSE(s.ok()) << bad;
+    EXPECT_NE(s.status().message().find("device"), std::string::npos) << s.status().message();
+  }
 }
 
 }  // namespace
