@@ -306,7 +306,8 @@ int EnginePool::ChooseGpu(const Slot& head, uint64_t ticket, const MemorySnapsho
     if (!wanted || d.cuda_index == *wanted) eligible.push_back(static_cast<int>(n));
   }
   if (eligible.empty()) {
-    *error = MakeError(PoolErrorCode::kInternal,
+    // 409: the server cannot serve it as it is set up (the settings or --device say what to change).
+    *error = MakeError(PoolErrorCode::kUnavailable,
                        served.empty() ? "the model '" + head.model.id + "' needs GPU memory but no GPU was found"
                                       : "the model '" + head.model.id + "' asks for " + *device +
                                             " (its device setting) but the server computes on " + served);

@@ -65,6 +65,12 @@ class Server:
         except urllib.error.HTTPError as e:
             raise RuntimeError("%s %s: %d %s" % (path, body.get("model"), e.code, e.read().decode()[:300]))
 
+    def put(self, path, body):
+        req = urllib.request.Request(self.url + path, data=json.dumps(body).encode(), method="PUT",
+                                     headers={"Content-Type": "application/json"})
+        with urllib.request.urlopen(req, timeout=60) as r:
+            return json.loads(r.read().decode())
+
     def get(self, path):
         with urllib.request.urlopen(self.url + path, timeout=60) as r:
             return json.loads(r.read().decode())
@@ -208,6 +214,24 @@ def swap(binary, device):
                 most = max(most, loaded)
                 dev = st["memory"].get("device") or {}
                 over += dev.get("committed_bytes", 0) > dev.get("ceiling_bytes", 0)
+        # A model's device setting: on the CPU beside the GPU's models, back on the GPU, a GPU not served.
+        srv.put("/admin/api/models/m0/settings", {"device": "cpu"})
+        chat(srv, "m0", "hello", n=4)
+        st = srv.get("/api/status")
+        m0 = [m for m in st["models"] if m["id"] == "m0"][0]
+        check(m0["loaded"] and m0.get("gpu") is None and st["memory"]["committed_bytes"] >= one,
+              "device setting cpu: m0 on the host (gpu %s, host committed %.0f MiB)"
+              % (m0.get("gpu"), st["memory"]["committed_bytes"] / 2**20))
+        srv.put("/admin/api/models/m0/settings", {"device": "cuda:0"})
+        chat(srv, "m0", "hello", n=4)
+        m0 = [m for m in srv.get("/api/status")["models"] if m["id"] == "m0"][0]
+        check(m0["loaded"] and m0.get("gpu") == 0, "device setting cuda:0: m0 back on GPU %s" % m0.get("gpu"))
+        srv.put("/admin/api/models/m1/settings", {"device": "cuda:7"})
+        try:
+            chat(srv, "m1", "hello", n=4)
+            check(False, "device setting cuda:7 (not served): refused")
+        except RuntimeError as e:
+            check("cuda:7" in str(e), "device setting cuda:7 (not served): refused (%s)" % str(e)[:160])
     finally:
         srv.stop()
     check(served == 6 and most == 2 and over == 0,
