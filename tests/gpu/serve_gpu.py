@@ -205,6 +205,7 @@ def swap(binary, device):
     srv = Server(binary, d, device, ["--gpu-memory-guard-gb", "%.3f" % ceiling_gb])
     most, over, served = 0, 0, 0
     try:
+        base = srv.get("/api/status")["memory"]["footprint_bytes"]
         for r in range(2):
             for i in range(3):
                 text, usage, _ = chat(srv, "m%d" % i, "hello", n=4)
@@ -214,6 +215,9 @@ def swap(binary, device):
                 most = max(most, loaded)
                 dev = st["memory"].get("device") or {}
                 over += dev.get("committed_bytes", 0) > dev.get("ceiling_bytes", 0)
+        grown = srv.get("/api/status")["memory"]["footprint_bytes"] - base
+        check(grown < one, "host footprint after 6 GPU loads grew %.0f MiB (a model's weights: %.0f MiB): "
+              "the files' pages are not kept" % (grown / 2**20, one / 2**20))
         # A model's device setting: on the CPU beside the GPU's models, back on the GPU, a GPU not served.
         srv.put("/admin/api/models/m0/settings", {"device": "cpu"})
         chat(srv, "m0", "hello", n=4)

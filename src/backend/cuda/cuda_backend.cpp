@@ -495,12 +495,15 @@ bool CudaBackend::PromptRowsOnTensorCores() const {
   return precision_ == Precision::kAuto || precision_ == Precision::kFastBf16;
 }
 
+bool CudaBackend::Prepared(const WeightMatrix& w, const char* op, cuda::DevWeight* d) {
+  if (DevWeightOf(w, d)) return true;
+  Fail(Status::InvalidArgument(std::string("cuda ") + op + ": the weight was not prepared by this backend"));
+  return false;
+}
+
 void CudaBackend::MatMul(const WeightMatrix& w, const float* x, int64_t n, float* y, RowKind rows) {
   cuda::DevWeight d;
-  if (!DevWeightOf(w, &d)) {
-    Fail(Status::InvalidArgument("cuda MatMul: the weight was not prepared by this backend"));
-    return;
-  }
+  if (!Prepared(w, "MatMul", &d)) return;
   Use();
   if (rows == RowKind::kPrompt && PromptRowsOnTensorCores()) {
     // The f16 copy of x: a scratch buffer kept for the next call (grown to the
@@ -526,10 +529,7 @@ void CudaBackend::MatMul(const WeightMatrix& w, const float* x, int64_t n, float
 // to must not flip under 16-bit rounding.
 void CudaBackend::RouterMatMul(const WeightMatrix& w, const float* x, int64_t n, float* y) {
   cuda::DevWeight d;
-  if (!DevWeightOf(w, &d)) {
-    Fail(Status::InvalidArgument("cuda RouterMatMul: the weight was not prepared by this backend"));
-    return;
-  }
+  if (!Prepared(w, "RouterMatMul", &d)) return;
   Use();
   cuda::LaunchMatMul(d, x, n, y, S(stream_));
   CheckLaunch("RouterMatMul");
@@ -537,10 +537,7 @@ void CudaBackend::RouterMatMul(const WeightMatrix& w, const float* x, int64_t n,
 
 void CudaBackend::Embedding(const WeightMatrix& w, const int32_t* ids, int64_t n, float scale, float* out) {
   cuda::DevWeight d;
-  if (!DevWeightOf(w, &d)) {
-    Fail(Status::InvalidArgument("cuda Embedding: the weight was not prepared by this backend"));
-    return;
-  }
+  if (!Prepared(w, "Embedding", &d)) return;
   Use();
   cuda::LaunchEmbedding(d, ids, n, scale, out, S(stream_));
   CheckLaunch("Embedding");

@@ -32,6 +32,10 @@
 
 namespace llmhost {
 
+namespace cuda {
+struct DevWeight;
+}  // namespace cuda
+
 class CudaBackend : public Backend {
  public:
   // The GPU `device` (0-based); NotSupported when there is none or the driver
@@ -104,6 +108,9 @@ class CudaBackend : public Backend {
   void CheckLaunch(const char* op);  // a launch's error, if any, becomes sticky
   bool InBounds(const DeviceBuffer& buf, size_t offset, size_t bytes, const char* what);
   bool PromptRowsOnTensorCores() const;  // by precision_
+  // The kernels' view of `w`; false (and a sticky error naming `op`) for a
+  // weight another backend prepared.
+  bool Prepared(const WeightMatrix& w, const char* op, cuda::DevWeight* d);
 
   int device_;
   Precision precision_;
