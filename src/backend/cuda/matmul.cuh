@@ -1,7 +1,9 @@
 // y[n, rows] = x[n, cols] · Wᵀ with f32 accumulation (no TF32), W read in
 // its stored format (weight_load.cuh): every output is one warp's strided
-// sum and butterfly over its weight row, so a row's bits depend on its own
-// token only, never on the batch.
+// sum and butterfly over its weight row (each lane on 8-column chunks read
+// in wide loads, where cols is a multiple of 8; on single columns
+// otherwise), so a row's bits depend on its own token and the weight's shape
+// only, never on the batch.
 #pragma once
 
 #include <cuda_runtime_api.h>

@@ -71,6 +71,52 @@ __device__ __forceinline__ float LoadW(const DevWeight& w, int64_t r, int64_t c)
   }
 }
 
+// Eight consecutive weights of row r from column c (a multiple of 8) with
+// LoadW's values, in wide loads where the format allows: 16/32-bit rows in
+// 16-byte loads, MLX 4- and 8-bit in one 4- or 8-byte word (one group: its
+// size is a multiple of 8; WideRows says when). Rows start 16-byte aligned:
+// each weight is its own allocation and cols is a multiple of 8.
+template <WFmt F>
+__device__ __forceinline__ void LoadW8(const DevWeight& w, int64_t r, int64_t c, float (&out)[8]) {
+  if constexpr (F == WFmt::kF32) {
+    const float4* p = reinterpret_cast<const float4*>(static_cast<const float*>(w.data) + r * w.cols + c);
+    const float4 a = __ldg(p), b = __ldg(p + 1);
+    out[0] = a.x, out[1] = a.y, out[2] = a.z, out[3] = a.w;
+    out[4] = b.x, out[5] = b.y, out[6] = b.z, out[7] = b.w;
+  } else if constexpr (F == WFmt::kF16 || F == WFmt::kBF16) {
+    const uint4 v = __ldg(reinterpret_cast<const uint4*>(static_cast<const uint16_t*>(w.data) + r * w.cols + c));
+    const uint32_t words[4] = {v.x, v.y, v.z, v.w};
+#pragma unroll
+    for (int k = 0; k < 4; ++k) {
+      const uint16_t lo = static_cast<uint16_t>(words[k] & 0xFFFFu), hi = static_cast<uint16_t>(words[k] >> 16);
+      out[2 * k] = F == WFmt::kBF16 ? Bf16ToF32(lo) : F16ToF32(lo);
+      out[2 * k + 1] = F == WFmt::kBF16 ? Bf16ToF32(hi) : F16ToF32(hi);
+    }
+  } else if constexpr (F == WFmt::kMlx) {
+    const uint8_t* row = static_cast<const uint8_t*>(w.data) + r * w.row_bytes;
+    const int64_t g = r * (w.cols / w.group_size) + c / w.group_size;
+    const float scale = ScaleAt(w.scales, w.scale_type, g), bias = ScaleAt(w.biases, w.scale_type, g);
+    if (w.bits == 4) {
+      const uint32_t v = __ldg(reinterpret_cast<const uint32_t*>(row + c / 2));
+#pragma unroll
+      for (int j = 0; j < 8; ++j) out[j] = __fadd_rn(__fmul_rn(scale, static_cast<float>((v >> (4 * j)) & 15u)), bias);
+    } else if (w.bits == 8) {
+      const uint2 v = __ldg(reinterpret_cast<const uint2*>(row + c));
+#pragma unroll
+      for (int j = 0; j < 8; ++j) {
+        const uint32_t word = j < 4 ? v.x : v.y;
+        out[j] = __fadd_rn(__fmul_rn(scale, static_cast<float>((word >> (8 * (j & 3))) & 255u)), bias);
+      }
+    } else {
+#pragma unroll
+      for (int j = 0; j < 8; ++j) out[j] = LoadW<F>(w, r, c + j);
+    }
+  } else {
+#pragma unroll
+    for (int j = 0; j < 8; ++j) out[j] = LoadW<F>(w, r, c + j);
+  }
+}
+
 // Instantiates `body.template operator()<F>()` for w.fmt.
 template <typename Body>
 void ForFormat(WFmt f, Body&& body) {
