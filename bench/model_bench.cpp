@@ -31,7 +31,13 @@
 //                    [--steps N] [--no-int8] [--long-context N (0: skipped)]
 //                    [--precisions auto,fast,fast-int8,fast-bf16 (this order, every format)]
 //                    [--device cpu|cuda|cuda:N (default cpu)]
-//   DIR holds llama1b-bf16, llama1b-mlx8, llama1b-mlx4 (run_model_bench.sh).
+//                    [--prefix NAME (llama1b)] [--batch N (8)]
+//   DIR holds NAME-bf16, NAME-mlx8, NAME-mlx4 (run_model_bench.sh writes llama1b-*).
+//
+// On a GPU (--device cuda) the bound is the GPU's own: its device-to-device
+// copy bandwidth (bytes read + written per second, 1 GiB copies, best of 5)
+// measured in the same run, and the llama.cpp ratios (CPU figures) are left
+// out.
 #include <sys/resource.h>
 
 #include <algorithm>
@@ -84,6 +90,7 @@ struct Options {
   int long_context = 0;
   int batch = 8;
   bool int8 = true;
+  std::string prefix = "llama1b";
 };
 
 // Tokens per second by the wall clock (best run), and by process CPU time
@@ -180,6 +187,33 @@ Rate Prefill(Model& model, KvCache& cache, const Options& o) {
   return best;
 }
 
+// A GPU's device-to-device copy rate: bytes read + written per second over
+// 1 GiB copies, the best of `reps` (0 when the device cannot be used).
+double DeviceCopyBandwidthGBs(const std::string& device, int reps) {
+  auto spec = ParseDevice(device);
+  if (!spec.ok()) return 0;
+  auto backend = MakeBackend(*spec, Precision::kReference, nullptr);
+  if (!backend.ok()) return 0;
+  Backend& b = **backend;
+  const size_t size = size_t{1} << 30;
+  auto src = b.Allocate(size, "bench copy source");
+  auto dst = b.Allocate(size, "bench copy destination");
+  double best = 0;
+  if (src.ok() && dst.ok()) {
+    b.CopyDeviceToDevice(*dst, 0, *src, 0, size);  // warm-up
+    Check(b.Synchronize(), "copy bandwidth");
+    for (int i = 0; i < reps; ++i) {
+      const double t0 = Now();
+      b.CopyDeviceToDevice(*dst, 0, *src, 0, size);
+      Check(b.Synchronize(), "copy bandwidth");
+      best = std::max(best, 2.0 * static_cast<double>(size) / (Now() - t0) / 1e9);
+    }
+  }
+  if (src.ok()) b.Free(*src);
+  if (dst.ok()) b.Free(*dst);
+  return best;
+}
+
 Figures Run(const std::string& dir, Precision precision, const Options& o) {
   Figures f;
   auto spec = ParseDevice(o.device);
@@ -239,13 +273,18 @@ int Main(int argc, char** argv) {
       o.long_context = std::max(0, std::atoi(value().c_str()));
     } else if (a == "--device") {
       o.device = value();
+    } else if (a == "--prefix") {
+      o.prefix = value();
+    } else if (a == "--batch") {
+      o.batch = std::max(1, std::atoi(value().c_str()));
     } else if (a == "--no-int8") {
       o.int8 = false;
     } else {
       std::fprintf(stderr,
                    "usage: model_bench --models DIR [--formats bf16,mlx8,mlx4] [--reps N] "
                    "[--prefill-reps N] [--prefill-tokens N] [--steps N] [--no-int8] "
-                   "[--long-context N] [--precisions LIST] [--device cpu|cuda|cuda:N]\n");
+                   "[--long-context N] [--precisions LIST] [--device cpu|cuda|cuda:N] [--prefix NAME] "
+                   "[--batch N]\n");
       return 1;
     }
   }
@@ -257,8 +296,15 @@ int Main(int argc, char** argv) {
   std::printf("CPU: %s; kernels: %s; threads: %d\n", DetectedCpuFeatures().Describe().c_str(),
               CpuIsaName(ActiveCpuIsa()), pool.size());
   std::printf("load average at start: %s\n", bench::LoadAverage().c_str());
-  const double bw0 = bench::ReadBandwidthGBs(pool.size(), 5);
-  std::printf("read bandwidth at start (1 GiB, %d threads, best of 5): %.1f GB/s\n", pool.size(), bw0);
+  const bool gpu = o.device != "cpu";
+  auto bandwidth = [&] { return gpu ? DeviceCopyBandwidthGBs(o.device, 5) : bench::ReadBandwidthGBs(pool.size(), 5); };
+  const double bw0 = bandwidth();
+  if (gpu) {
+    std::printf("%s copy bandwidth at start (1 GiB device to device, read + write, best of 5): %.1f GB/s\n",
+                o.device.c_str(), bw0);
+  } else {
+    std::printf("read bandwidth at start (1 GiB, %d threads, best of 5): %.1f GB/s\n", pool.size(), bw0);
+  }
   std::printf("prefill %d tokens (best of %d); decode after a %d-token prompt, %d steps (best of %d); "
               "batch 1 and %d\n\n",
               o.prefill, o.prefill_reps, o.prompt, o.steps, o.reps, o.batch);
@@ -272,7 +318,7 @@ int Main(int argc, char** argv) {
   std::vector<Row> rows;
   for (const Format& fmt : Formats()) {
     if (!o.only.empty() && o.only.find("," + fmt.name + ",") == std::string::npos) continue;
-    const std::string dir = JoinPath(o.models, "llama1b-" + fmt.name);
+    const std::string dir = JoinPath(o.models, o.prefix + "-" + fmt.name);
     std::vector<Precision> precisions = {Precision::kAuto, Precision::kFast};
     if (fmt.name != "bf16" && o.int8) precisions.push_back(Precision::kFastInt8);
     if (HasBf16Matmul(BestCpuIsa())) precisions.push_back(Precision::kFastBf16);
@@ -315,9 +361,10 @@ int Main(int argc, char** argv) {
       rows.push_back(std::move(r));
     }
   }
-  const double bw1 = bench::ReadBandwidthGBs(pool.size(), 5);
+  const double bw1 = bandwidth();
   const double bw = std::max(bw0, bw1);
-  std::printf("\nread bandwidth at end: %.1f GB/s; efficiency below uses the best, %.1f GB/s\n", bw1, bw);
+  std::printf("\n%s bandwidth at end: %.1f GB/s; efficiency below uses the best, %.1f GB/s\n", gpu ? "copy" : "read",
+              bw1, bw);
   std::printf("load average at end: %s\n\n", bench::LoadAverage().c_str());
 
   std::printf("| format (precision) | weight MiB | prefill tok/s | vs llama.cpp | decode b1 tok/s | "
@@ -325,17 +372,25 @@ int Main(int argc, char** argv) {
               "RSS growth after load / after run MiB |\n",
               o.batch, o.batch);
   std::printf("|---|---|---|---|---|---|---|---|---|---|\n");
+  auto ratio = [&](double v, const char* name, double ref) {
+    char out[64];
+    if (gpu || o.prefix != "llama1b") return std::string("–");  // the anchors are CPU figures of the 1B shape
+    std::snprintf(out, sizeof(out), "%.2fx %s %.1f", v / ref, name, ref);
+    return std::string(out);
+  };
   for (const Row& r : rows) {
     const LlamaCppFigures& ref = r.format->ref;
     const double bytes = static_cast<double>(r.f.weight_bytes);
-    std::printf("| %s | %.0f | %.1f | %.2fx %s %.0f | %.2f | %.2fx %s %.1f | %.0f%% | %.2f | %.0f%% | %.0f / %.0f |\n",
-                r.label.c_str(), bytes / 1048576.0, r.f.prefill.wall, r.f.prefill.wall / ref.prefill,
-                ref.name, ref.prefill, r.f.decode1.wall, r.f.decode1.wall / ref.decode, ref.name,
-                ref.decode, 100 * bytes * r.f.decode1.wall / (bw * 1e9), r.f.decode8.wall,
+    std::printf("| %s | %.0f | %.1f | %s | %.2f | %s | %.0f%% | %.2f | %.0f%% | %.0f / %.0f |\n",
+                r.label.c_str(), bytes / 1048576.0, r.f.prefill.wall,
+                ratio(r.f.prefill.wall, ref.name, ref.prefill).c_str(), r.f.decode1.wall,
+                ratio(r.f.decode1.wall, ref.name, ref.decode).c_str(),
+                100 * bytes * r.f.decode1.wall / (bw * 1e9), r.f.decode8.wall,
                 100 * bytes * (r.f.decode8.wall / o.batch) / (bw * 1e9),
                 (static_cast<double>(r.f.rss_load) - r.f.rss_before) / 1048576.0,
                 (static_cast<double>(r.f.rss_end) - r.f.rss_before) / 1048576.0);
   }
+  if (gpu) return 0;  // CPU time says nothing of a GPU's work
   std::printf("\nBy process CPU time x %d threads (an estimate of the unshared machine; optimistic where "
               "threads wait on each other):\n\n",
               pool.size());
