@@ -74,8 +74,9 @@ __device__ __forceinline__ float LoadW(const DevWeight& w, int64_t r, int64_t c)
 // Eight consecutive weights of row r from column c (a multiple of 8) with
 // LoadW's values, in wide loads where the format allows: 16/32-bit rows in
 // 16-byte loads, MLX 4- and 8-bit in one 4- or 8-byte word (one group: its
-// size is a multiple of 8; WideRows says when). Rows start 16-byte aligned:
-// each weight is its own allocation and cols is a multiple of 8.
+// size is a multiple of 8; WideRows says when), GGUF Q8_0 / Q4_0 in 16-bit
+// loads. Rows start 16-byte aligned: each weight is its own allocation and
+// cols is a multiple of 8.
 template <WFmt F>
 __device__ __forceinline__ void LoadW8(const DevWeight& w, int64_t r, int64_t c, float (&out)[8]) {
   if constexpr (F == WFmt::kF32) {
@@ -110,6 +111,29 @@ __device__ __forceinline__ void LoadW8(const DevWeight& w, int64_t r, int64_t c,
     } else {
 #pragma unroll
       for (int j = 0; j < 8; ++j) out[j] = LoadW<F>(w, r, c + j);
+    }
+  } else if constexpr (F == WFmt::kQ8_0 || F == WFmt::kQ4_0) {
+    // Blocks of 32 (34 / 18 bytes: f16 d, then the quants) start at even
+    // offsets: the chunk's 8 bytes are four 16-bit loads.
+    constexpr int kBlock = F == WFmt::kQ8_0 ? 34 : 18;
+    const uint8_t* b = static_cast<const uint8_t*>(w.data) + r * w.row_bytes + (c / 32) * kBlock;
+    const int j0 = static_cast<int>(c % 32);
+    const float d = F16ToF32(*reinterpret_cast<const uint16_t*>(b));
+    const uint16_t* q = reinterpret_cast<const uint16_t*>(b + 2 + (F == WFmt::kQ8_0 ? j0 : j0 % 16));
+#pragma unroll
+    for (int k = 0; k < 4; ++k) {
+      const uint16_t pair = q[k];
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const uint32_t byte = (pair >> (8 * h)) & 0xFFu;
+        float v;
+        if constexpr (F == WFmt::kQ8_0) {
+          v = static_cast<float>(static_cast<int8_t>(byte));
+        } else {
+          v = static_cast<float>(static_cast<int>(j0 < 16 ? (byte & 0x0Fu) : (byte >> 4)) - 8);
+        }
+        out[2 * k + h] = __fmul_rn(v, d);
+      }
     }
   } else {
 #pragma unroll
