@@ -29,6 +29,6 @@ for dtype in bf16 mlx4; do
   dir="$scratch/llama8b-$dtype"
   "$llmhost" synth-model --arch llama --config "$config" --dtype "$dtype" --group-size 64 --seed 1 --out "$dir" | tail -1
   "$bench" --models "$scratch" --prefix llama8b --formats "$dtype" --device cuda --precisions auto --reps 2 \
-    --prefill-reps 2 --steps 8 --batch 32 --long-context 8192 "$@" | tail -6
+    --prefill-reps 2 --steps 8 --batch 32 --long-context 8192 "$@" | grep -E "bandwidth|tok/s|^\|"
   rm -rf "$dir"
 done
