@@ -399,9 +399,9 @@ int Main(int argc, char** argv) {
               o.batch);
   for (const Row& r : rows) {
     const LlamaCppFigures& ref = r.format->ref;
-    std::printf("| %s | %.1f | %.2fx | %.2f | %.2fx | %.2f |\n", r.label.c_str(), r.f.prefill.cpu,
-                r.f.prefill.cpu / ref.prefill, r.f.decode1.cpu, r.f.decode1.cpu / ref.decode,
-                r.f.decode8.cpu);
+    std::printf("| %s | %.1f | %s | %.2f | %s | %.2f |\n", r.label.c_str(), r.f.prefill.cpu,
+                ratio(r.f.prefill.cpu, ref.name, ref.prefill).c_str(), r.f.decode1.cpu,
+                ratio(r.f.decode1.cpu, ref.name, ref.decode).c_str(), r.f.decode8.cpu);
   }
   return 0;
 }
