@@ -5,7 +5,9 @@
 # (the GPU machine's disk is 64 GB), runs model_bench on it with the GPU
 # (decode at batch 1 and at --batch sequences, decode after an 8K-token
 # context, 512-token prefill, the GPU's copy bandwidth measured in the same
-# run) and deletes it. Extra arguments go to model_bench.
+# run; for bf16 also streaming decode through `serve` at 1-128 sequences and the
+# TTFT of an 8K prompt cold / hot tier / SSD tier) and deletes it. Extra
+# arguments go to model_bench.
 #
 #   BUILD=build bench/run_gpu_bench.sh [--device cuda:1] [--batch 32]
 #   LLMHOST=/path/llmhost MODEL_BENCH=/path/model_bench  (binaries carried elsewhere)
@@ -30,5 +32,13 @@ for dtype in bf16 mlx4; do
   "$llmhost" synth-model --arch llama --config "$config" --dtype "$dtype" --group-size 64 --seed 1 --out "$dir" | tail -1
   "$bench" --models "$scratch" --prefix llama8b --formats "$dtype" --device cuda --precisions auto --reps 2 \
     --prefill-reps 2 --steps 8 --batch 32 --long-context 8192 "$@" | grep -E "bandwidth|tok/s|^\|"
+  if [ "$dtype" = bf16 ]; then
+    # Through the server: streaming decode at 1 / 8 / 32 / 128 sequences (512-token prompts, 128 new
+    # tokens each), then the TTFT of an 8K-token prompt cold, from the hot tier and from the SSD tier.
+    python3 "$root/bench/serve_decode_bench.py" "$llmhost" "$scratch" --device cuda --concurrency 1,8,32,128 \
+      --prompt-tokens 512 --max-tokens 128 --extra "--max-queue 512"
+    python3 "$root/bench/kv_tier_bench.py" "$llmhost" "$scratch" --model llama8b-bf16 --tokens 8192 \
+      --extra "--device cuda" 2>/dev/null | tail -12
+  fi
   rm -rf "$dir"
 done

@@ -1,0 +1,135 @@
+#!/usr/bin/env python3
+"""Streaming decode through `llmhost serve` at several concurrencies (issue 14;
+stdlib only, so it runs on the GPU machine, which has Python but no Node).
+
+For each concurrency C: C streaming /v1/completions at once, each a random
+prompt of its own (--prompt-tokens ids, 16 by default) (no shared prefix), greedy, ignore_eos, max_tokens M,
+stream_options.include_usage. Per stream: TTFT (its first chunk)
+and its completion tokens (usage). Figures:
+  generated tok/s  sum(completion tokens) / (last end - first start)
+  decode tok/s     sum(tokens - 1) / (last end - first first-token): the
+                   rate once every stream has started
+  TTFT             median and worst over the C streams (the first chunk)
+The model is loaded and warmed (one request) before the first timed run.
+
+Usage: serve_decode_bench.py LLMHOST MODELS_DIR [--model ID] [--device cuda]
+                             [--concurrency 1,8,32,128] [--max-tokens 64] [--prompt-tokens 16]
+                             [--extra "serve flags"]
+"""
+import argparse
+import json
+import os
+import random
+import re
+import shlex
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.request
+
+
+def stream(url, model, ids, max_tokens):
+    """One streaming completion: (start, first-token time, end, completion tokens)."""
+    body = {"model": model, "prompt": ids, "max_tokens": max_tokens, "temperature": 0, "ignore_eos": True,
+            "stream": True, "stream_options": {"include_usage": True}}
+    req = urllib.request.Request(url + "/v1/completions", data=json.dumps(body).encode(),
+                                 headers={"Content-Type": "application/json"})
+    t0 = time.perf_counter()
+    first, tokens = None, 0
+    with urllib.request.urlopen(req, timeout=3600) as r:
+        for raw in r:
+            line = raw.decode().strip()
+            if not line.startswith("data: ") or line == "data: [DONE]":
+                continue
+            chunk = json.loads(line[6:])
+            if first is None and chunk.get("choices"):
+                first = time.perf_counter()
+            if chunk.get("usage"):
+                tokens = chunk["usage"]["completion_tokens"]
+    end = time.perf_counter()
+    return t0, first if first is not None else end, end, tokens
+
+
+def run(url, model, concurrency, max_tokens, vocab, seed, prompt_tokens=16):
+    rng = random.Random(seed)
+    prompts = [[rng.randrange(3, vocab - 3) for _ in range(prompt_tokens)] for _ in range(concurrency)]
+    results = [None] * concurrency
+    errors = []
+
+    def one(i):
+        try:
+            results[i] = stream(url, model, prompts[i], max_tokens)
+        except Exception as e:  # reported below: a failed stream fails the run
+            errors.append(repr(e))
+
+    threads = [threading.Thread(target=one, args=(i,)) for i in range(concurrency)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    if errors:
+        sys.exit("serve_decode_bench: %d of %d streams failed: %s" % (len(errors), concurrency, errors[0]))
+    start = min(r[0] for r in results)
+    first = max(r[1] for r in results)
+    end = max(r[2] for r in results)
+    tokens = sum(r[3] for r in results)
+    ttft = sorted(r[1] - r[0] for r in results)
+    if any(r[3] != max_tokens for r in results):
+        sys.exit("serve_decode_bench: a stream ended early: %s" % [r[3] for r in results])
+    return {
+        "concurrency": concurrency,
+        "generated_tok_s": tokens / (end - start),
+        "decode_tok_s": (tokens - concurrency) / (end - first) if end > first else 0.0,
+        "ttft_median_s": statistics.median(ttft),
+        "ttft_max_s": ttft[-1],
+    }
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("binary")
+    ap.add_argument("models_dir")
+    ap.add_argument("--model", default=None, help="model id (default: the first listed)")
+    ap.add_argument("--device", default="cuda")
+    ap.add_argument("--concurrency", default="1,8,32,128")
+    ap.add_argument("--max-tokens", type=int, default=64)
+    ap.add_argument("--prompt-tokens", type=int, default=16)
+    ap.add_argument("--vocab", type=int, default=32000)
+    ap.add_argument("--extra", default="")
+    a = ap.parse_args()
+    levels = [int(c) for c in a.concurrency.split(",") if c]
+    home = tempfile.mkdtemp(prefix="llmhost-decode-bench-")
+    log = open(os.path.join(home, "serve.log"), "w")
+    cmd = [a.binary, "serve", "--home", home, "--model-dir", a.models_dir, "--port", "0", "--device", a.device,
+           "--max-concurrent-requests", str(max(levels))] + shlex.split(a.extra)
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=log, text=True)
+    m = re.search(r"listening on (http://\S+)", proc.stdout.readline())
+    if not m:
+        proc.kill()
+        sys.exit("serve_decode_bench: the server did not start: " + open(log.name).read()[-2000:])
+    url = m.group(1)
+    try:
+        with urllib.request.urlopen(url + "/v1/models", timeout=60) as r:
+            ids = [x["id"] for x in json.loads(r.read())["data"]]
+        model = a.model or ids[0]
+        run(url, model, 1, 4, a.vocab, 0)  # loads the model, warms its kernels
+        print("serve_decode_bench: %s on %s, %d tokens per stream, %d-token prompts"
+              % (model, a.device, a.max_tokens, a.prompt_tokens))
+        print("| streams | generated tok/s | decode tok/s | TTFT median / max ms |")
+        print("|---|---|---|---|")
+        for i, c in enumerate(levels):
+            r = run(url, model, c, a.max_tokens, a.vocab, 100 + i, a.prompt_tokens)
+            print("| %d | %.1f | %.1f | %.0f / %.0f |" % (c, r["generated_tok_s"], r["decode_tok_s"],
+                                                     1000 * r["ttft_median_s"], 1000 * r["ttft_max_s"]), flush=True)
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=120)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
