@@ -4,12 +4,12 @@ stdlib only, so it runs on the GPU machine, which has Python but no Node).
 
 For each concurrency C: C streaming /v1/completions at once, each a random
 prompt of its own (--prompt-tokens ids, 16 by default) (no shared prefix), greedy, ignore_eos, max_tokens M,
-stream_options.include_usage. Per stream: TTFT (its first chunk)
+stream_options.include_usage. Per stream: TTFT (its first chunk with text)
 and its completion tokens (usage). Figures:
   generated tok/s  sum(completion tokens) / (last end - first start)
   decode tok/s     sum(tokens - 1) / (last end - first first-token): the
                    rate once every stream has started
-  TTFT             median and worst over the C streams (the first chunk)
+  TTFT             median and worst over the C streams
 The model is loaded and warmed (one request) before the first timed run.
 
 Usage: serve_decode_bench.py LLMHOST MODELS_DIR [--model ID] [--device cuda]
@@ -46,7 +46,8 @@ def stream(url, model, ids, max_tokens):
             if not line.startswith("data: ") or line == "data: [DONE]":
                 continue
             chunk = json.loads(line[6:])
-            if first is None and chunk.get("choices"):
+            # The first chunk with text (an opening chunk may come before the prefill ends).
+            if first is None and any(c.get("text") for c in chunk.get("choices", [])):
                 first = time.perf_counter()
             if chunk.get("usage"):
                 tokens = chunk["usage"]["completion_tokens"]
