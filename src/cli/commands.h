@@ -14,6 +14,7 @@ void RegisterScoreCommands(CLI::App& app);      // score
 void RegisterGenerateCommands(CLI::App& app);   // generate
 void RegisterServeCommands(CLI::App& app);      // serve
 void RegisterSynthCommands(CLI::App& app);      // synth-model
+void RegisterParseOutputCommands(CLI::App& app);  // parse-output
 
 // Sub-commands set this from their callbacks; main() returns it.
 int& ExitCode();

@@ -16,6 +16,7 @@ int main(int argc, char** argv) {
   llmhost::cli::RegisterGenerateCommands(app);
   llmhost::cli::RegisterServeCommands(app);
   llmhost::cli::RegisterSynthCommands(app);
+  llmhost::cli::RegisterParseOutputCommands(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
