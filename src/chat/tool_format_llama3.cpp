@@ -11,6 +11,21 @@ namespace {
 
 constexpr std::string_view kPythonTag = "<|python_tag|>";
 
+// Whether the object at s[i] starts with a key a call has.
+markup::Match FirstKeyIsACallKey(std::string_view s, size_t i) {
+  size_t k = markup::SkipSpace(s, i + 1);
+  if (k >= s.size()) return markup::Match::kNeedMore;
+  if (s[k] != '"') return markup::Match::kNo;
+  json_scan::Span key = json_scan::ScanValue(s, k);
+  if (key.state == json_scan::State::kIncomplete) return markup::Match::kNeedMore;
+  if (key.state == json_scan::State::kError) return markup::Match::kNo;
+  std::string_view k_text = s.substr(k, key.end - k);
+  for (std::string_view ok : {"\"name\"", "\"parameters\"", "\"arguments\"", "\"type\""}) {
+    if (k_text == ok) return markup::Match::kYes;
+  }
+  return markup::Match::kNo;
+}
+
 BlockParse ReadLlama3(std::string_view block, const BlockContext& ctx) {
   size_t i = 0;
   if (markup::MatchAt(block, 0, kPythonTag) == markup::Match::kYes) i = kPythonTag.size();
@@ -22,6 +37,12 @@ BlockParse ReadLlama3(std::string_view block, const BlockContext& ctx) {
     if (block[i] != '{') {
       if (calls.empty()) return MalformedAt(i);
       return ctx.final ? MalformedAt(block.size()) : NeedMore(calls);
+    }
+    if (calls.empty()) {
+      // A JSON answer rather than a call: stream it as text from its first key.
+      markup::Match m = FirstKeyIsACallKey(block, i);
+      if (m == markup::Match::kNeedMore) return ctx.final ? MalformedAt(block.size()) : NeedMore();
+      if (m == markup::Match::kNo) return MalformedAt(i + 1);
     }
     json_scan::CallObject call = json_scan::ScanCallObject(block, i, {"name"}, {"parameters", "arguments"});
     if (call.state == json_scan::State::kError) {

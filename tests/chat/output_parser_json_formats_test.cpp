@@ -105,6 +105,17 @@ TEST(Llama3JsonFormat, PlainTextAndJsonAnswersAreContent) {
               /*well_formed=*/false);
 }
 
+TEST(Llama3JsonFormat, JsonAnswerStreamsAsTextFromItsFirstKey) {
+  OutputParser p(OutputFormat::kLlama3Json, ParseOptions{});
+  p.Feed("{\"answer\": ");
+  auto events = p.Feed("4");
+  ASSERT_EQ(events.size(), 1u);
+  EXPECT_EQ(events[0].kind, OutputEvent::Kind::kContent);
+  EXPECT_EQ(p.Result().content, "{\"answer\": 4");
+  CheckOutput(OutputFormat::kLlama3Json, Options(), "{\"answer\": {\"name\": \"x\"}}",
+              {"{\"answer\": {\"name\": \"x\"}}", "", {}});
+}
+
 TEST(Llama3JsonFormat, TextAfterTheObjectMeansNoCall) {
   const std::string text = "{\"name\": \"f\", \"parameters\": {}} is how you would call it.";
   CheckOutput(OutputFormat::kLlama3Json, Options(), text, {text, "", {}}, /*well_formed=*/false);
