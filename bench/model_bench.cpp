@@ -45,6 +45,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -91,6 +92,7 @@ struct Options {
   int batch = 8;
   bool int8 = true;
   std::string prefix = "llama1b";
+  bool matmul_shapes = false;
 };
 
 // Tokens per second by the wall clock (best run), and by process CPU time
@@ -114,6 +116,7 @@ double CpuSeconds() {
 struct Figures {
   Rate prefill, decode1, decode8, decode_long;
   uint64_t weight_bytes = 0, rss_load = 0, rss_end = 0, rss_before = 0;
+  ModelSpec spec;  // of the model run (--matmul-shapes takes its shapes)
 };
 
 uint64_t Mix(uint64_t x) {
@@ -214,6 +217,69 @@ double DeviceCopyBandwidthGBs(const std::string& device, int reps) {
   return best;
 }
 
+// With --matmul-shapes on a GPU: each bf16 MatMul shape of the model alone
+// (random weights), at one generated row (GB/s of weight read, against the
+// copy bandwidth) and at 512 prompt rows (TFLOP/s), best of 20 launches.
+void MatMulShapes(const ModelSpec& spec, Precision precision, const std::string& device, double copy_gbs) {
+  auto dspec = ParseDevice(device);
+  Check(dspec.status(), "--device");
+  auto backend = MakeBackend(*dspec, precision, nullptr);
+  Check(backend.status(), device.c_str());
+  Backend& b = **backend;
+  const struct {
+    const char* name;
+    int64_t rows, cols;
+  } shapes[] = {{"q / o", spec.q_dim(), spec.hidden}, {"k / v", spec.kv_dim(), spec.hidden},
+                {"gate / up", spec.intermediate, spec.hidden}, {"down", spec.hidden, spec.intermediate},
+                {"head", spec.vocab, spec.hidden}};
+  std::printf("\nbf16 MatMul shapes alone (%s, best of 20):\n\n", PrecisionName(precision));
+  std::printf("| matrix | rows x cols | 1 generated row: us | GB/s | of copy bw | 512 prompt rows: us | TFLOP/s |\n");
+  std::printf("|---|---|---|---|---|---|---|\n");
+  std::mt19937 rng(3);
+  for (const auto& sh : shapes) {
+    if (sh.rows <= 0 || sh.cols <= 0) continue;
+    std::vector<uint16_t> host(static_cast<size_t>(sh.rows * sh.cols));
+    for (uint16_t& v : host) v = static_cast<uint16_t>((0x3C00 + (rng() & 0x7F)) | ((rng() & 1) << 15));  // |w| in [2^-7, 2^-6)
+    WeightMatrix hw;
+    hw.format = WeightFormat::kBF16;
+    hw.rows = sh.rows;
+    hw.cols = sh.cols;
+    hw.data = host.data();
+    auto w = b.PrepareWeight(hw);
+    Check(w.status(), "matmul shapes: weight");
+    const int64_t n_max = 512;
+    auto x = b.Allocate(static_cast<size_t>(n_max * sh.cols) * 4, "bench x");
+    auto y = b.Allocate(static_cast<size_t>(n_max * sh.rows) * 4, "bench y");
+    Check(x.status(), "matmul shapes: x");
+    Check(y.status(), "matmul shapes: y");
+    std::vector<float> xs(static_cast<size_t>(n_max * sh.cols));
+    for (float& v : xs) v = static_cast<float>(static_cast<int>(rng() % 2001) - 1000) / 1000.0f;
+    b.CopyToDevice(*x, 0, xs.data(), xs.size() * 4);
+    auto time = [&](int64_t n, RowKind kind) {
+      b.MatMul(*w, x->as<float>(), n, y->as<float>(), kind);  // warm-up (plans, scratch)
+      Check(b.Synchronize(), "matmul shapes");
+      double best = 1e30;
+      for (int r = 0; r < 20; ++r) {
+        const double t0 = Now();
+        b.MatMul(*w, x->as<float>(), n, y->as<float>(), kind);
+        Check(b.Synchronize(), "matmul shapes");
+        best = std::min(best, Now() - t0);
+      }
+      return best;
+    };
+    const double t1 = time(1, RowKind::kGenerated), t512 = time(n_max, RowKind::kPrompt);
+    const double bytes = 2.0 * static_cast<double>(sh.rows * sh.cols);
+    std::printf("| %s | %lld x %lld | %.1f | %.0f | %.0f%% | %.1f | %.1f |\n", sh.name,
+                static_cast<long long>(sh.rows), static_cast<long long>(sh.cols), t1 * 1e6, bytes / t1 / 1e9,
+                100 * bytes / t1 / 1e9 / copy_gbs, t512 * 1e6,
+                2.0 * static_cast<double>(n_max * sh.rows * sh.cols) / t512 / 1e12);
+    b.Free(*x);
+    b.Free(*y);
+    b.ReleaseWeight(*w);
+  }
+  std::fflush(stdout);
+}
+
 Figures Run(const std::string& dir, Precision precision, const Options& o) {
   Figures f;
   auto spec = ParseDevice(o.device);
@@ -225,6 +291,7 @@ Figures Run(const std::string& dir, Precision precision, const Options& o) {
   Check(model.status(), dir.c_str());
   f.rss_load = ResidentBytes();
   f.weight_bytes = (*model)->weight_bytes();
+  f.spec = (*model)->spec();
   const int64_t per_seq = o.prompt + 2 + int64_t{o.reps} * o.steps;
   const int64_t long_seq = o.long_context + 2 + int64_t{o.reps} * o.steps;
   const int64_t blocks = std::max<int64_t>(
@@ -277,6 +344,8 @@ int Main(int argc, char** argv) {
       o.prefix = value();
     } else if (a == "--batch") {
       o.batch = std::max(1, std::atoi(value().c_str()));
+    } else if (a == "--matmul-shapes") {
+      o.matmul_shapes = true;
     } else if (a == "--no-int8") {
       o.int8 = false;
     } else {
@@ -284,7 +353,7 @@ int Main(int argc, char** argv) {
                    "usage: model_bench --models DIR [--formats bf16,mlx8,mlx4] [--reps N] "
                    "[--prefill-reps N] [--prefill-tokens N] [--steps N] [--no-int8] "
                    "[--long-context N] [--precisions LIST] [--device cpu|cuda|cuda:N] [--prefix NAME] "
-                   "[--batch N]\n");
+                   "[--batch N] [--matmul-shapes]\n");
       return 1;
     }
   }
@@ -359,6 +428,9 @@ int Main(int argc, char** argv) {
       }
       std::fflush(stdout);
       rows.push_back(std::move(r));
+    }
+    if (o.matmul_shapes && gpu && fmt.name == "bf16") {
+      for (Precision p : precisions) MatMulShapes(rows.back().f.spec, p, o.device, bw0);
     }
   }
   const double bw1 = bandwidth();

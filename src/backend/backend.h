@@ -26,6 +26,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <string>
 #include <vector>
@@ -138,6 +139,7 @@ struct AttentionParams {
   int64_t window = 0;       // > 0: a query at position p sees keys at positions > p - window
   DType kv_dtype = DType::kF32;  // of the cache's K and V rows: F32, BF16 or F16
   int64_t n_rows = 0;       // q rows of the batch (Σ n_new): a GPU sizes its launch by it
+  int64_t max_kv_len = 0;   // the largest kv_len of the batch: a GPU sizes its launch by it
 };
 
 // One sequence of an attention batch. Its new tokens are q rows
@@ -197,6 +199,17 @@ class Backend {
   // returned here from then on, and the backend's results are not to be
   // trusted (a device that faulted stays faulted).
   virtual Status Synchronize() = 0;
+  // Runs `ops`, the launches of one forward step. A GPU backend may record
+  // them as a device graph under `key` and replay that for a later step of
+  // the same key: the caller's promise that the ops, their shapes and every
+  // address they use are the same (data uploaded beforehand may differ).
+  // key 0: never recorded.
+  virtual void Enqueue(uint64_t key, const std::function<void()>& ops) {
+    (void)key;
+    ops();
+  }
+  // Steps Enqueue replayed from a recorded device graph so far.
+  virtual uint64_t graph_replays() const { return 0; }
 
   // ---- weights -------------------------------------------------------------
   // A view of `host` usable by this backend's kernels: CPU returns `host`

@@ -72,6 +72,11 @@ class ForwardPass {
     float *hsel, *logits;
   };
   void Layout(Arena& a);
+  // The key of this step's device graph (Backend::Enqueue), 0 for none.
+  uint64_t GraphKey() const;
+  // The longest sequence, rounded up: attention's launch is sized by it, so
+  // that decode steps share a graph while their lengths stay in a bucket.
+  int64_t KvLenBucket() const { return (max_len_ + 255) / 256 * 256; }
   Status Prepare();
   void UploadMetadata();
   void Layer(int64_t li);
@@ -113,6 +118,7 @@ class ForwardPass {
   int64_t n_ = 0;                  // new tokens in the batch
   int64_t n_rows_ = 0;             // logits rows
   std::vector<int64_t> new_len_;   // per item: length after this step
+  int64_t max_len_ = 0;            // the largest of new_len_
   std::vector<int64_t> q_row_;     // per item: its first token row
   std::vector<int> dyn_index_;     // per rope: index among length-dependent ropes, or -1
   int n_dyn_ = 0;
@@ -214,6 +220,7 @@ Status ForwardPass::Prepare() {
       AddRow(logit_runs_, row_kind_.back());
     }
     new_len_.push_back(len);
+    max_len_ = std::max(max_len_, len);
     q_row_.push_back(n_);
     n_ += static_cast<int64_t>(it.tokens.size());
     n_rows_ += it.logits == LogitsRows::kAll ? static_cast<int64_t>(it.tokens.size())
@@ -415,6 +422,7 @@ void ForwardPass::Layer(int64_t li) {
   ap.window = ls.window;
   ap.kv_dtype = cache_.dtype();
   ap.n_rows = N;
+  ap.max_kv_len = KvLenBucket();
   b_.Attention(p_.q, cache_.k(li), cache_.v(li), p_.seqs, static_cast<int64_t>(items_.size()), ap,
                p_.attn);
   MatMulRuns(w.o, p_.attn, p_.t, token_runs_);
@@ -440,8 +448,16 @@ Status ForwardPass::Run(ForwardOutput* out) {
   RETURN_IF_ERROR(Prepare());
   UploadMetadata();
   const int64_t H = s_.hidden, V = s_.vocab;
-  b_.Embedding(m_.embed_, p_.ids, n_, m_.embed_scale_, p_.x);
-  for (int64_t li = 0; li < s_.n_layers; ++li) Layer(li);
+  b_.Enqueue(GraphKey(), [&] {
+    b_.Embedding(m_.embed_, p_.ids, n_, m_.embed_scale_, p_.x);
+    for (int64_t li = 0; li < s_.n_layers; ++li) Layer(li);
+    if (n_rows_ > 0) {
+      b_.GatherRows(p_.x, H, p_.logit_rows, n_rows_, p_.hsel);
+      b_.RmsNorm(p_.hsel, n_rows_, H, H, m_.final_norm_.as<float>(), s_.rms_eps, s_.norm_add_one, p_.hsel);
+      MatMulRuns(m_.lm_head_, p_.hsel, p_.logits, logit_runs_);
+      if (s_.final_softcap > 0) b_.Softcap(p_.logits, n_rows_ * V, s_.final_softcap);
+    }
+  });
 
   out->vocab = V;
   out->first_row.clear();
@@ -455,13 +471,6 @@ Status ForwardPass::Run(ForwardOutput* out) {
     row += n;
   }
   out->logits.resize(static_cast<size_t>(n_rows_ * V));
-  if (n_rows_ > 0) {
-    b_.GatherRows(p_.x, H, p_.logit_rows, n_rows_, p_.hsel);
-    b_.RmsNorm(p_.hsel, n_rows_, H, H, m_.final_norm_.as<float>(), s_.rms_eps, s_.norm_add_one,
-               p_.hsel);
-    MatMulRuns(m_.lm_head_, p_.hsel, p_.logits, logit_runs_);
-    if (s_.final_softcap > 0) b_.Softcap(p_.logits, n_rows_ * V, s_.final_softcap);
-  }
   if (Status s = b_.Synchronize(); !s.ok()) return s.WithContext("forward: the " + b_.name() + " backend failed");
   if (n_rows_ > 0) {
     b_.CopyToHost(out->logits.data(), m_.workspace_,
@@ -470,6 +479,37 @@ Status ForwardPass::Run(ForwardOutput* out) {
   }
   for (size_t i = 0; i < items_.size(); ++i) items_[i].seq->length = new_len_[i];
   return Status::OK();
+}
+
+uint64_t ForwardPass::GraphKey() const {
+  // Only steps of generated rows repeat their shapes step after step; MoE
+  // dispatch copies its expert table from the host.
+  if (any_moe_) return 0;
+  for (RowKind k : row_kind_) {
+    if (k != RowKind::kGenerated) return 0;
+  }
+  // Everything a launch takes from the host: sizes (with the buckets that
+  // place the workspace's arrays) and the addresses of the model, cache and
+  // workspace.
+  const uint64_t parts[] = {static_cast<uint64_t>(n_),
+                            static_cast<uint64_t>(items_.size()),
+                            static_cast<uint64_t>(n_rows_),
+                            static_cast<uint64_t>(BatchBucket(table_entries_)),
+                            static_cast<uint64_t>(KvLenBucket()),
+                            static_cast<uint64_t>(token_runs_.size()),
+                            static_cast<uint64_t>(logit_runs_.size()),
+                            reinterpret_cast<uintptr_t>(&m_),
+                            reinterpret_cast<uintptr_t>(m_.embed_.data),
+                            reinterpret_cast<uintptr_t>(m_.workspace_.data),
+                            static_cast<uint64_t>(m_.workspace_.bytes),
+                            reinterpret_cast<uintptr_t>(cache_.k(0)),
+                            static_cast<uint64_t>(cache_.dtype()),
+                            static_cast<uint64_t>(b_.precision())};
+  uint64_t h = 1469598103934665603ull;  // FNV-1a over the words
+  for (uint64_t v : parts) {
+    for (int i = 0; i < 8; ++i) h = (h ^ ((v >> (8 * i)) & 0xFF)) * 1099511628211ull;
+  }
+  return h == 0 ? 1 : h;
 }
 
 Status Model::Forward(std::span<const ForwardItem> items, KvCache& cache, ForwardOutput* out) {

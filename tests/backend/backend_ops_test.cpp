@@ -517,6 +517,7 @@ TEST_P(BackendOpsTest, StoreKvAndAttention) {
       }
     }
     ap.n_rows = rows;
+    for (const AttentionSeq& as : seqs) ap.max_kv_len = std::max(ap.max_kv_len, as.kv_len);
     const int64_t kv_stride = kv_dim + (c % 2 ? 8 : 0);
     const std::vector<float> k = Random(n_kv * kv_stride, rng), v = Random(n_kv * kv_stride, rng);
     const std::vector<float> q = Random(rows * ap.q_stride, rng, 2);

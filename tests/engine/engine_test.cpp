@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <cstdlib>
 #include <chrono>
 #include <thread>
 
@@ -112,6 +113,45 @@ TEST(CudaEngineTest, BatchInvariantGreedyIdsAmong32) {
     EXPECT_EQ(o.ids, alone[i]) << "prompt " << i << " among 32";
   }
   EXPECT_EQ((*engine)->WaitIdle().kv.blocks_used, 0);
+}
+
+// On the GPU, decode steps replay recorded device graphs: the same greedy ids
+// as plain launches (LLMHOST_CUDA_GRAPHS=off), at batch 1 and among 8.
+TEST(CudaEngineTest, DecodeStepsReplayDeviceGraphsWithTheSameIds) {
+  if (CudaDeviceCount() == 0) GTEST_SKIP() << (CudaBuilt() ? "no GPU here" : "built without CUDA");
+  std::vector<std::vector<int32_t>> prompts;
+  const int kTokens = 40;
+  std::vector<std::vector<int32_t>> ids[2];
+  uint64_t replays[2] = {0, 0};
+  for (int graphs = 1; graphs >= 0; --graphs) {
+    if (graphs == 0) setenv("LLMHOST_CUDA_GRAPHS", "off", 1);
+    testing::Fixture f;
+    const bool loaded = testing::LoadFixture("llama3-tiny", &f, DeviceKind::kCuda, Precision::kAuto);
+    unsetenv("LLMHOST_CUDA_GRAPHS");
+    if (!loaded) GTEST_SKIP() << "llama3-tiny not available";
+    if (prompts.empty()) {
+      for (int i = 0; i < 8; ++i) prompts.push_back(PromptIds(f.model->vocab_size(), 4 + 11 * i, 900 + i));
+    }
+    for (const auto& p : prompts) ids[graphs].push_back(ReferenceGreedy(*f.model, p, kTokens));
+    EngineOptions opt;
+    opt.block_size = 16;
+    opt.kv_blocks = 256;
+    opt.max_concurrent_requests = 8;
+    auto engine = Engine::Create(f.model.get(), f.tokenizer.get(), opt);
+    ASSERT_TRUE(engine.ok()) << engine.status().ToString();
+    std::vector<std::shared_ptr<EventStream>> streams(prompts.size());
+    for (size_t i = 0; i < prompts.size(); ++i) {
+      ASSERT_TRUE((*engine)->Submit(Greedy(prompts[i], kTokens, &streams[i])).ok());
+    }
+    for (size_t i = 0; i < prompts.size(); ++i) {
+      EXPECT_EQ(Collect(streams[i]).ids, ids[graphs][i]) << "prompt " << i << " among 8, graphs " << graphs;
+    }
+    (*engine)->WaitIdle();
+    replays[graphs] = f.model->backend()->graph_replays();
+  }
+  EXPECT_GT(replays[1], static_cast<uint64_t>(kTokens)) << "decode steps were not replayed";
+  EXPECT_EQ(replays[0], 0u);
+  for (size_t i = 0; i < prompts.size(); ++i) EXPECT_EQ(ids[1][i], ids[0][i]) << "prompt " << i;
 }
 
 TEST_F(EngineTest, SixteenConcurrentRequestsComplete) {

@@ -4,72 +4,192 @@
 namespace llmhost::cuda {
 namespace {
 
-constexpr int kWarps = 4;  // heads per block
-constexpr int kPerLane = kMaxAttentionHeadDim / 32;
+constexpr int kThreads = 128;
+constexpr int kWarps = kThreads / 32;
+constexpr int kKeysAhead = 4;  // keys a warp loads before it reduces them
 
-template <Elem E>
-__global__ void AttentionKernel(const float* q, const void* k_cache, const void* v_cache, const AttentionSeq* seqs,
-                                int64_t n_seqs, AttentionParams p, float* out) {
-  const int lane = threadIdx.x & 31;
-  const int64_t h = static_cast<int64_t>(blockIdx.y) * kWarps + (threadIdx.x >> 5);
-  const int64_t row = blockIdx.x;
-  if (h >= p.n_heads) return;
+// The q row's sequence (a short scan: a batch holds at most a few hundred).
+__device__ __forceinline__ bool FindSeq(const AttentionSeq* seqs, int64_t n_seqs, int64_t row, AttentionSeq* out) {
   int64_t s = 0;
   while (s + 1 < n_seqs && !(row >= seqs[s].q_row && row < seqs[s].q_row + seqs[s].n_new)) ++s;
-  const AttentionSeq seq = seqs[s];
-  if (row < seq.q_row || row >= seq.q_row + seq.n_new) return;  // a row no sequence has
-  const int64_t d = p.head_dim, group = p.n_heads / p.n_kv_heads, kv_head = h / group;
+  *out = seqs[s];
+  return row >= out->q_row && row < out->q_row + out->n_new;
+}
+
+// The keys row `row` sees: [lo, pos].
+__device__ __forceinline__ void KeyRange(const AttentionSeq& seq, int64_t row, int64_t window, int64_t* lo,
+                                         int64_t* pos) {
+  *pos = seq.kv_len - seq.n_new + (row - seq.q_row);
+  *lo = window > 0 && *pos - window + 1 > 0 ? *pos - window + 1 : 0;
+}
+
+// One chunk of kAttentionChunk keys (aligned to absolute positions) for one
+// q row and the `group` query heads of one KV head: each head's chunk max m,
+// sum of exp(score - m) l and unnormalized output Σ exp(score - m)·v, written
+// to `part` at (row, head, chunk). Every sum runs in a fixed order over
+// absolute key positions, so a row's partials depend on its own sequence
+// only, never on the batch or the launch.
+// grid (chunks, n_kv_heads, rows), kThreads threads; dynamic shared memory:
+// group·d (q) + group·kAttentionChunk (scores) floats, kAttentionChunk slots.
+template <Elem E, int kPerLane>
+__global__ void ChunkKernel(const float* q, const void* k_cache, const void* v_cache, const AttentionSeq* seqs,
+                            int64_t n_seqs, AttentionParams p, int64_t row0, int64_t n_chunks, float* part) {
+  extern __shared__ float smem[];
+  const int64_t chunk = blockIdx.x, kv_head = blockIdx.y, row = row0 + blockIdx.z;
+  AttentionSeq seq;
+  if (!FindSeq(seqs, n_seqs, row, &seq)) return;
+  int64_t lo, pos;
+  KeyRange(seq, row, p.window, &lo, &pos);
+  const int64_t first = chunk * kAttentionChunk;
+  if (first > pos || first + kAttentionChunk <= lo) return;  // keys this row does not see
+  const int64_t k_lo = lo > first ? lo - first : 0;                              // local, inclusive
+  const int64_t k_hi = pos - first < kAttentionChunk ? pos - first : kAttentionChunk - 1;
+  const int d = static_cast<int>(p.head_dim);
+  const int group = static_cast<int>(p.n_heads / p.n_kv_heads);
   const int64_t kv_dim = p.n_kv_heads * d;
-  const int64_t pos = seq.kv_len - seq.n_new + (row - seq.q_row);
-  const int64_t lo = p.window > 0 && pos - p.window + 1 > 0 ? pos - p.window + 1 : 0;
-  const float* qh = q + row * p.q_stride + h * d;
-  float qv[kPerLane], acc[kPerLane];
-#pragma unroll
-  for (int m = 0; m < kPerLane; ++m) {
-    const int64_t c = lane + 32 * m;
-    qv[m] = c < d ? qh[c] : 0.0f;
-    acc[m] = 0.0f;
+  float* qs = smem;                          // [group][d]
+  float* sc = qs + group * d;                // [group][kAttentionChunk]
+  int64_t* slot = reinterpret_cast<int64_t*>(sc + group * kAttentionChunk);  // [kAttentionChunk]
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+
+  for (int i = threadIdx.x; i < group * d; i += kThreads) {
+    const int g = i / d, c = i % d;
+    qs[i] = q[row * p.q_stride + (kv_head * group + g) * d + c];
   }
-  float mx = -INFINITY, l = 0.0f;
-  for (int64_t j = lo; j <= pos; ++j) {
-    const int64_t slot = static_cast<int64_t>(seq.block_table[j / p.block_size]) * p.block_size + j % p.block_size;
-    const int64_t base = slot * kv_dim + kv_head * d;
-    float dot = 0.0f;
-#pragma unroll
-    for (int m = 0; m < kPerLane; ++m) {
-      const int64_t c = lane + 32 * m;
-      if (c < d) dot = fmaf(qv[m], Load<E>(k_cache, base + c), dot);
-    }
-    float sc = WarpSum(dot) * p.scale;
-    if (p.softcap > 0) sc = p.softcap * tanhf(sc / p.softcap);
-    const float nmx = fmaxf(mx, sc);
-    const float corr = expf(mx - nmx), w = expf(sc - nmx);
-    l = l * corr + w;
-#pragma unroll
-    for (int m = 0; m < kPerLane; ++m) {
-      const int64_t c = lane + 32 * m;
-      if (c < d) acc[m] = acc[m] * corr + w * Load<E>(v_cache, base + c);
-    }
-    mx = nmx;
+  for (int64_t k = k_lo + threadIdx.x; k <= k_hi; k += kThreads) {
+    const int64_t j = first + k;
+    slot[k] = (static_cast<int64_t>(seq.block_table[j / p.block_size]) * p.block_size + j % p.block_size) * kv_dim +
+              kv_head * d;
   }
-  float* oh = out + row * p.out_stride + h * d;
-  const float inv = 1.0f / l;
+  __syncthreads();
+
+  // Scores: warp w takes keys k_lo + w, + kWarps, ...; a score is its lanes'
+  // products in column order and the warp's butterfly.
+  for (int64_t k0 = k_lo + warp * kKeysAhead; k0 <= k_hi; k0 += kWarps * kKeysAhead) {
+    float kv[kKeysAhead][kPerLane];
 #pragma unroll
-  for (int m = 0; m < kPerLane; ++m) {
-    const int64_t c = lane + 32 * m;
-    if (c < d) oh[c] = acc[m] * inv;
+    for (int a = 0; a < kKeysAhead; ++a) {
+#pragma unroll
+      for (int m = 0; m < kPerLane; ++m) {
+        const int c = lane + 32 * m;
+        kv[a][m] = k0 + a <= k_hi && c < d ? Load<E>(k_cache, slot[k0 + a] + c) : 0.0f;
+      }
+    }
+    for (int g = 0; g < group; ++g) {
+#pragma unroll
+      for (int a = 0; a < kKeysAhead; ++a) {
+        float dot = 0.0f;
+#pragma unroll
+        for (int m = 0; m < kPerLane; ++m) {
+          const int c = lane + 32 * m;
+          if (c < d) dot = fmaf(qs[g * d + c], kv[a][m], dot);
+        }
+        float s = __fmul_rn(WarpSum(dot), p.scale);
+        if (p.softcap > 0) s = __fmul_rn(p.softcap, tanhf(__fdiv_rn(s, p.softcap)));
+        if (lane == 0 && k0 + a <= k_hi) sc[g * kAttentionChunk + k0 + a] = s;
+      }
+    }
+  }
+  __syncthreads();
+
+  // Per head: the chunk's max, then exp(score - max) in place and their sum
+  // (lane-strided, then the butterfly).
+  float* out = part + ((blockIdx.z * p.n_heads + kv_head * group) * n_chunks + chunk) * (d + 2);
+  for (int g = warp; g < group; g += kWarps) {
+    float* s = sc + g * kAttentionChunk;
+    float mx = -INFINITY;
+    for (int64_t k = k_lo + lane; k <= k_hi; k += 32) mx = fmaxf(mx, s[k]);
+    for (int o = 16; o > 0; o >>= 1) mx = fmaxf(mx, __shfl_xor_sync(0xFFFFFFFFu, mx, o));
+    float l = 0.0f;
+    for (int64_t k = k_lo + lane; k <= k_hi; k += 32) {
+      const float e = expf(s[k] - mx);
+      s[k] = e;
+      l += e;
+    }
+    l = WarpSum(l);
+    if (lane == 0) {
+      float* o = out + g * n_chunks * (d + 2);
+      o[0] = mx;
+      o[1] = l;
+    }
+  }
+  __syncthreads();
+
+  // Outputs (head g, column c): Σ_k e_k · v_k[c] in key order.
+  for (int i = threadIdx.x; i < group * d; i += kThreads) {
+    const int g = i / d, c = i % d;
+    const float* e = sc + g * kAttentionChunk;
+    float acc = 0.0f;
+#pragma unroll 4
+    for (int64_t k = k_lo; k <= k_hi; ++k) acc = fmaf(e[k], Load<E>(v_cache, slot[k] + c), acc);
+    out[g * n_chunks * (d + 2) + 2 + c] = acc;
+  }
+}
+
+// Merges a (row, head)'s chunk partials in chunk order: o = Σ_c exp(m_c - M)
+// acc_c / Σ_c exp(m_c - M) l_c. grid (rows, n_heads).
+__global__ void MergeKernel(const float* part, const AttentionSeq* seqs, int64_t n_seqs, AttentionParams p,
+                            int64_t row0, int64_t n_chunks, float* out) {
+  const int64_t row = row0 + blockIdx.x, h = blockIdx.y;
+  AttentionSeq seq;
+  if (!FindSeq(seqs, n_seqs, row, &seq)) return;
+  int64_t lo, pos;
+  KeyRange(seq, row, p.window, &lo, &pos);
+  const int d = static_cast<int>(p.head_dim);
+  const int64_t c_lo = lo / kAttentionChunk, c_hi = pos / kAttentionChunk;
+  const float* base = part + (blockIdx.x * p.n_heads + h) * n_chunks * (d + 2);
+  float mx = -INFINITY;
+  for (int64_t c = c_lo; c <= c_hi; ++c) mx = fmaxf(mx, base[c * (d + 2)]);
+  float l = 0.0f;
+  for (int64_t c = c_lo; c <= c_hi; ++c) l = fmaf(expf(base[c * (d + 2)] - mx), base[c * (d + 2) + 1], l);
+  const float inv = __fdiv_rn(1.0f, l);
+  for (int col = threadIdx.x; col < d; col += blockDim.x) {
+    float o = 0.0f;
+    for (int64_t c = c_lo; c <= c_hi; ++c) {
+      o = fmaf(expf(base[c * (d + 2)] - mx), base[c * (d + 2) + 2 + col], o);
+    }
+    out[row * p.out_stride + h * d + col] = __fmul_rn(o, inv);
   }
 }
 
 }  // namespace
 
+int64_t AttentionChunks(int64_t max_kv_len) { return (max_kv_len + kAttentionChunk - 1) / kAttentionChunk; }
+
+size_t AttentionScratchPerRow(const AttentionParams& p) {
+  return static_cast<size_t>(p.n_heads * AttentionChunks(p.max_kv_len) * (p.head_dim + 2)) * sizeof(float);
+}
+
 void LaunchAttention(const float* q, const void* k_cache, const void* v_cache, const AttentionSeq* seqs,
-                     int64_t n_seqs, const AttentionParams& p, float* out, cudaStream_t s) {
-  if (p.n_rows <= 0 || n_seqs <= 0 || p.n_heads <= 0) return;
-  const dim3 grid(static_cast<unsigned>(p.n_rows), Blocks(p.n_heads, kWarps));
-  ForElem(ElemOf(p.kv_dtype), [&]<Elem E>() {
-    AttentionKernel<E><<<grid, kWarps * 32, 0, s>>>(q, k_cache, v_cache, seqs, n_seqs, p, out);
-  });
+                     int64_t n_seqs, const AttentionParams& p, float* out, float* scratch, int64_t rows_per_launch,
+                     cudaStream_t s) {
+  if (p.n_rows <= 0 || n_seqs <= 0 || p.n_heads <= 0 || p.max_kv_len <= 0) return;
+  const int64_t n_chunks = AttentionChunks(p.max_kv_len);
+  const int group = static_cast<int>(p.n_heads / p.n_kv_heads);
+  const size_t smem = static_cast<size_t>(group) * (p.head_dim + kAttentionChunk) * sizeof(float) +
+                      kAttentionChunk * sizeof(int64_t);
+  for (int64_t r0 = 0; r0 < p.n_rows; r0 += rows_per_launch) {
+    const int64_t rows = p.n_rows - r0 < rows_per_launch ? p.n_rows - r0 : rows_per_launch;
+    const dim3 grid(static_cast<unsigned>(n_chunks), static_cast<unsigned>(p.n_kv_heads), static_cast<unsigned>(rows));
+    ForElem(ElemOf(p.kv_dtype), [&]<Elem E>() {
+      // Columns per lane by head_dim: registers for the keys loaded ahead.
+      auto launch = [&]<int PL>() {
+        if (smem > 48 * 1024) {
+          cudaFuncSetAttribute(ChunkKernel<E, PL>, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem));
+        }
+        ChunkKernel<E, PL><<<grid, kThreads, smem, s>>>(q, k_cache, v_cache, seqs, n_seqs, p, r0, n_chunks, scratch);
+      };
+      if (p.head_dim <= 128) {
+        launch.template operator()<4>();
+      } else if (p.head_dim <= 256) {
+        launch.template operator()<8>();
+      } else {
+        launch.template operator()<kMaxAttentionHeadDim / 32>();
+      }
+    });
+    MergeKernel<<<dim3(static_cast<unsigned>(rows), static_cast<unsigned>(p.n_heads)), kThreads, 0, s>>>(
+        scratch, seqs, n_seqs, p, r0, n_chunks, out);
+  }
 }
 
 }  // namespace llmhost::cuda

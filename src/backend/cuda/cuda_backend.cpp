@@ -4,6 +4,7 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 
 #include "backend/cpu/matmul.h"
@@ -14,11 +15,14 @@
 #include "backend/cuda/elementwise.cuh"
 #include "backend/cuda/embedding.cuh"
 #include "backend/cuda/gated_activation.cuh"
+#include "backend/cuda/graph_cache.h"
+#include "backend/cuda/lt_gemm.h"
 #include "backend/cuda/matmul.cuh"
 #include "backend/cuda/matmul_tc.cuh"
 #include "backend/cuda/moe.cuh"
 #include "backend/cuda/rms_norm.cuh"
 #include "backend/cuda/rope.cuh"
+#include "backend/cuda/split_bf16.cuh"
 #include "backend/cuda/store_kv.cuh"
 
 namespace llmhost {
@@ -146,6 +150,11 @@ Result<std::unique_ptr<CudaBackend>> CudaBackend::Create(int device, Precision p
                                CudaError(se) + ")");
   }
   b->stream_ = s;
+  b->lt_ = cuda::LtGemm::Create();  // null without libcublasLt: own kernels only
+  // Decode steps are a few hundred small launches: replayed as graphs
+  // (LLMHOST_CUDA_GRAPHS=off runs them as plain launches, to compare).
+  const char* graphs = std::getenv("LLMHOST_CUDA_GRAPHS");
+  if (!graphs || std::string(graphs) != "off") b->graphs_ = std::make_unique<cuda::GraphCache>(64);
   CUmemAllocationProp prop = DeviceProp(device);
   size_t g = 0;
   if (Driver().granularity(&g, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM) == CUDA_SUCCESS && g > 0) b->granularity_ = g;
@@ -158,6 +167,8 @@ CudaBackend::~CudaBackend() {
   Use();
   if (moe_table_.valid()) Free(moe_table_);
   if (tc_scratch_.valid()) Free(tc_scratch_);
+  if (attn_scratch_.valid()) Free(attn_scratch_);
+  graphs_.reset();
   if (stream_) {
     cudaStreamSynchronize(S(stream_));
     cudaStreamDestroy(S(stream_));
@@ -173,8 +184,72 @@ void CudaBackend::Fail(Status s) {
 
 void CudaBackend::CheckLaunch(const char* op) {
   const cudaError_t e = cudaGetLastError();
-  if (e != cudaSuccess) Fail(Status::Internal(std::string("cuda ") + op + ": " + CudaError(e)));
+  if (e == cudaSuccess) return;
+  Status s = Status::Internal(std::string("cuda ") + op + ": " + CudaError(e));
+  if (capturing_) {  // the recording is dropped and the step run as plain launches
+    if (capture_error_.ok()) capture_error_ = std::move(s);
+    return;
+  }
+  Fail(std::move(s));
 }
+
+// ---- device graphs -----------------------------------------------------------
+
+std::unique_lock<std::mutex> CudaBackend::WaitForRecording() {
+  if (capture_thread_.load() == std::this_thread::get_id()) return std::unique_lock<std::mutex>(capture_mu_, std::defer_lock);
+  return std::unique_lock<std::mutex>(capture_mu_);
+}
+
+void CudaBackend::Enqueue(uint64_t key, const std::function<void()>& ops) {
+  if (key == 0 || !graphs_ || capturing_) {
+    ops();
+    return;
+  }
+  Use();
+  switch (graphs_->Next(key, generation_)) {
+    case cuda::GraphCache::Action::kRun:
+      ops();
+      return;
+    case cuda::GraphCache::Action::kReplay:
+      if (cudaError_t e = graphs_->Replay(key, S(stream_)); e != cudaSuccess) {
+        Fail(Status::Internal("cuda graph launch: " + CudaError(e)));
+      }
+      return;
+    case cuda::GraphCache::Action::kRecord:
+      break;
+  }
+  const uint64_t generation = generation_;
+  capture_error_ = Status::OK();
+  std::unique_lock<std::mutex> recording(capture_mu_);
+  capture_thread_.store(std::this_thread::get_id());
+  if (cudaStreamBeginCapture(S(stream_), cudaStreamCaptureModeThreadLocal) != cudaSuccess) {
+    (void)cudaGetLastError();
+    capture_thread_.store(std::thread::id());
+    recording.unlock();
+    graphs_->Refuse(key);
+    ops();
+    return;
+  }
+  capturing_ = true;
+  ops();
+  capturing_ = false;
+  cudaGraph_t g = nullptr;
+  const cudaError_t e = cudaStreamEndCapture(S(stream_), &g);
+  capture_thread_.store(std::thread::id());
+  recording.unlock();
+  const bool usable = e == cudaSuccess && g && capture_error_.ok() && generation == generation_;
+  if (e != cudaSuccess) (void)cudaGetLastError();
+  bool kept = usable && graphs_->Keep(key, generation_, g);
+  if (g) cudaGraphDestroy(g);
+  if (kept && graphs_->Replay(key, S(stream_)) == cudaSuccess) return;
+  // Nothing ran while recording: run the step now, and never record it again.
+  (void)cudaGetLastError();
+  graphs_->Refuse(key);
+  ops();
+}
+
+uint64_t CudaBackend::graph_recordings() const { return graphs_ ? graphs_->recordings() : 0; }
+uint64_t CudaBackend::graph_replays() const { return graphs_ ? graphs_->replays() : 0; }
 
 Status CudaBackend::CheckWeight(const WeightMatrix& w) const { return llmhost::CheckWeight(w); }
 
@@ -215,6 +290,7 @@ Result<DeviceBuffer> CudaBackend::AllocateStaging(size_t bytes, const std::strin
 }
 
 void CudaBackend::Free(DeviceBuffer& buf) {
+  auto recording = WaitForRecording();
   if (!buf.valid()) return;
   Use();
   Live l;
@@ -361,6 +437,7 @@ bool CudaBackend::InBounds(const DeviceBuffer& buf, size_t offset, size_t bytes,
 }
 
 void CudaBackend::CopyToDevice(const DeviceBuffer& dst, size_t dst_offset, const void* src, size_t bytes) {
+  auto recording = WaitForRecording();
   if (!bytes || !InBounds(dst, dst_offset, bytes, "CopyToDevice")) return;
   Use();
   const cudaError_t e = cudaMemcpyAsync(static_cast<char*>(dst.data) + dst_offset, src, bytes,
@@ -369,6 +446,7 @@ void CudaBackend::CopyToDevice(const DeviceBuffer& dst, size_t dst_offset, const
 }
 
 void CudaBackend::CopyToHost(void* dst, const DeviceBuffer& src, size_t src_offset, size_t bytes) {
+  auto recording = WaitForRecording();
   if (!bytes || !InBounds(src, src_offset, bytes, "CopyToHost")) return;
   Use();
   cudaError_t e = cudaMemcpyAsync(dst, static_cast<const char*>(src.data) + src_offset, bytes,
@@ -379,6 +457,7 @@ void CudaBackend::CopyToHost(void* dst, const DeviceBuffer& src, size_t src_offs
 
 void CudaBackend::CopyDeviceToDevice(const DeviceBuffer& dst, size_t dst_offset, const DeviceBuffer& src,
                                      size_t src_offset, size_t bytes) {
+  auto recording = WaitForRecording();
   if (!bytes || !InBounds(dst, dst_offset, bytes, "CopyDeviceToDevice") ||
       !InBounds(src, src_offset, bytes, "CopyDeviceToDevice")) {
     return;
@@ -391,6 +470,7 @@ void CudaBackend::CopyDeviceToDevice(const DeviceBuffer& dst, size_t dst_offset,
 }
 
 Status CudaBackend::Synchronize() {
+  auto recording = WaitForRecording();
   Use();
   const cudaError_t e = cudaStreamSynchronize(S(stream_));
   if (e != cudaSuccess) Fail(Status::Internal(name() + ": " + CudaError(e)));
@@ -483,6 +563,7 @@ void CudaBackend::ReleaseWeight(const WeightMatrix& w) {
     weights_.erase(it);
     stats_.bytes_in_use -= std::min<uint64_t>(stats_.bytes_in_use, bytes);
     stats_.weight_bytes -= std::min<uint64_t>(stats_.weight_bytes, bytes);
+    ++generation_;  // a recorded graph may read it
   }
   Use();
   cudaStreamSynchronize(S(stream_));
@@ -501,23 +582,57 @@ bool CudaBackend::Prepared(const WeightMatrix& w, const char* op, cuda::DevWeigh
   return false;
 }
 
+bool CudaBackend::Scratch(DeviceBuffer* buf, size_t need, const char* tag) {
+  if (buf->bytes >= need) return true;
+  if (capturing_) {  // a recording cannot allocate (or wait for the stream)
+    if (capture_error_.ok()) capture_error_ = Status::Internal(std::string("cuda: ") + tag + " grew while recording");
+    return false;
+  }
+  ++generation_;
+  Free(*buf);
+  auto b = Allocate(need, tag);
+  if (!b.ok()) {
+    Fail(b.status());
+    return false;
+  }
+  *buf = *b;
+  return true;
+}
+
+bool CudaBackend::LtMatMul(const cuda::DevWeight& d, const float* x, int64_t n, float* y) {
+  // bf16 weights as stored; rows a multiple of 4 keeps every run's y 16-byte
+  // aligned (a property of the weight: the same choice for every batch).
+  if (!lt_ || d.fmt != cuda::WFmt::kBF16 || d.rows % 4 != 0 || d.cols % 8 != 0 ||
+      (reinterpret_cast<uintptr_t>(y) & 15u) != 0) {
+    return false;
+  }
+  // At kAuto x is split into two bf16 terms (hi + lo, ~16 bits: closer to f32
+  // than one f16); kFastBf16 rounds it to bf16 once.
+  const bool split = precision_ == Precision::kAuto;
+  const size_t half = (static_cast<size_t>(n * d.cols) * 2 + 255) / 256 * 256;
+  if (!Scratch(&tc_scratch_, split ? 2 * half : half, "tensor-core activations")) return true;  // failed: sticky
+  auto* hi = static_cast<uint16_t*>(tc_scratch_.data);
+  auto* lo = split ? reinterpret_cast<uint16_t*>(static_cast<char*>(tc_scratch_.data) + half) : nullptr;
+  cuda::LaunchSplitBf16(x, n * d.cols, hi, lo, S(stream_));
+  using T = cuda::LtGemm::Type;
+  if (!lt_->MatMul(T::kBF16, d.data, d.rows, d.cols, hi, n, 0.0f, y, S(stream_))) return false;
+  if (split && !lt_->MatMul(T::kBF16, d.data, d.rows, d.cols, lo, n, 1.0f, y, S(stream_))) {
+    Fail(Status::Internal("cuda MatMul: cuBLASLt refused the second term of a GEMM it ran the first of"));
+  }
+  return true;
+}
+
 void CudaBackend::MatMul(const WeightMatrix& w, const float* x, int64_t n, float* y, RowKind rows) {
   cuda::DevWeight d;
   if (!Prepared(w, "MatMul", &d)) return;
   Use();
-  if (rows == RowKind::kPrompt && PromptRowsOnTensorCores()) {
+  if (rows == RowKind::kPrompt && PromptRowsOnTensorCores() && LtMatMul(d, x, n, y)) {
+    // done on cuBLASLt
+  } else if (rows == RowKind::kPrompt && PromptRowsOnTensorCores()) {
     // The f16 copy of x: a scratch buffer kept for the next call (grown to the
     // largest prompt chunk seen, never shrunk; counted as the backend's bytes).
     const auto need = static_cast<size_t>(cuda::TensorCoreScratchBytes(n, d.cols));
-    if (tc_scratch_.bytes < need) {
-      Free(tc_scratch_);
-      auto b = Allocate(need, "tensor-core activations");
-      if (!b.ok()) {
-        Fail(b.status());
-        return;
-      }
-      tc_scratch_ = *b;
-    }
+    if (!Scratch(&tc_scratch_, need, "tensor-core activations")) return;
     cuda::LaunchTensorCoreMatMul(d, x, n, y, tc_scratch_.data, S(stream_));
   } else {
     cuda::LaunchMatMul(d, x, n, y, S(stream_));
@@ -594,8 +709,22 @@ void CudaBackend::Attention(const float* q, const void* k_cache, const void* v_c
     Fail(Status::InvalidArgument("cuda Attention: AttentionParams::n_rows (the batch's query rows) is not set"));
     return;
   }
+  if (n_seqs > 0 && p.max_kv_len <= 0) {
+    Fail(Status::InvalidArgument("cuda Attention: AttentionParams::max_kv_len (the batch's longest kv_len) is not set"));
+    return;
+  }
+  if (n_seqs <= 0) return;
   Use();
-  cuda::LaunchAttention(q, k_cache, v_cache, seqs, n_seqs, p, out, S(stream_));
+  // The chunk partials: a scratch buffer for up to kAttentionScratchBytes
+  // (more rows than fit are launched in groups), grown to the largest need
+  // seen and kept; counted as the backend's bytes.
+  constexpr size_t kAttentionScratchBytes = size_t{128} << 20;
+  constexpr int64_t kMaxRowsPerLaunch = 65535;  // gridDim.z
+  const size_t per_row = cuda::AttentionScratchPerRow(p);
+  const int64_t fit = std::max<int64_t>(1, static_cast<int64_t>(kAttentionScratchBytes / per_row));
+  const int64_t rows = std::min({p.n_rows, fit, kMaxRowsPerLaunch});
+  if (!Scratch(&attn_scratch_, static_cast<size_t>(rows) * per_row, "attention partials")) return;
+  cuda::LaunchAttention(q, k_cache, v_cache, seqs, n_seqs, p, out, attn_scratch_.as<float>(), rows, S(stream_));
   CheckLaunch("Attention");
 }
 

@@ -23,7 +23,9 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <atomic>
 #include <mutex>
+#include <thread>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -34,6 +36,8 @@ namespace llmhost {
 
 namespace cuda {
 struct DevWeight;
+class GraphCache;
+class LtGemm;
 }  // namespace cuda
 
 class CudaBackend : public Backend {
@@ -65,6 +69,9 @@ class CudaBackend : public Backend {
   void CopyDeviceToDevice(const DeviceBuffer& dst, size_t dst_offset, const DeviceBuffer& src,
                           size_t src_offset, size_t bytes) override;
   Status Synchronize() override;
+  void Enqueue(uint64_t key, const std::function<void()>& ops) override;
+  uint64_t graph_replays() const override;
+  uint64_t graph_recordings() const;  // device graphs recorded so far
 
   Result<WeightMatrix> PrepareWeight(const WeightMatrix& host) override;
   void ReleaseWeight(const WeightMatrix& w) override;
@@ -72,6 +79,8 @@ class CudaBackend : public Backend {
   Precision precision() const override { return precision_; }
   void set_precision(Precision p) override { precision_ = p; }
   bool RowKindMatters() const override { return PromptRowsOnTensorCores(); }
+  // Whether prompt rows of bf16 weights run on cuBLASLt (the library loaded).
+  bool uses_cublaslt() const { return lt_ != nullptr; }
 
   void MatMul(const WeightMatrix& w, const float* x, int64_t n, float* y, RowKind rows) override;
   void RouterMatMul(const WeightMatrix& w, const float* x, int64_t n, float* y) override;
@@ -111,6 +120,10 @@ class CudaBackend : public Backend {
   // The kernels' view of `w`; false (and a sticky error naming `op`) for a
   // weight another backend prepared.
   bool Prepared(const WeightMatrix& w, const char* op, cuda::DevWeight* d);
+  // Grows a scratch buffer to `need` bytes (false, and a sticky error, when it cannot).
+  bool Scratch(DeviceBuffer* buf, size_t need, const char* tag);
+  // Prompt rows of a 16-bit weight on cuBLASLt; false where it does not apply.
+  bool LtMatMul(const cuda::DevWeight& d, const float* x, int64_t n, float* y);
 
   int device_;
   Precision precision_;
@@ -132,6 +145,19 @@ class CudaBackend : public Backend {
   MemoryStats stats_;
   DeviceBuffer moe_table_;  // device pointers of an MoE layer's experts (gate, up, down)
   DeviceBuffer tc_scratch_;  // f16 activations of a tensor-core MatMul (cuda/matmul_tc.cuh)
+  std::unique_ptr<cuda::LtGemm> lt_;
+  std::unique_ptr<cuda::GraphCache> graphs_;
+  // Moves whenever an address a recorded graph may hold changes (a scratch
+  // buffer regrown, a weight released): older graphs are dropped.
+  uint64_t generation_ = 0;
+  bool capturing_ = false;
+  Status capture_error_;  // while capturing: why the recording cannot be used
+  // Held while a graph records: another thread's copy or wait on the stream
+  // (the KV block saver's) would break the recording, so it waits for it.
+  std::mutex capture_mu_;
+  std::atomic<std::thread::id> capture_thread_{};
+  std::unique_lock<std::mutex> WaitForRecording();
+  DeviceBuffer attn_scratch_;  // Attention's chunk partials (cuda/attention.cuh)
 };
 
 }  // namespace llmhost

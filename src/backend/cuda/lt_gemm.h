@@ -1,0 +1,60 @@
+// Prompt-row MatMuls of 16-bit weights on cuBLASLt's tensor-core GEMMs.
+// libcublasLt is opened at run time (CUDA 13's, from the library path or
+// /usr/local/cuda), so the binary starts where it is missing; the backend then
+// keeps its own tensor-core kernel.
+//
+// Batch invariance: one algorithm per weight shape, chosen once (for a
+// typical prompt chunk) and used for every n; heuristics are asked only for
+// algorithms without workspace and without split-K reductions, so each output
+// is one k-ordered sum over the tensor cores' steps, whatever n is and
+// wherever the row sits in the batch.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <tuple>
+#include <utility>
+
+namespace llmhost::cuda {
+
+class LtGemm {
+ public:
+  enum class Type { kBF16, kF16 };
+  struct Api;  // the dlopen'ed entry points (lt_gemm.cpp)
+
+  // nullptr when libcublasLt cannot be loaded or started.
+  static std::unique_ptr<LtGemm> Create();
+  ~LtGemm();
+  LtGemm(const LtGemm&) = delete;
+  LtGemm& operator=(const LtGemm&) = delete;
+
+  // y[n, rows] (f32, row stride rows) = beta·y + x[n, cols] · Wᵀ, with W
+  // [rows, cols] and x of `type`, f32 sums. False (nothing enqueued) when no
+  // algorithm fits the shape: the caller then uses its own kernel for this
+  // shape, always. Pointers 16-byte aligned.
+  bool MatMul(Type type, const void* w, int64_t rows, int64_t cols, const void* x, int64_t n, float beta, float* y,
+              cudaStream_t s);
+
+ private:
+  struct Shape {
+    Type type;
+    int64_t rows, cols;
+    bool operator<(const Shape& o) const {
+      return std::tie(type, rows, cols) < std::tie(o.type, o.rows, o.cols);
+    }
+  };
+  struct Plan;
+  LtGemm() = default;
+  const Plan* PlanFor(const Shape& s);  // nullptr: no algorithm
+
+  const Api* api_ = nullptr;
+  void* handle_ = nullptr;  // cublasLtHandle_t
+  std::mutex mu_;
+  std::map<Shape, std::unique_ptr<Plan>> plans_;
+};
+
+}  // namespace llmhost::cuda
