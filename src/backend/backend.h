@@ -228,6 +228,16 @@ class Backend {
   // ---- ops (all pointers are device addresses) ------------------------------
   // y[n, w.rows] = x[n, w.cols] · Wᵀ, at precision(); every row is of `rows`.
   virtual void MatMul(const WeightMatrix& w, const float* x, int64_t n, float* y, RowKind rows) = 0;
+  // MatMul of several weights of the same cols over the same x (a layer's
+  // q/k/v, or gate/up): a GPU may run them as one launch. Each y is what
+  // MatMul gives, bit for bit.
+  struct MatMulJob {
+    const WeightMatrix* w;
+    float* y;
+  };
+  virtual void MatMuls(std::span<const MatMulJob> jobs, const float* x, int64_t n, RowKind rows) {
+    for (const MatMulJob& j : jobs) MatMul(*j.w, x, n, j.y, rows);
+  }
   // As MatMul, for MoE router logits: activations are never rounded (kFast
   // for kFastInt8 / kFastBf16), so that which experts a token goes to does
   // not hinge on activation rounding.

@@ -8,7 +8,10 @@
 #include <algorithm>
 #include <cassert>
 #include <cstring>
+#include <initializer_list>
+#include <iterator>
 #include <memory>
+#include <span>
 #include <unordered_set>
 
 #include "model/model.h"
@@ -112,6 +115,8 @@ class ForwardPass {
   };
   // y = x · Wᵀ over rows [0, runs.back().end), one MatMul per run.
   void MatMulRuns(const WeightMatrix& w, const float* x, float* y, const std::vector<RowRun>& runs);
+  // Two or three weights of the same cols over x (Backend::MatMuls), run by run.
+  void MatMulsRuns(std::initializer_list<Backend::MatMulJob> jobs, const float* x, const std::vector<RowRun>& runs);
   // Appends `kind` for the next row, extending the last run when it matches.
   void AddRow(std::vector<RowRun>& runs, RowKind kind) const;
 
@@ -353,14 +358,27 @@ void ForwardPass::MatMulRuns(const WeightMatrix& w, const float* x, float* y, co
   }
 }
 
+void ForwardPass::MatMulsRuns(std::initializer_list<Backend::MatMulJob> jobs, const float* x,
+                              const std::vector<RowRun>& runs) {
+  Backend::MatMulJob at[3];
+  const size_t count = std::min(jobs.size(), std::size(at));
+  for (const RowRun& r : runs) {
+    size_t i = 0;
+    for (const Backend::MatMulJob& j : jobs) {
+      if (i < count) at[i++] = {j.w, j.y + r.begin * j.w->rows};
+    }
+    b_.MatMuls(std::span<const Backend::MatMulJob>(at, count), x + r.begin * jobs.begin()->w->cols, r.end - r.begin,
+               r.kind);
+  }
+}
+
 void ForwardPass::DenseMlp(const LayerWeights& w) {
   const int64_t N = n_, I = s_.intermediate;
   if (s_.fused_gate_up) {
     MatMulRuns(w.gate_up, p_.h, p_.gate, token_runs_);  // [N, 2I]: gate | up
     b_.GatedActivation(s_.activation, p_.gate, 2 * I, p_.up, 2 * I, N, I, p_.act, I);
   } else {
-    MatMulRuns(w.gate, p_.h, p_.gate, token_runs_);
-    MatMulRuns(w.up, p_.h, p_.up, token_runs_);
+    MatMulsRuns({{&w.gate, p_.gate}, {&w.up, p_.up}}, p_.h, token_runs_);
     if (w.gate_bias.valid()) b_.AddBias(p_.gate, N, I, I, w.gate_bias.as<float>());
     if (w.up_bias.valid()) b_.AddBias(p_.up, N, I, I, w.up_bias.as<float>());
     b_.GatedActivation(s_.activation, p_.gate, I, p_.up, I, N, I, p_.act, I);
@@ -395,9 +413,7 @@ void ForwardPass::Layer(int64_t li) {
   if (s_.fused_qkv) {
     MatMulRuns(w.qkv, p_.h, p_.qkv, token_runs_);
   } else {
-    MatMulRuns(w.q, p_.h, p_.q, token_runs_);
-    MatMulRuns(w.k, p_.h, p_.k, token_runs_);
-    MatMulRuns(w.v, p_.h, p_.v, token_runs_);
+    MatMulsRuns({{&w.q, p_.q}, {&w.k, p_.k}, {&w.v, p_.v}}, p_.h, token_runs_);
     if (w.q_bias.valid()) b_.AddBias(p_.q, N, qd, qd, w.q_bias.as<float>());
     if (w.k_bias.valid()) b_.AddBias(p_.k, N, kvd, kvd, w.k_bias.as<float>());
     if (w.v_bias.valid()) b_.AddBias(p_.v, N, kvd, kvd, w.v_bias.as<float>());

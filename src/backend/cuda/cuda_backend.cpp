@@ -151,6 +151,11 @@ Result<std::unique_ptr<CudaBackend>> CudaBackend::Create(int device, Precision p
   }
   b->stream_ = s;
   b->lt_ = cuda::LtGemm::Create();  // null without libcublasLt: own kernels only
+  if (b->lt_) {
+    auto ws = b->Allocate(cuda::LtGemm::kWorkspaceBytes, "cuBLASLt workspace");
+    if (!ws.ok()) return ws.status();
+    b->lt_workspace_ = *ws;
+  }
   // Decode steps are a few hundred small launches: replayed as graphs
   // (LLMHOST_CUDA_GRAPHS=off runs them as plain launches, to compare).
   const char* graphs = std::getenv("LLMHOST_CUDA_GRAPHS");
@@ -168,6 +173,7 @@ CudaBackend::~CudaBackend() {
   if (moe_table_.valid()) Free(moe_table_);
   if (tc_scratch_.valid()) Free(tc_scratch_);
   if (attn_scratch_.valid()) Free(attn_scratch_);
+  if (lt_workspace_.valid()) Free(lt_workspace_);
   graphs_.reset();
   if (stream_) {
     cudaStreamSynchronize(S(stream_));
@@ -615,11 +621,33 @@ bool CudaBackend::LtMatMul(const cuda::DevWeight& d, const float* x, int64_t n, 
   auto* lo = split ? reinterpret_cast<uint16_t*>(static_cast<char*>(tc_scratch_.data) + half) : nullptr;
   cuda::LaunchSplitBf16(x, n * d.cols, hi, lo, S(stream_));
   using T = cuda::LtGemm::Type;
-  if (!lt_->MatMul(T::kBF16, d.data, d.rows, d.cols, hi, n, 0.0f, y, S(stream_))) return false;
-  if (split && !lt_->MatMul(T::kBF16, d.data, d.rows, d.cols, lo, n, 1.0f, y, S(stream_))) {
+  if (!lt_->MatMul(T::kBF16, d.data, d.rows, d.cols, hi, n, 0.0f, y, lt_workspace_.data, S(stream_))) return false;
+  if (split && !lt_->MatMul(T::kBF16, d.data, d.rows, d.cols, lo, n, 1.0f, y, lt_workspace_.data, S(stream_))) {
     Fail(Status::Internal("cuda MatMul: cuBLASLt refused the second term of a GEMM it ran the first of"));
   }
   return true;
+}
+
+void CudaBackend::MatMuls(std::span<const MatMulJob> jobs, const float* x, int64_t n, RowKind rows) {
+  // Prompt rows go to the tensor cores one weight at a time; generated rows
+  // of matching weights are one launch (the same kernel and sums as MatMul).
+  if ((rows == RowKind::kPrompt && PromptRowsOnTensorCores()) || jobs.size() < 2 ||
+      jobs.size() > static_cast<size_t>(cuda::kMaxFusedWeights)) {
+    Backend::MatMuls(jobs, x, n, rows);
+    return;
+  }
+  cuda::DevWeight d[cuda::kMaxFusedWeights];
+  float* ys[cuda::kMaxFusedWeights];
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    if (!Prepared(*jobs[i].w, "MatMul", &d[i])) return;
+    ys[i] = jobs[i].y;
+  }
+  Use();
+  if (!cuda::LaunchFusedMatMul(d, ys, static_cast<int>(jobs.size()), x, n, S(stream_))) {
+    Backend::MatMuls(jobs, x, n, rows);
+    return;
+  }
+  CheckLaunch("MatMul");
 }
 
 void CudaBackend::MatMul(const WeightMatrix& w, const float* x, int64_t n, float* y, RowKind rows) {

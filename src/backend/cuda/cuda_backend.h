@@ -83,6 +83,7 @@ class CudaBackend : public Backend {
   bool uses_cublaslt() const { return lt_ != nullptr; }
 
   void MatMul(const WeightMatrix& w, const float* x, int64_t n, float* y, RowKind rows) override;
+  void MatMuls(std::span<const MatMulJob> jobs, const float* x, int64_t n, RowKind rows) override;
   void RouterMatMul(const WeightMatrix& w, const float* x, int64_t n, float* y) override;
   void Embedding(const WeightMatrix& w, const int32_t* ids, int64_t n, float scale, float* out) override;
   void RmsNorm(const float* x, int64_t rows, int64_t dim, int64_t stride, const float* weight, float eps,
@@ -146,6 +147,7 @@ class CudaBackend : public Backend {
   DeviceBuffer moe_table_;  // device pointers of an MoE layer's experts (gate, up, down)
   DeviceBuffer tc_scratch_;  // f16 activations of a tensor-core MatMul (cuda/matmul_tc.cuh)
   std::unique_ptr<cuda::LtGemm> lt_;
+  DeviceBuffer lt_workspace_;  // cuda::LtGemm::kWorkspaceBytes for its tile scheduler
   std::unique_ptr<cuda::GraphCache> graphs_;
   // Moves whenever an address a recorded graph may hold changes (a scratch
   // buffer regrown, a weight released): older graphs are dropped.

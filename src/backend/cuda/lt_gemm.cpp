@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "util/log.h"
+
 namespace llmhost::cuda {
 
 // The calls used, resolved from the library at run time.
@@ -23,10 +25,11 @@ struct LtGemm::Api {
   decltype(&cublasLtMatmulPreferenceSetAttribute) pref_set = nullptr;
   decltype(&cublasLtMatmulAlgoGetHeuristic) heuristic = nullptr;
   decltype(&cublasLtMatmulAlgoCheck) check = nullptr;
+  decltype(&cublasLtMatmulAlgoConfigGetAttribute) config_get = nullptr;
   decltype(&cublasLtMatmul) matmul = nullptr;
   bool ok() const {
     return create && destroy && desc_create && desc_destroy && desc_set && layout_create && layout_destroy &&
-           pref_create && pref_destroy && pref_set && heuristic && check && matmul;
+           pref_create && pref_destroy && pref_set && heuristic && check && config_get && matmul;
   }
 };
 
@@ -79,6 +82,7 @@ const LtGemm::Api* LoadApi() {
       Sym(lib, "cublasLtMatmulPreferenceSetAttribute", &a->pref_set);
       Sym(lib, "cublasLtMatmulAlgoGetHeuristic", &a->heuristic);
       Sym(lib, "cublasLtMatmulAlgoCheck", &a->check);
+      Sym(lib, "cublasLtMatmulAlgoConfigGetAttribute", &a->config_get);
       Sym(lib, "cublasLtMatmul", &a->matmul);
       if (a->ok()) return a;  // kept for the process's life, as the library
       delete a;
@@ -99,9 +103,20 @@ constexpr int64_t kCheckRows[] = {1, 7, 64, 2048, 8192};
 
 std::unique_ptr<LtGemm> LtGemm::Create() {
   const Api* api = LoadApi();
-  if (!api) return nullptr;
+  if (!api) {
+    static bool told = false;  // once a process
+    if (!told) {
+      told = true;
+      LOG_WARN("cuBLASLt (libcublasLt.so.13) could not be loaded (LLMHOST_CUBLASLT names another path): prompt "
+               "rows use llmhost's own tensor-core kernel, several times slower");
+    }
+    return nullptr;
+  }
   cublasLtHandle_t h = nullptr;
-  if (api->create(&h) != CUBLAS_STATUS_SUCCESS) return nullptr;
+  if (const cublasStatus_t st = api->create(&h); st != CUBLAS_STATUS_SUCCESS) {
+    LOG_WARN("cuBLASLt did not start (status " << static_cast<int>(st) << "): prompt rows use llmhost's own kernel");
+    return nullptr;
+  }
   std::unique_ptr<LtGemm> g(new LtGemm);
   g->api_ = api;
   g->handle_ = h;
@@ -129,7 +144,7 @@ const LtGemm::Plan* LtGemm::PlanFor(const Shape& s) {
                  CUBLAS_STATUS_SUCCESS;
   cublasLtMatmulPreference_t pref = nullptr;
   ok = ok && api_->pref_create(&pref) == CUBLAS_STATUS_SUCCESS;
-  const uint64_t workspace = 0;  // no split-K or stream-K fix-ups: nothing to reduce across blocks
+  const uint64_t workspace = kWorkspaceBytes;  // room for a tile scheduler's counter, none for partial sums
   const uint32_t schemes = CUBLASLT_REDUCTION_SCHEME_NONE, align = 16;
   if (ok) {
     api_->pref_set(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &workspace, sizeof(workspace));
@@ -152,26 +167,48 @@ const LtGemm::Plan* LtGemm::PlanFor(const Shape& s) {
     if (c) api_->layout_destroy(c);
   };
   bool found = false;
+  std::string why = ok ? "" : "descriptors could not be made";
   if (ok) {
     cublasLtMatrixLayout_t b = nullptr, c = nullptr;
     if (layouts(kPlanRows, &b, &c)) {
       cublasLtMatmulHeuristicResult_t results[8];
       int n_results = 0;
-      if (api_->heuristic(handle, p->desc, p->a, b, c, c, pref, 8, results, &n_results) != CUBLAS_STATUS_SUCCESS) {
+      const cublasStatus_t hs = api_->heuristic(handle, p->desc, p->a, b, c, c, pref, 8, results, &n_results);
+      if (hs != CUBLAS_STATUS_SUCCESS) {
+        why = "the heuristic failed (status " + std::to_string(static_cast<int>(hs)) + ")";
         n_results = 0;
+      } else if (n_results == 0) {
+        why = "the heuristic offered none";
       }
       // The first algorithm that runs at every checked size.
       for (int i = 0; i < n_results && !found; ++i) {
-        if (results[i].state != CUBLAS_STATUS_SUCCESS || results[i].workspaceSize > 0) continue;
+        if (results[i].state != CUBLAS_STATUS_SUCCESS || results[i].workspaceSize > kWorkspaceBytes) continue;
+        // One pass over k per output: no split-K, nothing reduced across blocks.
+        int32_t splits = 0;
+        uint32_t scheme = 1;
+        size_t written = 0;
+        if (api_->config_get(&results[i].algo, CUBLASLT_ALGO_CONFIG_SPLITK_NUM, &splits, sizeof(splits), &written) !=
+                CUBLAS_STATUS_SUCCESS ||
+            api_->config_get(&results[i].algo, CUBLASLT_ALGO_CONFIG_REDUCTION_SCHEME, &scheme, sizeof(scheme),
+                             &written) != CUBLAS_STATUS_SUCCESS ||
+            splits > 1 || scheme != CUBLASLT_REDUCTION_SCHEME_NONE) {
+          why = "every offered algorithm splits k";
+          continue;
+        }
         bool all = true;
         for (int64_t n : kCheckRows) {
           cublasLtMatrixLayout_t bn = nullptr, cn = nullptr;
           cublasLtMatmulHeuristicResult_t r{};
-          all = layouts(n, &bn, &cn) &&
-                api_->check(handle, p->desc, p->a, bn, cn, cn, &results[i].algo, &r) == CUBLAS_STATUS_SUCCESS &&
-                r.workspaceSize == 0;
+          const cublasStatus_t cs =
+              layouts(n, &bn, &cn) ? api_->check(handle, p->desc, p->a, bn, cn, cn, &results[i].algo, &r)
+                                   : CUBLAS_STATUS_INVALID_VALUE;
+          all = cs == CUBLAS_STATUS_SUCCESS && r.workspaceSize <= kWorkspaceBytes;
           drop(bn, cn);
-          if (!all) break;
+          if (!all) {
+            why = "no offered algorithm runs at " + std::to_string(n) + " rows (status " +
+                  std::to_string(static_cast<int>(cs)) + ", workspace " + std::to_string(r.workspaceSize) + ")";
+            break;
+          }
         }
         if (all) {
           p->algo = results[i].algo;
@@ -182,14 +219,19 @@ const LtGemm::Plan* LtGemm::PlanFor(const Shape& s) {
     drop(b, c);
   }
   if (pref) api_->pref_destroy(pref);
-  if (!found) p.reset();
+  if (!found) {
+    p.reset();
+    LOG_WARN("cuBLASLt: no algorithm for a " << (s.type == Type::kBF16 ? "bf16" : "f16") << " [" << s.rows << " x "
+                                               << s.cols << "] weight (" << why
+                                               << "): its prompt rows use llmhost's tensor-core kernel");
+  }
   const Plan* out = p.get();
   plans_.emplace(s, std::move(p));
   return out;
 }
 
 bool LtGemm::MatMul(Type type, const void* w, int64_t rows, int64_t cols, const void* x, int64_t n, float beta,
-                    float* y, cudaStream_t s) {
+                    float* y, void* workspace, cudaStream_t s) {
   const Plan* p = PlanFor(Shape{type, rows, cols});
   if (!p || n <= 0) return false;
   const cudaDataType_t t = DataType(type);
@@ -200,7 +242,7 @@ bool LtGemm::MatMul(Type type, const void* w, int64_t rows, int64_t cols, const 
                 CUBLAS_STATUS_SUCCESS;
   const float alpha = 1.0f;
   ok = ok && api_->matmul(static_cast<cublasLtHandle_t>(handle_), p->desc, &alpha, w, p->a, x, b, &beta, y, c, y, c,
-                          &p->algo, nullptr, 0, s) == CUBLAS_STATUS_SUCCESS;
+                          &p->algo, workspace, kWorkspaceBytes, s) == CUBLAS_STATUS_SUCCESS;
   if (b) api_->layout_destroy(b);
   if (c) api_->layout_destroy(c);
   return ok;

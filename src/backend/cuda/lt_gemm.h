@@ -4,14 +4,16 @@
 // keeps its own tensor-core kernel.
 //
 // Batch invariance: one algorithm per weight shape, chosen once (for a
-// typical prompt chunk) and used for every n; heuristics are asked only for
-// algorithms without workspace and without split-K reductions, so each output
-// is one k-ordered sum over the tensor cores' steps, whatever n is and
+// typical prompt chunk) and used for every n; only algorithms without split-K
+// or any other reduction across blocks are taken (a workspace of
+// kWorkspaceBytes holds a tile scheduler's counter, no partial sums), so each
+// output is one k-ordered sum over the tensor cores' steps, whatever n is and
 // wherever the row sits in the batch.
 #pragma once
 
 #include <cuda_runtime_api.h>
 
+#include <cstddef>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -24,6 +26,7 @@ namespace llmhost::cuda {
 class LtGemm {
  public:
   enum class Type { kBF16, kF16 };
+  static constexpr size_t kWorkspaceBytes = 256;  // the device workspace each MatMul is given
   struct Api;  // the dlopen'ed entry points (lt_gemm.cpp)
 
   // nullptr when libcublasLt cannot be loaded or started.
@@ -35,9 +38,10 @@ class LtGemm {
   // y[n, rows] (f32, row stride rows) = beta·y + x[n, cols] · Wᵀ, with W
   // [rows, cols] and x of `type`, f32 sums. False (nothing enqueued) when no
   // algorithm fits the shape: the caller then uses its own kernel for this
-  // shape, always. Pointers 16-byte aligned.
+  // shape, always. Pointers 16-byte aligned; `workspace` kWorkspaceBytes of
+  // device memory used by nothing else on the stream.
   bool MatMul(Type type, const void* w, int64_t rows, int64_t cols, const void* x, int64_t n, float beta, float* y,
-              cudaStream_t s);
+              void* workspace, cudaStream_t s);
 
  private:
   struct Shape {

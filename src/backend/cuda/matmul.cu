@@ -68,69 +68,145 @@ __device__ __forceinline__ void LoadX8(const float* p, float (&out)[8]) {
   }
 }
 
-// Row r against nt (≤ T) token rows of x (row stride cols), for WideRows
-// weights: each lane sums its 8-column chunks lane, lane + 32, ... in column
-// order; the caller's butterfly ends the sum. A token's bits depend on its
-// own row only.
-template <WFmt F, bool XVec, int T>
-__device__ __forceinline__ void WideDot(const DevWeight& w, int64_t r, const float* x, int nt, float (&acc)[T]) {
-  const int lane = threadIdx.x & 31;
-  const int64_t cols = w.cols;
-#pragma unroll 2
-  for (int64_t c = 8 * lane; c < cols; c += 8 * 32) {
-    float wv[8];
-    LoadW8<F>(w, r, c, wv);
+// The wide kernels: one block of kRowThreads per (weight row, up to T
+// tokens). The row is cut into chunks of CW columns, one 16-byte load each
+// where the format allows (CW = 8: f16/bf16 rows, MLX 8-bit words, GGUF
+// Q8_0/Q4_0; CW = 32: MLX 4-bit, 32 nibbles); thread i sums chunks i,
+// i + kRowThreads, ... in column order, loading kAhead chunks before it sums
+// them (bytes in flight to stream the weights near the memory's bandwidth);
+// then each warp's butterfly and the warps' sums in warp order. A token's bits
+// depend on the weight's shape and its own row only: never on n, T or where
+// it sits in the batch.
+constexpr int kRowThreads = 128;
+constexpr int64_t kMaxGridY = 65535;
+
+template <WFmt F, int CW>
+__device__ __forceinline__ void LoadChunk(const DevWeight& w, int64_t r, int64_t c, float (&out)[CW]) {
+  if constexpr (CW == 8) {
+    LoadW8<F>(w, r, c, out);
+  } else {  // MLX 4-bit, a group holds whole chunks: one scale and bias
+    const uint8_t* row = static_cast<const uint8_t*>(w.data) + r * w.row_bytes;
+    const uint4 q = __ldg(reinterpret_cast<const uint4*>(row + c / 2));
+    const int64_t g = r * (w.cols / w.group_size) + c / w.group_size;
+    const float scale = ScaleAt(w.scales, w.scale_type, g), bias = ScaleAt(w.biases, w.scale_type, g);
+    const uint32_t words[4] = {q.x, q.y, q.z, q.w};
 #pragma unroll
-    for (int t = 0; t < T; ++t) {
-      if (t < nt) {
-        float xv[8];
-        LoadX8<XVec>(x + t * cols + c, xv);
+    for (int j = 0; j < 32; ++j) {
+      out[j] = __fadd_rn(__fmul_rn(scale, static_cast<float>((words[j / 8] >> (4 * (j % 8))) & 15u)), bias);
+    }
+  }
+}
+
+// Row r against nt (≤ T) token rows of x (row stride cols); the sums land in
+// thread 0's `out`.
+template <WFmt F, bool XVec, int T, int CW>
+__device__ __forceinline__ void RowDot(const DevWeight& w, int64_t r, const float* x, int nt, float (&out)[T]) {
+  constexpr int kAhead = CW == 8 ? 4 : 2;
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+  const int64_t cols = w.cols, chunks = cols / CW;
+  float acc[T];
 #pragma unroll
-        for (int j = 0; j < 8; ++j) acc[t] = fmaf(wv[j], xv[j], acc[t]);
+  for (int t = 0; t < T; ++t) acc[t] = 0.0f;
+  for (int64_t k0 = tid; k0 < chunks; k0 += kRowThreads * kAhead) {
+    float wv[kAhead][CW];
+#pragma unroll
+    for (int a = 0; a < kAhead; ++a) {
+      if (k0 + a * kRowThreads < chunks) LoadChunk<F, CW>(w, r, (k0 + a * kRowThreads) * CW, wv[a]);
+    }
+#pragma unroll
+    for (int a = 0; a < kAhead; ++a) {
+      const int64_t c = (k0 + a * kRowThreads) * CW;
+      if (c >= cols) break;
+#pragma unroll
+      for (int t = 0; t < T; ++t) {
+        if (t < nt) {
+#pragma unroll
+          for (int j0 = 0; j0 < CW; j0 += 8) {
+            float xv[8];
+            LoadX8<XVec>(x + t * cols + c + j0, xv);
+#pragma unroll
+            for (int j = 0; j < 8; ++j) acc[t] = fmaf(wv[a][j0 + j], xv[j], acc[t]);
+          }
+        }
       }
     }
   }
-}
-
-// MatMulKernel's grid, WideDot's sums.
-template <WFmt F, bool XVec>
-__global__ void MatMulWideKernel(DevWeight w, const float* x, int64_t n, float* y) {
-  const int lane = threadIdx.x & 31;
-  const int64_t r = static_cast<int64_t>(blockIdx.x) * kWarps + (threadIdx.x >> 5);
-  const int64_t t0 = static_cast<int64_t>(blockIdx.y) * kTokens;
-  if (r >= w.rows) return;
-  const int nt = n - t0 < kTokens ? static_cast<int>(n - t0) : kTokens;
-  float acc[kTokens];
+  __shared__ float part[kRowThreads / 32][T];
 #pragma unroll
-  for (int t = 0; t < kTokens; ++t) acc[t] = 0.0f;
-  WideDot<F, XVec>(w, r, x + t0 * w.cols, nt, acc);
+  for (int t = 0; t < T; ++t) {
+    const float v = WarpSum(acc[t]);
+    if (lane == 0) part[warp][t] = v;
+  }
+  __syncthreads();
+  if (tid == 0) {
 #pragma unroll
-  for (int t = 0; t < kTokens; ++t) {
-    if (t < nt) {
-      const float v = WarpSum(acc[t]);
-      if (lane == 0) y[(t0 + t) * w.rows + r] = v;
+    for (int t = 0; t < T; ++t) {
+      float v = part[0][t];
+#pragma unroll
+      for (int i = 1; i < kRowThreads / 32; ++i) v += part[i][t];
+      out[t] = v;
     }
   }
 }
 
-// GroupedMatMulKernel's grid, WideDot's sums (the same bits as MatMulWideKernel).
-template <WFmt F, bool XVec>
-__global__ void GroupedMatMulWideKernel(const DevWeight* table, const int32_t* sel, int64_t sel_stride, int64_t rows,
-                                        const float* x, float* y) {
-  const int lane = threadIdx.x & 31;
-  const int64_t r = static_cast<int64_t>(blockIdx.x) * kWarps + (threadIdx.x >> 5);
-  const int64_t t = blockIdx.y;
-  if (r >= rows) return;
+// The weights of one wide launch: their rows follow one another in the grid
+// (weight i's rows start at first[i]), each with its own y.
+struct WideWeights {
+  DevWeight w[kMaxFusedWeights];
+  float* y[kMaxFusedWeights];
+  int64_t first[kMaxFusedWeights + 1];
+  int count = 0;
+};
+
+// grid (Σ rows, ceil(n / T)).
+template <WFmt F, bool XVec, int T, int CW>
+__global__ void __launch_bounds__(kRowThreads) MatMulWideKernel(WideWeights ws, const float* x, int64_t n) {
+  int i = 0;
+  while (i + 1 < ws.count && blockIdx.x >= ws.first[i + 1]) ++i;
+  const DevWeight& w = ws.w[i];
+  const int64_t r = blockIdx.x - ws.first[i], t0 = static_cast<int64_t>(blockIdx.y) * T;
+  const int nt = n - t0 < T ? static_cast<int>(n - t0) : T;
+  float out[T];
+  RowDot<F, XVec, T, CW>(w, r, x + t0 * w.cols, nt, out);
+  if (threadIdx.x == 0) {
+#pragma unroll
+    for (int t = 0; t < T; ++t) {
+      if (t < nt) ws.y[i][(t0 + t) * w.rows + r] = out[t];
+    }
+  }
+}
+
+// grid (rows, n): token t's row r of table[sel[t * sel_stride]] (RowDot's bits).
+template <WFmt F, bool XVec, int CW>
+__global__ void __launch_bounds__(kRowThreads) GroupedMatMulWideKernel(const DevWeight* table, const int32_t* sel,
+                                                                       int64_t sel_stride, int64_t rows, const float* x,
+                                                                       float* y) {
+  const int64_t r = blockIdx.x, t = blockIdx.y;
   const int32_t e = sel[t * sel_stride];
   if (e < 0) return;
   const DevWeight w = table[e];
-  float acc[1] = {0.0f};
-  WideDot<F, XVec>(w, r, x + t * w.cols, 1, acc);
-  const float v = WarpSum(acc[0]);
-  if (lane == 0) y[t * rows + r] = v;
+  float out[1];
+  RowDot<F, XVec, 1, CW>(w, r, x + t * w.cols, 1, out);
+  if (threadIdx.x == 0) y[t * rows + r] = out[0];
 }
 
-// Whether `w`'s rows go through WideDot: a property of the weight alone, so
+// Columns per chunk of a wide weight: 32 for MLX 4-bit whose groups hold
+// whole 32-column chunks, else 8.
+int ChunkCols(const DevWeight& w) {
+  return w.fmt == WFmt::kMlx && w.bits == 4 && w.group_size % 32 == 0 && w.cols % 32 == 0 ? 32 : 8;
+}
+
+// Instantiates `body.template operator()<CW>()`.
+template <typename Body>
+void ForChunkCols(int cw, Body&& body) {
+  if (cw == 32) {
+    body.template operator()<32>();
+  } else {
+    body.template operator()<8>();
+  }
+}
+
+// Whether `w`'s rows go through the wide kernels: a property of the weight alone, so
 // a token's sums never depend on the launch.
 bool WideRows(const DevWeight& w) {
   if (w.cols % 8 != 0) return false;
@@ -152,24 +228,79 @@ void ForXVec(bool vec, Body&& body) {
 
 }  // namespace
 
-constexpr int64_t kMaxGridY = 65535;
+
+namespace {
+
+// One launch of the wide kernel over ws (their format, cols and chunking agree).
+void LaunchWide(WideWeights& ws, const float* x, int64_t n, cudaStream_t s) {
+  const DevWeight& w0 = ws.w[0];
+  ws.first[0] = 0;
+  for (int i = 0; i < ws.count; ++i) ws.first[i + 1] = ws.first[i] + ws.w[i].rows;
+  // Tokens per block: the fewest that hold n (bits do not depend on it), so
+  // one generated row pays for one accumulator.
+  const int64_t per_block = n == 1 ? 1 : n == 2 ? 2 : n <= 4 ? 4 : 8;
+  float* y0[kMaxFusedWeights];
+  for (int i = 0; i < ws.count; ++i) y0[i] = ws.y[i];
+  // Token ranges within gridDim.y's limit (a row's sum does not depend on the range).
+  for (int64_t t0 = 0; t0 < n; t0 += kMaxGridY * per_block) {
+    const int64_t m = n - t0 < kMaxGridY * per_block ? n - t0 : kMaxGridY * per_block;
+    const float* xs = x + t0 * w0.cols;
+    for (int i = 0; i < ws.count; ++i) ws.y[i] = y0[i] + t0 * ws.w[i].rows;
+    const dim3 grid(static_cast<unsigned>(ws.first[ws.count]), Blocks(m, static_cast<int>(per_block)));
+    ForFormat(w0.fmt, [&]<WFmt F>() {
+      ForXVec(Aligned16(xs), [&]<bool XVec>() {
+        ForChunkCols(ChunkCols(w0), [&]<int CW>() {
+          if constexpr (F != WFmt::kMlx && CW == 32) {
+            return;  // only MLX 4-bit has 32-column chunks
+          } else {
+            switch (per_block) {
+              case 1: MatMulWideKernel<F, XVec, 1, CW><<<grid, kRowThreads, 0, s>>>(ws, xs, m); break;
+              case 2: MatMulWideKernel<F, XVec, 2, CW><<<grid, kRowThreads, 0, s>>>(ws, xs, m); break;
+              case 4: MatMulWideKernel<F, XVec, 4, CW><<<grid, kRowThreads, 0, s>>>(ws, xs, m); break;
+              default: MatMulWideKernel<F, XVec, 8, CW><<<grid, kRowThreads, 0, s>>>(ws, xs, m); break;
+            }
+          }
+        });
+      });
+    });
+  }
+}
+
+}  // namespace
 
 void LaunchMatMul(const DevWeight& w, const float* x, int64_t n, float* y, cudaStream_t s) {
   if (n <= 0 || w.rows <= 0) return;
-  // Token ranges within gridDim.y's limit (a row's sum does not depend on the range).
+  if (WideRows(w)) {
+    WideWeights ws;
+    ws.w[0] = w;
+    ws.y[0] = y;
+    ws.count = 1;
+    LaunchWide(ws, x, n, s);
+    return;
+  }
   for (int64_t t0 = 0; t0 < n; t0 += kMaxGridY * kTokens) {
     const int64_t m = n - t0 < kMaxGridY * kTokens ? n - t0 : kMaxGridY * kTokens;
-    const dim3 grid(Blocks(w.rows, kWarps), Blocks(m, kTokens));
-    const float* xs = x + t0 * w.cols;
-    float* ys = y + t0 * w.rows;
     ForFormat(w.fmt, [&]<WFmt F>() {
-      if (WideRows(w)) {
-        ForXVec(Aligned16(xs), [&]<bool XVec>() { MatMulWideKernel<F, XVec><<<grid, kWarps * 32, 0, s>>>(w, xs, m, ys); });
-      } else {
-        MatMulKernel<F><<<grid, kWarps * 32, 0, s>>>(w, xs, m, ys);
-      }
+      MatMulKernel<F><<<dim3(Blocks(w.rows, kWarps), Blocks(m, kTokens)), kWarps * 32, 0, s>>>(w, x + t0 * w.cols, m,
+                                                                                               y + t0 * w.rows);
     });
   }
+}
+
+bool LaunchFusedMatMul(const DevWeight* w, float* const* y, int count, const float* x, int64_t n, cudaStream_t s) {
+  if (count < 1 || count > kMaxFusedWeights || !WideRows(w[0])) return false;
+  WideWeights ws;
+  for (int i = 0; i < count; ++i) {
+    const DevWeight& a = w[i];
+    const bool same = a.fmt == w[0].fmt && a.cols == w[0].cols && ChunkCols(a) == ChunkCols(w[0]) &&
+                      (a.fmt != WFmt::kMlx || (a.bits == w[0].bits && a.group_size == w[0].group_size));
+    if (!same || !WideRows(a) || a.rows <= 0) return false;
+    ws.w[i] = a;
+    ws.y[i] = y[i];
+  }
+  ws.count = count;
+  if (n > 0) LaunchWide(ws, x, n, s);
+  return true;
 }
 
 void LaunchGroupedMatMul(const DevWeight& like, const DevWeight* table, const int32_t* sel, int64_t sel_stride,
@@ -177,19 +308,25 @@ void LaunchGroupedMatMul(const DevWeight& like, const DevWeight* table, const in
   if (n <= 0 || like.rows <= 0) return;
   for (int64_t t0 = 0; t0 < n; t0 += kMaxGridY) {
     const int64_t m = n - t0 < kMaxGridY ? n - t0 : kMaxGridY;
-    const dim3 grid(Blocks(like.rows, kWarps), static_cast<unsigned>(m));
     const float* xs = x + t0 * like.cols;
     float* ys = y + t0 * like.rows;
     ForFormat(like.fmt, [&]<WFmt F>() {
-      if (WideRows(like)) {
-        ForXVec(Aligned16(xs), [&]<bool XVec>() {
-          GroupedMatMulWideKernel<F, XVec><<<grid, kWarps * 32, 0, s>>>(table, sel + t0 * sel_stride, sel_stride,
-                                                                          like.rows, xs, ys);
-        });
-      } else {
-        GroupedMatMulKernel<F><<<grid, kWarps * 32, 0, s>>>(table, sel + t0 * sel_stride, sel_stride, like.rows,
-                                                            like.cols, xs, ys);
+      if (!WideRows(like)) {
+        GroupedMatMulKernel<F><<<dim3(Blocks(like.rows, kWarps), static_cast<unsigned>(m)), kWarps * 32, 0, s>>>(
+            table, sel + t0 * sel_stride, sel_stride, like.rows, like.cols, xs, ys);
+        return;
       }
+      const dim3 grid(static_cast<unsigned>(like.rows), static_cast<unsigned>(m));
+      ForXVec(Aligned16(xs), [&]<bool XVec>() {
+        ForChunkCols(ChunkCols(like), [&]<int CW>() {
+          if constexpr (F != WFmt::kMlx && CW == 32) {
+            return;
+          } else {
+            GroupedMatMulWideKernel<F, XVec, CW><<<grid, kRowThreads, 0, s>>>(table, sel + t0 * sel_stride,
+                                                                              sel_stride, like.rows, xs, ys);
+          }
+        });
+      });
     });
   }
 }

@@ -16,6 +16,12 @@ namespace llmhost::cuda {
 
 void LaunchMatMul(const DevWeight& w, const float* x, int64_t n, float* y, cudaStream_t s);
 
+// LaunchMatMul of `count` (≤ kMaxFusedWeights) weights over the same x, as
+// one launch, with the same bits: false (nothing launched) unless every
+// weight goes through the same wide kernel (format, cols, chunking).
+constexpr int kMaxFusedWeights = 4;
+bool LaunchFusedMatMul(const DevWeight* w, float* const* y, int count, const float* x, int64_t n, cudaStream_t s);
+
 // As LaunchMatMul with a weight per token: token t multiplies
 // table[sel[t * sel_stride]] (a device array of weights of one format, the
 // shape of `like`); y's row t is untouched when that id is < 0.
