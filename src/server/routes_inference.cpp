@@ -7,6 +7,7 @@
 #include "server/anthropic_request.h"
 #include "server/api_server.h"
 #include "server/openai_request.h"
+#include "server/output_plan.h"
 #include "server/pool_errors.h"
 #include "server/prompt_builder.h"
 #include "util/log.h"
@@ -55,7 +56,8 @@ void ContinueInference(ApiServer& server, const std::string& path, InferenceRequ
   const ServedModel& model = *lease->served();
   ApplyModelSettings(lease->settings(), &req);
   std::vector<int32_t> ids;
-  if (MaybeError e = BuildPromptIds(req, model, &ids)) return fail(*e);
+  std::string prompt_text;
+  if (MaybeError e = BuildPromptIds(req, model, &ids, &prompt_text)) return fail(*e);
 
   if (req.api == ApiKind::kCountTokens) {
     HttpResponse r;
@@ -80,6 +82,7 @@ void ContinueInference(ApiServer& server, const std::string& path, InferenceRequ
   const size_t n_prompt = ids.size();
   GenerationRequest gen = MakeGenerationRequest(req, model, std::move(ids));
   gen.choices = req.choices;
+  OutputPlan plan = PlanOutput(req, model, lease->settings(), prompt_text, &gen);
 
   ApiServer* srv = &server;
   auto on_done = [srv, path, t0](const GenerationRelay* relay, const RelayStats& s) {
@@ -96,7 +99,7 @@ void ContinueInference(ApiServer& server, const std::string& path, InferenceRequ
     srv->RemoveRelay(relay);
   };
   auto relay = GenerationRelay::Create(writer, MakeFormatter(req, meta), std::move(lease),
-                                       server.settings().sse_keepalive, flavor, on_done);
+                                       server.settings().sse_keepalive, flavor, on_done, std::move(plan));
   server.AddRelay(relay);
   if (MaybeError e = relay->Submit(std::move(gen))) {
     server.RemoveRelay(relay.get());
