@@ -262,13 +262,12 @@ FormatMarkers OutputFormatMarkers(OutputFormat format) {
   FormatMarkers m;
   for (const Marker& x : spec.content_markers) m.all.push_back(x.text);
   for (const Marker& x : spec.reasoning_markers) m.all.push_back(x.text);
+  for (const std::string& x : spec.inner_markup) m.all.push_back(x);
   if (format == OutputFormat::kHarmony) {
-    // The analysis channel is its reasoning; a message's parts are markup too.
+    // The analysis channel is its reasoning.
     m.think_open = "<|channel|>analysis<|message|>";
     m.think_close = "<|end|>";
     m.forced_close = "<|end|><|start|>assistant<|channel|>final<|message|>";
-    m.all.push_back("<|message|>");
-    m.all.push_back("<|constrain|>");
   } else {
     m.think_open = spec.think_open;
     m.think_close = spec.think_close;

@@ -4,12 +4,14 @@
 // plan of what a request's output is parsed as.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include "server/choice_output.h"
+#include "tokenizer/tokenizer.h"
 #include "server/output_plan.h"
 #include "server/response_format.h"
 
@@ -253,6 +255,70 @@ TEST(OutputPlanTest, ThinkingSwitch) {
   EXPECT_TRUE(ThinkingEnabled(OJ{{"enable_thinking", true}}));
   EXPECT_FALSE(ThinkingEnabled(OJ{{"enable_thinking", false}}));
   EXPECT_FALSE(ThinkingEnabled(OJ{{"thinking", false}}));
+}
+
+// A model whose vocabulary marks Kimi-K2's tool markup and its end of turn
+// as special tokens.
+ServedModel KimiLikeModel() {
+  nlohmann::json added = nlohmann::json::array();
+  int id = 3;
+  for (const char* t : {"<|tool_calls_section_begin|>", "<|tool_call_begin|>", "<|tool_call_argument_begin|>",
+                        "<|tool_call_end|>", "<|tool_calls_section_end|>", "<|im_end|>"}) {
+    added.push_back({{"id", id++}, {"content", t}, {"special", true}, {"single_word", false}, {"lstrip", false},
+                     {"rstrip", false}, {"normalized", false}});
+  }
+  nlohmann::json doc = {
+      {"model", {{"type", "WordLevel"}, {"vocab", {{"[UNK]", 0}, {"a", 1}, {"</think>", 2}}}, {"unk_token", "[UNK]"}}},
+      {"added_tokens", added}};
+  ServedModel m;
+  auto tok = Tokenizer::FromJson(doc);
+  EXPECT_TRUE(tok.ok()) << tok.status().ToString();
+  m.tokenizer = std::move(*tok);
+  m.output_format.format = OutputFormat::kKimiK2;
+  m.output_format.reasoning = true;
+  return m;
+}
+
+TEST(OutputPlanTest, KeepsTheMarkupSpecialTokensAndPlansTheBudget) {
+  ServedModel model = KimiLikeModel();
+  InferenceRequest r;
+  r.api = ApiKind::kMessages;
+  r.reasoning_budget = 2048;
+  GenerationRequest gen;
+  OutputPlan plan = PlanOutput(r, model, ModelSettings(), "<|im_start|>assistant\n<think>\n", &gen);
+  EXPECT_TRUE(plan.enabled);
+  EXPECT_EQ(plan.format, OutputFormat::kKimiK2);
+  EXPECT_TRUE(plan.options.reasoning);
+  EXPECT_TRUE(plan.options.starts_in_reasoning);
+  EXPECT_EQ(plan.options.call_id_prefix.rfind("toolu_", 0), 0u);
+  // The five markup tokens are kept; the end of turn is not.
+  std::vector<int32_t> keep = gen.keep_special_ids;
+  std::sort(keep.begin(), keep.end());
+  EXPECT_EQ(keep, (std::vector<int32_t>{3, 4, 5, 6, 7}));
+  ASSERT_TRUE(gen.reasoning_budget.has_value());
+  EXPECT_EQ(gen.reasoning_budget->budget_tokens, 2048);
+  EXPECT_TRUE(gen.reasoning_budget->starts_open);
+  EXPECT_EQ(gen.reasoning_budget->close, "</think>");
+  EXPECT_FALSE(gen.reasoning_budget->close_ids.empty());
+
+  // The tool_parser setting wins over the template's; tool_choice none parses no calls.
+  ModelSettings hermes;
+  hermes.tool_parser = "hermes";
+  GenerationRequest g2;
+  EXPECT_EQ(PlanOutput(r, model, hermes, "", &g2).format, OutputFormat::kHermes);
+  r.tool_choice.mode = ToolChoice::kNone;
+  EXPECT_EQ(PlanOutput(r, model, hermes, "", &g2).format, OutputFormat::kNone);
+  // Thinking off: no think block, no budget.
+  r.chat_template_kwargs["enable_thinking"] = false;
+  GenerationRequest g3;
+  OutputPlan off = PlanOutput(r, model, ModelSettings(), "<|im_start|>assistant\n<think>\n", &g3);
+  EXPECT_FALSE(off.options.reasoning);
+  EXPECT_FALSE(g3.reasoning_budget.has_value());
+  // The completions API returns raw text.
+  r.api = ApiKind::kCompletions;
+  GenerationRequest g4;
+  EXPECT_FALSE(PlanOutput(r, model, ModelSettings(), "", &g4).enabled);
+  EXPECT_TRUE(g4.keep_special_ids.empty());
 }
 
 TEST(ChoiceOutputTest, ReasoningOffLeavesThinkMarkupAsContent) {
