@@ -48,7 +48,7 @@ struct ToolChoice {
                                    // Anthropic disable_parallel_tool_use); for the tool-call parser
 };
 
-enum class ApiKind { kChatCompletions, kCompletions, kMessages, kCountTokens };
+enum class ApiKind { kChatCompletions, kCompletions, kMessages, kCountTokens, kResponses };
 enum class PromptKind { kChat, kText, kTokens };
 
 struct InferenceRequest {
@@ -73,6 +73,13 @@ struct InferenceRequest {
   // Tokens the think block may run before the engine closes it (Anthropic
   // thinking.budget_tokens, or output_config.effort's budget); unset: no limit.
   std::optional<int64_t> reasoning_budget;
+
+  // kResponses (responses_request.h): what the response object echoes
+  // (instructions, tools as sent, tool_choice, store, ...), and the
+  // conversation without the instructions (input items as chat messages, after
+  // those of previous_response_id), which a stored response continues.
+  nlohmann::ordered_json responses_echo;
+  nlohmann::ordered_json responses_conversation;
 };
 
 // Output cannot be constrained to a tool call yet (issue 16): a request that

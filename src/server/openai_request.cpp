@@ -256,6 +256,8 @@ MaybeError ReadParallelToolCalls(const OJson& body, InferenceRequest* out) {
 
 }  // namespace
 
+OJson ToolArgumentsObject(const OJson& args) { return ToolArguments(args); }
+
 MaybeError ContentText(const OJson& content, const std::string& path, std::string* out) {
   out->clear();
   if (content.is_null()) return std::nullopt;

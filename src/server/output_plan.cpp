@@ -51,7 +51,7 @@ bool PromptOpensThinkBlock(const std::string& prompt, const std::string& open, c
 OutputPlan PlanOutput(const InferenceRequest& r, const ServedModel& model, const ModelSettings& settings,
                       const std::string& prompt, GenerationRequest* gen) {
   OutputPlan plan;
-  if (r.api != ApiKind::kChatCompletions && r.api != ApiKind::kMessages) return plan;
+  if (r.api != ApiKind::kChatCompletions && r.api != ApiKind::kMessages && r.api != ApiKind::kResponses) return plan;
   plan.enabled = true;
   const DetectedOutputFormat& detected = model.output_format;
   plan.format = detected.format;

@@ -19,9 +19,12 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "chat/output_parser.h"
 #include "engine/request.h"
@@ -84,6 +87,15 @@ class ResponseFormatter {
 std::unique_ptr<ResponseFormatter> MakeChatCompletionsFormatter(const ResponseMeta& meta, bool stream);
 std::unique_ptr<ResponseFormatter> MakeCompletionsFormatter(const ResponseMeta& meta, bool stream);
 std::unique_ptr<ResponseFormatter> MakeMessagesFormatter(const ResponseMeta& meta, bool stream);
+
+// OpenAI Responses (responses_response.cpp). `echo`: the request fields the
+// response object repeats (InferenceRequest::responses_echo). `on_complete`
+// (may be empty) gets the final response object and the output as one chat
+// assistant message (content, reasoning_content, tool_calls), to be stored.
+using ResponseCompleted = std::function<void(const nlohmann::ordered_json& response,
+                                             const nlohmann::ordered_json& assistant_message)>;
+std::unique_ptr<ResponseFormatter> MakeResponsesFormatter(const ResponseMeta& meta, bool stream,
+                                                          nlohmann::ordered_json echo, ResponseCompleted on_complete);
 
 // A random id: prefix + 24 hex digits.
 std::string NewResponseId(const std::string& prefix);
