@@ -53,10 +53,11 @@ Result<SynthSummary> SynthesizeScriptedModel(const std::string& out_dir, const s
   SynthOptions o;
   o.arch = "llama";
   // Tiny: the weights are loaded but never computed with. 1024 ids give the
-  // byte-level BPE multi-byte tokens; KV rows of 16 hold a token id.
+  // byte-level BPE multi-byte tokens; KV rows of 16 hold a token id; a long
+  // context (64 bytes of KV per token) takes a coding agent's prompts.
   o.config = {{"hidden_size", 32},        {"num_hidden_layers", 1},   {"num_attention_heads", 2},
               {"num_key_value_heads", 1}, {"intermediate_size", 64}, {"vocab_size", 1024},
-              {"max_position_embeddings", 16384}};
+              {"max_position_embeddings", 131072}};
   o.seed = seed;
   o.out_dir = out_dir;
   o.pool = pool;
