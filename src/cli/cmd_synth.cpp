@@ -43,7 +43,9 @@ Result<nlohmann::ordered_json> ReadConfig(const std::string& arg) {
 
 int RunScripted(const SynthCliOptions& o) {
   if (o.script.empty()) return Fail("--arch scripted needs --script FILE (script.json: {\"replies\": [...]})");
-  if (!o.config.empty() || !o.dtype.empty()) return Fail("--arch scripted takes no --config or --dtype (its shape is fixed)");
+  if (!o.config.empty() || !o.dtype.empty()) {
+    return Fail("--arch scripted takes no --config or --dtype (its shape is fixed)");
+  }
   auto text = ReadFileToString(o.script, kJsonModelFileMaxBytes);
   if (!text.ok()) return Fail(text.status().ToString());
   auto r = SynthesizeScriptedModel(o.out, *text, o.seed, &ThreadPool::Default());

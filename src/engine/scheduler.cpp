@@ -89,7 +89,9 @@ Status Scheduler::Validate(const GenerationRequest& r) const {
       return Status::InvalidArgument("reasoning budget: the think block's markers and close ids are required");
     }
     for (int32_t id : b.close_ids) {
-      if (id < 0 || id >= vocab_) return Status::InvalidArgument("reasoning budget: close id " + N(id) + " outside the vocabulary");
+      if (id < 0 || id >= vocab_) {
+        return Status::InvalidArgument("reasoning budget: close id " + N(id) + " outside the vocabulary");
+      }
     }
   }
   if (r.stop_token_ids.size() > kMaxStopTokenIds) {

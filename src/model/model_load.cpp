@@ -65,7 +65,9 @@ Result<std::unique_ptr<Model>> Model::LoadScripted(std::unique_ptr<Model> m, con
   RETURN_IF_ERROR(m->Bind(*src));
   if (m->backend_->kind() == DeviceKind::kCpu) m->source_ = std::move(src);
   RETURN_IF_ERROR(m->UploadRopeTables());
-  if (m->config_.eos_token_ids.empty()) return Status::InvalidArgument(path + ": a scripted model needs eos_token_id in config.json");
+  if (m->config_.eos_token_ids.empty()) {
+    return Status::InvalidArgument(path + ": a scripted model needs eos_token_id in config.json");
+  }
   auto script = ScriptedOutput::Load(path, m->spec_.vocab, static_cast<int32_t>(m->config_.eos_token_ids.front()));
   if (!script.ok()) return script.status();
   m->script_ = std::move(*script);

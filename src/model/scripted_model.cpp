@@ -62,7 +62,8 @@ Result<std::vector<ScriptReply>> ParseScript(const std::string& text) {
   ASSIGN_OR_RETURN(nlohmann::json j, ParseJson(text, kScriptFileName, kJsonModelFileMaxBytes));
   auto replies = j.is_object() ? j.find("replies") : j.end();
   if (replies == j.end() || !replies->is_array()) {
-    return Status::InvalidArgument(std::string(kScriptFileName) + ": expected {\"replies\": [{\"when\", \"text\"}, ...]}");
+    return Status::InvalidArgument(std::string(kScriptFileName) +
+                                   ": expected {\"replies\": [{\"when\", \"text\"}, ...]}");
   }
   std::vector<ScriptReply> out;
   for (size_t i = 0; i < replies->size(); ++i) {
@@ -180,7 +181,9 @@ Status ScriptedOutput::Forward(std::span<const ForwardItem> items, KvCache& cach
   int64_t need = 0;
   for (const ForwardItem& it : items) {
     for (int32_t t : it.tokens) {
-      if (t < 0 || t >= vocab_) return Status::InvalidArgument("forward: token id " + std::to_string(t) + " outside the vocabulary");
+      if (t < 0 || t >= vocab_) {
+        return Status::InvalidArgument("forward: token id " + std::to_string(t) + " outside the vocabulary");
+      }
     }
     need += cache.BlocksNeeded(*it.seq, it.seq->length + static_cast<int64_t>(it.tokens.size()));
   }
