@@ -2,8 +2,8 @@
 
 #include <limits>
 
-#include "server/anthropic_request.h"
 #include "server/openai_request.h"
+#include "server/reasoning_effort.h"
 #include "server/tool_schema.h"
 #include "util/log.h"
 
@@ -187,8 +187,6 @@ MaybeError ReadResponseToolChoice(const OJson& body, InferenceRequest* out) {
   return std::nullopt;
 }
 
-// reasoning.effort: none / minimal turn thinking off; low / medium / high
-// keep it on with that effort's budget (anthropic_request.h: kEffortBudgets).
 MaybeError ReadReasoning(const OJson& body, InferenceRequest* out) {
   auto it = body.find("reasoning");
   if (it == body.end() || it->is_null()) return std::nullopt;
@@ -196,19 +194,7 @@ MaybeError ReadReasoning(const OJson& body, InferenceRequest* out) {
   std::optional<std::string> effort;
   RETURN_IF_API_ERROR(ReadString(*it, "effort", "reasoning", &effort));
   if (!effort) return std::nullopt;
-  if (*effort == "none" || *effort == "minimal") {
-    out->chat_template_kwargs["enable_thinking"] = false;
-    return std::nullopt;
-  }
-  for (const EffortBudget& e : kEffortBudgets) {
-    if (*effort == e.effort && std::string(e.effort) != "max") {
-      out->chat_template_kwargs["enable_thinking"] = true;
-      out->reasoning_budget = e.tokens;
-      return std::nullopt;
-    }
-  }
-  return BadRequest("'reasoning.effort' must be none, minimal, low, medium or high; got '" + *effort + "'",
-                    "reasoning.effort");
+  return ApplyReasoningEffort(*effort, "reasoning.effort", out);
 }
 
 MaybeError ReadTextFormat(const OJson& body) {

@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "server/choice_output.h"
+#include "server/openai_request.h"
 #include "server/response_format.h"
 #include "server/response_store.h"
 #include "server/responses_request.h"
@@ -85,6 +86,29 @@ TEST(ResponsesRequest, BadValuesAre400sNamingTheField) {
   ASSERT_FALSE(Parse(R"({"model": "m", "input": "x", "reasoning": {"effort": "minimal"}})", &off));
   EXPECT_EQ(off.chat_template_kwargs["enable_thinking"], false);
   EXPECT_FALSE(off.reasoning_budget.has_value());
+}
+
+TEST(ReasoningEffortTest, ChatCompletionsReasoningEffort) {
+  auto parse = [](const std::string& extra, InferenceRequest* r) {
+    return ParseChatCompletionsRequest(
+        OJson::parse(R"({"model": "m", "messages": [{"role": "user", "content": "x"}])" + extra + "}"), r);
+  };
+  InferenceRequest high;
+  ASSERT_FALSE(parse(R"(, "reasoning_effort": "high")", &high));
+  EXPECT_EQ(high.chat_template_kwargs["enable_thinking"], true);
+  EXPECT_EQ(high.reasoning_budget, 16384);
+  InferenceRequest none;
+  ASSERT_FALSE(parse(R"(, "reasoning_effort": "none")", &none));
+  EXPECT_EQ(none.chat_template_kwargs["enable_thinking"], false);
+  EXPECT_FALSE(none.reasoning_budget.has_value());
+  // The request's own switch wins over the effort's.
+  InferenceRequest own;
+  ASSERT_FALSE(parse(R"(, "reasoning_effort": "low", "chat_template_kwargs": {"enable_thinking": false})", &own));
+  EXPECT_EQ(own.chat_template_kwargs["enable_thinking"], false);
+  InferenceRequest bad;
+  MaybeError e = parse(R"(, "reasoning_effort": "max")", &bad);
+  ASSERT_TRUE(e);
+  EXPECT_EQ(e->param, "reasoning_effort");
 }
 
 TEST(ResponsesRequest, PreviousResponseIdContinuesTheStoredConversation) {
