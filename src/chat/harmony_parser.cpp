@@ -86,6 +86,9 @@ FormatSpec HarmonySpec() {
   }
   spec.reasoning_markers = spec.content_markers;
   spec.read_block = ReadHarmony;
+  for (std::string_view m : {kStart, kChannel, kMessage, kEnd, kReturn, kCall, std::string_view("<|constrain|>")}) {
+    spec.inner_markup.emplace_back(m);
+  }
   return spec;
 }
 

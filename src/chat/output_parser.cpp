@@ -257,6 +257,28 @@ std::vector<OutputEvent> OutputParser::Finish() {
 
 const ParsedOutput& OutputParser::Result() const { return s_->result; }
 
+FormatMarkers OutputFormatMarkers(OutputFormat format) {
+  const FormatSpec spec = SpecFor(format);
+  FormatMarkers m;
+  for (const Marker& x : spec.content_markers) m.all.push_back(x.text);
+  for (const Marker& x : spec.reasoning_markers) m.all.push_back(x.text);
+  for (const std::string& x : spec.inner_markup) m.all.push_back(x);
+  if (format == OutputFormat::kHarmony) {
+    // The analysis channel is its reasoning.
+    m.think_open = "<|channel|>analysis<|message|>";
+    m.think_close = "<|end|>";
+    m.forced_close = "<|end|><|start|>assistant<|channel|>final<|message|>";
+  } else {
+    m.think_open = spec.think_open;
+    m.think_close = spec.think_close;
+    // As chat templates write a finished think block before the answer.
+    m.forced_close = "\n" + spec.think_close + "\n\n";
+  }
+  m.all.push_back(m.think_open);
+  m.all.push_back(m.think_close);
+  return m;
+}
+
 ParsedOutput ParseOutput(OutputFormat format, const ParseOptions& options, std::string_view text) {
   OutputParser p(format, options);
   p.Feed(text);

@@ -79,6 +79,16 @@ class OutputParser {
   std::unique_ptr<State> s_;
 };
 
+// The text markers of a format, for what runs before the parser: the
+// detokenizer must keep special tokens whose text is part of one (`all`),
+// and a think block's budget closes the block with `forced_close`.
+struct FormatMarkers {
+  std::vector<std::string> all;          // every marker the parser looks for
+  std::string think_open, think_close;   // the reasoning block's markers
+  std::string forced_close;              // what ends a reasoning block early
+};
+FormatMarkers OutputFormatMarkers(OutputFormat format);
+
 // Parses a whole output at once.
 ParsedOutput ParseOutput(OutputFormat format, const ParseOptions& options, std::string_view text);
 

@@ -53,6 +53,9 @@ struct FormatSpec {
   std::vector<Marker> reasoning_markers;  // block markers inside reasoning
   std::string think_open = "<think>", think_close = "</think>";
   BlockReader read_block = nullptr;
+  // Every marker of the format's markup, the ones inside a block too: a
+  // special token with this text must reach the parser (OutputFormatMarkers).
+  std::vector<std::string> inner_markup;
 };
 
 // One per family (tool_format_*.cpp, harmony_parser.cpp).

@@ -103,6 +103,7 @@ FormatSpec DeepSeekV3Spec() {
   FormatSpec spec;
   spec.content_markers = {{std::string(kCallsBegin), Marker::Kind::kBlock, false}};
   spec.read_block = ReadV3;
+  for (std::string_view m : {kCallsBegin, kCallsEnd, kCallBegin, kCallEnd, kSep}) spec.inner_markup.emplace_back(m);
   return spec;
 }
 
@@ -110,6 +111,7 @@ FormatSpec DeepSeekV31Spec() {
   FormatSpec spec;
   spec.content_markers = {{std::string(kCallsBegin), Marker::Kind::kBlock, false}};
   spec.read_block = ReadV31;
+  for (std::string_view m : {kCallsBegin, kCallsEnd, kCallBegin, kCallEnd, kSep}) spec.inner_markup.emplace_back(m);
   return spec;
 }
 

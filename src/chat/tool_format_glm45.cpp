@@ -82,6 +82,7 @@ FormatSpec Glm45Spec() {
   FormatSpec spec;
   spec.content_markers = {{std::string(kOpen), Marker::Kind::kBlock, false}};
   spec.read_block = ReadGlm45;
+  for (std::string_view m : {kOpen, kClose, kKey, kKeyEnd, kValue, kValueEnd}) spec.inner_markup.emplace_back(m);
   return spec;
 }
 

@@ -34,6 +34,7 @@ FormatSpec HermesSpec() {
   FormatSpec spec;
   spec.content_markers = {{std::string(kOpen), Marker::Kind::kBlock, false}};
   spec.read_block = ReadHermes;
+  for (std::string_view m : {kOpen, kClose}) spec.inner_markup.emplace_back(m);
   return spec;
 }
 

@@ -65,6 +65,7 @@ FormatSpec KimiK2Spec() {
   FormatSpec spec;
   spec.content_markers = {{std::string(kSectionBegin), Marker::Kind::kBlock, false}};
   spec.read_block = ReadKimi;
+  for (std::string_view m : {kSectionBegin, kSectionEnd, kCallBegin, kArgBegin, kCallEnd}) spec.inner_markup.emplace_back(m);
   return spec;
 }
 

@@ -75,6 +75,7 @@ FormatSpec Llama3JsonSpec() {
   spec.content_markers = {{std::string(kPythonTag), Marker::Kind::kBlock, false},
                           {"{", Marker::Kind::kBlock, /*start_only=*/true}};
   spec.read_block = ReadLlama3;
+  for (std::string_view m : {kPythonTag}) spec.inner_markup.emplace_back(m);
   return spec;
 }
 

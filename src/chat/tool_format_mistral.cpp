@@ -84,6 +84,7 @@ FormatSpec MistralSpec() {
   spec.think_open = "[THINK]";
   spec.think_close = "[/THINK]";
   spec.read_block = ReadMistral;
+  for (std::string_view m : {kToolCalls, kArgs, kCallId}) spec.inner_markup.emplace_back(m);
   return spec;
 }
 

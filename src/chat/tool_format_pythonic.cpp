@@ -48,6 +48,7 @@ FormatSpec PythonicSpec() {
   spec.content_markers = {{std::string(kWrapOpen), Marker::Kind::kBlock, false},
                           {"[", Marker::Kind::kBlock, /*start_only=*/true}};
   spec.read_block = ReadPythonic;
+  for (std::string_view m : {kWrapOpen, kWrapClose}) spec.inner_markup.emplace_back(m);
   return spec;
 }
 

@@ -93,6 +93,7 @@ FormatSpec Qwen3CoderSpec() {
   FormatSpec spec;
   spec.content_markers = {{std::string(kOpen), Marker::Kind::kBlock, false}};
   spec.read_block = ReadQwen3Coder;
+  for (std::string_view m : {kOpen, kClose, kFunction, kFunctionEnd, kParam, kParamEnd}) spec.inner_markup.emplace_back(m);
   return spec;
 }
 

@@ -2,6 +2,8 @@
 // [--group-size 64] [--seed S] --out DIR`: writes a model directory of the
 // given shape with random weights, a byte-level BPE tokenizer of its vocab
 // size and a ChatML template (for benchmarks and memory tests).
+// `llmhost synth-model --arch scripted --script FILE --out DIR`: the scripted
+// test model (model/scripted_model.h), whose output is the script's text.
 #include <chrono>
 #include <cstdio>
 #include <memory>
@@ -17,7 +19,7 @@ namespace llmhost::cli {
 namespace {
 
 struct SynthCliOptions {
-  std::string arch, config, dtype, out;
+  std::string arch, config, dtype, out, script;
   int group_size = 64;
   uint64_t seed = 0;
 };
@@ -39,7 +41,24 @@ Result<nlohmann::ordered_json> ReadConfig(const std::string& arg) {
   return j;
 }
 
+int RunScripted(const SynthCliOptions& o) {
+  if (o.script.empty()) return Fail("--arch scripted needs --script FILE (script.json: {\"replies\": [...]})");
+  if (!o.config.empty() || !o.dtype.empty()) {
+    return Fail("--arch scripted takes no --config or --dtype (its shape is fixed)");
+  }
+  auto text = ReadFileToString(o.script, kJsonModelFileMaxBytes);
+  if (!text.ok()) return Fail(text.status().ToString());
+  auto r = SynthesizeScriptedModel(o.out, *text, o.seed, &ThreadPool::Default());
+  if (!r.ok()) return Fail(r.status().ToString());
+  std::fprintf(stderr, "llmhost: synth-model: wrote the scripted model %s\n", o.out.c_str());
+  return 0;
+}
+
 int RunSynth(const SynthCliOptions& o) {
+  if (o.arch == "scripted") return RunScripted(o);
+  if (!o.script.empty()) return Fail("--script is for --arch scripted");
+  if (o.config.empty()) return Fail("--config is required");
+  if (o.dtype.empty()) return Fail("--dtype is required");
   SynthOptions s;
   s.arch = o.arch;
   auto dtype = ParseSynthDType(o.dtype);
@@ -69,13 +88,16 @@ void RegisterSynthCommands(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand(
       "synth-model", "Write a model directory of a given shape with random weights (for benchmarks)");
   cmd->add_option("--arch", opts->arch,
-                  "architecture: llama, mistral, qwen2, qwen3, qwen3_moe, phi3, gemma3_text")
+                  "architecture: llama, mistral, qwen2, qwen3, qwen3_moe, phi3, gemma3_text, or scripted "
+                  "(a test model whose output is --script's text)")
       ->required();
   cmd->add_option("--config", opts->config,
                   "config.json keys as inline JSON or @FILE (hidden_size, num_hidden_layers, "
-                  "num_attention_heads, vocab_size, intermediate_size, ...)")
-      ->required();
-  cmd->add_option("--dtype", opts->dtype, "bf16, mlx4 or mlx8")->required();
+                  "num_attention_heads, vocab_size, intermediate_size, ...); required but for scripted");
+  cmd->add_option("--dtype", opts->dtype, "bf16, mlx4 or mlx8; required but for scripted");
+  cmd->add_option("--script", opts->script,
+                  "--arch scripted: script.json ({\"replies\": [{\"when\": TEXT, \"text\": TEXT}, ...]}: the reply "
+                  "whose `when` occurs latest in the prompt is generated; one without `when` is the default)");
   cmd->add_option("--group-size", opts->group_size, "MLX group size: 32, 64 (default) or 128");
   cmd->add_option("--seed", opts->seed, "random seed (default 0); the same seed writes the same files");
   cmd->add_option("--out", opts->out, "output directory (created if missing)")->required();

@@ -60,6 +60,19 @@ struct RequestEvent {
 // Engine::Submit. It must not throw.
 using EventCallback = std::function<void(RequestEvent)>;
 
+// The think block's token budget (Anthropic `thinking.budget_tokens`): once
+// the block has run `budget_tokens` generated tokens without closing, the
+// engine writes its close itself (`close_ids` are the next tokens, whatever
+// the model would have chosen). The block is the output's start when it
+// begins with `open` (after whitespace), or everything from the start when
+// the prompt opened it.
+struct ReasoningBudget {
+  int64_t budget_tokens = 0;       // > 0
+  bool starts_open = false;        // the generation prompt already opened the block
+  std::string open, close;         // its markers as decoded text: "<think>", "</think>"
+  std::vector<int32_t> close_ids;  // what closes it: e.g. "\n</think>\n\n" encoded
+};
+
 struct GenerationRequest {
   std::vector<int32_t> prompt;       // at least one id, each in [0, vocab)
   SamplingParams sampling;
@@ -68,6 +81,9 @@ struct GenerationRequest {
   std::vector<int32_t> stop_token_ids;  // end generation like EOS (the id is counted, not emitted as text)
   bool ignore_eos = false;           // don't stop at the model's EOS ids
   bool skip_special_tokens = true;   // detokenize without special tokens
+  // ... but these (the markup an output parser reads: `<tool_call>`, ...).
+  std::vector<int32_t> keep_special_ids;
+  std::optional<ReasoningBudget> reasoning_budget;
   // 1..kMaxChoices completions of the prompt. Choice i > 0 forks choice 0
   // once the prompt is prefilled: it shares the prompt's KV blocks (the last,
   // partial one is copied when it is first written) and samples the same

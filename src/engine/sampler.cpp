@@ -318,4 +318,16 @@ SampledToken Sampler::Sample(const float* logits) {
   return out;
 }
 
+SampledToken Sampler::Force(const float* logits, int32_t id) {
+  SampledToken out;
+  out.id = id;
+  if (params_.logprobs || params_.top_logprobs > 0) {
+    raw_.resize(static_cast<size_t>(vocab_));
+    cpu::SanitizeLogits(logits, raw_.data(), vocab_);
+    FillLogprobs(raw_.data(), &out);
+  }
+  Accept(id);
+  return out;
+}
+
 }  // namespace llmhost

@@ -84,6 +84,11 @@ class Sampler {
   // Records a token of the output without sampling it (a resumed request).
   void Accept(int32_t id);
 
+  // Records `id` as the next output token without drawing one (a token the
+  // engine writes itself: a think block's forced close); its logprobs come
+  // from `logits` when asked for.
+  SampledToken Force(const float* logits, int32_t id);
+
   const SamplingParams& params() const { return params_; }
 
  private:

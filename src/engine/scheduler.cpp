@@ -81,6 +81,19 @@ Status Scheduler::Validate(const GenerationRequest& r) const {
     }
     if (!utf8::IsValid(s)) return Status::InvalidArgument("stop: a stop string is not valid UTF-8");
   }
+  if (r.reasoning_budget) {
+    const ReasoningBudget& b = *r.reasoning_budget;
+    if (!tokenizer_) return Status::InvalidArgument("a reasoning budget needs a tokenizer; this engine has none");
+    if (b.budget_tokens < 1) return Status::InvalidArgument("reasoning budget: budget_tokens must be >= 1");
+    if (b.close_ids.empty() || b.open.empty() || b.close.empty()) {
+      return Status::InvalidArgument("reasoning budget: the think block's markers and close ids are required");
+    }
+    for (int32_t id : b.close_ids) {
+      if (id < 0 || id >= vocab_) {
+        return Status::InvalidArgument("reasoning budget: close id " + N(id) + " outside the vocabulary");
+      }
+    }
+  }
   if (r.stop_token_ids.size() > kMaxStopTokenIds) {
     return Status::InvalidArgument("stop_token_ids: at most " + N(kMaxStopTokenIds) + " ids");
   }

@@ -28,7 +28,10 @@ Sequence::Sequence(uint64_t id, GenerationRequest request, int64_t vocab, int64_
       sampler_(req_.sampling, req_.prompt, vocab),
       stops_(req_.stop) {
   cs_.tokens = req_.prompt;
-  if (tokenizer) decoder_ = std::make_unique<StreamDecoder>(*tokenizer, req_.skip_special_tokens);
+  if (tokenizer) {
+    decoder_ = std::make_unique<StreamDecoder>(*tokenizer, req_.skip_special_tokens, req_.keep_special_ids);
+    if (req_.reasoning_budget) reasoning_.emplace(*req_.reasoning_budget);
+  }
 }
 
 bool Sequence::IsStopToken(int32_t id) const {
@@ -70,7 +73,13 @@ RequestEvent Sequence::OnLogits(const float* logits) {
     finished_ = true;
     return ev;
   }
-  SampledToken tok = sampler_.Sample(logits);
+  SampledToken tok;
+  if (forced_.empty()) {
+    tok = sampler_.Sample(logits);
+  } else {
+    tok = sampler_.Force(logits, forced_.front());
+    forced_.pop_front();
+  }
   const int32_t id = tok.id;
   ++generated_;
   cs_.tokens.push_back(id);
@@ -85,7 +94,13 @@ RequestEvent Sequence::OnLogits(const float* logits) {
       ev.stop_token = id;
     }
   } else {
-    if (decoder_) ev.text = stops_.Add(decoder_->Add(id));
+    if (decoder_) {
+      const std::string piece = decoder_->Add(id);
+      if (reasoning_) {
+        for (int32_t f : reasoning_->OnToken(piece)) forced_.push_back(f);
+      }
+      ev.text = stops_.Add(piece);
+    }
     if (stops_.stopped()) {
       ev.finish = FinishReason::kStopString;
       ev.stop_string = stops_.matched();

@@ -4,9 +4,12 @@
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <memory>
+#include <optional>
 #include <vector>
 
+#include "engine/reasoning_limiter.h"
 #include "engine/request.h"
 #include "engine/sampler.h"
 #include "engine/stop_strings.h"
@@ -79,6 +82,8 @@ class Sequence {
   Sampler sampler_;
   std::unique_ptr<StreamDecoder> decoder_;
   StopStringMatcher stops_;
+  std::optional<ReasoningLimiter> reasoning_;  // a think block's budget
+  std::deque<int32_t> forced_;                 // ids to emit next instead of sampling
   std::vector<std::unique_ptr<Sequence>> forks_;
 };
 

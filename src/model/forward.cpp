@@ -15,6 +15,7 @@
 #include <unordered_set>
 
 #include "model/model.h"
+#include "model/scripted_model.h"
 #include "model/rope_freqs.h"
 
 namespace llmhost {
@@ -529,6 +530,7 @@ uint64_t ForwardPass::GraphKey() const {
 }
 
 Status Model::Forward(std::span<const ForwardItem> items, KvCache& cache, ForwardOutput* out) {
+  if (script_) return script_->Forward(items, cache, out);
   if (items.empty()) {
     *out = ForwardOutput{};
     out->vocab = spec_.vocab;

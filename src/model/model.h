@@ -33,6 +33,8 @@
 
 namespace llmhost {
 
+class ScriptedOutput;
+
 enum class LogitsRows { kNone, kLast, kAll };
 
 struct ForwardItem {
@@ -121,6 +123,7 @@ class Model {
 
  private:
   Model() = default;
+  static Result<std::unique_ptr<Model>> LoadScripted(std::unique_ptr<Model> m, const std::string& path);
   Status Bind(WeightSource& src);
   Status BindLayer(WeightSource& src, int64_t i, LayerWeights* w);
   Result<WeightMatrix> Prepare(WeightSource& src, const std::string& module, int64_t rows,
@@ -141,6 +144,8 @@ class Model {
   std::unique_ptr<WeightSource> source_;  // keeps the mapped files alive
   uint64_t weight_bytes_ = 0;
   float embed_scale_ = 1;
+
+  std::unique_ptr<ScriptedOutput> script_;  // model_type llmhost_scripted: chosen output (model/scripted_model.h)
 
   WeightMatrix embed_, lm_head_;
   DeviceBuffer final_norm_;

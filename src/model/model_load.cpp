@@ -9,6 +9,7 @@
 
 #include "backend/cpu/matmul.h"
 #include "model/model.h"
+#include "model/scripted_model.h"
 #include "model/rope_freqs.h"
 #include "util/file.h"
 
@@ -51,6 +52,28 @@ uint64_t ResidentBytes() {
   return 0;
 }
 
+// A scripted test model: a llama's weights (bound as usual, never computed
+// with) and the script that chooses its output.
+Result<std::unique_ptr<Model>> Model::LoadScripted(std::unique_ptr<Model> m, const std::string& path) {
+  ModelConfig as_llama = m->config_;
+  as_llama.model_type = "llama";
+  auto spec = BuildModelSpec(as_llama);
+  if (!spec.ok()) return spec.status().WithContext(path);
+  m->spec_ = std::move(spec).value();
+  ASSIGN_OR_RETURN(std::unique_ptr<WeightSource> src, OpenSafetensorsSource(path, m->config_.mlx_quantization));
+  m->weight_bytes_ = src->TotalBytes();
+  RETURN_IF_ERROR(m->Bind(*src));
+  if (m->backend_->kind() == DeviceKind::kCpu) m->source_ = std::move(src);
+  RETURN_IF_ERROR(m->UploadRopeTables());
+  if (m->config_.eos_token_ids.empty()) {
+    return Status::InvalidArgument(path + ": a scripted model needs eos_token_id in config.json");
+  }
+  auto script = ScriptedOutput::Load(path, m->spec_.vocab, static_cast<int32_t>(m->config_.eos_token_ids.front()));
+  if (!script.ok()) return script.status();
+  m->script_ = std::move(*script);
+  return m;
+}
+
 Result<std::unique_ptr<Model>> Model::Load(const std::string& path, Backend* backend) {
   std::unique_ptr<Model> m(new Model());
   m->backend_ = backend;
@@ -62,6 +85,7 @@ Result<std::unique_ptr<Model>> Model::Load(const std::string& path, Backend* bac
     // Config and architecture first: an unknown architecture is reported
     // before anything about its weights.
     ASSIGN_OR_RETURN(m->config_, LoadModelConfig(path));
+    if (m->config_.model_type == kScriptedModelType) return LoadScripted(std::move(m), path);
     auto spec = BuildModelSpec(m->config_);
     if (!spec.ok()) return spec.status().WithContext(path);
     ASSIGN_OR_RETURN(src, OpenSafetensorsSource(path, m->config_.mlx_quantization));

@@ -69,4 +69,11 @@ struct SynthSummary {
 // Writes the model directory described above.
 Result<SynthSummary> SynthesizeModel(const SynthOptions& options);
 
+// Writes a scripted test model (model/scripted_model.h): a tiny llama as
+// above with config.json's model_type "llmhost_scripted", `script_json` as
+// script.json (checked first) and a chat template with Hermes tool calls and
+// Qwen3 think blocks (chat_template.jinja).
+Result<SynthSummary> SynthesizeScriptedModel(const std::string& out_dir, const std::string& script_json,
+                                             uint64_t seed = 0, ThreadPool* pool = nullptr);
+
 }  // namespace llmhost

@@ -205,6 +205,7 @@ Result<std::unique_ptr<LoadedEngine>> CpuEngineFactory::Load(const DiscoveredMod
       auto parsed = ChatTemplate::Parse(templates->default_template);
       if (parsed.ok()) {
         m->chat_template = std::move(*parsed);
+        m->output_format = DetectOutputFormat(m->chat_template->source(), m->model->config().model_type);
       } else {
         m->chat_template_error = "its chat template does not parse: " + parsed.status().message();
         LOG_WARN("models: " << entry.id << ": chat template does not parse (" << parsed.status().message()

@@ -14,6 +14,7 @@
 
 #include "backend/backend.h"
 #include "chat/chat_template.h"
+#include "chat/output_format.h"
 #include "engine/engine.h"
 #include "formats/generation_config.h"
 #include "model/model.h"
@@ -61,6 +62,7 @@ struct ServedModel {
   std::optional<ChatTemplate> chat_template;  // none: the model has no (usable) template
   std::string chat_template_error;            // why a template it has cannot be used ("" when none)
   std::string bos_token, eos_token;           // as the template sees them
+  DetectedOutputFormat output_format;         // its tool-call / think markup, from the template
   GenerationConfig generation;                // defaults when the file is absent
   int64_t loaded_at = 0;                      // unix seconds
   std::unique_ptr<Engine> engine;

@@ -5,6 +5,7 @@
 #include <filesystem>
 
 #include "backend/device.h"
+#include "chat/output_format.h"
 #include "chat/template_kwargs.h"
 #include "util/file.h"
 #include "util/json.h"
@@ -139,6 +140,7 @@ Json ModelSettingsToJson(const ModelSettings& s) {
   if (s.max_context_window) j["max_context_window"] = *s.max_context_window;
   if (s.max_tokens) j["max_tokens"] = *s.max_tokens;
   if (s.device) j["device"] = *s.device;
+  if (s.tool_parser) j["tool_parser"] = *s.tool_parser;
   return j;
 }
 
@@ -177,6 +179,14 @@ Result<ModelSettings> ApplyModelSettingsJson(const ModelSettings& base, const Js
         s.device.reset();  // the server's choice: the same as no setting
       } else if (s.device && !ParseDevice(*s.device).ok()) {
         return Bad(key, "expected cpu, cuda or cuda:N (or auto: the server's device)");
+      }
+    } else if (key == "tool_parser") {
+      ASSIGN_OR_RETURN(s.tool_parser, Text(v, key));
+      if (s.tool_parser && *s.tool_parser == "auto") {
+        s.tool_parser.reset();  // chosen from the chat template: the same as no setting
+      } else if (s.tool_parser) {
+        Result<OutputFormat> f = ParseOutputFormat(*s.tool_parser);
+        if (!f.ok()) return Bad(key, f.status().message() + " (or auto: chosen from the chat template)");
       }
     } else {
       return Bad(key, "unknown model setting");

@@ -6,7 +6,8 @@
 //       "sampling": {"temperature": 0.7, "top_p": 0.8, "top_k": 20, "min_p": 0,
 //                    "repetition_penalty": 1.0, "presence_penalty": 0, "frequency_penalty": 0},
 //       "chat_template_kwargs": {"enable_thinking": false},
-//       "max_context_window": 32768, "max_tokens": 4096, "device": "cuda:1"}}}
+//       "max_context_window": 32768, "max_tokens": 4096, "device": "cuda:1",
+//       "tool_parser": "hermes"}}}
 //
 // Every field is optional. Aliases are unique (and differ from other models'
 // ids); at most one model is the default. The file is rewritten atomically
@@ -49,6 +50,9 @@ struct ModelSettings {
   // unset: the server's --device. A model too large for every GPU may be
   // served on the CPU this way.
   std::optional<std::string> device;
+  // The tool-call / reasoning markup of the model's output (chat/output_format.h
+  // names: hermes, qwen3_coder, ..., none); unset: chosen from its chat template.
+  std::optional<std::string> tool_parser;
 
   // The settings a loaded engine was built with: a change needs a reload.
   std::string RuntimeKey() const;

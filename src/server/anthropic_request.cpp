@@ -257,6 +257,7 @@ MaybeError ReadToolChoice(const OJson& body, InferenceRequest* out) {
   if (c.mode == ToolChoice::kRequired && !out->tools.is_array()) {
     return BadRequest("'tool_choice' requires tools, but the request has none", "tool_choice");
   }
+  if (std::optional<std::string> why = ForcedToolChoiceProblem(c)) return BadRequest(*why, "tool_choice");
   return std::nullopt;
 }
 
@@ -272,6 +273,27 @@ bool HasBeta(std::string_view header, std::string_view name) {
     pos = end + 1;
   }
   return false;
+}
+
+// output_config.effort ("low" | "medium" | "high" | "max", Claude Code sends
+// it beside adaptive thinking) as a think-block budget (kEffortBudgets); no
+// effort is Anthropic's default, high.
+MaybeError ReadEffortBudget(const OJson& body, std::optional<int64_t>* budget) {
+  *budget = kEffortBudgets[2].tokens;
+  auto config = body.find("output_config");
+  if (config == body.end() || config->is_null()) return std::nullopt;
+  if (!config->is_object()) return BadRequest("'output_config' must be an object such as {\"effort\": \"high\"}", "output_config");
+  std::optional<std::string> effort;
+  RETURN_IF_API_ERROR(ReadString(*config, "effort", "output_config", &effort));
+  if (!effort) return std::nullopt;
+  for (const EffortBudget& e : kEffortBudgets) {
+    if (*effort == e.effort) {
+      *budget = e.tokens > 0 ? std::optional<int64_t>(e.tokens) : std::nullopt;
+      return std::nullopt;
+    }
+  }
+  return BadRequest("'output_config.effort' must be low, medium, high or max; got '" + *effort + "'",
+                    "output_config.effort");
 }
 
 // thinking: {"type": "enabled", "budget_tokens": N >= 1024} | {"type":
@@ -291,6 +313,13 @@ MaybeError ReadThinking(const OJson& body, bool count_only, std::string_view bet
     return BadRequest("'thinking.type' must be enabled, disabled or adaptive; got '" + *type + "'", "thinking.type");
   }
   out->chat_template_kwargs["enable_thinking"] = *type != "disabled";
+  if (*type == "adaptive") {
+    // The model decides how long to think, within the effort's budget.
+    std::optional<int64_t> budget;
+    RETURN_IF_API_ERROR(ReadEffortBudget(body, &budget));
+    out->reasoning_budget = budget;
+    return std::nullopt;
+  }
   if (*type != "enabled") return std::nullopt;
   std::optional<int64_t> budget;
   RETURN_IF_API_ERROR(
@@ -301,6 +330,7 @@ MaybeError ReadThinking(const OJson& body, bool count_only, std::string_view bet
                           std::to_string(*budget),
                       "thinking.budget_tokens");
   }
+  out->reasoning_budget = budget;
   const std::optional<int64_t>& max_tokens = out->sampling.max_tokens;
   if (!count_only && max_tokens && *budget >= *max_tokens && !HasBeta(beta, "interleaved-thinking-2025-05-14")) {
     return BadRequest("'thinking.budget_tokens' (" + std::to_string(*budget) + ") must be less than 'max_tokens' (" +

@@ -7,7 +7,8 @@
 //   user tool_result blocks               → role "tool" messages (tool_call_id)
 //   assistant text / tool_use / thinking  → content / tool_calls / reasoning_content
 //   tools {name, description, input_schema} → {type: function, function: {name, description, parameters}}
-//   thinking {type: enabled|adaptive|disabled} → chat_template_kwargs.enable_thinking
+//   thinking {type: enabled|adaptive|disabled} → chat_template_kwargs.enable_thinking, and
+//     the think block's budget (budget_tokens; adaptive: output_config.effort, kEffortBudgets)
 //   tool_choice {type: auto|any|tool|none}  → ToolChoice (api_request.h)
 // Content blocks of other types are refused (400 naming the type), but for
 // the ones that carry nothing a local model can use (redacted_thinking and
@@ -34,5 +35,14 @@ MaybeError ParseMessagesRequest(const OJson& body, bool count_only, InferenceReq
                                 std::string_view anthropic_beta = "");
 
 inline constexpr int64_t kMinThinkingBudget = 1024;
+
+// The think-block budget of each output_config.effort under adaptive
+// thinking (tokens; 0: no limit). Sized like the thinking a local model does
+// for a quick answer / a normal one / a hard problem.
+struct EffortBudget {
+  const char* effort;
+  int64_t tokens;
+};
+inline constexpr EffortBudget kEffortBudgets[] = {{"low", 1024}, {"medium", 4096}, {"high", 16384}, {"max", 0}};
 
 }  // namespace llmhost::server

@@ -37,7 +37,9 @@ struct SamplingRequest {
 // Which tools the model may call (OpenAI tool_choice, Anthropic tool_choice).
 // kNone: the tools are not shown to the model; `names` (a named function,
 // allowed_tools, Anthropic's {"type": "tool"}): only those are shown.
-// kRequired is shown like kAuto until output is constrained to a call.
+// kRequired (OpenAI "required" / a named function, Anthropic any / tool) is
+// refused with a 400 by the parsers until output can be constrained to a
+// call (RefuseForcedToolChoice).
 struct ToolChoice {
   enum Mode { kAuto, kNone, kRequired };
   Mode mode = kAuto;
@@ -46,7 +48,7 @@ struct ToolChoice {
                                    // Anthropic disable_parallel_tool_use); for the tool-call parser
 };
 
-enum class ApiKind { kChatCompletions, kCompletions, kMessages, kCountTokens };
+enum class ApiKind { kChatCompletions, kCompletions, kMessages, kCountTokens, kResponses };
 enum class PromptKind { kChat, kText, kTokens };
 
 struct InferenceRequest {
@@ -68,7 +70,26 @@ struct InferenceRequest {
   std::vector<int32_t> prompt_ids;  // kTokens
 
   SamplingRequest sampling;
+  // Tokens the think block may run before the engine closes it (Anthropic
+  // thinking.budget_tokens, or output_config.effort's budget); unset: no limit.
+  std::optional<int64_t> reasoning_budget;
+
+  // kResponses (responses_request.h): what the response object echoes
+  // (instructions, tools as sent, tool_choice, store, ...), and the
+  // conversation without the instructions (input items as chat messages, after
+  // those of previous_response_id), which a stored response continues.
+  nlohmann::ordered_json responses_echo;
+  nlohmann::ordered_json responses_conversation;
 };
+
+// Output cannot be constrained to a tool call yet (issue 16): a request that
+// demands one is answered 400, never served as "auto".
+inline std::optional<std::string> ForcedToolChoiceProblem(const ToolChoice& c) {
+  if (c.mode != ToolChoice::kRequired) return std::nullopt;
+  return "forcing a tool call (tool_choice \"required\" or a named function; Anthropic \"any\" or \"tool\") "
+         "needs constrained decoding, which this server does not have yet: send tool_choice \"auto\" "
+         "(the model may call the tools) or \"none\"";
+}
 
 // Narrows request->tools to what tool_choice lets the model see.
 inline void ApplyToolChoice(InferenceRequest* r) {

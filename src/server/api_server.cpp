@@ -8,7 +8,7 @@ namespace llmhost::server {
 
 namespace {
 
-enum class Route { kHealth, kModels, kModelsStatus, kInference, kStatus, kAdmin };
+enum class Route { kHealth, kModels, kModelsStatus, kInference, kStoredResponse, kStatus, kAdmin };
 
 struct RouteEntry {
   const char* method;
@@ -27,6 +27,8 @@ constexpr RouteEntry kRoutes[] = {
     {"POST", "/v1/completions", Route::kInference},
     {"POST", "/v1/messages", Route::kInference},
     {"POST", "/v1/messages/count_tokens", Route::kInference},
+    {"POST", "/v1/responses", Route::kInference},
+    {"GET", "/v1/responses/", Route::kStoredResponse},  // /v1/responses/{id}
     {"GET", "/api/status", Route::kStatus},
     {"GET", "/admin/api/models", Route::kAdmin},
     {"GET", "/admin/api/models/", Route::kAdmin},
@@ -206,6 +208,7 @@ void ApiServer::Handle(HttpRequest request, std::shared_ptr<ResponseWriter> writ
   switch (match->route) {
     case Route::kModels: HandleModels(*this, request, writer); break;
     case Route::kInference: HandleInference(*this, request, writer); break;
+    case Route::kStoredResponse: HandleStoredResponse(*this, request, writer); break;
     case Route::kStatus: HandleStatus(*this, request, writer); break;
     case Route::kModelsStatus: HandleModelsStatus(*this, request, writer); break;
     case Route::kAdmin: HandleAdmin(*this, request, writer); break;

@@ -9,6 +9,7 @@
 //   POST /v1/completions                 OpenAI text completions
 //   POST /v1/messages                    Anthropic Messages
 //   POST /v1/messages/count_tokens       Anthropic token count
+//   POST /v1/responses                   OpenAI Responses; GET /v1/responses/{id}: a stored one
 //   GET  /api/status                     memory, models, requests, HTTP and engine statistics
 //   /admin/api/...                       models (list, load, unload, unload-if-idle, pin,
 //                                        unpin, settings), reload (routes_admin.cpp)
@@ -38,6 +39,7 @@
 #include "server/generation_relay.h"
 #include "server/host_guard.h"
 #include "server/http_server.h"
+#include "server/response_store.h"
 #include "server/serve_settings.h"
 
 namespace llmhost::server {
@@ -64,6 +66,7 @@ class ApiServer {
   MemoryEnforcer* enforcer() { return enforcer_; }
   TieredBlockStore* kv_store() { return kv_store_; }
   Counters& counters() { return counters_; }
+  ResponseStore& responses() { return responses_; }
   HttpServerStats http_stats() const { return http_->stats(); }
   int64_t uptime_s() const;
   void AddRelay(const std::shared_ptr<GenerationRelay>& relay);
@@ -86,6 +89,7 @@ class ApiServer {
   std::unique_ptr<HttpServer> http_;
   std::chrono::steady_clock::time_point started_;
   Counters counters_;
+  ResponseStore responses_;  // the Responses API's stored responses
 
   mutable std::mutex mu_;
   std::condition_variable cv_;
@@ -97,6 +101,9 @@ class ApiServer {
 // Route handlers (routes_inference.cpp, routes_info.cpp).
 void HandleInference(ApiServer& server, const HttpRequest& request,
                      const std::shared_ptr<ResponseWriter>& writer);
+// routes_inference.cpp: GET /v1/responses/{id}.
+void HandleStoredResponse(ApiServer& server, const HttpRequest& request,
+                          const std::shared_ptr<ResponseWriter>& writer);
 void HandleModels(ApiServer& server, const HttpRequest& request,
                   const std::shared_ptr<ResponseWriter>& writer);
 void HandleStatus(ApiServer& server, const HttpRequest& request,

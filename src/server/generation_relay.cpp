@@ -53,7 +53,7 @@ ApiError SubmitError(const Status& st) {
 std::shared_ptr<GenerationRelay> GenerationRelay::Create(
     std::shared_ptr<ResponseWriter> writer, std::unique_ptr<ResponseFormatter> formatter,
     std::shared_ptr<ModelLease> lease, KeepAliveMode keepalive, ApiFlavor flavor,
-    std::function<void(const GenerationRelay*, const RelayStats&)> on_done) {
+    std::function<void(const GenerationRelay*, const RelayStats&)> on_done, OutputPlan plan) {
   std::shared_ptr<GenerationRelay> r(new GenerationRelay());
   r->writer_ = std::move(writer);
   r->formatter_ = std::move(formatter);
@@ -63,6 +63,7 @@ std::shared_ptr<GenerationRelay> GenerationRelay::Create(
   r->keepalive_ = keepalive;
   r->flavor_ = flavor;
   r->on_done_ = std::move(on_done);
+  r->plan_ = std::move(plan);
   return r;
 }
 
@@ -85,6 +86,7 @@ MaybeError GenerationRelay::Submit(GenerationRequest request) {
     // Held across Submit and the stream's start: an early event waits for it.
     std::lock_guard<std::mutex> lock(mu_);
     choices_.resize(static_cast<size_t>(std::max(1, request.choices)));
+    for (Choice& c : choices_) c.output = std::make_unique<ChoiceOutput>(plan_);
     if (abort_reason_ != AbortReason::kNone) {
       done_ = true;
       return AbortError(abort_reason_, false);
@@ -186,7 +188,11 @@ void GenerationRelay::OnEvent(RequestEvent ev) {
     c.started = true;
   }
   tokens_sent_ += static_cast<int64_t>(ev.token_ids.size());
-  if (!ev.text.empty() || !ev.logprobs.empty()) out += formatter_->Delta(index, ev.text, ConvertLogprobs(ev));
+  std::vector<OutputEvent> events = c.output->Feed(ev.text);
+  if (ev.finish != FinishReason::kNone) {
+    for (OutputEvent& e : c.output->Finish()) events.push_back(std::move(e));
+  }
+  if (!events.empty() || !ev.logprobs.empty()) out += formatter_->Events(index, events, ConvertLogprobs(ev));
   c.completion_tokens = ev.usage.completion_tokens;
   if (ev.finish != FinishReason::kNone) {
     c.done = true;

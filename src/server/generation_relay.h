@@ -1,7 +1,7 @@
 // GenerationRelay: carries one engine request's events, those of each of
 // its choices (OpenAI's `n`), to its HTTP client.
 //
-//   auto relay = GenerationRelay::Create(writer, formatter, lease, keepalive);
+//   auto relay = GenerationRelay::Create(writer, formatter, lease, keepalive, flavor, on_done, plan);
 //   if (MaybeError e = relay->Submit(std::move(request))) → answer e
 //
 // The response ends when every choice has; an error or abort of any choice
@@ -23,6 +23,9 @@
 // cancels the engine request. Tick() sends a keep-alive after 10 s of
 // silence (a long prefill).
 //
+// Each choice's text goes through its ChoiceOutput (the output parser, per
+// the request's OutputPlan) before the formatter sees it.
+//
 // Thread safety: the engine's executor only posts each event to the
 // connection's transport thread (ResponseWriter::Post), where it is
 // formatted and written and, after the final one, the lease is released;
@@ -38,6 +41,7 @@
 
 #include "engine/request.h"
 #include "pool/engine_pool.h"
+#include "server/choice_output.h"
 #include "server/http_types.h"
 #include "server/response_format.h"
 
@@ -57,7 +61,8 @@ class GenerationRelay : public std::enable_shared_from_this<GenerationRelay> {
                                                  std::unique_ptr<ResponseFormatter> formatter,
                                                  std::shared_ptr<ModelLease> lease,
                                                  KeepAliveMode keepalive, ApiFlavor flavor,
-                                                 std::function<void(const GenerationRelay*, const RelayStats&)> on_done);
+                                                 std::function<void(const GenerationRelay*, const RelayStats&)> on_done,
+                                                 OutputPlan plan = {});
 
   MaybeError Submit(GenerationRequest request);
   // Keep-alive when nothing was written for kKeepAliveInterval.
@@ -70,6 +75,7 @@ class GenerationRelay : public std::enable_shared_from_this<GenerationRelay> {
 
  private:
   struct Choice {
+    std::unique_ptr<ChoiceOutput> output;
     bool started = false;  // formatter Start() sent
     bool done = false;
     int64_t completion_tokens = 0;
@@ -93,6 +99,7 @@ class GenerationRelay : public std::enable_shared_from_this<GenerationRelay> {
   KeepAliveMode keepalive_ = KeepAliveMode::kChunk;
   ApiFlavor flavor_ = ApiFlavor::kOpenAI;
   std::function<void(const GenerationRelay*, const RelayStats&)> on_done_;
+  OutputPlan plan_;
 
   mutable std::mutex mu_;
   uint64_t engine_id_ = 0;

@@ -9,6 +9,7 @@
 #include "chat/template_kwargs.h"
 #include "engine/request.h"
 #include "engine/sampler.h"
+#include "server/reasoning_effort.h"
 #include "server/tool_schema.h"
 #include "util/json.h"
 
@@ -243,6 +244,7 @@ MaybeError ReadToolChoice(const OJson& body, InferenceRequest* out) {
   if (c.mode == ToolChoice::kRequired && names.empty()) {
     return BadRequest("'tool_choice' requires tools, but the request has none", "tool_choice");
   }
+  if (std::optional<std::string> why = ForcedToolChoiceProblem(c)) return BadRequest(*why, "tool_choice");
   return std::nullopt;
 }
 
@@ -254,6 +256,8 @@ MaybeError ReadParallelToolCalls(const OJson& body, InferenceRequest* out) {
 }
 
 }  // namespace
+
+OJson ToolArgumentsObject(const OJson& args) { return ToolArguments(args); }
 
 MaybeError ContentText(const OJson& content, const std::string& path, std::string* out) {
   out->clear();
@@ -386,6 +390,9 @@ MaybeError ParseChatCompletionsRequest(const OJson& body, InferenceRequest* out)
     }
     out->chat_template_kwargs = *kwargs;
   }
+  std::optional<std::string> effort;
+  RETURN_IF_API_ERROR(ReadString(body, "reasoning_effort", "", &effort));
+  if (effort) RETURN_IF_API_ERROR(ApplyReasoningEffort(*effort, "reasoning_effort", out));
   std::optional<bool> agp;
   RETURN_IF_API_ERROR(ReadBool(body, "add_generation_prompt", "", &agp));
   out->add_generation_prompt = agp.value_or(true);

@@ -26,6 +26,10 @@ MaybeError ParseCompletionsRequest(const OJson& body, InferenceRequest* out);
 // the models served are text-only). `path` names the field.
 MaybeError ContentText(const OJson& content, const std::string& path, std::string* out);
 
+// Tool-call arguments as templates expect them: a JSON string holding an
+// object becomes that object; other strings stay strings; null is {}.
+OJson ToolArgumentsObject(const OJson& args);
+
 // Sampling fields shared by the OpenAI routes (not logprobs, whose form differs).
 MaybeError ReadOpenAISampling(const OJson& body, SamplingRequest* s);
 

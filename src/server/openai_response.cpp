@@ -66,9 +66,17 @@ std::string ErrorEvent(const ApiError& e) {
   return SseData(ErrorJson(e, ApiFlavor::kOpenAI)) + SseData("[DONE]");
 }
 
+struct CallState {
+  std::string id, name, arguments;
+  bool discarded = false;  // malformed after it started: its markup became content
+};
+
 // What one choice has produced (non-streaming) and how it ended.
 struct ChoiceState {
   std::string text;
+  std::string reasoning;
+  std::vector<CallState> calls;  // by API index
+  bool called = false;           // a tool call was made (finish_reason tool_calls)
   Json chat_logprobs = Json::array();
   CompletionLogprobs completion_logprobs;
   int64_t offset = 0;  // completions' text_offset
@@ -88,10 +96,11 @@ class OpenAIFormatter : public ResponseFormatter {
     return Chunk(choice, Json{{"role", "assistant"}, {"content", ""}}, Json(), nullptr);
   }
 
-  std::string Delta(int choice, const std::string& text, const std::vector<TokenLogprob>& lps) override {
+  std::string Events(int choice, const std::vector<OutputEvent>& events,
+                     const std::vector<TokenLogprob>& lps) override {
     ChoiceState& c = At(choice);
     if (!stream_) {
-      c.text += text;
+      for (const OutputEvent& e : events) Accumulate(c, e);
       if (meta_.logprobs) {
         if (chat_) {
           for (auto& e : ChatLogprobEntries(lps)) c.chat_logprobs.push_back(std::move(e));
@@ -101,9 +110,8 @@ class OpenAIFormatter : public ResponseFormatter {
       }
       return "";
     }
-    if (text.empty() && (lps.empty() || !meta_.logprobs)) return "";
     Json lp;
-    if (meta_.logprobs) {
+    if (meta_.logprobs && !lps.empty()) {
       if (chat_) {
         lp = Json{{"content", ChatLogprobEntries(lps)}};
       } else {
@@ -112,12 +120,49 @@ class OpenAIFormatter : public ResponseFormatter {
         lp = piece.ToJson();
       }
     }
-    return Chunk(choice, chat_ ? Json{{"content", text}} : Json(text), lp, nullptr);
+    std::string out;
+    // The logprobs ride on the first chunk of the token's events.
+    auto chunk = [&](Json delta) {
+      out += Chunk(choice, std::move(delta), lp, nullptr);
+      lp = Json();
+    };
+    for (size_t i = 0; i < events.size(); ++i) {
+      const OutputEvent& e = events[i];
+      Accumulate(c, e);
+      if (!chat_) {
+        if (e.kind == OutputEvent::Kind::kContent) chunk(Json(e.text));
+        continue;
+      }
+      switch (e.kind) {
+        case OutputEvent::Kind::kContent:
+        case OutputEvent::Kind::kReasoning: {
+          // Adjacent text of one kind goes in one chunk.
+          std::string text = e.text;
+          while (i + 1 < events.size() && events[i + 1].kind == e.kind) text += events[++i].text;
+          chunk(Json{{e.kind == OutputEvent::Kind::kContent ? "content" : "reasoning_content", text}});
+          break;
+        }
+        case OutputEvent::Kind::kToolCallStart:
+          chunk(Json{{"tool_calls", Json::array({Json{{"index", e.index},
+                                                      {"id", e.id},
+                                                      {"type", "function"},
+                                                      {"function", {{"name", e.name}, {"arguments", ""}}}}})}});
+          break;
+        case OutputEvent::Kind::kToolCallArguments:
+          chunk(Json{{"tool_calls", Json::array({Json{{"index", e.index}, {"function", {{"arguments", e.text}}}}})}});
+          break;
+        default:  // a call's end says nothing; a discarded call cannot be taken back
+          break;
+      }
+    }
+    if (!lp.is_null()) chunk(chat_ ? Json{{"content", ""}} : Json(""));
+    return out;
   }
 
   std::string FinishChoice(int choice, FinishReason reason, const std::string&) override {
     ChoiceState& c = At(choice);
     c.finish_reason = OpenAIFinishReason(reason);
+    if (c.called && reason != FinishReason::kLength) c.finish_reason = "tool_calls";
     if (!stream_) return "";
     return Chunk(choice, chat_ ? Json::object() : Json(""), Json(), c.finish_reason);
   }
@@ -129,7 +174,7 @@ class OpenAIFormatter : public ResponseFormatter {
         const ChoiceState& c = choices_[i];
         Json choice = {{"index", i}};
         if (chat_) {
-          choice["message"] = {{"role", "assistant"}, {"content", c.text}};
+          choice["message"] = MessageJson(c);
           choice["logprobs"] = meta_.logprobs ? Json{{"content", c.chat_logprobs}} : Json();
         } else {
           choice["text"] = c.text;
@@ -163,6 +208,42 @@ class OpenAIFormatter : public ResponseFormatter {
 
  private:
   ChoiceState& At(int choice) { return choices_.at(static_cast<size_t>(choice)); }
+
+  static void Accumulate(ChoiceState& c, const OutputEvent& e) {
+    switch (e.kind) {
+      case OutputEvent::Kind::kContent: c.text += e.text; break;
+      case OutputEvent::Kind::kReasoning: c.reasoning += e.text; break;
+      case OutputEvent::Kind::kToolCallStart:
+        if (c.calls.size() <= e.index) c.calls.resize(e.index + 1);
+        c.calls[e.index].id = e.id;
+        c.calls[e.index].name = e.name;
+        break;
+      case OutputEvent::Kind::kToolCallArguments:
+        if (e.index < c.calls.size()) c.calls[e.index].arguments += e.text;
+        break;
+      case OutputEvent::Kind::kToolCallEnd: c.called = true; break;
+      case OutputEvent::Kind::kToolCallDiscarded:
+        if (e.index < c.calls.size()) c.calls[e.index].discarded = true;
+        break;
+    }
+  }
+
+  // A chat message: content (null beside tool calls when there is none),
+  // reasoning_content and tool_calls when there are any.
+  static Json MessageJson(const ChoiceState& c) {
+    Json calls = Json::array();
+    for (const CallState& call : c.calls) {
+      if (call.discarded || call.name.empty()) continue;
+      calls.push_back({{"id", call.id},
+                       {"type", "function"},
+                       {"function", {{"name", call.name}, {"arguments", call.arguments}}}});
+    }
+    Json m = {{"role", "assistant"}};
+    m["content"] = c.text.empty() && !calls.empty() ? Json() : Json(c.text);
+    if (!c.reasoning.empty()) m["reasoning_content"] = c.reasoning;
+    if (!calls.empty()) m["tool_calls"] = std::move(calls);
+    return m;
+  }
   const char* ChunkObject() const { return chat_ ? "chat.completion.chunk" : "text_completion"; }
   Json Base(const char* object) const {
     return Json{{"id", meta_.id}, {"object", object}, {"created", meta_.created}, {"model", meta_.model}};

@@ -47,7 +47,7 @@ MaybeError RenderChat(const InferenceRequest& request, const ServedModel& model,
 }
 
 MaybeError BuildPromptIds(const InferenceRequest& request, const ServedModel& model,
-                          std::vector<int32_t>* ids) {
+                          std::vector<int32_t>* ids, std::string* rendered) {
   const Tokenizer& tok = *model.tokenizer;
   switch (request.prompt_kind) {
     case PromptKind::kChat: {
@@ -56,6 +56,7 @@ MaybeError BuildPromptIds(const InferenceRequest& request, const ServedModel& mo
       // The template writes BOS itself where the family has one (as
       // transformers' apply_chat_template, which encodes without specials).
       *ids = tok.Encode(text, /*add_special=*/false);
+      if (rendered) *rendered = std::move(text);
       break;
     }
     case PromptKind::kText:

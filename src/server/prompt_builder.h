@@ -19,8 +19,9 @@ namespace llmhost::server {
 // the template fails (its message), the prompt is empty, a token id is out
 // of the vocabulary, or the prompt does not fit the context:
 // "Prompt too long: N tokens exceeds max context window of M tokens".
+// `text`, when given, receives the rendered chat prompt ("" for other kinds).
 MaybeError BuildPromptIds(const InferenceRequest& request, const ServedModel& model,
-                          std::vector<int32_t>* ids);
+                          std::vector<int32_t>* ids, std::string* text = nullptr);
 
 // The chat template's text for a chat request (for tests and count_tokens).
 MaybeError RenderChat(const InferenceRequest& request, const ServedModel& model, std::string* text);

@@ -6,7 +6,11 @@
 //   Start(c, usage)         choice c's prefill done, its first token on the way
 //                           (OpenAI: c's role chunk; Anthropic: message_start
 //                           + content_block_start)
-//   Delta(c, text, lp)      new text of choice c (and the logprobs behind it)
+//   Events(c, events, lp)   what choice c's new text became (chat/output_parser.h:
+//                           content, reasoning, tool-call start / arguments /
+//                           end / discarded; ChoiceOutput numbers the calls)
+//                           and the logprobs behind it; Delta(c, text, lp) is
+//                           plain content
 //   FinishChoice(c, r, s)   choice c ended (OpenAI: its finish_reason chunk)
 //   End(usage)              every choice ended: usage, [DONE] / message_stop
 // Choices interleave in any order. Non-streaming formatters accumulate and
@@ -15,10 +19,14 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
+#include "chat/output_parser.h"
 #include "engine/request.h"
 #include "server/api_error.h"
 
@@ -58,8 +66,15 @@ class ResponseFormatter {
   virtual ~ResponseFormatter() = default;
   virtual bool streaming() const = 0;
   virtual std::string Start(int choice, const GenerationUsage& usage) = 0;
-  virtual std::string Delta(int choice, const std::string& text, const std::vector<TokenLogprob>& logprobs) = 0;
-  // `reason`: the engine's (engine/request.h) kStop, kStopString or kLength.
+  virtual std::string Events(int choice, const std::vector<OutputEvent>& events,
+                             const std::vector<TokenLogprob>& logprobs) = 0;
+  std::string Delta(int choice, const std::string& text, const std::vector<TokenLogprob>& logprobs) {
+    std::vector<OutputEvent> events;
+    if (!text.empty()) events.push_back(OutputEvent{OutputEvent::Kind::kContent, 0, text, "", ""});
+    return Events(choice, events, logprobs);
+  }
+  // `reason`: the engine's (engine/request.h) kStop, kStopString or kLength;
+  // a choice that made tool calls and stopped reports tool_calls / tool_use.
   virtual std::string FinishChoice(int choice, FinishReason reason, const std::string& stop_string) = 0;
   // `usage`: the prompt once, the completion tokens of every choice.
   virtual std::string End(const GenerationUsage& usage) = 0;
@@ -72,6 +87,15 @@ class ResponseFormatter {
 std::unique_ptr<ResponseFormatter> MakeChatCompletionsFormatter(const ResponseMeta& meta, bool stream);
 std::unique_ptr<ResponseFormatter> MakeCompletionsFormatter(const ResponseMeta& meta, bool stream);
 std::unique_ptr<ResponseFormatter> MakeMessagesFormatter(const ResponseMeta& meta, bool stream);
+
+// OpenAI Responses (responses_response.cpp). `echo`: the request fields the
+// response object repeats (InferenceRequest::responses_echo). `on_complete`
+// (may be empty) gets the final response object and the output as one chat
+// assistant message (content, reasoning_content, tool_calls), to be stored.
+using ResponseCompleted = std::function<void(const nlohmann::ordered_json& response,
+                                             const nlohmann::ordered_json& assistant_message)>;
+std::unique_ptr<ResponseFormatter> MakeResponsesFormatter(const ResponseMeta& meta, bool stream,
+                                                          nlohmann::ordered_json echo, ResponseCompleted on_complete);
 
 // A random id: prefix + 24 hex digits.
 std::string NewResponseId(const std::string& prefix);

@@ -1,5 +1,6 @@
 // POST /v1/chat/completions, /v1/completions, /v1/messages,
-// /v1/messages/count_tokens: parse → model → prompt ids → engine → relay.
+// /v1/messages/count_tokens, /v1/responses: parse → model → prompt ids →
+// engine → relay; GET /v1/responses/{id}: a stored response.
 #include <atomic>
 #include <chrono>
 #include <ctime>
@@ -7,27 +8,44 @@
 #include "server/anthropic_request.h"
 #include "server/api_server.h"
 #include "server/openai_request.h"
+#include "server/output_plan.h"
 #include "server/pool_errors.h"
 #include "server/prompt_builder.h"
+#include "server/responses_request.h"
 #include "util/log.h"
 
 namespace llmhost::server {
 
 namespace {
 
-MaybeError ParseRequest(const HttpRequest& request, const OJson& body, InferenceRequest* out) {
+MaybeError ParseRequest(const HttpRequest& request, const OJson& body, const ResponseStore& store,
+                        InferenceRequest* out) {
   const std::string& path = request.path;
   if (path == "/v1/chat/completions") return ParseChatCompletionsRequest(body, out);
+  if (path == "/v1/responses") return ParseResponsesRequest(body, store, out);
   if (path == "/v1/completions") return ParseCompletionsRequest(body, out);
   const std::string_view beta = request.Header("anthropic-beta");
   if (path == "/v1/messages") return ParseMessagesRequest(body, /*count_only=*/false, out, beta);
   return ParseMessagesRequest(body, /*count_only=*/true, out, beta);
 }
 
-std::unique_ptr<ResponseFormatter> MakeFormatter(const InferenceRequest& r, const ResponseMeta& meta) {
+std::unique_ptr<ResponseFormatter> MakeFormatter(const InferenceRequest& r, const ResponseMeta& meta,
+                                                 ResponseStore* store) {
   switch (r.api) {
     case ApiKind::kChatCompletions: return MakeChatCompletionsFormatter(meta, r.stream);
     case ApiKind::kCompletions: return MakeCompletionsFormatter(meta, r.stream);
+    case ApiKind::kResponses: {
+      ResponseCompleted on_complete;
+      if (r.responses_echo.value("store", true)) {
+        // Kept for GET /v1/responses/{id} and previous_response_id.
+        on_complete = [store, id = meta.id, conversation = r.responses_conversation](
+                          const OJson& response, const OJson& assistant) mutable {
+          conversation.push_back(assistant);
+          store->Put(id, StoredResponse{response, std::move(conversation)});
+        };
+      }
+      return MakeResponsesFormatter(meta, r.stream, r.responses_echo, std::move(on_complete));
+    }
     default: return MakeMessagesFormatter(meta, r.stream);
   }
 }
@@ -36,6 +54,7 @@ const char* IdPrefix(ApiKind api) {
   switch (api) {
     case ApiKind::kChatCompletions: return "chatcmpl-";
     case ApiKind::kCompletions: return "cmpl-";
+    case ApiKind::kResponses: return "resp_";
     default: return "msg_";
   }
 }
@@ -55,7 +74,8 @@ void ContinueInference(ApiServer& server, const std::string& path, InferenceRequ
   const ServedModel& model = *lease->served();
   ApplyModelSettings(lease->settings(), &req);
   std::vector<int32_t> ids;
-  if (MaybeError e = BuildPromptIds(req, model, &ids)) return fail(*e);
+  std::string prompt_text;
+  if (MaybeError e = BuildPromptIds(req, model, &ids, &prompt_text)) return fail(*e);
 
   if (req.api == ApiKind::kCountTokens) {
     HttpResponse r;
@@ -80,6 +100,7 @@ void ContinueInference(ApiServer& server, const std::string& path, InferenceRequ
   const size_t n_prompt = ids.size();
   GenerationRequest gen = MakeGenerationRequest(req, model, std::move(ids));
   gen.choices = req.choices;
+  OutputPlan plan = PlanOutput(req, model, lease->settings(), prompt_text, &gen);
 
   ApiServer* srv = &server;
   auto on_done = [srv, path, t0](const GenerationRelay* relay, const RelayStats& s) {
@@ -95,8 +116,8 @@ void ContinueInference(ApiServer& server, const std::string& path, InferenceRequ
                       << static_cast<int64_t>(ms) << " ms");
     srv->RemoveRelay(relay);
   };
-  auto relay = GenerationRelay::Create(writer, MakeFormatter(req, meta), std::move(lease),
-                                       server.settings().sse_keepalive, flavor, on_done);
+  auto relay = GenerationRelay::Create(writer, MakeFormatter(req, meta, &server.responses()), std::move(lease),
+                                       server.settings().sse_keepalive, flavor, on_done, std::move(plan));
   server.AddRelay(relay);
   if (MaybeError e = relay->Submit(std::move(gen))) {
     server.RemoveRelay(relay.get());
@@ -117,7 +138,7 @@ void HandleInference(ApiServer& server, const HttpRequest& request,
   OJson body;
   if (MaybeError e = ParseJsonObject(request.body, &body)) return fail(*e);
   InferenceRequest req;
-  if (MaybeError e = ParseRequest(request, body, &req)) return fail(*e);
+  if (MaybeError e = ParseRequest(request, body, server.responses(), &req)) return fail(*e);
   body = OJson();  // the parsed request holds what is needed
 
   // The model may have to load, or wait for memory that busy models hold:
@@ -142,6 +163,21 @@ void HandleInference(ApiServer& server, const HttpRequest& request,
       ContinueInference(*srv, path, std::move(*cont), t0, writer, std::move(*granted));
     });
   }));
+}
+
+void HandleStoredResponse(ApiServer& server, const HttpRequest& request,
+                          const std::shared_ptr<ResponseWriter>& writer) {
+  const std::string id = request.path.substr(std::string_view("/v1/responses/").size());
+  std::optional<StoredResponse> stored = id.empty() ? std::nullopt : server.responses().Get(id);
+  if (!stored) {
+    return writer->Send(ErrorResponse(
+        ErrorWithStatus(404, "No response with id '" + id + "' is stored (responses are kept in memory, the most "
+                                 "recent " + std::to_string(ResponseStore::kMaxResponses) + ", when sent with store)"),
+        ApiFlavor::kOpenAI));
+  }
+  HttpResponse r;
+  r.body = stored->response.dump(-1, ' ', false, OJson::error_handler_t::replace);
+  writer->Send(std::move(r));
 }
 
 }  // namespace llmhost::server

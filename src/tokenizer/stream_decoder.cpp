@@ -1,5 +1,6 @@
 #include "tokenizer/stream_decoder.h"
 
+#include <algorithm>
 #include <span>
 
 #include "util/utf8.h"
@@ -16,11 +17,24 @@ bool EndsIncomplete(const std::string& s) {
 }
 }  // namespace
 
-StreamDecoder::StreamDecoder(const Tokenizer& tokenizer, bool skip_special)
-    : tokenizer_(tokenizer), skip_special_(skip_special) {}
+StreamDecoder::StreamDecoder(const Tokenizer& tokenizer, bool skip_special, std::vector<TokenId> keep_special)
+    : tokenizer_(tokenizer), skip_special_(skip_special), keep_special_(std::move(keep_special)) {
+  std::sort(keep_special_.begin(), keep_special_.end());
+}
 
 std::string StreamDecoder::DecodeRange(size_t begin, size_t end) const {
-  return tokenizer_.Decode(std::span<const TokenId>(ids_.data() + begin, end - begin), skip_special_);
+  std::span<const TokenId> ids(ids_.data() + begin, end - begin);
+  if (!skip_special_ || keep_special_.empty()) return tokenizer_.Decode(ids, skip_special_);
+  // Dropping the other special ids first and decoding the rest with
+  // specials is what skip_special does, less the kept ones.
+  std::vector<TokenId> kept;
+  kept.reserve(ids.size());
+  for (TokenId id : ids) {
+    if (!tokenizer_.IsSpecial(id) || std::binary_search(keep_special_.begin(), keep_special_.end(), id)) {
+      kept.push_back(id);
+    }
+  }
+  return tokenizer_.Decode(kept, /*skip_special=*/false);
 }
 
 std::string StreamDecoder::Delta(const std::string& prefix_text, const std::string& new_text) const {

@@ -26,8 +26,10 @@ namespace llmhost {
 
 class StreamDecoder {
  public:
-  // `tokenizer` must outlive this object.
-  StreamDecoder(const Tokenizer& tokenizer, bool skip_special);
+  // `tokenizer` must outlive this object. With `skip_special`, special ids
+  // in `keep_special` are decoded all the same: tool-call and think markup
+  // that the output parser must see (`<tool_call>`, `<|tool_calls_begin|>`).
+  StreamDecoder(const Tokenizer& tokenizer, bool skip_special, std::vector<TokenId> keep_special = {});
 
   // Appends one id; returns the newly finalized text (possibly empty).
   std::string Add(TokenId id);
@@ -45,6 +47,7 @@ class StreamDecoder {
 
   const Tokenizer& tokenizer_;
   bool skip_special_;
+  std::vector<TokenId> keep_special_;  // sorted
   std::vector<TokenId> ids_;
   size_t prefix_ = 0;  // start of the left-context window
   size_t read_ = 0;    // ids before this index have been emitted

@@ -74,7 +74,14 @@ TEST(SynthCommandTest, BadOptionsExitOneWithAMessage) {
        "'num_hidden_layers' is missing"},
       {{"--arch", "llama", "--config", kConfig, "--dtype", "mlx4", "--group-size", "128"},
        "hidden_size 64 is not a multiple of the MLX group size 128"},
+      {{"--arch", "llama", "--dtype", "bf16"}, "--config is required"},
+      {{"--arch", "scripted"}, "--arch scripted needs --script FILE"},
+      {{"--arch", "scripted", "--script", dir + "/bad.json"}, "replies[0].text: expected a string"},
+      {{"--arch", "scripted", "--script", dir + "/bad.json", "--dtype", "bf16"}, "takes no --config or --dtype"},
+      {{"--arch", "llama", "--config", kConfig, "--dtype", "bf16", "--script", dir + "/bad.json"},
+       "--script is for --arch scripted"},
   };
+  ASSERT_TRUE(WriteFileAtomic(dir + "/bad.json", R"({"replies": [{"when": "x"}]})").ok());
   for (const Case& c : cases) {
     std::vector<std::string> args = {"synth-model"};
     args.insert(args.end(), c.args.begin(), c.args.end());
@@ -84,6 +91,31 @@ TEST(SynthCommandTest, BadOptionsExitOneWithAMessage) {
     EXPECT_THAT(r.err, HasSubstr(c.message));
   }
   EXPECT_FALSE(FileExists(out));
+  std::filesystem::remove_all(dir);
+}
+
+TEST(SynthCommandTest, ScriptedModelDirectory) {
+  const std::string dir = testing::MakeTempDir();
+  ASSERT_TRUE(WriteFileAtomic(dir + "/script.json", R"({"replies": [{"text": "hi"}]})").ok());
+  auto r = Llmhost({"synth-model", "--arch", "scripted", "--script", dir + "/script.json", "--out", dir + "/m"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  for (const char* f : {"config.json", "model.safetensors", "tokenizer.json", "chat_template.jinja", "script.json"}) {
+    EXPECT_TRUE(FileExists(dir + "/m/" + f)) << f;
+  }
+  auto config = ReadFileToString(dir + "/m/config.json");
+  ASSERT_TRUE(config.ok());
+  EXPECT_THAT(*config, HasSubstr("\"llmhost_scripted\""));
+  // The template's markers choose the Hermes format with reasoning.
+  ASSERT_TRUE(WriteFileAtomic(dir + "/out.txt",
+                              "<think>\nplan\n</think>\n\nok\n<tool_call>\n{\"name\": \"f\", \"arguments\": {}}\n</tool_call>")
+                  .ok());
+  auto parsed = Llmhost({"parse-output", "--model", dir + "/m", "--text-file", dir + "/out.txt"});
+  ASSERT_EQ(parsed.exit_code, 0) << parsed.err;
+  auto j = nlohmann::json::parse(parsed.out);
+  EXPECT_EQ(j["reasoning_content"], "plan");
+  EXPECT_EQ(j["content"], "ok");
+  ASSERT_EQ(j["tool_calls"].size(), 1u);
+  EXPECT_EQ(j["tool_calls"][0]["name"], "f");
   std::filesystem::remove_all(dir);
 }
 

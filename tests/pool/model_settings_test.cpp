@@ -218,5 +218,25 @@ TEST(ModelSettings, DeviceNamesTheCpuOrAGpu) {
   }
 }
 
+TEST(ModelSettings, ToolParserNamesAnOutputFormat) {
+  for (const char* ok : {"hermes", "qwen3_coder", "harmony", "none"}) {
+    auto s = ApplyModelSettingsJson(ModelSettings(), Json{{"tool_parser", ok}});
+    ASSERT_TRUE(s.ok()) << ok << ": " << s.status().ToString();
+    EXPECT_EQ(*s->tool_parser, ok);
+    EXPECT_EQ(ModelSettingsToJson(*s)["tool_parser"], ok);
+    EXPECT_EQ(s->RuntimeKey(), ModelSettings().RuntimeKey()) << "applied per request: no reload";
+  }
+  ModelSettings set;
+  set.tool_parser = "hermes";
+  EXPECT_FALSE(ApplyModelSettingsJson(set, Json{{"tool_parser", "auto"}})->tool_parser.has_value());
+  EXPECT_FALSE(ApplyModelSettingsJson(set, Json{{"tool_parser", nullptr}})->tool_parser.has_value());
+  auto bad = ApplyModelSettingsJson(ModelSettings(), Json{{"tool_parser", "hermes2"}});
+  ASSERT_FALSE(bad.ok());
+  // The error names the field and lists the valid names.
+  EXPECT_NE(bad.status().message().find("tool_parser"), std::string::npos) << bad.status().message();
+  EXPECT_NE(bad.status().message().find("qwen3_coder"), std::string::npos) << bad.status().message();
+  EXPECT_FALSE(ApplyModelSettingsJson(ModelSettings(), Json{{"tool_parser", 3}}).ok());
+}
+
 }  // namespace
 }  // namespace llmhost

@@ -243,12 +243,20 @@ TEST(OpenAIChat, ToolChoiceDecidesWhichToolsTheModelSees) {
   };
   EXPECT_EQ(parse("").tools.size(), 2u);
   EXPECT_EQ(parse(R"("auto")").tools.size(), 2u);
-  EXPECT_EQ(parse(R"("required")").tools.size(), 2u);
-  EXPECT_EQ(parse(R"("required")").tool_choice.mode, ToolChoice::kRequired);
   EXPECT_TRUE(parse(R"("none")").tools.is_null()) << "tool_choice none: the model is not shown the tools";
-  InferenceRequest named = parse(R"({"type": "function", "function": {"name": "g"}})");
-  ASSERT_EQ(named.tools.size(), 1u);
-  EXPECT_EQ(named.tools[0]["function"]["name"], "g");
+  // Forcing a call needs constrained decoding (issue 16): a 400 that says so.
+  for (const char* forced : {R"("required")", R"({"type": "function", "function": {"name": "g"}})",
+                             R"({"type": "allowed_tools", "allowed_tools": {"mode": "required", "tools": [{"type": "function", "function": {"name": "f"}}]}})"}) {
+    InferenceRequest r;
+    MaybeError e = ParseChatCompletionsRequest(
+        OJson::parse(R"({"model": "m", "messages": [{"role": "user", "content": "x"}], )" + tools +
+                     ", \"tool_choice\": " + forced + "}"),
+        &r);
+    ASSERT_TRUE(e) << forced;
+    EXPECT_EQ(e->status, 400);
+    EXPECT_EQ(e->param, "tool_choice");
+    EXPECT_NE(e->message.find("constrained decoding"), std::string::npos) << e->message;
+  }
   InferenceRequest allowed = parse(
       R"({"type": "allowed_tools", "allowed_tools": {"mode": "auto", "tools": [{"type": "function", "function": {"name": "f"}}]}})");
   ASSERT_EQ(allowed.tools.size(), 1u);
@@ -416,6 +424,31 @@ TEST(AnthropicMessages, Errors) {
   EXPECT_FALSE(ParseMessagesRequest(J(R"({"model": "m", "max_tokens": 4000, "messages": [{"role": "user", "content": "x"}],
                                           "thinking": {"type": "enabled", "budget_tokens": 1024}})"),
                                     false, &ok));
+  EXPECT_EQ(ok.reasoning_budget, 1024) << "the engine closes the think block at the budget";
+  // Adaptive thinking: output_config.effort's budget (high by default); disabled: none.
+  for (const auto& [config, budget] : std::vector<std::pair<std::string, std::optional<int64_t>>>{
+           {"", 16384}, {R"(, "output_config": {"effort": "low"})", 1024},
+           {R"(, "output_config": {"effort": "medium"})", 4096}, {R"(, "output_config": {"effort": "high"})", 16384},
+           {R"(, "output_config": {"effort": "max"})", std::nullopt}}) {
+    InferenceRequest a;
+    MaybeError e = ParseMessagesRequest(
+        OJson::parse(R"({"model": "m", "max_tokens": 32000, "messages": [{"role": "user", "content": "x"}],
+                         "thinking": {"type": "adaptive"})" + config + "}"),
+        false, &a);
+    ASSERT_FALSE(e) << config << ": " << e->message;
+    EXPECT_EQ(a.reasoning_budget, budget) << config;
+  }
+  InferenceRequest off;
+  EXPECT_FALSE(ParseMessagesRequest(J(R"({"model": "m", "max_tokens": 8, "messages": [{"role": "user", "content": "x"}],
+                                           "thinking": {"type": "disabled"}, "output_config": {"effort": "low"}})"),
+                                    false, &off));
+  EXPECT_FALSE(off.reasoning_budget.has_value());
+  InferenceRequest bad_effort;
+  MaybeError be = ParseMessagesRequest(J(R"({"model": "m", "max_tokens": 8, "messages": [{"role": "user", "content": "x"}],
+                                             "thinking": {"type": "adaptive"}, "output_config": {"effort": "extreme"}})"),
+                                       false, &bad_effort);
+  ASSERT_TRUE(be);
+  EXPECT_EQ(be->param, "output_config.effort");
   // Blocks with nothing for a local model are skipped; an empty user turn stays a turn.
   InferenceRequest skipped;
   MaybeError e = ParseMessagesRequest(J(R"({"model": "m", "max_tokens": 8, "messages": [
@@ -432,11 +465,14 @@ TEST(AnthropicMessages, Errors) {
                                                  two_tools + R"(, "tool_choice": {"type": "none"}})"),
                                     false, &none));
   EXPECT_TRUE(none.tools.is_null());
-  ASSERT_FALSE(ParseMessagesRequest(OJson::parse(R"({"model": "m", "max_tokens": 8, "messages": [{"role": "user", "content": "x"}], )" +
-                                                 two_tools + R"(, "tool_choice": {"type": "tool", "name": "b"}})"),
-                                    false, &one));
-  ASSERT_EQ(one.tools.size(), 1u);
-  EXPECT_EQ(one.tools[0]["function"]["name"], "b");
+  for (const char* forced : {R"({"type": "tool", "name": "b"})", R"({"type": "any"})"}) {
+    MaybeError e = ParseMessagesRequest(OJson::parse(R"({"model": "m", "max_tokens": 8, "messages": [{"role": "user", "content": "x"}], )" +
+                                                     two_tools + R"(, "tool_choice": )" + forced + "}"),
+                                        false, &one);
+    ASSERT_TRUE(e) << forced << ": forcing a call needs constrained decoding";
+    EXPECT_EQ(e->param, "tool_choice");
+    EXPECT_NE(e->message.find("constrained decoding"), std::string::npos) << e->message;
+  }
 }
 
 // The real Claude Code requests of ../shared/clients parse, with their tools

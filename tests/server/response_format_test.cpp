@@ -148,8 +148,12 @@ TEST(CompletionFormat, BodyStreamAndLogprobs) {
 
 TEST(MessagesFormat, StreamEventsInOrder) {
   auto f = MakeMessagesFormatter(Meta(), true);
-  std::string sse = f->KeepAlive(KeepAliveMode::kChunk) + f->Start(0, {100, 64, 0}) + f->Delta(0, "Hi", {}) +
-                    f->Delta(0, " there", {}) + Finish(*f, FinishReason::kStop, 100, 64, 3);
+  // One statement per call: the formatter's state orders its output.
+  std::string sse = f->KeepAlive(KeepAliveMode::kChunk);
+  sse += f->Start(0, {100, 64, 0});
+  sse += f->Delta(0, "Hi", {});
+  sse += f->Delta(0, " there", {});
+  sse += Finish(*f, FinishReason::kStop, 100, 64, 3);
   auto ev = Events(sse);
   std::vector<std::string> names;
   for (auto& [e, d] : ev) {
