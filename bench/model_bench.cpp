@@ -217,10 +217,12 @@ double DeviceCopyBandwidthGBs(const std::string& device, int reps) {
   return best;
 }
 
-// With --matmul-shapes on a GPU: each bf16 MatMul shape of the model alone
-// (random weights), at one generated row (GB/s of weight read, against the
-// copy bandwidth) and at 512 prompt rows (TFLOP/s), best of 20 launches.
-void MatMulShapes(const ModelSpec& spec, Precision precision, const std::string& device, double copy_gbs) {
+// With --matmul-shapes on a GPU: each MatMul shape of the model alone
+// (random weights, bf16 and MLX 4-bit g64), at one generated row (GB/s of
+// weight read, against the copy bandwidth) and at 512 prompt rows (TFLOP/s),
+// best of 20 launches.
+void MatMulShapes(const ModelSpec& spec, Precision precision, const std::string& device, double copy_gbs,
+                  bool mlx4) {
   auto dspec = ParseDevice(device);
   Check(dspec.status(), "--device");
   auto backend = MakeBackend(*dspec, precision, nullptr);
@@ -232,19 +234,34 @@ void MatMulShapes(const ModelSpec& spec, Precision precision, const std::string&
   } shapes[] = {{"q / o", spec.q_dim(), spec.hidden}, {"k / v", spec.kv_dim(), spec.hidden},
                 {"gate / up", spec.intermediate, spec.hidden}, {"down", spec.hidden, spec.intermediate},
                 {"head", spec.vocab, spec.hidden}};
-  std::printf("\nbf16 MatMul shapes alone (%s, best of 20):\n\n", PrecisionName(precision));
+  std::printf("\n%s MatMul shapes alone (%s, best of 20):\n\n", mlx4 ? "MLX 4-bit g64" : "bf16",
+              PrecisionName(precision));
   std::printf("| matrix | rows x cols | 1 generated row: us | GB/s | of copy bw | 512 prompt rows: us | TFLOP/s |\n");
   std::printf("|---|---|---|---|---|---|---|\n");
   std::mt19937 rng(3);
   for (const auto& sh : shapes) {
     if (sh.rows <= 0 || sh.cols <= 0) continue;
-    std::vector<uint16_t> host(static_cast<size_t>(sh.rows * sh.cols));
-    for (uint16_t& v : host) v = static_cast<uint16_t>((0x3C00 + (rng() & 0x7F)) | ((rng() & 1) << 15));  // |w| in [2^-7, 2^-6)
+    // bf16: |w| in [2^-7, 2^-6); MLX 4-bit: random nibbles, bf16 scales and biases of that size.
+    const int64_t groups = sh.cols / 64;
+    std::vector<uint16_t> host(static_cast<size_t>(mlx4 ? 2 * sh.rows * groups : sh.rows * sh.cols));
+    for (uint16_t& v : host) v = static_cast<uint16_t>((0x3C00 + (rng() & 0x7F)) | ((rng() & 1) << 15));
+    std::vector<uint32_t> packed(static_cast<size_t>(mlx4 ? sh.rows * sh.cols / 8 : 0));
+    for (uint32_t& v : packed) v = static_cast<uint32_t>(rng());
     WeightMatrix hw;
-    hw.format = WeightFormat::kBF16;
     hw.rows = sh.rows;
     hw.cols = sh.cols;
-    hw.data = host.data();
+    if (mlx4) {
+      hw.format = WeightFormat::kMlxAffine;
+      hw.bits = 4;
+      hw.group_size = 64;
+      hw.data = packed.data();
+      hw.scales = host.data();
+      hw.biases = host.data() + sh.rows * groups;
+      hw.scale_dtype = DType::kBF16;
+    } else {
+      hw.format = WeightFormat::kBF16;
+      hw.data = host.data();
+    }
     auto w = b.PrepareWeight(hw);
     Check(w.status(), "matmul shapes: weight");
     const int64_t n_max = 512;
@@ -268,7 +285,8 @@ void MatMulShapes(const ModelSpec& spec, Precision precision, const std::string&
       return best;
     };
     const double t1 = time(1, RowKind::kGenerated), t512 = time(n_max, RowKind::kPrompt);
-    const double bytes = 2.0 * static_cast<double>(sh.rows * sh.cols);
+    const double bytes = mlx4 ? static_cast<double>(sh.rows * sh.cols) / 2 + 4.0 * static_cast<double>(sh.rows * groups)
+                              : 2.0 * static_cast<double>(sh.rows * sh.cols);
     std::printf("| %s | %lld x %lld | %.1f | %.0f | %.0f%% | %.1f | %.1f |\n", sh.name,
                 static_cast<long long>(sh.rows), static_cast<long long>(sh.cols), t1 * 1e6, bytes / t1 / 1e9,
                 100 * bytes / t1 / 1e9 / copy_gbs, t512 * 1e6,
@@ -430,7 +448,9 @@ int Main(int argc, char** argv) {
       rows.push_back(std::move(r));
     }
     if (o.matmul_shapes && gpu && fmt.name == "bf16") {
-      for (Precision p : precisions) MatMulShapes(rows.back().f.spec, p, o.device, bw0);
+      for (Precision p : precisions) {
+        for (bool mlx4 : {false, true}) MatMulShapes(rows.back().f.spec, p, o.device, bw0, mlx4);
+      }
     }
   }
   const double bw1 = bandwidth();

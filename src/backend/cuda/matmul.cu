@@ -68,89 +68,135 @@ __device__ __forceinline__ void LoadX8(const float* p, float (&out)[8]) {
   }
 }
 
-// The wide kernels: one block of kRowThreads per (weight row, up to T
-// tokens). The row is cut into chunks of CW columns, one 16-byte load each
-// where the format allows (CW = 8: f16/bf16 rows, MLX 8-bit words, GGUF
+// The wide kernels: one block of kRowThreads per (RowsPerBlock weight rows,
+// up to T tokens). A row is cut into chunks of CW columns, one 16-byte load
+// each where the format allows (CW = 8: f16/bf16 rows, MLX 8-bit words, GGUF
 // Q8_0/Q4_0; CW = 32: MLX 4-bit, 32 nibbles); thread i sums chunks i,
-// i + kRowThreads, ... in column order, loading kAhead chunks before it sums
-// them (bytes in flight to stream the weights near the memory's bandwidth);
-// then each warp's butterfly and the warps' sums in warp order. A token's bits
-// depend on the weight's shape and its own row only: never on n, T or where
-// it sits in the batch.
+// i + kRowThreads, ... of each row in column order (16-bit rows: 4 chunks
+// loaded before they are summed; MLX 4-bit: one chunk of each of 4 rows), so
+// that enough bytes are in flight to stream the weights near the memory's
+// bandwidth; then each warp's butterfly and the warps' sums in warp order. A
+// token's bits depend on the weight's shape and its own row only: never on
+// n, T or where it sits in the batch.
 constexpr int kRowThreads = 128;
 constexpr int64_t kMaxGridY = 65535;
 
-template <WFmt F, int CW>
-__device__ __forceinline__ void LoadChunk(const DevWeight& w, int64_t r, int64_t c, float (&out)[CW]) {
-  if constexpr (CW == 8) {
-    LoadW8<F>(w, r, c, out);
-  } else {  // MLX 4-bit, a group holds whole chunks: one scale and bias
-    const uint8_t* row = static_cast<const uint8_t*>(w.data) + r * w.row_bytes;
-    const uint4 q = __ldg(reinterpret_cast<const uint4*>(row + c / 2));
-    const int64_t g = r * (w.cols / w.group_size) + c / w.group_size;
-    const float scale = ScaleAt(w.scales, w.scale_type, g), bias = ScaleAt(w.biases, w.scale_type, g);
-    const uint32_t words[4] = {q.x, q.y, q.z, q.w};
-#pragma unroll
-    for (int j = 0; j < 32; ++j) {
-      out[j] = __fadd_rn(__fmul_rn(scale, static_cast<float>((words[j / 8] >> (4 * (j % 8))) & 15u)), bias);
-    }
-  }
+// Rows per block of the wide kernel: MLX 4-bit rows are a quarter of a
+// 16-bit row's bytes, so a block takes four of them (the same bytes in
+// flight, each x chunk loaded once for the four).
+template <int CW>
+constexpr int RowsPerBlock() {
+  return CW == 32 ? 4 : 1;
 }
 
-// Row r against nt (≤ T) token rows of x (row stride cols); the sums land in
-// thread 0's `out`.
+// Rows r0 .. r0 + R - 1 (those < w.rows) against nt (≤ T) token rows of x
+// (row stride cols); the sums land in thread 0's `out`.
 template <WFmt F, bool XVec, int T, int CW>
-__device__ __forceinline__ void RowDot(const DevWeight& w, int64_t r, const float* x, int nt, float (&out)[T]) {
-  constexpr int kAhead = CW == 8 ? 4 : 2;
+__device__ __forceinline__ void RowDot(const DevWeight& w, int64_t r0, const float* x, int nt,
+                                       float (&out)[RowsPerBlock<CW>()][T]) {
+  constexpr int R = RowsPerBlock<CW>();
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   const int64_t cols = w.cols, chunks = cols / CW;
-  float acc[T];
+  float acc[R][T];
 #pragma unroll
-  for (int t = 0; t < T; ++t) acc[t] = 0.0f;
-  for (int64_t k0 = tid; k0 < chunks; k0 += kRowThreads * kAhead) {
-    float wv[kAhead][CW];
+  for (int rr = 0; rr < R; ++rr) {
 #pragma unroll
-    for (int a = 0; a < kAhead; ++a) {
-      if (k0 + a * kRowThreads < chunks) LoadChunk<F, CW>(w, r, (k0 + a * kRowThreads) * CW, wv[a]);
+    for (int t = 0; t < T; ++t) acc[rr][t] = 0.0f;
+  }
+  if constexpr (CW == 8) {
+    constexpr int kAhead = 4;
+    for (int64_t k0 = tid; k0 < chunks; k0 += kRowThreads * kAhead) {
+      float wv[kAhead][8];
+#pragma unroll
+      for (int a = 0; a < kAhead; ++a) {
+        if (k0 + a * kRowThreads < chunks) LoadW8<F>(w, r0, (k0 + a * kRowThreads) * 8, wv[a]);
+      }
+#pragma unroll
+      for (int a = 0; a < kAhead; ++a) {
+        const int64_t c = (k0 + a * kRowThreads) * 8;
+        if (c >= cols) break;
+#pragma unroll
+        for (int t = 0; t < T; ++t) {
+          if (t < nt) {
+            float xv[8];
+            LoadX8<XVec>(x + t * cols + c, xv);
+#pragma unroll
+            for (int j = 0; j < 8; ++j) acc[0][t] = fmaf(wv[a][j], xv[j], acc[0][t]);
+          }
+        }
+      }
     }
+  } else {  // MLX 4-bit: a chunk is one 16-byte load of 32 nibbles, in one group (one scale and bias)
+    const int64_t groups = cols / w.group_size;
+    for (int64_t k = tid; k < chunks; k += kRowThreads) {
+      const int64_t c = k * 32;
+      uint4 q[R];
+      float scale[R], bias[R];
 #pragma unroll
-    for (int a = 0; a < kAhead; ++a) {
-      const int64_t c = (k0 + a * kRowThreads) * CW;
-      if (c >= cols) break;
+      for (int rr = 0; rr < R; ++rr) {
+        q[rr] = make_uint4(0, 0, 0, 0);
+        scale[rr] = bias[rr] = 0.0f;
+        if (r0 + rr < w.rows) {
+          q[rr] = __ldg(reinterpret_cast<const uint4*>(static_cast<const uint8_t*>(w.data) + (r0 + rr) * w.row_bytes +
+                                                       c / 2));
+          const int64_t g = (r0 + rr) * groups + c / w.group_size;
+          scale[rr] = ScaleAt(w.scales, w.scale_type, g);
+          bias[rr] = ScaleAt(w.biases, w.scale_type, g);
+        }
+      }
 #pragma unroll
-      for (int t = 0; t < T; ++t) {
-        if (t < nt) {
+      for (int j0 = 0; j0 < 32; j0 += 8) {
+        // LoadW's arithmetic: scale * q + bias, rounded twice.
+        float dq[R][8];
 #pragma unroll
-          for (int j0 = 0; j0 < CW; j0 += 8) {
+        for (int rr = 0; rr < R; ++rr) {
+          const uint32_t word = j0 == 0 ? q[rr].x : j0 == 8 ? q[rr].y : j0 == 16 ? q[rr].z : q[rr].w;
+#pragma unroll
+          for (int j = 0; j < 8; ++j) {
+            dq[rr][j] = __fadd_rn(__fmul_rn(scale[rr], static_cast<float>((word >> (4 * j)) & 15u)), bias[rr]);
+          }
+        }
+#pragma unroll
+        for (int t = 0; t < T; ++t) {
+          if (t < nt) {
             float xv[8];
             LoadX8<XVec>(x + t * cols + c + j0, xv);
 #pragma unroll
-            for (int j = 0; j < 8; ++j) acc[t] = fmaf(wv[a][j0 + j], xv[j], acc[t]);
+            for (int rr = 0; rr < R; ++rr) {
+#pragma unroll
+              for (int j = 0; j < 8; ++j) acc[rr][t] = fmaf(dq[rr][j], xv[j], acc[rr][t]);
+            }
           }
         }
       }
     }
   }
-  __shared__ float part[kRowThreads / 32][T];
+  __shared__ float part[kRowThreads / 32][R][T];
 #pragma unroll
-  for (int t = 0; t < T; ++t) {
-    const float v = WarpSum(acc[t]);
-    if (lane == 0) part[warp][t] = v;
+  for (int rr = 0; rr < R; ++rr) {
+#pragma unroll
+    for (int t = 0; t < T; ++t) {
+      const float v = WarpSum(acc[rr][t]);
+      if (lane == 0) part[warp][rr][t] = v;
+    }
   }
   __syncthreads();
   if (tid == 0) {
 #pragma unroll
-    for (int t = 0; t < T; ++t) {
-      float v = part[0][t];
+    for (int rr = 0; rr < R; ++rr) {
 #pragma unroll
-      for (int i = 1; i < kRowThreads / 32; ++i) v += part[i][t];
-      out[t] = v;
+      for (int t = 0; t < T; ++t) {
+        float v = part[0][rr][t];
+#pragma unroll
+        for (int i = 1; i < kRowThreads / 32; ++i) v += part[i][rr][t];
+        out[rr][t] = v;
+      }
     }
   }
 }
 
-// The weights of one wide launch: their rows follow one another in the grid
-// (weight i's rows start at first[i]), each with its own y.
+// The weights of one wide launch: their blocks follow one another in the
+// grid (weight i's first block is first[i]), each with its own y.
 struct WideWeights {
   DevWeight w[kMaxFusedWeights];
   float* y[kMaxFusedWeights];
@@ -158,36 +204,46 @@ struct WideWeights {
   int count = 0;
 };
 
-// grid (Σ rows, ceil(n / T)).
+// grid (Σ blocks, ceil(n / T)): a block takes RowsPerBlock rows of one weight.
 template <WFmt F, bool XVec, int T, int CW>
 __global__ void __launch_bounds__(kRowThreads) MatMulWideKernel(WideWeights ws, const float* x, int64_t n) {
+  constexpr int R = RowsPerBlock<CW>();
   int i = 0;
   while (i + 1 < ws.count && blockIdx.x >= ws.first[i + 1]) ++i;
   const DevWeight& w = ws.w[i];
-  const int64_t r = blockIdx.x - ws.first[i], t0 = static_cast<int64_t>(blockIdx.y) * T;
+  const int64_t r0 = (blockIdx.x - ws.first[i]) * R, t0 = static_cast<int64_t>(blockIdx.y) * T;
   const int nt = n - t0 < T ? static_cast<int>(n - t0) : T;
-  float out[T];
-  RowDot<F, XVec, T, CW>(w, r, x + t0 * w.cols, nt, out);
+  float out[R][T];
+  RowDot<F, XVec, T, CW>(w, r0, x + t0 * w.cols, nt, out);
   if (threadIdx.x == 0) {
 #pragma unroll
-    for (int t = 0; t < T; ++t) {
-      if (t < nt) ws.y[i][(t0 + t) * w.rows + r] = out[t];
+    for (int rr = 0; rr < R; ++rr) {
+#pragma unroll
+      for (int t = 0; t < T; ++t) {
+        if (t < nt && r0 + rr < w.rows) ws.y[i][(t0 + t) * w.rows + r0 + rr] = out[rr][t];
+      }
     }
   }
 }
 
-// grid (rows, n): token t's row r of table[sel[t * sel_stride]] (RowDot's bits).
+// grid (ceil(rows / RowsPerBlock), n): token t's rows of table[sel[t * sel_stride]] (RowDot's bits).
 template <WFmt F, bool XVec, int CW>
 __global__ void __launch_bounds__(kRowThreads) GroupedMatMulWideKernel(const DevWeight* table, const int32_t* sel,
                                                                        int64_t sel_stride, int64_t rows, const float* x,
                                                                        float* y) {
-  const int64_t r = blockIdx.x, t = blockIdx.y;
+  constexpr int R = RowsPerBlock<CW>();
+  const int64_t r0 = static_cast<int64_t>(blockIdx.x) * R, t = blockIdx.y;
   const int32_t e = sel[t * sel_stride];
   if (e < 0) return;
   const DevWeight w = table[e];
-  float out[1];
-  RowDot<F, XVec, 1, CW>(w, r, x + t * w.cols, 1, out);
-  if (threadIdx.x == 0) y[t * rows + r] = out[0];
+  float out[R][1];
+  RowDot<F, XVec, 1, CW>(w, r0, x + t * w.cols, 1, out);
+  if (threadIdx.x == 0) {
+#pragma unroll
+    for (int rr = 0; rr < R; ++rr) {
+      if (r0 + rr < rows) y[t * rows + r0 + rr] = out[rr][0];
+    }
+  }
 }
 
 // Columns per chunk of a wide weight: 32 for MLX 4-bit whose groups hold
@@ -235,7 +291,8 @@ namespace {
 void LaunchWide(WideWeights& ws, const float* x, int64_t n, cudaStream_t s) {
   const DevWeight& w0 = ws.w[0];
   ws.first[0] = 0;
-  for (int i = 0; i < ws.count; ++i) ws.first[i + 1] = ws.first[i] + ws.w[i].rows;
+  const int rows_per_block = ChunkCols(w0) == 32 ? RowsPerBlock<32>() : RowsPerBlock<8>();
+  for (int i = 0; i < ws.count; ++i) ws.first[i + 1] = ws.first[i] + (ws.w[i].rows + rows_per_block - 1) / rows_per_block;
   // Tokens per block: the fewest that hold n (bits do not depend on it), so
   // one generated row pays for one accumulator.
   const int64_t per_block = n == 1 ? 1 : n == 2 ? 2 : n <= 4 ? 4 : 8;
@@ -316,7 +373,8 @@ void LaunchGroupedMatMul(const DevWeight& like, const DevWeight* table, const in
             table, sel + t0 * sel_stride, sel_stride, like.rows, like.cols, xs, ys);
         return;
       }
-      const dim3 grid(static_cast<unsigned>(like.rows), static_cast<unsigned>(m));
+      const int rows_per_block = ChunkCols(like) == 32 ? RowsPerBlock<32>() : RowsPerBlock<8>();
+      const dim3 grid(static_cast<unsigned>((like.rows + rows_per_block - 1) / rows_per_block), static_cast<unsigned>(m));
       ForXVec(Aligned16(xs), [&]<bool XVec>() {
         ForChunkCols(ChunkCols(like), [&]<int CW>() {
           if constexpr (F != WFmt::kMlx && CW == 32) {
