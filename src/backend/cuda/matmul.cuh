@@ -1,9 +1,10 @@
 // y[n, rows] = x[n, cols] · Wᵀ with f32 accumulation (no TF32), W read in
-// its stored format (weight_load.cuh): every output is one warp's strided
-// sum and butterfly over its weight row (each lane on 8-column chunks read
-// in wide loads, where cols is a multiple of 8; on single columns
-// otherwise), so a row's bits depend on its own token and the weight's shape
-// only, never on the batch.
+// its stored format (weight_load.cuh). Where cols is a multiple of 8, every
+// output is one block's sum over its weight row: each thread's chunks in
+// column order (16-byte loads; matmul.cu says which format takes how many
+// columns), its warp's butterfly, then the warps in order; otherwise one
+// warp's strided sum over single columns. Either way a row's bits depend on
+// its own token and the weight's shape only, never on the batch.
 #pragma once
 
 #include <cuda_runtime_api.h>
