@@ -15,7 +15,7 @@ import { existsSync, mkdtempSync, mkdirSync, writeFileSync, rmSync } from 'node:
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { startServer, binary } from './harness.mjs';
+import { startScriptedServer } from './harness.mjs';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const find = (env, name) => {
@@ -45,11 +45,7 @@ before(async () => {
       { text: 'Hi there.' },
     ],
   };
-  writeFileSync(path.join(dir, 'script.json'), JSON.stringify(script));
-  const r = spawnSync(binary, ['synth-model', '--arch', 'scripted', '--script', path.join(dir, 'script.json'),
-    '--out', path.join(dir, 'models', MODEL)], { encoding: 'utf8' });
-  assert.equal(r.status, 0, 'synth-model --arch scripted: ' + r.stderr);
-  server = await startServer(['--model-dir', path.join(dir, 'models')]);
+  server = await startScriptedServer(dir, MODEL, script);
 });
 
 after(async () => {

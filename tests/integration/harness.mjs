@@ -4,8 +4,8 @@
 //
 // Environment: LLMHOST_BIN (the binary), LLMHOST_SOURCE_DIR (the repository),
 // LLMHOST_SHARED_DIR (../shared; optional).
-import { spawn } from 'node:child_process';
-import { mkdtempSync, existsSync } from 'node:fs';
+import { spawn, spawnSync } from 'node:child_process';
+import { mkdtempSync, existsSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -18,6 +18,17 @@ const sharedCandidate = process.env.LLMHOST_SHARED_DIR || path.resolve(sourceDir
 export const sharedDir = existsSync(sharedCandidate) ? sharedCandidate : null;
 
 // `home`: a --home to start in again (default: a new temporary one).
+// Writes the scripted test model `name` (its replies: `script`) under
+// dir/models and starts a server on that folder.
+export async function startScriptedServer(dir, name, script) {
+  const file = path.join(dir, 'script.json');
+  writeFileSync(file, JSON.stringify(script));
+  const r = spawnSync(binary, ['synth-model', '--arch', 'scripted', '--script', file, '--out',
+    path.join(dir, 'models', name)], { encoding: 'utf8' });
+  if (r.status !== 0) throw new Error('synth-model --arch scripted: ' + r.stderr);
+  return startServer(['--model-dir', path.join(dir, 'models')]);
+}
+
 export async function startServer(args = [], env = {}, home = null) {
   home = home || mkdtempSync(path.join(tmpdir(), 'llmhost-it-'));
   const proc = spawn(binary, ['serve', '--home', home, '--port', '0', ...args], {

@@ -5,12 +5,11 @@
 // of other types left out, and the 400s.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
-import { mkdtempSync, writeFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import OpenAI from 'openai';
-import { startServer, binary, http, parseSse } from './harness.mjs';
+import { startScriptedServer, http, parseSse } from './harness.mjs';
 
 const MODEL = 'scripted';
 const CALL = '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris"}}\n</tool_call>';
@@ -30,12 +29,7 @@ let client;
 
 before(async () => {
   dir = mkdtempSync(path.join(tmpdir(), 'llmhost-responses-'));
-  const script = path.join(dir, 'script.json');
-  writeFileSync(script, JSON.stringify(SCRIPT));
-  const r = spawnSync(binary, ['synth-model', '--arch', 'scripted', '--script', script, '--out', path.join(dir, 'models', MODEL)],
-    { encoding: 'utf8' });
-  assert.equal(r.status, 0, 'synth-model --arch scripted: ' + r.stderr);
-  server = await startServer(['--model-dir', path.join(dir, 'models')]);
+  server = await startScriptedServer(dir, MODEL, SCRIPT);
   client = new OpenAI({ baseURL: server.url + '/v1', apiKey: 'unused', maxRetries: 0 });
 });
 

@@ -7,13 +7,12 @@
 // by the engine, markup never in content, malformed markup as content.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
-import { mkdtempSync, writeFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import OpenAI from 'openai';
 import Anthropic from '@anthropic-ai/sdk';
-import { startServer, binary, http } from './harness.mjs';
+import { startScriptedServer, http } from './harness.mjs';
 
 const MODEL = 'scripted';
 const CALL_PARIS = '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris"}}\n</tool_call>';
@@ -39,12 +38,7 @@ let anthropic;
 
 before(async () => {
   dir = mkdtempSync(path.join(tmpdir(), 'llmhost-scripted-'));
-  const script = path.join(dir, 'script.json');
-  writeFileSync(script, JSON.stringify(SCRIPT));
-  const r = spawnSync(binary, ['synth-model', '--arch', 'scripted', '--script', script, '--out', path.join(dir, 'models', MODEL)],
-    { encoding: 'utf8' });
-  assert.equal(r.status, 0, 'synth-model --arch scripted: ' + r.stderr);
-  server = await startServer(['--model-dir', path.join(dir, 'models')]);
+  server = await startScriptedServer(dir, MODEL, SCRIPT);
   openai = new OpenAI({ baseURL: server.url + '/v1', apiKey: 'unused', maxRetries: 0 });
   anthropic = new Anthropic({ baseURL: server.url, apiKey: 'unused', maxRetries: 0 });
 });
