@@ -254,7 +254,6 @@ void CudaBackend::Enqueue(uint64_t key, const std::function<void()>& ops) {
   ops();
 }
 
-uint64_t CudaBackend::graph_recordings() const { return graphs_ ? graphs_->recordings() : 0; }
 uint64_t CudaBackend::graph_replays() const { return graphs_ ? graphs_->replays() : 0; }
 
 Status CudaBackend::CheckWeight(const WeightMatrix& w) const { return llmhost::CheckWeight(w); }

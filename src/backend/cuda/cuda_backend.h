@@ -71,7 +71,6 @@ class CudaBackend : public Backend {
   Status Synchronize() override;
   void Enqueue(uint64_t key, const std::function<void()>& ops) override;
   uint64_t graph_replays() const override;
-  uint64_t graph_recordings() const;  // device graphs recorded so far
 
   Result<WeightMatrix> PrepareWeight(const WeightMatrix& host) override;
   void ReleaseWeight(const WeightMatrix& w) override;
@@ -79,8 +78,6 @@ class CudaBackend : public Backend {
   Precision precision() const override { return precision_; }
   void set_precision(Precision p) override { precision_ = p; }
   bool RowKindMatters() const override { return PromptRowsOnTensorCores(); }
-  // Whether prompt rows of bf16 weights run on cuBLASLt (the library loaded).
-  bool uses_cublaslt() const { return lt_ != nullptr; }
 
   void MatMul(const WeightMatrix& w, const float* x, int64_t n, float* y, RowKind rows) override;
   void MatMuls(std::span<const MatMulJob> jobs, const float* x, int64_t n, RowKind rows) override;

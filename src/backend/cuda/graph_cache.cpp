@@ -63,7 +63,6 @@ bool GraphCache::Keep(uint64_t key, uint64_t generation, cudaGraph_t g) {
   if (it->second.exec) cudaGraphExecDestroy(it->second.exec);
   it->second.exec = exec;
   it->second.generation = generation;
-  ++recordings_;
   return true;
 }
 

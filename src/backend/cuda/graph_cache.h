@@ -32,7 +32,6 @@ class GraphCache {
   void Refuse(uint64_t key);
   void Clear();
   uint64_t replays() const { return replays_; }
-  uint64_t recordings() const { return recordings_; }
 
  private:
   struct Entry {
@@ -47,7 +46,7 @@ class GraphCache {
   size_t capacity_;
   std::unordered_map<uint64_t, Entry> entries_;
   std::list<uint64_t> lru_;  // most recent first
-  uint64_t replays_ = 0, recordings_ = 0;
+  uint64_t replays_ = 0;
 };
 
 }  // namespace llmhost::cuda
