@@ -4,7 +4,7 @@ include higher ones). Prints each violation; exits 1 if there is any."""
 import os, re, sys
 
 # Lowest first. A file in layer i may include headers of layers 0..i only.
-LAYERS = ["util", "formats", "tokenizer", "chat", "backend", "model", "kv", "engine", "pool",
+LAYERS = ["util", "formats", "tokenizer", "grammar", "chat", "backend", "model", "kv", "engine", "pool",
           "server", "cli"]
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"/]+)/')
 
