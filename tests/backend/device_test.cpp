@@ -5,6 +5,8 @@
 // skip where there is no GPU.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <random>
 #include <vector>
@@ -203,6 +205,87 @@ TEST_F(CudaTest, MatMulRowsAreBatchInvariantBitForBit) {
   b_->ReleaseWeight(*dw);
   b_->Free(*dx);
   b_->Free(*dy);
+}
+
+// Generated rows of bf16 weights whose cols are a multiple of 32 go to the
+// tensor cores at kAuto (x as hi + lo bf16 terms) and kFastBf16 (x rounded
+// once): alone, in batches of every tile count, and fused with a second
+// weight, a token's row is the same bits; and it stays near the f64 sum.
+TEST_F(CudaTest, GeneratedRowsOnTensorCoresAreBatchInvariantAndClose) {
+  std::mt19937 rng(11);
+  std::uniform_real_distribution<float> u(-1, 1);
+  const int64_t rows = 300, cols = 1024, n = 150;  // rows: a partial 16-row tile; n: 3 blocks of 64 tokens
+  std::vector<uint16_t> w(rows * cols);
+  std::vector<float> wf(rows * cols);
+  for (size_t i = 0; i < w.size(); ++i) {
+    const float f = u(rng);
+    uint32_t bits;
+    std::memcpy(&bits, &f, 4);
+    w[i] = static_cast<uint16_t>(bits >> 16);
+    bits = static_cast<uint32_t>(w[i]) << 16;
+    std::memcpy(&wf[i], &bits, 4);
+  }
+  WeightMatrix host;
+  host.format = WeightFormat::kBF16;
+  host.rows = rows;
+  host.cols = cols;
+  host.data = w.data();
+  auto dw = b_->PrepareWeight(host);
+  auto dw2 = b_->PrepareWeight(host);
+  ASSERT_TRUE(dw.ok() && dw2.ok());
+  std::vector<float> x(n * cols);
+  for (float& v : x) v = u(rng);
+  auto dx = b_->Allocate(x.size() * 4, "x");
+  auto dy = b_->Allocate(n * rows * 4, "y");
+  auto dy2 = b_->Allocate(n * rows * 4, "y2");
+  ASSERT_TRUE(dx.ok() && dy.ok() && dy2.ok());
+  b_->CopyToDevice(*dx, 0, x.data(), x.size() * 4);
+  for (Precision p : {Precision::kAuto, Precision::kFastBf16}) {
+    b_->set_precision(p);
+    const char* name = PrecisionName(p);
+    b_->MatMul(*dw, dx->as<float>(), n, dy->as<float>(), RowKind::kGenerated);
+    std::vector<float> batch(n * rows), alone(rows);
+    b_->CopyToHost(batch.data(), *dy, 0, batch.size() * 4);
+    ASSERT_TRUE(b_->Synchronize().ok());
+    // Near the exact sum: |err| within a bound scaled by sum |w x| (x's
+    // rounding: 2^-9 relative for one bf16 term, ~2^-17 for two).
+    const double rel = p == Precision::kAuto ? 1e-5 : 8e-3;
+    for (int64_t t = 0; t < n; t += 7) {
+      for (int64_t r = 0; r < rows; r += 5) {
+        double exact = 0, mag = 0;
+        for (int64_t k = 0; k < cols; ++k) {
+          exact += static_cast<double>(wf[r * cols + k]) * x[t * cols + k];
+          mag += std::abs(static_cast<double>(wf[r * cols + k]) * x[t * cols + k]);
+        }
+        ASSERT_NEAR(batch[t * rows + r], exact, rel * mag + 1e-6) << name << " token " << t << " row " << r;
+      }
+    }
+    for (int64_t t : {int64_t{0}, int64_t{7}, int64_t{8}, int64_t{63}, int64_t{64}, n - 1}) {
+      for (int64_t m : {int64_t{1}, int64_t{2}, int64_t{9}, int64_t{20}, int64_t{40}}) {
+        const int64_t first = t - std::min<int64_t>(t, m / 2);
+        if (first + m > n) continue;
+        b_->MatMul(*dw, dx->as<float>() + first * cols, m, dy->as<float>(), RowKind::kGenerated);
+        b_->CopyToHost(alone.data(), *dy, (t - first) * rows * 4, alone.size() * 4);
+        ASSERT_TRUE(b_->Synchronize().ok());
+        EXPECT_EQ(0, std::memcmp(alone.data(), batch.data() + t * rows, rows * 4))
+            << name << ": token " << t << " at " << t - first << " of a batch of " << m;
+      }
+    }
+    // Two weights in one launch: each y as MatMul's.
+    const Backend::MatMulJob jobs[] = {{&*dw, dy->as<float>()}, {&*dw2, dy2->as<float>()}};
+    b_->MatMuls(jobs, dx->as<float>(), 5, RowKind::kGenerated);
+    std::vector<float> fused(5 * rows), fused2(5 * rows);
+    b_->CopyToHost(fused.data(), *dy, 0, fused.size() * 4);
+    b_->CopyToHost(fused2.data(), *dy2, 0, fused2.size() * 4);
+    ASSERT_TRUE(b_->Synchronize().ok());
+    EXPECT_EQ(0, std::memcmp(fused.data(), batch.data(), fused.size() * 4)) << name;
+    EXPECT_EQ(0, std::memcmp(fused2.data(), batch.data(), fused2.size() * 4)) << name;
+  }
+  b_->ReleaseWeight(*dw);
+  b_->ReleaseWeight(*dw2);
+  b_->Free(*dx);
+  b_->Free(*dy);
+  b_->Free(*dy2);
 }
 
 }  // namespace

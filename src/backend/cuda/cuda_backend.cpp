@@ -18,6 +18,7 @@
 #include "backend/cuda/graph_cache.h"
 #include "backend/cuda/lt_gemm.h"
 #include "backend/cuda/matmul.cuh"
+#include "backend/cuda/matmul_mma.cuh"
 #include "backend/cuda/matmul_tc.cuh"
 #include "backend/cuda/moe.cuh"
 #include "backend/cuda/rms_norm.cuh"
@@ -581,6 +582,13 @@ bool CudaBackend::PromptRowsOnTensorCores() const {
   return precision_ == Precision::kAuto || precision_ == Precision::kFastBf16;
 }
 
+// Generated rows of bf16 weights at the precisions that round prompt rows
+// to bf16: the batch-invariant MMA kernel (matmul_mma.cuh), chosen by the
+// weight and the precision alone.
+bool CudaBackend::GeneratedRowsOnTensorCores(const cuda::DevWeight& d) const {
+  return PromptRowsOnTensorCores() && cuda::MmaRows(d);
+}
+
 bool CudaBackend::Prepared(const WeightMatrix& w, const char* op, cuda::DevWeight* d) {
   if (DevWeightOf(w, d)) return true;
   Fail(Status::InvalidArgument(std::string("cuda ") + op + ": the weight was not prepared by this backend"));
@@ -642,6 +650,15 @@ void CudaBackend::MatMuls(std::span<const MatMulJob> jobs, const float* x, int64
     ys[i] = jobs[i].y;
   }
   Use();
+  if (GeneratedRowsOnTensorCores(d[0])) {
+    bool same = true;
+    for (size_t i = 0; i < jobs.size(); ++i) same = same && GeneratedRowsOnTensorCores(d[i]) && d[i].cols == d[0].cols;
+    if (same) {
+      cuda::LaunchMmaMatMul(d, ys, static_cast<int>(jobs.size()), x, n, precision_ == Precision::kAuto, S(stream_));
+      CheckLaunch("MatMul");
+      return;
+    }
+  }
   if (!cuda::LaunchFusedMatMul(d, ys, static_cast<int>(jobs.size()), x, n, S(stream_))) {
     Backend::MatMuls(jobs, x, n, rows);
     return;
@@ -661,6 +678,8 @@ void CudaBackend::MatMul(const WeightMatrix& w, const float* x, int64_t n, float
     const auto need = static_cast<size_t>(cuda::TensorCoreScratchBytes(n, d.cols));
     if (!Scratch(&tc_scratch_, need, "tensor-core activations")) return;
     cuda::LaunchTensorCoreMatMul(d, x, n, y, tc_scratch_.data, S(stream_));
+  } else if (rows == RowKind::kGenerated && GeneratedRowsOnTensorCores(d)) {
+    cuda::LaunchMmaMatMul(&d, &y, 1, x, n, precision_ == Precision::kAuto, S(stream_));
   } else {
     cuda::LaunchMatMul(d, x, n, y, S(stream_));
   }

@@ -115,6 +115,7 @@ class CudaBackend : public Backend {
   void CheckLaunch(const char* op);  // a launch's error, if any, becomes sticky
   bool InBounds(const DeviceBuffer& buf, size_t offset, size_t bytes, const char* what);
   bool PromptRowsOnTensorCores() const;  // by precision_
+  bool GeneratedRowsOnTensorCores(const cuda::DevWeight& d) const;
   // The kernels' view of `w`; false (and a sticky error naming `op`) for a
   // weight another backend prepared.
   bool Prepared(const WeightMatrix& w, const char* op, cuda::DevWeight* d);

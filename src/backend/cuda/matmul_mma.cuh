@@ -1,0 +1,35 @@
+// Generated rows of 16-bit brain-float weights on the tensor cores, batch
+// invariant: y[n, rows] = x[n, cols] · Wᵀ where each token's row of y is the
+// same bits alone and in any batch.
+//
+// Why it holds: a token is one column of an m16n8k16 MMA whose other
+// columns are other tokens (or zeros); an MMA's output element depends on its
+// own row and column only, and every token walks the weight's columns in the
+// same order (each warp a fixed set of 32-column steps, the warps' sums then
+// added in warp order), whatever n is or where the token sits in the tile.
+//
+// x is f32: `split` multiplies it as two bf16 terms (hi + the rounding rest,
+// ~16 bits of mantissa, at kAuto); without it x is rounded to bf16 once
+// (kFastBf16). The weight is read once per 64 tokens with wide loads (each
+// lane 16 bytes of a row per step), so one generated row streams the weight
+// near the memory's bandwidth and 32 rows cost little more than one.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+
+#include "backend/cuda/elem.h"
+
+namespace llmhost::cuda {
+
+// Whether `w`'s generated rows can go through LaunchMmaMatMul: bf16 rows
+// whose columns are a multiple of 64 (a property of the weight alone).
+bool MmaRows(const DevWeight& w);
+
+// y[i] = x · w[i]ᵀ for `count` (≤ 4) weights of the same cols, in one launch;
+// each y[i] is what a launch of w[i] alone gives, bit for bit.
+void LaunchMmaMatMul(const DevWeight* w, float* const* y, int count, const float* x, int64_t n, bool split,
+                     cudaStream_t s);
+
+}  // namespace llmhost::cuda
