@@ -32,6 +32,7 @@
 //                    [--precisions auto,fast,fast-int8,fast-bf16 (this order, every format)]
 //                    [--device cpu|cuda|cuda:N (default cpu)]
 //                    [--prefix NAME (llama1b)] [--batch N (8)]
+//                    [--phases decode1,decode-batch,long,prefill (all; fewer for a profiler)]
 //   DIR holds NAME-bf16, NAME-mlx8, NAME-mlx4 (run_model_bench.sh writes llama1b-*).
 //
 // On a GPU (--device cuda) the bound is the GPU's own: its device-to-device
@@ -93,7 +94,12 @@ struct Options {
   bool int8 = true;
   std::string prefix = "llama1b";
   bool matmul_shapes = false;
+  std::string phases = "decode1,decode-batch,long,prefill";  // --phases: which runs (a profiler's window)
 };
+
+bool RunsPhase(const Options& o, const char* phase) {
+  return ("," + o.phases + ",").find(std::string(",") + phase + ",") != std::string::npos;
+}
 
 // Tokens per second by the wall clock (best run), and by process CPU time
 // x threads (best run): what the run would give with the cores to itself,
@@ -319,10 +325,10 @@ Figures Run(const std::string& dir, Precision precision, const Options& o) {
   auto cache = (*model)->CreateKvCache(blocks);
   Check(cache.status(), "kv cache");
   // Decode first: its prompt pass also faults the mapped weights in.
-  f.decode1 = Decode(**model, **cache, 1, o.prompt, o);
-  f.decode8 = Decode(**model, **cache, o.batch, o.prompt, o);
-  if (o.long_context > 0) f.decode_long = Decode(**model, **cache, 1, o.long_context, o);
-  f.prefill = Prefill(**model, **cache, o);
+  if (RunsPhase(o, "decode1")) f.decode1 = Decode(**model, **cache, 1, o.prompt, o);
+  if (RunsPhase(o, "decode-batch")) f.decode8 = Decode(**model, **cache, o.batch, o.prompt, o);
+  if (o.long_context > 0 && RunsPhase(o, "long")) f.decode_long = Decode(**model, **cache, 1, o.long_context, o);
+  if (RunsPhase(o, "prefill")) f.prefill = Prefill(**model, **cache, o);
   f.rss_end = ResidentBytes();
   return f;
 }
@@ -345,6 +351,8 @@ int Main(int argc, char** argv) {
       o.prefill_reps = std::max(1, std::atoi(value().c_str()));
     } else if (a == "--prefill-tokens") {
       o.prefill = std::max(1, std::atoi(value().c_str()));
+    } else if (a == "--phases") {
+      o.phases = value();
     } else if (a == "--steps") {
       o.steps = std::max(1, std::atoi(value().c_str()));
     } else if (a == "--precisions") {

@@ -31,9 +31,12 @@ __device__ __forceinline__ void KeyRange(const AttentionSeq& seq, int64_t row, i
 // only, never on the batch or the launch.
 // grid (chunks, n_kv_heads, rows), kThreads threads; dynamic shared memory:
 // group·d (q) + group·kAttentionChunk (scores) floats, kAttentionChunk slots.
+// With one chunk (`final` set) it also does MergeKernel's arithmetic for that
+// one chunk (exp(0) = 1: the same bits) and writes the output rows there.
 template <Elem E, int kPerLane>
 __global__ void ChunkKernel(const float* q, const void* k_cache, const void* v_cache, const AttentionSeq* seqs,
-                            int64_t n_seqs, AttentionParams p, int64_t row0, int64_t n_chunks, float* part) {
+                            int64_t n_seqs, AttentionParams p, int64_t row0, int64_t n_chunks, float* part,
+                            float* final) {
   extern __shared__ float smem[];
   const int64_t chunk = blockIdx.x, kv_head = blockIdx.y, row = row0 + blockIdx.z;
   AttentionSeq seq;
@@ -122,7 +125,12 @@ __global__ void ChunkKernel(const float* q, const void* k_cache, const void* v_c
     float acc = 0.0f;
 #pragma unroll 4
     for (int64_t k = k_lo; k <= k_hi; ++k) acc = fmaf(e[k], Load<E>(v_cache, slot[k] + c), acc);
-    out[g * n_chunks * (d + 2) + 2 + c] = acc;
+    if (final != nullptr) {  // the block's own write of l above is visible after __syncthreads
+      const float inv = __fdiv_rn(1.0f, fmaf(1.0f, out[g * n_chunks * (d + 2) + 1], 0.0f));
+      final[row * p.out_stride + (kv_head * group + g) * d + c] = __fmul_rn(fmaf(1.0f, acc, 0.0f), inv);
+    } else {
+      out[g * n_chunks * (d + 2) + 2 + c] = acc;
+    }
   }
 }
 
@@ -177,7 +185,8 @@ void LaunchAttention(const float* q, const void* k_cache, const void* v_cache, c
         if (smem > 48 * 1024) {
           cudaFuncSetAttribute(ChunkKernel<E, PL>, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem));
         }
-        ChunkKernel<E, PL><<<grid, kThreads, smem, s>>>(q, k_cache, v_cache, seqs, n_seqs, p, r0, n_chunks, scratch);
+        ChunkKernel<E, PL><<<grid, kThreads, smem, s>>>(q, k_cache, v_cache, seqs, n_seqs, p, r0, n_chunks, scratch,
+                                                         n_chunks == 1 ? out : nullptr);
       };
       if (p.head_dim <= 128) {
         launch.template operator()<4>();
@@ -187,6 +196,7 @@ void LaunchAttention(const float* q, const void* k_cache, const void* v_cache, c
         launch.template operator()<kMaxAttentionHeadDim / 32>();
       }
     });
+    if (n_chunks == 1) continue;  // the chunk kernel wrote the rows
     MergeKernel<<<dim3(static_cast<unsigned>(rows), static_cast<unsigned>(p.n_heads)), kThreads, 0, s>>>(
         scratch, seqs, n_seqs, p, r0, n_chunks, out);
   }

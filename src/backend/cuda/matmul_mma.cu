@@ -10,7 +10,7 @@ constexpr int kWarps = 8;         // a block: 16 weight rows, the columns' steps
 constexpr int kRows = 16;         // the MMA's m
 constexpr int kStepCols = 64;     // columns per step: each lane's two 16-byte loads of a row
 constexpr int kMaxWeights = 4;
-constexpr int64_t kMaxGridY = 65535;
+constexpr int64_t kMinBlocks = 256;  // about two per SM of an H100 / H200
 
 struct MmaWeights {
   DevWeight w[kMaxWeights];
@@ -56,47 +56,61 @@ __device__ __forceinline__ void LoadX8(const float* p, bool valid, float (&v)[8]
   }
 }
 
-// Two MMAs over one 16-byte chunk of rows g and g + 8 (wa, wb) and the same
-// 8 columns of x: the chunk's columns 0-3 are k 2c, 2c+1, 2c+8, 2c+9 of the
-// first, 4-7 of the second. With Split, the lo terms go to their own
-// accumulator (a shorter dependency chain; the two are added at the end).
+// One 16-byte chunk of rows g and g + 8 (wa, wb) against the same 8 columns
+// of x (its bf16 terms h, and l with Split): the chunk's columns 0-3 are k
+// 2c, 2c+1, 2c+8, 2c+9 of the first MMA, 4-7 of the second. Every launch
+// shape adds the terms in this order: first half hi, lo; second half hi, lo.
 template <bool Split>
-__device__ __forceinline__ void MmaChunk(const uint4& wa, const uint4& wb, const float (&xv)[8], float (&hi)[4],
-                                         float (&lo)[4]) {
-  uint32_t h[4], l[4];
+__device__ __forceinline__ void MmaChunk(const uint4& wa, const uint4& wb, const uint32_t (&h)[4],
+                                         const uint32_t (&l)[4], float (&acc)[4]) {
+  Mma(acc, wa.x, wb.x, wa.y, wb.y, h[0], h[1]);
+  if constexpr (Split) Mma(acc, wa.x, wb.x, wa.y, wb.y, l[0], l[1]);
+  Mma(acc, wa.z, wb.z, wa.w, wb.w, h[2], h[3]);
+  if constexpr (Split) Mma(acc, wa.z, wb.z, wa.w, wb.w, l[2], l[3]);
+}
+
+template <bool Split>
+__device__ __forceinline__ void SplitX8(const float (&xv)[8], uint32_t (&h)[4], uint32_t (&l)[4]) {
 #pragma unroll
   for (int j = 0; j < 4; ++j) {
     if constexpr (Split) {
       SplitPair(xv[2 * j], xv[2 * j + 1], &h[j], &l[j]);
     } else {
       h[j] = PackBf16(xv[2 * j], xv[2 * j + 1]);
+      l[j] = 0;
     }
-  }
-  Mma(hi, wa.x, wb.x, wa.y, wb.y, h[0], h[1]);
-  Mma(hi, wa.z, wb.z, wa.w, wb.w, h[2], h[3]);
-  if constexpr (Split) {
-    Mma(lo, wa.x, wb.x, wa.y, wb.y, l[0], l[1]);
-    Mma(lo, wa.z, wb.z, wa.w, wb.w, l[2], l[3]);
   }
 }
 
-// grid (Σ blocks, ceil(n / (8 NT))). Lane (g, c) = (lane / 4, lane % 4) loads
-// columns [64 s + 16 c, +16) of rows r0 + g and r0 + g + 8 at step s (two
-// 16-byte chunks: the four lanes of a row read one 128-byte line), and the
-// same columns of its token g of each 8-token tile. The MMAs' k order is a
-// permutation of those columns: a sum over k does not care, as long as A and
-// B agree.
-template <int NT, int U, bool Split, bool XVec>
-__global__ void __launch_bounds__(kWarps * 32, 2) MmaRowsKernel(MmaWeights ws, const float* x, int64_t n) {
+// grid (ceil(n / (8 NT)), Σ blocks): a block takes RT tiles of 16 rows and NT
+// tiles of 8 tokens. Warp w takes the steps s = w, w + 8, ... of every row
+// tile: lane (g, c) = (lane / 4, lane % 4) loads columns [64 s + 16 c, +16)
+// of rows g and g + 8 of each row tile (two 16-byte chunks: the four lanes of
+// a row read one 128-byte line) and the same columns of its token g of each
+// token tile, converted once for the RT row tiles (x is read from L2 once
+// per block: more row tiles per block, less x traffic per weight byte). The
+// MMAs' k order is a permutation of those columns: a sum over k does not
+// care, as long as A and B agree. A token's sum is the same whatever NT, RT
+// and U are: each warp's steps in order, then the warps in order.
+template <int NT, int RT, int U, bool Split, bool XVec>
+__global__ void __launch_bounds__(kWarps * 32, RT >= 4 ? 1 : 2) MmaRowsKernel(MmaWeights ws, const float* x, int64_t n) {
   int i = 0;
-  while (i + 1 < ws.count && blockIdx.x >= ws.first[i + 1]) ++i;
+  while (i + 1 < ws.count && blockIdx.y >= ws.first[i + 1]) ++i;
   const DevWeight& w = ws.w[i];
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, g = lane >> 2, c = lane & 3;
-  const int64_t r0 = (blockIdx.x - ws.first[i]) * kRows, t0 = static_cast<int64_t>(blockIdx.y) * NT * 8;
+  const int64_t r0 = (blockIdx.y - ws.first[i]) * kRows * RT, t0 = static_cast<int64_t>(blockIdx.x) * NT * 8;
   const int64_t cols = w.cols, steps = cols / kStepCols;
-  const bool va = r0 + g < w.rows, vb = r0 + g + 8 < w.rows;
-  const auto* rowa = reinterpret_cast<const uint4*>(static_cast<const char*>(w.data) + (va ? r0 + g : 0) * w.row_bytes);
-  const auto* rowb = reinterpret_cast<const uint4*>(static_cast<const char*>(w.data) + (vb ? r0 + g + 8 : 0) * w.row_bytes);
+  const uint4* row[RT][2];
+  bool rv[RT][2];
+#pragma unroll
+  for (int rt = 0; rt < RT; ++rt) {
+#pragma unroll
+    for (int half = 0; half < 2; ++half) {
+      const int64_t r = r0 + rt * kRows + g + 8 * half;
+      rv[rt][half] = r < w.rows;
+      row[rt][half] = reinterpret_cast<const uint4*>(static_cast<const char*>(w.data) + (rv[rt][half] ? r : 0) * w.row_bytes);
+    }
+  }
   const float* xt[NT];
   bool tv[NT];
 #pragma unroll
@@ -105,22 +119,28 @@ __global__ void __launch_bounds__(kWarps * 32, 2) MmaRowsKernel(MmaWeights ws, c
     tv[t] = tok < n;
     xt[t] = x + (tv[t] ? tok : 0) * cols + 16 * c;
   }
-  float hi[NT][4], lo[NT][4];
+  float acc[RT][NT][4];
 #pragma unroll
-  for (int t = 0; t < NT; ++t) {
+  for (int rt = 0; rt < RT; ++rt) {
 #pragma unroll
-    for (int e = 0; e < 4; ++e) hi[t][e] = lo[t][e] = 0.0f;
+    for (int t = 0; t < NT; ++t) acc[rt][t][0] = acc[rt][t][1] = acc[rt][t][2] = acc[rt][t][3] = 0.0f;
   }
 
   for (int64_t base = 0; base < steps; base += kWarps * U) {
-    uint4 wa[U][2], wb[U][2];
+    uint4 wv[U][RT][2][2];  // [step][row tile][row g / g + 8][chunk]
 #pragma unroll
     for (int u = 0; u < U; ++u) {
       const int64_t s = base + u * kWarps + warp;
 #pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        wa[u][h] = s < steps && va ? __ldg(rowa + s * 8 + 2 * c + h) : make_uint4(0, 0, 0, 0);
-        wb[u][h] = s < steps && vb ? __ldg(rowb + s * 8 + 2 * c + h) : make_uint4(0, 0, 0, 0);
+      for (int rt = 0; rt < RT; ++rt) {
+#pragma unroll
+        for (int half = 0; half < 2; ++half) {
+#pragma unroll
+          for (int ch = 0; ch < 2; ++ch) {
+            wv[u][rt][half][ch] = s < steps && rv[rt][half] ? __ldg(row[rt][half] + s * 8 + 2 * c + ch)
+                                                            : make_uint4(0, 0, 0, 0);
+          }
+        }
       }
     }
 #pragma unroll
@@ -130,69 +150,74 @@ __global__ void __launch_bounds__(kWarps * 32, 2) MmaRowsKernel(MmaWeights ws, c
 #pragma unroll
       for (int t = 0; t < NT; ++t) {
 #pragma unroll
-        for (int h = 0; h < 2; ++h) {
+        for (int ch = 0; ch < 2; ++ch) {
           float xv[8];
-          LoadX8<XVec>(xt[t] + s * kStepCols + 8 * h, tv[t], xv);
-          MmaChunk<Split>(wa[u][h], wb[u][h], xv, hi[t], lo[t]);
+          LoadX8<XVec>(xt[t] + s * kStepCols + 8 * ch, tv[t], xv);
+          uint32_t h[4], l[4];
+          SplitX8<Split>(xv, h, l);
+#pragma unroll
+          for (int rt = 0; rt < RT; ++rt) MmaChunk<Split>(wv[u][rt][0][ch], wv[u][rt][1][ch], h, l, acc[rt][t]);
         }
       }
     }
   }
 
-  // The warps' partial sums, added in warp order by warp 0.
+  // The warps' partial sums, added in warp order by warp 0, a row tile at a time.
   __shared__ float part[kWarps - 1][NT][4][32];
-  if (warp > 0) {
-#pragma unroll
-    for (int t = 0; t < NT; ++t) {
-#pragma unroll
-      for (int e = 0; e < 4; ++e) part[warp - 1][t][e][lane] = Split ? hi[t][e] + lo[t][e] : hi[t][e];
-    }
-  }
-  __syncthreads();
-  if (warp != 0) return;
   float* y = ws.y[i];
 #pragma unroll
-  for (int t = 0; t < NT; ++t) {
+  for (int rt = 0; rt < RT; ++rt) {
+    if (rt > 0) __syncthreads();  // warp 0 has read the last tile's partials
+    if (warp > 0) {
 #pragma unroll
-    for (int e = 0; e < 4; ++e) {
-      float v = Split ? hi[t][e] + lo[t][e] : hi[t][e];
+      for (int t = 0; t < NT; ++t) {
 #pragma unroll
-      for (int k = 0; k < kWarps - 1; ++k) v += part[k][t][e][lane];
-      // d0, d1: row g, tokens 2c, 2c + 1; d2, d3: row g + 8.
-      const int64_t row = r0 + g + (e >= 2 ? 8 : 0), tok = t0 + t * 8 + 2 * c + (e & 1);
-      if (row < w.rows && tok < n) y[tok * w.rows + row] = v;
+        for (int e = 0; e < 4; ++e) part[warp - 1][t][e][lane] = acc[rt][t][e];
+      }
+    }
+    __syncthreads();
+    if (warp == 0) {
+#pragma unroll
+      for (int t = 0; t < NT; ++t) {
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          float v = acc[rt][t][e];
+#pragma unroll
+          for (int k = 0; k < kWarps - 1; ++k) v += part[k][t][e][lane];
+          // d0, d1: row g, tokens 2c, 2c + 1; d2, d3: row g + 8.
+          const int64_t r = r0 + rt * kRows + g + (e >= 2 ? 8 : 0), tok = t0 + t * 8 + 2 * c + (e & 1);
+          if (r < w.rows && tok < n) y[tok * w.rows + r] = v;
+        }
+      }
     }
   }
 }
 
-template <int NT, int U, bool Split>
-void Launch(const MmaWeights& ws, dim3 grid, const float* x, int64_t n, bool xvec, cudaStream_t s) {
-  if (xvec) {
-    MmaRowsKernel<NT, U, Split, true><<<grid, kWarps * 32, 0, s>>>(ws, x, n);
-  } else {
-    MmaRowsKernel<NT, U, Split, false><<<grid, kWarps * 32, 0, s>>>(ws, x, n);
-  }
-}
-
-template <bool Split>
-void LaunchTiles(const MmaWeights& ws, int64_t n, const float* x, bool xvec, cudaStream_t s) {
-  // Tokens per block: the fewest 8-token tiles that hold n, up to 8 (bits do
-  // not depend on it); loads in flight per lane fall as the tiles' registers grow.
-  const int nt = n <= 8 ? 1 : n <= 16 ? 2 : n <= 32 ? 4 : 8;
-  const int64_t per_block = nt * 8;
-  const int64_t cols = ws.w[0].cols;
-  for (int64_t t0 = 0; t0 < n; t0 += kMaxGridY * per_block) {
-    const int64_t m = n - t0 < kMaxGridY * per_block ? n - t0 : kMaxGridY * per_block;
-    MmaWeights part = ws;
-    for (int k = 0; k < ws.count; ++k) part.y[k] = ws.y[k] + t0 * ws.w[k].rows;
-    const dim3 grid(static_cast<unsigned>(ws.first[ws.count]), static_cast<unsigned>((m + per_block - 1) / per_block));
-    const float* xs = x + t0 * cols;
-    switch (nt) {
-      case 1: Launch<1, 4, Split>(part, grid, xs, m, xvec, s); break;
-      case 2: Launch<2, 4, Split>(part, grid, xs, m, xvec, s); break;
-      case 4: Launch<4, 2, Split>(part, grid, xs, m, xvec, s); break;
-      default: Launch<8, 1, Split>(part, grid, xs, m, xvec, s); break;
-    }
+// Tile shapes by n: the fewest 8-token tiles that hold n (up to 4: 32 tokens
+// a block, more blocks side by side in x so that they share the weight's
+// reads in L2), as many row tiles (x read once for them) where enough
+// blocks remain, and fewer steps in flight as the tiles' registers grow.
+template <bool Split, bool XVec>
+void LaunchShape(MmaWeights ws, int64_t n, const float* x, cudaStream_t s) {
+  const int nt = n <= 8 ? 1 : n <= 16 ? 2 : 4;
+  const int64_t token_tiles = (n + nt * 8 - 1) / (nt * 8);
+  int64_t rows = 0;
+  for (int k = 0; k < ws.count; ++k) rows += ws.w[k].rows;
+  // Fewer row tiles where that leaves too few blocks to fill the GPU (a
+  // 4,096-row weight in 64-row blocks is 64 blocks).
+  int rt = nt;
+  while (rt > 1 && token_tiles * (rows / (kRows * rt)) < kMinBlocks) rt /= 2;
+  ws.first[0] = 0;
+  for (int k = 0; k < ws.count; ++k) ws.first[k + 1] = ws.first[k] + (ws.w[k].rows + kRows * rt - 1) / (kRows * rt);
+  const dim3 grid(static_cast<unsigned>(token_tiles), static_cast<unsigned>(ws.first[ws.count]));
+  const int shape = nt * 8 + rt;
+  switch (shape) {
+    case 1 * 8 + 1: MmaRowsKernel<1, 1, 4, Split, XVec><<<grid, kWarps * 32, 0, s>>>(ws, x, n); break;
+    case 2 * 8 + 1: MmaRowsKernel<2, 1, 4, Split, XVec><<<grid, kWarps * 32, 0, s>>>(ws, x, n); break;
+    case 2 * 8 + 2: MmaRowsKernel<2, 2, 2, Split, XVec><<<grid, kWarps * 32, 0, s>>>(ws, x, n); break;
+    case 4 * 8 + 1: MmaRowsKernel<4, 1, 2, Split, XVec><<<grid, kWarps * 32, 0, s>>>(ws, x, n); break;
+    case 4 * 8 + 2: MmaRowsKernel<4, 2, 1, Split, XVec><<<grid, kWarps * 32, 0, s>>>(ws, x, n); break;
+    default: MmaRowsKernel<4, 4, 1, Split, XVec><<<grid, kWarps * 32, 0, s>>>(ws, x, n); break;
   }
 }
 
@@ -208,18 +233,16 @@ void LaunchMmaMatMul(const DevWeight* w, float* const* y, int count, const float
   if (n <= 0 || count < 1 || count > kMaxWeights) return;
   MmaWeights ws;
   ws.count = count;
-  ws.first[0] = 0;
   for (int k = 0; k < count; ++k) {
     ws.w[k] = w[k];
     ws.y[k] = y[k];
-    ws.first[k + 1] = ws.first[k] + (w[k].rows + kRows - 1) / kRows;
   }
   // x rows are cols * 4 bytes apart, a multiple of 256 here: aligned rows when the first is.
   const bool xvec = (reinterpret_cast<uintptr_t>(x) & 15u) == 0;
   if (split) {
-    LaunchTiles<true>(ws, n, x, xvec, s);
+    xvec ? LaunchShape<true, true>(ws, n, x, s) : LaunchShape<true, false>(ws, n, x, s);
   } else {
-    LaunchTiles<false>(ws, n, x, xvec, s);
+    xvec ? LaunchShape<false, true>(ws, n, x, s) : LaunchShape<false, false>(ws, n, x, s);
   }
 }
 
