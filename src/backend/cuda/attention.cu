@@ -37,6 +37,7 @@ template <Elem E, int kPerLane>
 __global__ void ChunkKernel(const float* q, const void* k_cache, const void* v_cache, const AttentionSeq* seqs,
                             int64_t n_seqs, AttentionParams p, int64_t row0, int64_t n_chunks, float* part,
                             float* final) {
+  WaitForPriorGrid();
   extern __shared__ float smem[];
   const int64_t chunk = blockIdx.x, kv_head = blockIdx.y, row = row0 + blockIdx.z;
   AttentionSeq seq;
@@ -138,6 +139,7 @@ __global__ void ChunkKernel(const float* q, const void* k_cache, const void* v_c
 // acc_c / Σ_c exp(m_c - M) l_c. grid (rows, n_heads).
 __global__ void MergeKernel(const float* part, const AttentionSeq* seqs, int64_t n_seqs, AttentionParams p,
                             int64_t row0, int64_t n_chunks, float* out) {
+  WaitForPriorGrid();
   const int64_t row = row0 + blockIdx.x, h = blockIdx.y;
   AttentionSeq seq;
   if (!FindSeq(seqs, n_seqs, row, &seq)) return;
@@ -185,8 +187,8 @@ void LaunchAttention(const float* q, const void* k_cache, const void* v_cache, c
         if (smem > 48 * 1024) {
           cudaFuncSetAttribute(ChunkKernel<E, PL>, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem));
         }
-        ChunkKernel<E, PL><<<grid, kThreads, smem, s>>>(q, k_cache, v_cache, seqs, n_seqs, p, r0, n_chunks, scratch,
-                                                         n_chunks == 1 ? out : nullptr);
+        LaunchPdl(ChunkKernel<E, PL>, grid, kThreads, smem, s, q, k_cache, v_cache, seqs, n_seqs, p, r0, n_chunks,
+                  scratch, n_chunks == 1 ? out : nullptr);
       };
       if (p.head_dim <= 128) {
         launch.template operator()<4>();
@@ -197,7 +199,7 @@ void LaunchAttention(const float* q, const void* k_cache, const void* v_cache, c
       }
     });
     if (n_chunks == 1) continue;  // the chunk kernel wrote the rows
-    MergeKernel<<<dim3(static_cast<unsigned>(rows), static_cast<unsigned>(p.n_heads)), kThreads, 0, s>>>(
+    LaunchPdl(MergeKernel, dim3(static_cast<unsigned>(rows), static_cast<unsigned>(p.n_heads)), kThreads, 0, s,
         scratch, seqs, n_seqs, p, r0, n_chunks, out);
   }
 }

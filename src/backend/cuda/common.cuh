@@ -7,6 +7,9 @@
 #include <cuda_runtime.h>
 
 #include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <utility>
 
 #include "backend/cuda/elem.h"
 
@@ -45,6 +48,38 @@ __device__ __forceinline__ float Load(const void* base, int64_t i) {
   } else {
     return F16ToF32(static_cast<const uint16_t*>(base)[i]);
   }
+}
+
+// Programmatic dependent launch (Hopper): a kernel launched by LaunchPdl may
+// be scheduled while the kernel before it in the stream still runs, and
+// waits in WaitForPriorGrid (its first statement) until that one has
+// finished and its writes are visible. What overlaps is the launch and the
+// blocks' start-up, a few microseconds per kernel in a decode step of
+// hundreds. LLMHOST_CUDA_PDL=off launches them plainly (the wait is then a
+// no-op).
+__device__ __forceinline__ void WaitForPriorGrid() { asm volatile("griddepcontrol.wait;" ::: "memory"); }
+
+inline bool PdlEnabled() {
+  static const bool on = [] {
+    const char* v = std::getenv("LLMHOST_CUDA_PDL");
+    return v == nullptr || std::strcmp(v, "off") != 0;
+  }();
+  return on;
+}
+
+template <typename... Params, typename... Args>
+void LaunchPdl(void (*kernel)(Params...), dim3 grid, dim3 block, size_t smem, cudaStream_t s, Args&&... args) {
+  cudaLaunchAttribute attr;
+  attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attr.val.programmaticStreamSerializationAllowed = 1;
+  cudaLaunchConfig_t cfg = {};
+  cfg.gridDim = grid;
+  cfg.blockDim = block;
+  cfg.dynamicSmemBytes = smem;
+  cfg.stream = s;
+  cfg.attrs = &attr;
+  cfg.numAttrs = PdlEnabled() ? 1 : 0;
+  cudaLaunchKernelEx(&cfg, kernel, std::forward<Args>(args)...);  // errors: the caller's cudaGetLastError
 }
 
 // Sum over the 32 lanes, the same butterfly whatever the launch: every lane

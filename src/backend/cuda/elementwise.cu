@@ -7,11 +7,13 @@ namespace {
 constexpr int kThreads = 256;
 
 __global__ void AddKernel(const float* a, const float* b, int64_t n, float* out) {
+  WaitForPriorGrid();
   const int64_t i = static_cast<int64_t>(blockIdx.x) * kThreads + threadIdx.x;
   if (i < n) out[i] = a[i] + b[i];
 }
 
 __global__ void AddBiasKernel(float* x, int64_t cols, int64_t stride, const float* bias) {
+  WaitForPriorGrid();
   const int64_t c = static_cast<int64_t>(blockIdx.y) * kThreads + threadIdx.x;
   if (c < cols) x[blockIdx.x * stride + c] += bias[c];
 }
@@ -27,11 +29,13 @@ __global__ void FillKernel(float* x, int64_t n, float v) {
 }
 
 __global__ void SoftcapKernel(float* x, int64_t n, float cap) {
+  WaitForPriorGrid();
   const int64_t i = static_cast<int64_t>(blockIdx.x) * kThreads + threadIdx.x;
   if (i < n) x[i] = static_cast<float>(cap * tanh(static_cast<double>(x[i]) / cap));
 }
 
 __global__ void GatherRowsKernel(const float* src, int64_t cols, const int32_t* rows, float* dst) {
+  WaitForPriorGrid();
   const int64_t c = static_cast<int64_t>(blockIdx.y) * kThreads + threadIdx.x;
   if (c < cols) dst[blockIdx.x * cols + c] = src[static_cast<int64_t>(rows[blockIdx.x]) * cols + c];
 }
@@ -39,12 +43,13 @@ __global__ void GatherRowsKernel(const float* src, int64_t cols, const int32_t* 
 }  // namespace
 
 void LaunchAdd(const float* a, const float* b, int64_t n, float* out, cudaStream_t s) {
-  if (n > 0) AddKernel<<<Blocks(n, kThreads), kThreads, 0, s>>>(a, b, n, out);
+  if (n > 0) LaunchPdl(AddKernel, Blocks(n, kThreads), kThreads, 0, s, a, b, n, out);
 }
 
 void LaunchAddBias(float* x, int64_t rows, int64_t cols, int64_t stride, const float* bias, cudaStream_t s) {
   if (rows > 0 && cols > 0) {
-    AddBiasKernel<<<dim3(static_cast<unsigned>(rows), Blocks(cols, kThreads)), kThreads, 0, s>>>(x, cols, stride, bias);
+    LaunchPdl(AddBiasKernel, dim3(static_cast<unsigned>(rows), Blocks(cols, kThreads)), kThreads, 0, s, x, cols, stride,
+              bias);
   }
 }
 
@@ -57,12 +62,13 @@ void LaunchFill(float* x, int64_t n, float v, cudaStream_t s) {
 }
 
 void LaunchSoftcap(float* x, int64_t n, float cap, cudaStream_t s) {
-  if (n > 0) SoftcapKernel<<<Blocks(n, kThreads), kThreads, 0, s>>>(x, n, cap);
+  if (n > 0) LaunchPdl(SoftcapKernel, Blocks(n, kThreads), kThreads, 0, s, x, n, cap);
 }
 
 void LaunchGatherRows(const float* src, int64_t cols, const int32_t* rows, int64_t n, float* dst, cudaStream_t s) {
   if (n > 0 && cols > 0) {
-    GatherRowsKernel<<<dim3(static_cast<unsigned>(n), Blocks(cols, kThreads)), kThreads, 0, s>>>(src, cols, rows, dst);
+    LaunchPdl(GatherRowsKernel, dim3(static_cast<unsigned>(n), Blocks(cols, kThreads)), kThreads, 0, s, src, cols, rows,
+              dst);
   }
 }
 

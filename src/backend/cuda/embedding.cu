@@ -1,3 +1,4 @@
+#include "backend/cuda/common.cuh"
 #include "backend/cuda/embedding.cuh"
 #include "backend/cuda/weight_load.cuh"
 
@@ -6,6 +7,7 @@ namespace {
 
 template <WFmt F>
 __global__ void EmbeddingKernel(DevWeight w, const int32_t* ids, float scale, float* out) {
+  WaitForPriorGrid();
   const int64_t i = blockIdx.x;
   const int64_t c = static_cast<int64_t>(blockIdx.y) * blockDim.x + threadIdx.x;
   if (c >= w.cols) return;
@@ -17,7 +19,7 @@ __global__ void EmbeddingKernel(DevWeight w, const int32_t* ids, float scale, fl
 void LaunchEmbedding(const DevWeight& w, const int32_t* ids, int64_t n, float scale, float* out, cudaStream_t s) {
   if (n <= 0) return;
   const dim3 grid(static_cast<unsigned>(n), Blocks(w.cols, 256));
-  ForFormat(w.fmt, [&]<WFmt F>() { EmbeddingKernel<F><<<grid, 256, 0, s>>>(w, ids, scale, out); });
+  ForFormat(w.fmt, [&]<WFmt F>() { LaunchPdl(EmbeddingKernel<F>, grid, 256, 0, s, w, ids, scale, out); });
 }
 
 }  // namespace llmhost::cuda

@@ -6,6 +6,7 @@ namespace {
 
 __global__ void GatedKernel(bool gelu, const float* gate, int64_t gate_stride, const float* up, int64_t up_stride,
                             int64_t cols, float* out, int64_t out_stride) {
+  WaitForPriorGrid();
   const int64_t r = blockIdx.x;
   const int64_t c = static_cast<int64_t>(blockIdx.y) * blockDim.x + threadIdx.x;
   if (c >= cols) return;
@@ -27,8 +28,8 @@ void LaunchGatedActivation(Activation act, const float* gate, int64_t gate_strid
                            cudaStream_t s) {
   if (rows <= 0 || cols <= 0) return;
   const dim3 grid(static_cast<unsigned>(rows), Blocks(cols, 256));
-  GatedKernel<<<grid, 256, 0, s>>>(act == Activation::kGeluTanh, gate, gate_stride, up, up_stride, cols, out,
-                                   out_stride);
+  LaunchPdl(GatedKernel, grid, 256, 0, s, act == Activation::kGeluTanh, gate, gate_stride, up, up_stride, cols, out,
+            out_stride);
 }
 
 }  // namespace llmhost::cuda

@@ -1,3 +1,4 @@
+#include "backend/cuda/common.cuh"
 #include "backend/cuda/matmul.cuh"
 #include "backend/cuda/weight_load.cuh"
 
@@ -12,6 +13,7 @@ constexpr int kTokens = 8;  // tokens per block (each weight element loaded once
 // a token whatever n is (and as GroupedMatMulKernel's).
 template <WFmt F>
 __global__ void MatMulKernel(DevWeight w, const float* x, int64_t n, float* y) {
+  WaitForPriorGrid();
   const int lane = threadIdx.x & 31;
   const int64_t r = static_cast<int64_t>(blockIdx.x) * kWarps + (threadIdx.x >> 5);
   const int64_t t0 = static_cast<int64_t>(blockIdx.y) * kTokens;
@@ -207,6 +209,7 @@ struct WideWeights {
 // grid (Σ blocks, ceil(n / T)): a block takes RowsPerBlock rows of one weight.
 template <WFmt F, bool XVec, int T, int CW>
 __global__ void __launch_bounds__(kRowThreads) MatMulWideKernel(WideWeights ws, const float* x, int64_t n) {
+  WaitForPriorGrid();
   constexpr int R = RowsPerBlock<CW>();
   int i = 0;
   while (i + 1 < ws.count && blockIdx.x >= ws.first[i + 1]) ++i;
@@ -311,10 +314,10 @@ void LaunchWide(WideWeights& ws, const float* x, int64_t n, cudaStream_t s) {
             return;  // only MLX 4-bit has 32-column chunks
           } else {
             switch (per_block) {
-              case 1: MatMulWideKernel<F, XVec, 1, CW><<<grid, kRowThreads, 0, s>>>(ws, xs, m); break;
-              case 2: MatMulWideKernel<F, XVec, 2, CW><<<grid, kRowThreads, 0, s>>>(ws, xs, m); break;
-              case 4: MatMulWideKernel<F, XVec, 4, CW><<<grid, kRowThreads, 0, s>>>(ws, xs, m); break;
-              default: MatMulWideKernel<F, XVec, 8, CW><<<grid, kRowThreads, 0, s>>>(ws, xs, m); break;
+              case 1: LaunchPdl(MatMulWideKernel<F, XVec, 1, CW>, grid, kRowThreads, 0, s, ws, xs, m); break;
+              case 2: LaunchPdl(MatMulWideKernel<F, XVec, 2, CW>, grid, kRowThreads, 0, s, ws, xs, m); break;
+              case 4: LaunchPdl(MatMulWideKernel<F, XVec, 4, CW>, grid, kRowThreads, 0, s, ws, xs, m); break;
+              default: LaunchPdl(MatMulWideKernel<F, XVec, 8, CW>, grid, kRowThreads, 0, s, ws, xs, m); break;
             }
           }
         });
@@ -338,8 +341,8 @@ void LaunchMatMul(const DevWeight& w, const float* x, int64_t n, float* y, cudaS
   for (int64_t t0 = 0; t0 < n; t0 += kMaxGridY * kTokens) {
     const int64_t m = n - t0 < kMaxGridY * kTokens ? n - t0 : kMaxGridY * kTokens;
     ForFormat(w.fmt, [&]<WFmt F>() {
-      MatMulKernel<F><<<dim3(Blocks(w.rows, kWarps), Blocks(m, kTokens)), kWarps * 32, 0, s>>>(w, x + t0 * w.cols, m,
-                                                                                               y + t0 * w.rows);
+      LaunchPdl(MatMulKernel<F>, dim3(Blocks(w.rows, kWarps), Blocks(m, kTokens)), kWarps * 32, 0, s, w,
+                x + t0 * w.cols, m, y + t0 * w.rows);
     });
   }
 }

@@ -10,7 +10,7 @@ constexpr int kWarps = 8;         // a block: 16 weight rows, the columns' steps
 constexpr int kRows = 16;         // the MMA's m
 constexpr int kStepCols = 64;     // columns per step: each lane's two 16-byte loads of a row
 constexpr int kMaxWeights = 4;
-constexpr int64_t kMinBlocks = 256;  // about two per SM of an H100 / H200
+constexpr int64_t kMinBlocks = 128;  // about one per SM of an H100 / H200
 
 struct MmaWeights {
   DevWeight w[kMaxWeights];
@@ -94,6 +94,7 @@ __device__ __forceinline__ void SplitX8(const float (&xv)[8], uint32_t (&h)[4], 
 // and U are: each warp's steps in order, then the warps in order.
 template <int NT, int RT, int U, bool Split, bool XVec>
 __global__ void __launch_bounds__(kWarps * 32, RT >= 4 ? 1 : 2) MmaRowsKernel(MmaWeights ws, const float* x, int64_t n) {
+  WaitForPriorGrid();
   int i = 0;
   while (i + 1 < ws.count && blockIdx.y >= ws.first[i + 1]) ++i;
   const DevWeight& w = ws.w[i];
@@ -212,12 +213,12 @@ void LaunchShape(MmaWeights ws, int64_t n, const float* x, cudaStream_t s) {
   const dim3 grid(static_cast<unsigned>(token_tiles), static_cast<unsigned>(ws.first[ws.count]));
   const int shape = nt * 8 + rt;
   switch (shape) {
-    case 1 * 8 + 1: MmaRowsKernel<1, 1, 4, Split, XVec><<<grid, kWarps * 32, 0, s>>>(ws, x, n); break;
-    case 2 * 8 + 1: MmaRowsKernel<2, 1, 4, Split, XVec><<<grid, kWarps * 32, 0, s>>>(ws, x, n); break;
-    case 2 * 8 + 2: MmaRowsKernel<2, 2, 2, Split, XVec><<<grid, kWarps * 32, 0, s>>>(ws, x, n); break;
-    case 4 * 8 + 1: MmaRowsKernel<4, 1, 2, Split, XVec><<<grid, kWarps * 32, 0, s>>>(ws, x, n); break;
-    case 4 * 8 + 2: MmaRowsKernel<4, 2, 1, Split, XVec><<<grid, kWarps * 32, 0, s>>>(ws, x, n); break;
-    default: MmaRowsKernel<4, 4, 1, Split, XVec><<<grid, kWarps * 32, 0, s>>>(ws, x, n); break;
+    case 1 * 8 + 1: LaunchPdl(MmaRowsKernel<1, 1, 4, Split, XVec>, grid, kWarps * 32, 0, s, ws, x, n); break;
+    case 2 * 8 + 1: LaunchPdl(MmaRowsKernel<2, 1, 4, Split, XVec>, grid, kWarps * 32, 0, s, ws, x, n); break;
+    case 2 * 8 + 2: LaunchPdl(MmaRowsKernel<2, 2, 2, Split, XVec>, grid, kWarps * 32, 0, s, ws, x, n); break;
+    case 4 * 8 + 1: LaunchPdl(MmaRowsKernel<4, 1, 2, Split, XVec>, grid, kWarps * 32, 0, s, ws, x, n); break;
+    case 4 * 8 + 2: LaunchPdl(MmaRowsKernel<4, 2, 1, Split, XVec>, grid, kWarps * 32, 0, s, ws, x, n); break;
+    default: LaunchPdl(MmaRowsKernel<4, 4, 1, Split, XVec>, grid, kWarps * 32, 0, s, ws, x, n); break;
   }
 }
 

@@ -13,6 +13,7 @@ template <int kThreads>
 __global__ void __launch_bounds__(kThreads) RmsNormKernel(const float* x, int64_t group, int64_t group_stride,
                                                            int64_t dim, const float* weight, float eps, bool add_one,
                                                            float* out) {
+  WaitForPriorGrid();
   constexpr int kWarps = kThreads / 32;
   const int64_t r = blockIdx.x;
   const int64_t off = (r / group) * group_stride + (r % group) * dim;
@@ -49,9 +50,9 @@ void LaunchRmsNorm(const float* x, int64_t rows, int64_t group, int64_t group_st
   if (rows <= 0) return;
   const unsigned grid = static_cast<unsigned>(rows);
   if (dim >= 2048) {
-    RmsNormKernel<1024><<<grid, 1024, 0, s>>>(x, group, group_stride, dim, weight, eps, add_one, out);
+    LaunchPdl(RmsNormKernel<1024>, grid, 1024, 0, s, x, group, group_stride, dim, weight, eps, add_one, out);
   } else {
-    RmsNormKernel<128><<<grid, 128, 0, s>>>(x, group, group_stride, dim, weight, eps, add_one, out);
+    LaunchPdl(RmsNormKernel<128>, grid, 128, 0, s, x, group, group_stride, dim, weight, eps, add_one, out);
   }
 }
 

@@ -8,6 +8,7 @@ namespace {
 __global__ void RopeKernel(float* x, const int32_t* positions, const float* inv_freq, int64_t table_stride,
                            const int32_t* table_of, int64_t n_heads, int64_t head_dim, int64_t half,
                            int64_t row_stride, float scaling, bool interleaved) {
+  WaitForPriorGrid();
   const int64_t t = blockIdx.x;
   const int64_t k = static_cast<int64_t>(blockIdx.y) * blockDim.x + threadIdx.x;
   if (k >= n_heads * half) return;
@@ -35,8 +36,8 @@ void LaunchRope(float* x, int64_t n_tokens, const int32_t* positions, const floa
   const int64_t half = p.rot_dim / 2;
   if (n_tokens <= 0 || half <= 0 || p.n_heads <= 0) return;
   const dim3 grid(static_cast<unsigned>(n_tokens), Blocks(p.n_heads * half, 256));
-  RopeKernel<<<grid, 256, 0, s>>>(x, positions, inv_freq, table_stride, table_of, p.n_heads, p.head_dim, half,
-                                  p.row_stride, p.attention_scaling, p.pairing == RopePairing::kInterleaved);
+  LaunchPdl(RopeKernel, grid, 256, 0, s, x, positions, inv_freq, table_stride, table_of, p.n_heads, p.head_dim, half,
+            p.row_stride, p.attention_scaling, p.pairing == RopePairing::kInterleaved);
 }
 
 }  // namespace llmhost::cuda
