@@ -8,6 +8,7 @@
 #include <set>
 #include <string>
 
+#include "engine/constraint_tracker.h"
 #include "engine/engine_test_util.h"
 #include "engine/sampler.h"
 #include "grammar/grammar.h"
@@ -228,6 +229,62 @@ TEST(ConstrainedTest, ValidateRefusesAVocabularyLargerThanTheModel) {
   r.constraint->vocab = grammar::TokenVocab::FromBytes({"a"}, {}, {});
   st = sched->Validate(r);
   EXPECT_NE(st.message().find("tokenizer"), std::string::npos) << st.message();
+}
+
+// A think block the prompt opened stays free (the model writes what it
+// wants), the constraint starts after its close; a real tokenizer decodes.
+TEST(ConstrainedTest, FreeThinkBlockThenTheGrammar) {
+  auto tok = Tokenizer::FromPath(testing::ModelsRoot() + "/llama3-tiny");
+  ASSERT_TRUE(tok.ok()) << tok.status().ToString();
+  const std::vector<int32_t> script = (*tok)->Encode("I will say 7.</think>7 is it", false);
+  SchedulerOptions so;
+  ScriptedModel* model = nullptr;
+  auto sched = testing::ScriptedScheduler(
+      &model, static_cast<int64_t>((*tok)->VocabSize()),
+      [script](int64_t pos, int32_t) {
+        return script[static_cast<size_t>(std::min<int64_t>(pos - 2, static_cast<int64_t>(script.size()) - 1))];
+      },
+      64, 16, so, tok->get());
+  auto vocab = grammar::TokenVocab::FromTokenizer(**tok, {});
+  GenerationRequest r = Greedy(Constraint(Of([](auto& g) { return g.Literal("42"); }), vocab), 40);
+  r.constraint->think = OutputConstraint::Think{true, -1, "</think>"};
+  r.prompt = {1, 2, 3};
+  Log log;
+  r.on_event = log.Callback();
+  ASSERT_TRUE(sched->Validate(r).ok()) << sched->Validate(r).ToString();
+  sched->Enqueue(1, std::move(r));
+  while (sched->HasWork()) sched->Step();
+  EXPECT_EQ(log.Text(), "I will say 7.</think>42");
+  ASSERT_EQ(log.Finals().size(), 1u);
+  EXPECT_EQ(log.Finals()[0].finish, FinishReason::kStop);
+}
+
+// The tracker alone: the close may be split across pieces; bytes after it in
+// the same piece are the grammar's first, and an error when it refuses them.
+TEST(ConstrainedTest, TrackerStartsAfterTheCloseWithTheBytesThatFollowIt) {
+  OutputConstraint c = Constraint(Of([](auto& g) { return g.Literal("42"); }),
+                                  grammar::TokenVocab::FromBytes({"4", "2", "x"}, {}, {}));
+  c.think = OutputConstraint::Think{true, -1, "</think>"};
+  ConstraintTracker ok(c);
+  EXPECT_FALSE(ok.masking());
+  ASSERT_TRUE(ok.OnText("hmm </thi").ok());
+  EXPECT_FALSE(ok.masking());
+  ASSERT_TRUE(ok.OnText("nk>4").ok());
+  ASSERT_TRUE(ok.masking());
+  ok.PrepareMask();
+  ASSERT_TRUE(ok.mask_status().ok());
+  EXPECT_EQ(ok.mask()[0] & 0b111u, 0b010u) << "only \"2\" may follow \"4\"";
+  ConstraintTracker bad(c);
+  Status st = bad.OnText("</think>zz");
+  EXPECT_FALSE(st.ok());
+  EXPECT_NE(st.message().find("zz"), std::string::npos) << st.message();
+  // Without a prompt-opened block, the first token may open one (id 2 here).
+  c.think = OutputConstraint::Think{false, 2, "</think>"};
+  ConstraintTracker opening(c);
+  opening.PrepareMask();
+  EXPECT_EQ(opening.mask()[0] & 0b111u, 0b101u) << "\"4\" or the open id";
+  ASSERT_TRUE(opening.AcceptToken(2).ok());
+  EXPECT_FALSE(opening.masking()) << "inside the think block";
 }
 
 // The sampler alone: the mask bans everything it does not allow, before
