@@ -109,7 +109,8 @@ Result<NodeId> SchemaCompiler::ValueChecked(const Json& schema, const std::strin
     Json siblings = Constraints(schema, {"$ref"});
     if (siblings.empty()) return Ref(ref, path, depth);
     ASSIGN_OR_RETURN(const Json* target, Resolve(ref, path));
-    ASSIGN_OR_RETURN(Json merged, MergeSchemas(*target, siblings, path));
+    RefResolver resolve = [this](const std::string& r, const std::string& at) { return Resolve(r, at); };
+    ASSIGN_OR_RETURN(Json merged, MergeSchemas(*target, siblings, path, resolve));
     return Value(merged, path, depth + 1);
   }
   if (schema.contains("allOf")) {
@@ -156,7 +157,8 @@ Result<NodeId> SchemaCompiler::Alternatives(const Json& schema, const std::strin
       if (hops > kMaxSchemaDepth) return BadSchema(alt_path, "'$ref' chain too long");
       ASSIGN_OR_RETURN(target, Resolve((*target)["$ref"].get<std::string>(), alt_path));
     }
-    ASSIGN_OR_RETURN(Json merged, MergeSchemas(siblings, *target, alt_path));
+    RefResolver resolve = [this](const std::string& r, const std::string& at) { return Resolve(r, at); };
+    ASSIGN_OR_RETURN(Json merged, MergeSchemas(siblings, *target, alt_path, resolve));
     branches.push_back(std::move(merged));
   }
   if (std::string(key) == "oneOf") {

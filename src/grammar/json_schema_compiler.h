@@ -53,7 +53,8 @@ using RefResolver = std::function<Result<const Json*>(const std::string& ref, co
 Result<Json> MergeAllOf(const Json& schema, const std::string& path, const RefResolver& resolve, int depth);
 // The two schemas' conjunction as one schema, or an error where it cannot be
 // written exactly.
-Result<Json> MergeSchemas(const Json& a, const Json& b, const std::string& path);
+Result<Json> MergeSchemas(const Json& a, const Json& b, const std::string& path, const RefResolver& resolve,
+                          int depth = 0);
 
 class SchemaCompiler {
  public:
@@ -73,6 +74,9 @@ class SchemaCompiler {
   NodeId ValueLiteral(const Json& value);         // the JSON text of one value
   // "Any string except these": the JSON texts of strings not in `names`.
   NodeId StringExcept(const std::vector<std::string>& names);
+  // `child` between min and max times (max -1: unbounded), for counts past
+  // kMaxRepeat too (as a sequence of bounded repeats).
+  Result<NodeId> RepeatCount(NodeId child, uint64_t min, int64_t max, const std::string& path);
 
   Grammar& g() { return g_; }
 
@@ -85,7 +89,8 @@ class SchemaCompiler {
   Result<NodeId> OfType(const std::string& type, const Json& schema, const std::string& path, int depth);
 
   Result<NodeId> String(const Json& schema, const std::string& path);           // json_schema_strings.cpp
-  Result<NodeId> Format(const std::string& format, const std::string& path);    // json_schema_formats.cpp
+  // The content of a string in a known format; nullopt for unknown names.
+  Result<std::optional<NodeId>> Format(const std::string& format, const std::string& path);  // json_schema_formats.cpp
   Result<NodeId> Number(const Json& schema, const std::string& path, bool integer);  // json_schema_numbers.cpp
   Result<NodeId> Object(const Json& schema, const std::string& path, int depth);     // json_schema_objects.cpp
   Result<NodeId> Array(const Json& schema, const std::string& path, int depth);      // json_schema_arrays.cpp

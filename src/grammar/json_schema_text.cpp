@@ -144,4 +144,33 @@ NodeId SchemaCompiler::StringExcept(const std::vector<std::string>& names) {
   return g_.Seq({g_.Byte('"'), lang[0], g_.Byte('"')});
 }
 
+// Counts past kMaxRepeat become a sequence of repeats of at most
+// kMaxRepeat each; past kMaxLongCount they are refused.
+Result<NodeId> SchemaCompiler::RepeatCount(NodeId child, uint64_t min, int64_t max, const std::string& path) {
+  constexpr uint64_t kMaxLongCount = uint64_t{kMaxRepeat} * 100;
+  if (min > kMaxLongCount || (max >= 0 && static_cast<uint64_t>(max) > kMaxLongCount))
+    return BadSchema(path, "a count above " + std::to_string(kMaxLongCount) + " cannot be enforced");
+  if (max >= 0 && static_cast<uint64_t>(max) < min) return BadSchema(path, "a minimum count above the maximum");
+  if (min <= static_cast<uint64_t>(kMaxRepeat) && max <= kMaxRepeat)
+    return g_.Repeat(child, static_cast<int32_t>(min), static_cast<int32_t>(max));
+  std::vector<NodeId> parts;
+  uint64_t left_min = min;
+  while (left_min > 0) {
+    int32_t n = static_cast<int32_t>(std::min<uint64_t>(left_min, kMaxRepeat));
+    parts.push_back(g_.Repeat(child, n, n));
+    left_min -= n;
+  }
+  if (max < 0) {
+    parts.push_back(g_.Repeat(child, 0, -1));
+  } else {
+    uint64_t optional = static_cast<uint64_t>(max) - min;
+    while (optional > 0) {
+      int32_t n = static_cast<int32_t>(std::min<uint64_t>(optional, kMaxRepeat));
+      parts.push_back(g_.Repeat(child, 0, n));
+      optional -= n;
+    }
+  }
+  return g_.Seq(std::move(parts));
+}
+
 }  // namespace llmhost::grammar
