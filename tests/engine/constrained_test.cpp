@@ -203,10 +203,15 @@ TEST(ConstrainedTest, MatcherErrorEndsTheChoiceWithError) {
   Harness run;
   grammar::CompileOptions o;
   o.max_stacks = 1;
-  // ("a" | "a" "a")*: after a few "a"s, several parses are alive at once.
-  GenerationRequest r = Greedy(
-      Constraint(Of([](auto& g) { return g.Repeat(g.Alt({g.Literal("a"), g.Literal("aa")}), 0, -1); }), SmallVocab(), o),
-      20);
+  // root ::= A | B, A ::= "a" A | "b", B ::= "a" B | "c": both rules are
+  // alive at the start (recursive, so neither is inlined away).
+  grammar::Grammar g;
+  const grammar::RuleId root = g.AddRule("root"), a = g.AddRule("A"), b = g.AddRule("B");
+  g.SetBody(a, g.Alt({g.Seq({g.Literal("a"), g.Ref(a)}), g.Literal("b")}));
+  g.SetBody(b, g.Alt({g.Seq({g.Literal("a"), g.Ref(b)}), g.Literal("c")}));
+  g.SetBody(root, g.Alt({g.Ref(a), g.Ref(b)}));
+  g.SetRoot(root);
+  GenerationRequest r = Greedy(Constraint(g, SmallVocab(), o), 20);
   RunToEnd(&run, std::move(r), kA);
   auto finals = run.log.Finals();
   ASSERT_EQ(finals.size(), 1u);
