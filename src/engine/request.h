@@ -99,8 +99,11 @@ struct OutputConstraint {
   std::shared_ptr<const grammar::TokenVocab> vocab;
   struct Think {
     bool starts_open = false;  // the prompt opened the block: free until `close`
-    // Otherwise the first token may open it: this id (the open marker as
-    // one token; -1: it cannot, the output is constrained from its start).
+    // Otherwise the output may open it first: its open marker as bytes
+    // ("<think>", in any tokenization) or as this token (a special token;
+    // -1: none). While the output so far is both a start of the marker and
+    // of the grammar, both stay possible; "" and -1: constrained at once.
+    std::string open;
     int32_t open_id = -1;
     std::string close;  // the close marker as decoded text: "</think>"
   };

@@ -54,7 +54,7 @@ RequestEvent Sequence::NewEvent() const {
 }
 
 ConstraintTracker* Sequence::MaskJob() {
-  if (!constraint_ || !constraint_->masking() || !forced_.empty() || generated_ >= max_new_) return nullptr;
+  if (!constraint_ || !forced_.empty() || generated_ >= max_new_) return nullptr;
   return &*constraint_;
 }
 

@@ -59,7 +59,7 @@ class Sequence {
   // (computed here when the mask worker did not).
   RequestEvent OnLogits(const float* logits);
   // The tracker whose mask the next sample needs, or null (unconstrained,
-  // inside a free think block, or a token forced next).
+  // or a token forced next).
   ConstraintTracker* MaskJob();
   void Send(RequestEvent ev);
 

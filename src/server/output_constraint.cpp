@@ -63,7 +63,7 @@ std::pair<std::string, grammar::GrammarCache::Builder> SpecBuilder(const Constra
 }
 
 // Where the constraint starts when the request reasons first (see the header).
-std::optional<OutputConstraint::Think> ThinkOf(const OutputPlan& plan, const Tokenizer& tokenizer) {
+std::optional<OutputConstraint::Think> ThinkOf(const OutputPlan& plan, const grammar::TokenVocab& vocab) {
   if (!plan.enabled || !plan.options.reasoning) return std::nullopt;
   OutputConstraint::Think t;
   if (plan.format == OutputFormat::kHarmony) {
@@ -74,7 +74,8 @@ std::optional<OutputConstraint::Think> ThinkOf(const OutputPlan& plan, const Tok
   const FormatMarkers markers = OutputFormatMarkers(plan.format);
   t.starts_open = plan.options.starts_in_reasoning;
   t.close = markers.think_close;
-  if (std::optional<TokenId> id = tokenizer.TokenToId(markers.think_open)) t.open_id = *id;
+  t.open = markers.think_open;
+  t.open_id = vocab.SpecialId(markers.think_open);  // a marker without bytes in the vocabulary
   return t;
 }
 
@@ -111,7 +112,7 @@ MaybeError AttachOutputConstraint(const InferenceRequest& r, const ServedModel& 
     return std::nullopt;
   }
   if (!model.grammars) return ErrorWithStatus(500, "structured output: the model has no grammar cache");
-  std::optional<OutputConstraint::Think> think = ThinkOf(plan, *model.tokenizer);
+  std::optional<OutputConstraint::Think> think = ThinkOf(plan, *model.grammars->vocab());
   if (think) {
     key = "after think\n" + key;
     build = [inner = std::move(build)](Grammar& g, const TokenVocab& v) -> Result<RuleId> {

@@ -9,9 +9,9 @@
 // block and the request did not turn it off), the think block stays free
 // and the constraint starts after its close, with up to 4 bytes of
 // whitespace first (templates write "</think>\n\n"): the prompt opened the
-// block (free until the close), or the model's first token may open it
-// (when the open marker is one token), else the output is constrained from
-// its start. gpt-oss (harmony) is free until its final channel's message.
+// block (free until the close), or the output may open it first (while
+// what it wrote is a start of both the open marker and the grammar, both
+// stay possible), else it is constrained from its start. gpt-oss (harmony) is free until its final channel's message.
 //
 // A forced tool call takes precedence over response_format (the turn's
 // output is the call, not a text answer).

@@ -230,7 +230,7 @@ TEST(ConstrainedTest, ValidateRefusesAVocabularyLargerThanTheModel) {
   Status st = sched->Validate(r);
   EXPECT_FALSE(st.ok());
   EXPECT_NE(st.message().find("vocabulary"), std::string::npos) << st.message();
-  r.constraint->think = OutputConstraint::Think{true, -1, "</think>"};
+  r.constraint->think = OutputConstraint::Think{true, "", -1, "</think>"};
   r.constraint->vocab = grammar::TokenVocab::FromBytes({"a"}, {}, {});
   st = sched->Validate(r);
   EXPECT_NE(st.message().find("tokenizer"), std::string::npos) << st.message();
@@ -252,7 +252,7 @@ TEST(ConstrainedTest, FreeThinkBlockThenTheGrammar) {
       64, 16, so, tok->get());
   auto vocab = grammar::TokenVocab::FromTokenizer(**tok, {});
   GenerationRequest r = Greedy(Constraint(Of([](auto& g) { return g.Literal("42"); }), vocab), 40);
-  r.constraint->think = OutputConstraint::Think{true, -1, "</think>"};
+  r.constraint->think = OutputConstraint::Think{true, "", -1, "</think>"};
   r.prompt = {1, 2, 3};
   Log log;
   r.on_event = log.Callback();
@@ -269,13 +269,13 @@ TEST(ConstrainedTest, FreeThinkBlockThenTheGrammar) {
 TEST(ConstrainedTest, TrackerStartsAfterTheCloseWithTheBytesThatFollowIt) {
   OutputConstraint c = Constraint(Of([](auto& g) { return g.Literal("42"); }),
                                   grammar::TokenVocab::FromBytes({"4", "2", "x"}, {}, {}));
-  c.think = OutputConstraint::Think{true, -1, "</think>"};
+  c.think = OutputConstraint::Think{true, "", -1, "</think>"};
   ConstraintTracker ok(c);
-  EXPECT_FALSE(ok.masking());
+  EXPECT_TRUE(ok.in_think());
   ASSERT_TRUE(ok.OnText("hmm </thi").ok());
-  EXPECT_FALSE(ok.masking());
+  EXPECT_TRUE(ok.in_think());
   ASSERT_TRUE(ok.OnText("nk>4").ok());
-  ASSERT_TRUE(ok.masking());
+  ASSERT_FALSE(ok.in_think());
   ok.PrepareMask();
   ASSERT_TRUE(ok.mask_status().ok());
   EXPECT_EQ(ok.mask()[0] & 0b111u, 0b010u) << "only \"2\" may follow \"4\"";
@@ -284,12 +284,58 @@ TEST(ConstrainedTest, TrackerStartsAfterTheCloseWithTheBytesThatFollowIt) {
   EXPECT_FALSE(st.ok());
   EXPECT_NE(st.message().find("zz"), std::string::npos) << st.message();
   // Without a prompt-opened block, the first token may open one (id 2 here).
-  c.think = OutputConstraint::Think{false, 2, "</think>"};
+  c.think = OutputConstraint::Think{false, "", 2, "</think>"};
   ConstraintTracker opening(c);
   opening.PrepareMask();
   EXPECT_EQ(opening.mask()[0] & 0b111u, 0b101u) << "\"4\" or the open id";
   ASSERT_TRUE(opening.AcceptToken(2).ok());
-  EXPECT_FALSE(opening.masking()) << "inside the think block";
+  EXPECT_TRUE(opening.in_think());
+}
+
+// An open marker of several tokens that shares its start with the grammar:
+// both stay possible until a token settles it; the think block, once open,
+// leaves the grammar at its start.
+TEST(ConstrainedTest, TrackerKeepsThinkAndGrammarOpenUntilATokenDecides) {
+  enum : int32_t { kLt, kTh, kInk, kLetterA, kGt };
+  auto vocab = grammar::TokenVocab::FromBytes({"<", "th", "ink>", "a", ">"}, {}, {});
+  OutputConstraint c = Constraint(Of([](auto& g) { return g.Literal("<a>"); }), vocab);
+  c.think = OutputConstraint::Think{false, "<think>", -1, "</think>"};
+  auto bits = [](const ConstraintTracker& t) { return t.mask()[0] & 0b11111u; };
+  for (bool think : {true, false}) {
+    ConstraintTracker t(c);
+    t.PrepareMask();
+    EXPECT_EQ(bits(t), 1u << kLt);
+    ASSERT_TRUE(t.AcceptToken(kLt).ok());
+    t.PrepareMask();
+    EXPECT_EQ(bits(t), (1u << kTh) | (1u << kLetterA)) << "the marker's \"th\" or the grammar's \"a\"";
+    if (!think) {
+      ASSERT_TRUE(t.AcceptToken(kLetterA).ok());
+      t.PrepareMask();
+      EXPECT_EQ(bits(t), 1u << kGt);
+      continue;
+    }
+    ASSERT_TRUE(t.AcceptToken(kTh).ok());
+    t.PrepareMask();
+    EXPECT_EQ(bits(t), 1u << kInk) << "the grammar is out: only the marker goes on";
+    ASSERT_TRUE(t.AcceptToken(kInk).ok());
+    ASSERT_TRUE(t.in_think());
+    t.PrepareMask();
+    EXPECT_EQ(bits(t), 0b11111u) << "inside the think block: any token";
+    ASSERT_TRUE(t.OnText("hmm</think>").ok());
+    t.PrepareMask();
+    EXPECT_EQ(bits(t), 1u << kLt) << "the grammar from its start";
+  }
+}
+
+// Inside the think block any token may come but EOS: the output must still
+// reach the grammar after the block.
+TEST(ConstrainedTest, ThinkBlockCannotEndTheOutput) {
+  OutputConstraint c = Constraint(Of([](auto& g) { return g.Literal("a"); }), SmallVocab());
+  c.think = OutputConstraint::Think{true, "", -1, "</think>"};
+  ConstraintTracker t(c);
+  t.PrepareMask();
+  ASSERT_TRUE(t.mask_status().ok());
+  EXPECT_EQ(t.mask()[0], (1u << kEos) - 1) << "every token of the vocabulary but EOS, nothing past it";
 }
 
 // The sampler alone: the mask bans everything it does not allow, before

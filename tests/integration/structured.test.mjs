@@ -176,10 +176,12 @@ test('forced tool calls parse into tool_calls (OpenAI) and tool_use (Anthropic)'
       assert.deepEqual(args, {});
     }
   }
-  const anthropicTool = { name: 'get_weather', input_schema: weatherTool.function.parameters };
-  for (const tool_choice of [{ type: 'any' }, { type: 'tool', name: 'get_weather' }]) {
+  // Anthropic has no strict mode: the schema closes the object itself.
+  const anthropicTool = { name: 'get_weather', input_schema: { ...weatherTool.function.parameters, additionalProperties: false } };
+  for (const tool_choice of [{ type: 'any', disable_parallel_tool_use: true },
+    { type: 'tool', name: 'get_weather', disable_parallel_tool_use: true }]) {
     const m = await anthropic.messages.create({
-      model: MODEL, max_tokens: 300, tools: [anthropicTool], tool_choice, ...NO_THINK,
+      model: MODEL, max_tokens: 300, tools: [anthropicTool], tool_choice, thinking: { type: 'disabled' },
       messages: [{ role: 'user', content: 'Weather in Paris?' }],
     });
     assert.equal(m.stop_reason, 'tool_use', JSON.stringify(m.content));

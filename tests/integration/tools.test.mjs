@@ -186,9 +186,12 @@ test('openai: tool_choice required / a named function force a call in the model\
     assert.equal(same.choices[0].finish_reason, 'tool_calls');
     assert.deepEqual(same.choices[0].message.tool_calls.map((c) => [c.function.name, JSON.parse(c.function.arguments)]),
       [['get_weather', { city: 'Paris' }]]);
-    // The model would answer in text: the call is forced all the same.
+    // The model would answer in text: the call is forced all the same. (Thinking
+    // off: otherwise the output may open a think block first, which this
+    // script would never close.)
     const forced = await openai.chat.completions.create({
-      model: MODEL, tools, tool_choice, max_tokens: 200, messages: [{ role: 'user', content: 'Hello there' }],
+      model: MODEL, tools, tool_choice, max_tokens: 200, chat_template_kwargs: { enable_thinking: false },
+      messages: [{ role: 'user', content: 'Hello there' }],
     });
     const calls = forced.choices[0].message.tool_calls;
     assert.ok(calls && calls.length >= 1, JSON.stringify(forced.choices[0]));
@@ -284,6 +287,7 @@ test('anthropic: tool_choice any / tool force a tool_use; a bad effort answers 4
     properties: { city: { type: 'string', maxLength: 12 } }, required: ['city'] } }];
   for (const tool_choice of [{ type: 'any' }, { type: 'tool', name: 'get_weather' }]) {
     const m = await anthropic.messages.create({ model: MODEL, max_tokens: 200, tools: bounded, tool_choice,
+      thinking: { type: 'disabled' },
       messages: [{ role: 'user', content: 'Hello there' }] });
     assert.equal(m.stop_reason, 'tool_use', JSON.stringify(m.content));
     const use = m.content.find((b) => b.type === 'tool_use');
