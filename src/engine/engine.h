@@ -131,6 +131,9 @@ class Engine {
   int64_t context_length() const { return context_; }
   int64_t vocab_size() const { return vocab_; }
   int max_queue() const { return max_queue_; }
+  // The ids that end a generation (an output constraint's vocabulary allows
+  // them where its grammar can end). Thread-safe.
+  const std::vector<int32_t>& eos_token_ids() const { return sched_->eos_token_ids(); }
 
  private:
   Engine(std::unique_ptr<Scheduler> scheduler, int max_queue);

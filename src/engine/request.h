@@ -7,26 +7,33 @@
 // other event comes — per choice: a request of n choices (OpenAI's `n`)
 // sends each choice's events, tagged with its index, interleaved. An abort or error may end a request with a final event
 // that carries no token. A request rejected by Engine::Submit gets no events.
+//
+// A request may carry an OutputConstraint: each choice then walks the
+// grammar with its own grammar::Matcher (kept with the choice, so that it
+// survives preemption and recompute); see OutputConstraint below.
 #pragma once
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "engine/sampler.h"
+#include "grammar/matcher.h"
+#include "grammar/token_vocab.h"
 #include "util/status.h"
 
 namespace llmhost {
 
 enum class FinishReason {
   kNone,    // not finished (a token event)
-  kStop,        // EOS or a stop token id
+  kStop,        // EOS or a stop token id, or the output constraint's grammar ended
   kStopString,  // a stop string (RequestEvent::stop_string says which)
   kLength,  // max_tokens, or the end of the context
   kAbort,   // cancelled, or the engine shut down
-  kError,   // the step failed; `error` says why
+  kError,   // the step failed, or the output constraint could not give a mask; `error` says why
 };
 
 // "stop" (kStop, kStopString), "length", "abort", "error" ("" for kNone):
@@ -73,6 +80,36 @@ struct ReasoningBudget {
   std::vector<int32_t> close_ids;  // what closes it: e.g. "\n</think>\n\n" encoded
 };
 
+// Constrained decoding (grammar/matcher.h): each choice's output is a string
+// of `grammar`. Every step the tokens the grammar does not allow next get
+// -inf logits (after the penalties and logit_bias, before temperature and
+// top-k/p/min-p; logprobs stay those of the raw distribution); the chosen
+// token advances the choice's matcher, and the choice ends with kStop when
+// the grammar can go no further (or the grammar allowed EOS and it was
+// drawn). A matcher that fails (too many parse stacks) ends the choice with
+// kError and its message. The mask of a step is computed while the step's
+// forward pass runs (engine/mask_worker.h).
+//
+// With `think`, the output may first hold a free think block (the reasoning
+// of a model whose template has one): the constraint starts after its close.
+struct OutputConstraint {
+  std::shared_ptr<const grammar::CompiledGrammar> grammar;
+  // The vocabulary `grammar` was compiled against (its size is the mask's;
+  // ids past it, the model's padding rows, are never allowed).
+  std::shared_ptr<const grammar::TokenVocab> vocab;
+  struct Think {
+    bool starts_open = false;  // the prompt opened the block: free until `close`
+    // Otherwise the output may open it first: its open marker as bytes
+    // ("<think>", in any tokenization) or as this token (a special token;
+    // -1: none). While the output so far is both a start of the marker and
+    // of the grammar, both stay possible; "" and -1: constrained at once.
+    std::string open;
+    int32_t open_id = -1;
+    std::string close;  // the close marker as decoded text: "</think>"
+  };
+  std::optional<Think> think;
+};
+
 struct GenerationRequest {
   std::vector<int32_t> prompt;       // at least one id, each in [0, vocab)
   SamplingParams sampling;
@@ -84,6 +121,7 @@ struct GenerationRequest {
   // ... but these (the markup an output parser reads: `<tool_call>`, ...).
   std::vector<int32_t> keep_special_ids;
   std::optional<ReasoningBudget> reasoning_budget;
+  std::optional<OutputConstraint> constraint;  // needs a tokenizer when `think` is set
   // 1..kMaxChoices completions of the prompt. Choice i > 0 forks choice 0
   // once the prompt is prefilled: it shares the prompt's KV blocks (the last,
   // partial one is copied when it is first written) and samples the same

@@ -110,6 +110,19 @@ void Sampler::ApplyPenalties(std::vector<float>& z) const {
   }
 }
 
+void Sampler::ApplyMask(std::span<const uint32_t> allowed, std::vector<float>& z) const {
+  constexpr float kBanned = -std::numeric_limits<float>::infinity();
+  const size_t v = static_cast<size_t>(vocab_);
+  for (size_t w = 0; w * 32 < v; ++w) {
+    const uint32_t bits = w < allowed.size() ? allowed[w] : 0;
+    if (bits == ~0u) continue;
+    const size_t end = std::min(v, w * 32 + 32);
+    for (size_t i = w * 32; i < end; ++i) {
+      if (!((bits >> (i & 31)) & 1u)) z[i] = kBanned;
+    }
+  }
+}
+
 double Sampler::Uniform() { return static_cast<double>(rng_() >> 11) * 0x1.0p-53; }
 
 namespace {
@@ -298,7 +311,7 @@ void Sampler::FillLogprobs(const float* logits, SampledToken* out) {
   for (int32_t id : cand_) out->top.push_back({id, static_cast<float>(logits[id] - lse)});
 }
 
-SampledToken Sampler::Sample(const float* logits) {
+SampledToken Sampler::Sample(const float* logits, std::span<const uint32_t> allowed) {
   // NaN / +inf rows (a broken model) must not break the orderings below.
   const bool want_logprobs = params_.logprobs || params_.top_logprobs > 0;
   const size_t v = static_cast<size_t>(vocab_);
@@ -311,6 +324,7 @@ SampledToken Sampler::Sample(const float* logits) {
     cpu::SanitizeLogits(logits, z_.data(), vocab_);
   }
   ApplyPenalties(z_);
+  if (!allowed.empty()) ApplyMask(allowed, z_);
   SampledToken out;
   out.id = Draw(z_);
   if (want_logprobs) FillLogprobs(raw_.data(), &out);

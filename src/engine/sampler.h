@@ -2,8 +2,8 @@
 //
 // Order, as Hugging Face transformers applies its processors: penalties
 // (repetition over prompt + output, presence / frequency over output), the
-// logit bias, then temperature, top_k, top_p, min_p, and a draw from what is
-// left.
+// logit bias, an output constraint's token mask (disallowed ids: -inf), then
+// temperature, top_k, top_p, min_p, and a draw from what is left.
 //
 // Every step is a pass over the row or a selection, never a sort of the
 // vocabulary: the weights exp((z - max) / T) in one vector pass; top_k by
@@ -78,8 +78,10 @@ class Sampler {
   Sampler(const SamplingParams& params, std::span<const int32_t> prompt, int64_t vocab);
 
   // Picks a token from a [vocab] row of raw logits and records it as output
-  // (for the penalties of later calls).
-  SampledToken Sample(const float* logits);
+  // (for the penalties of later calls). `allowed` (empty: every id): a
+  // bitmask, bit id of word id / 32; ids past its words are not allowed. It
+  // must allow at least one id below vocab.
+  SampledToken Sample(const float* logits, std::span<const uint32_t> allowed = {});
 
   // Records a token of the output without sampling it (a resumed request).
   void Accept(int32_t id);
@@ -93,6 +95,7 @@ class Sampler {
 
  private:
   void ApplyPenalties(std::vector<float>& z) const;
+  void ApplyMask(std::span<const uint32_t> allowed, std::vector<float>& z) const;
   int32_t Draw(const std::vector<float>& z);
   int32_t DrawTopK(const std::vector<float>& z, float max_logit, float inv_t);
   // The draw over the whole row (no top_k): w_ holds every weight (0: not

@@ -94,6 +94,18 @@ Status Scheduler::Validate(const GenerationRequest& r) const {
       }
     }
   }
+  if (r.constraint) {
+    const OutputConstraint& c = *r.constraint;
+    if (!c.grammar || !c.vocab) return Status::InvalidArgument("output constraint: no grammar or vocabulary");
+    if (static_cast<int64_t>(c.vocab->size()) > vocab_) {
+      return Status::InvalidArgument("output constraint: its vocabulary has " + N(static_cast<int64_t>(c.vocab->size())) +
+                                     " tokens, more than the model's " + N(vocab_));
+    }
+    if (c.think) {
+      if (!tokenizer_) return Status::InvalidArgument("output constraint: a think block needs a tokenizer; this engine has none");
+      if (c.think->close.empty()) return Status::InvalidArgument("output constraint: the think block's close marker is required");
+    }
+  }
   if (r.stop_token_ids.size() > kMaxStopTokenIds) {
     return Status::InvalidArgument("stop_token_ids: at most " + N(kMaxStopTokenIds) + " ids");
   }
@@ -366,7 +378,14 @@ void Scheduler::Step() {
                      p.sample ? LogitsRows::kLast : LogitsRows::kNone, p.seq->prompt_tokens()});
   }
   ++counters_.steps;
+  std::vector<ConstraintTracker*> masks;
+  for (const Planned& p : plan) {
+    if (!p.sample) continue;
+    if (ConstraintTracker* t = p.seq->MaskJob()) masks.push_back(t);
+  }
+  masks_.Start(std::move(masks));
   const Status st = model_->Forward(items, *cache_, &out_);
+  masks_.Wait();
   if (!st.ok()) {
     // Forward changed no sequence; end the requests of this step.
     for (const Planned& p : plan) {
@@ -394,7 +413,7 @@ void Scheduler::Step() {
         counters_.generated_tokens += static_cast<uint64_t>(f->generated());
         if (f->finished()) {
           ReleaseBlocks(f.get());
-          ++counters_.finished;
+          ++(ev.finish == FinishReason::kError ? counters_.failed : counters_.finished);
         }
         f->Send(std::move(ev));
         if (!f->finished()) forked.push_back(std::move(f));
@@ -405,7 +424,7 @@ void Scheduler::Step() {
     counters_.generated_tokens += static_cast<uint64_t>(s->generated() - before);
     if (s->finished()) {
       ReleaseBlocks(s);
-      ++counters_.finished;
+      ++(ev.finish == FinishReason::kError ? counters_.failed : counters_.finished);
     }
     s->Send(std::move(ev));
   }

@@ -19,7 +19,9 @@
 //      newest running request (its blocks are released but stay findable in
 //      the prefix index; it goes back to the front of the queue and later
 //      recomputes only what was evicted) until it fits;
-//   4. runs the step, indexes every newly full block, samples a token for
+//   4. runs the step (while it runs, the mask worker fills the next-token
+//      masks of the constrained requests that sample after it: see
+//      engine/mask_worker.h), indexes every newly full block, samples a token for
 //      each request whose pending tokens are all in, sends its event, and
 //      releases the blocks of every request that finished. A request of
 //      several choices runs its prompt once: when it is in, the other
@@ -44,6 +46,7 @@
 #include "engine/request.h"
 #include "engine/sequence.h"
 #include "engine/kv_budget.h"
+#include "engine/mask_worker.h"
 #include "engine/step_model.h"
 #include "kv/prefix_cache.h"
 #include "model/kv_cache.h"
@@ -115,6 +118,8 @@ class Scheduler {
   // Positions a sequence may hold: min(max_context, the model's, the pool's).
   int64_t context_length() const { return context_; }
   int64_t vocab_size() const { return vocab_; }
+  // The model's stop ids (immutable: thread-safe).
+  const std::vector<int32_t>& eos_token_ids() const { return options_.eos_token_ids; }
 
   // Queues a validated request (ids must increase with arrival).
   void Enqueue(uint64_t id, GenerationRequest request);
@@ -194,6 +199,7 @@ class Scheduler {
   std::vector<std::unique_ptr<Sequence>> running_; // by arrival
   SchedulerCounters counters_;
   ForwardOutput out_;
+  MaskWorker masks_;  // the constrained requests' masks, during Forward
 };
 
 }  // namespace llmhost

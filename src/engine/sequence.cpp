@@ -28,6 +28,7 @@ Sequence::Sequence(uint64_t id, GenerationRequest request, int64_t vocab, int64_
       sampler_(req_.sampling, req_.prompt, vocab),
       stops_(req_.stop) {
   cs_.tokens = req_.prompt;
+  if (req_.constraint) constraint_.emplace(*req_.constraint);
   if (tokenizer) {
     decoder_ = std::make_unique<StreamDecoder>(*tokenizer, req_.skip_special_tokens, req_.keep_special_ids);
     if (req_.reasoning_budget) reasoning_.emplace(*req_.reasoning_budget);
@@ -52,6 +53,17 @@ RequestEvent Sequence::NewEvent() const {
   return ev;
 }
 
+ConstraintTracker* Sequence::MaskJob() {
+  if (!constraint_ || !forced_.empty() || generated_ >= max_new_) return nullptr;
+  return &*constraint_;
+}
+
+void Sequence::Fail(RequestEvent* ev, Status error) {
+  ev->finish = FinishReason::kError;
+  ev->error = std::move(error);
+  ev->text.clear();  // held-back text of a failed choice is not flushed
+}
+
 void Sequence::Send(RequestEvent ev) {
   if (req_.on_event) req_.on_event(std::move(ev));
 }
@@ -73,9 +85,20 @@ RequestEvent Sequence::OnLogits(const float* logits) {
     finished_ = true;
     return ev;
   }
+  std::span<const uint32_t> allowed;
+  if (ConstraintTracker* t = MaskJob()) {
+    t->PrepareMask();
+    if (!t->mask_status().ok()) {
+      RequestEvent ev = NewEvent();
+      Fail(&ev, t->mask_status());
+      finished_ = true;
+      return ev;
+    }
+    allowed = t->mask();
+  }
   SampledToken tok;
   if (forced_.empty()) {
-    tok = sampler_.Sample(logits);
+    tok = sampler_.Sample(logits, allowed);
   } else {
     tok = sampler_.Force(logits, forced_.front());
     forced_.pop_front();
@@ -86,6 +109,13 @@ RequestEvent Sequence::OnLogits(const float* logits) {
   RequestEvent ev = NewEvent();
   ev.token_ids.push_back(id);
   if (req_.sampling.logprobs || req_.sampling.top_logprobs > 0) ev.logprobs.push_back(std::move(tok));
+  if (constraint_) {
+    if (Status st = constraint_->AcceptToken(id); !st.ok()) {
+      Fail(&ev, std::move(st));
+      finished_ = true;
+      return ev;
+    }
+  }
   if (IsStopToken(id)) {
     // The stop id's text is not part of the output.
     Drain(&ev);
@@ -99,11 +129,22 @@ RequestEvent Sequence::OnLogits(const float* logits) {
       if (reasoning_) {
         for (int32_t f : reasoning_->OnToken(piece)) forced_.push_back(f);
       }
+      if (constraint_) {
+        if (Status st = constraint_->OnText(piece); !st.ok()) {
+          Fail(&ev, std::move(st));
+          finished_ = true;
+          return ev;
+        }
+      }
       ev.text = stops_.Add(piece);
     }
     if (stops_.stopped()) {
       ev.finish = FinishReason::kStopString;
       ev.stop_string = stops_.matched();
+    } else if (constraint_ && constraint_->terminated()) {
+      // The grammar is complete and nothing may follow: as at EOS.
+      Drain(&ev);
+      if (ev.finish == FinishReason::kNone) ev.finish = FinishReason::kStop;
     } else if (generated_ >= max_new_) {
       ev.finish = FinishReason::kLength;
       Drain(&ev);

@@ -9,6 +9,7 @@
 #include <optional>
 #include <vector>
 
+#include "engine/constraint_tracker.h"
 #include "engine/reasoning_limiter.h"
 #include "engine/request.h"
 #include "engine/sampler.h"
@@ -54,8 +55,12 @@ class Sequence {
   // final one when it ends the request (finished() is then true). The new
   // id joins cs().tokens. The caller sends the event (after releasing the
   // blocks of a finished request, so that the pool is whole when the client
-  // hears the end).
+  // hears the end). A constrained choice samples under its tracker's mask
+  // (computed here when the mask worker did not).
   RequestEvent OnLogits(const float* logits);
+  // The tracker whose mask the next sample needs, or null (unconstrained,
+  // or a token forced next).
+  ConstraintTracker* MaskJob();
   void Send(RequestEvent ev);
 
   // Sends a final event without a token (abort, error), and the same to the
@@ -65,6 +70,8 @@ class Sequence {
  private:
   bool IsStopToken(int32_t id) const;
   RequestEvent NewEvent() const;
+  // Ends `ev` (a constrained choice) with kError.
+  void Fail(RequestEvent* ev, Status error);
   // The text still held by the decoder and the matcher, as the stream ends.
   void Drain(RequestEvent* ev);
 
@@ -84,6 +91,7 @@ class Sequence {
   StopStringMatcher stops_;
   std::optional<ReasoningLimiter> reasoning_;  // a think block's budget
   std::deque<int32_t> forced_;                 // ids to emit next instead of sampling
+  std::optional<ConstraintTracker> constraint_;  // the output constraint's state (survives preemption)
   std::vector<std::unique_ptr<Sequence>> forks_;
 };
 

@@ -21,6 +21,8 @@
 
 namespace llmhost::grammar {
 
+class TokenTrie;
+
 class TokenVocab {
  public:
   // `eos_ids`: the ids that end a generation (the model's EOS / end of turn);
@@ -39,12 +41,17 @@ class TokenVocab {
   bool is_eos(TokenId id) const;
   // The id of a special token by its text ("<tool_call>"), or -1.
   TokenId SpecialId(std::string_view text) const;
+  // The token bytes as a trie (grammar/token_trie.h), for mask walks.
+  const TokenTrie& trie() const { return *trie_; }
 
  private:
+  void BuildTrie();
+
   std::vector<std::string> bytes_;
   std::vector<uint8_t> special_;
   std::vector<std::string> special_text_;  // [id] the text of special tokens, else ""
   std::vector<TokenId> eos_;
+  std::shared_ptr<const TokenTrie> trie_;
 };
 
 }  // namespace llmhost::grammar

@@ -228,6 +228,7 @@ Result<std::unique_ptr<LoadedEngine>> CpuEngineFactory::Load(const DiscoveredMod
   auto engine = Engine::Create(m->model.get(), m->tokenizer.get(), eo);
   if (!engine.ok()) return engine.status().WithContext("starting the engine of '" + entry.id + "'");
   m->engine = std::move(*engine);
+  m->grammars = std::make_unique<grammar::GrammarCache>(m->tokenizer.get(), m->engine->eos_token_ids());
   m->loaded_at = std::chrono::duration_cast<std::chrono::seconds>(
                      std::chrono::system_clock::now().time_since_epoch())
                      .count();

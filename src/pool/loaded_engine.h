@@ -17,6 +17,7 @@
 #include "chat/output_format.h"
 #include "engine/engine.h"
 #include "formats/generation_config.h"
+#include "grammar/grammar_cache.h"
 #include "model/model.h"
 #include "pool/model_discovery.h"
 #include "pool/model_settings.h"
@@ -65,6 +66,9 @@ struct ServedModel {
   DetectedOutputFormat output_format;         // its tool-call / think markup, from the template
   GenerationConfig generation;                // defaults when the file is absent
   int64_t loaded_at = 0;                      // unix seconds
+  // Compiled output constraints (structured output) over this tokenizer,
+  // and its grammar vocabulary; null until the engine runs (thread-safe).
+  std::unique_ptr<grammar::GrammarCache> grammars;
   std::unique_ptr<Engine> engine;
 };
 

@@ -257,7 +257,6 @@ MaybeError ReadToolChoice(const OJson& body, InferenceRequest* out) {
   if (c.mode == ToolChoice::kRequired && !out->tools.is_array()) {
     return BadRequest("'tool_choice' requires tools, but the request has none", "tool_choice");
   }
-  if (std::optional<std::string> why = ForcedToolChoiceProblem(c)) return BadRequest(*why, "tool_choice");
   return std::nullopt;
 }
 

@@ -37,15 +37,28 @@ struct SamplingRequest {
 // Which tools the model may call (OpenAI tool_choice, Anthropic tool_choice).
 // kNone: the tools are not shown to the model; `names` (a named function,
 // allowed_tools, Anthropic's {"type": "tool"}): only those are shown.
-// kRequired (OpenAI "required" / a named function, Anthropic any / tool) is
-// refused with a 400 by the parsers until output can be constrained to a
-// call (RefuseForcedToolChoice).
+// kRequired (OpenAI "required" / a named function, Anthropic any / tool):
+// the output is constrained to a call in the model's tool-call markup
+// (server/output_constraint.h).
 struct ToolChoice {
   enum Mode { kAuto, kNone, kRequired };
   Mode mode = kAuto;
   std::vector<std::string> names;  // empty: every tool of the request
   bool parallel = true;            // several calls in one turn (OpenAI parallel_tool_calls,
                                    // Anthropic disable_parallel_tool_use); for the tool-call parser
+};
+
+// Structured output: what the request constrains its output to (one field
+// at most: response_format, structured_outputs, guided_*, llama.cpp's
+// grammar / json_schema; server/structured_output_request.h reads them).
+struct ConstraintSpec {
+  enum class Kind { kNone, kJsonObject, kJsonSchema, kRegex, kChoice, kGrammar };
+  Kind kind = Kind::kNone;
+  std::string field;                  // the request field it came from, for errors
+  nlohmann::ordered_json schema;      // kJsonSchema
+  bool strict = false;                // kJsonSchema: additionalProperties false unless the schema says
+  std::string text;                   // kRegex (ECMAScript) and kGrammar (GBNF)
+  std::vector<std::string> choices;   // kChoice
 };
 
 enum class ApiKind { kChatCompletions, kCompletions, kMessages, kCountTokens, kResponses };
@@ -70,6 +83,7 @@ struct InferenceRequest {
   std::vector<int32_t> prompt_ids;  // kTokens
 
   SamplingRequest sampling;
+  ConstraintSpec constraint;
   // Tokens the think block may run before the engine closes it (Anthropic
   // thinking.budget_tokens, or output_config.effort's budget); unset: no limit.
   std::optional<int64_t> reasoning_budget;
@@ -81,15 +95,6 @@ struct InferenceRequest {
   nlohmann::ordered_json responses_echo;
   nlohmann::ordered_json responses_conversation;
 };
-
-// Output cannot be constrained to a tool call yet (issue 16): a request that
-// demands one is answered 400, never served as "auto".
-inline std::optional<std::string> ForcedToolChoiceProblem(const ToolChoice& c) {
-  if (c.mode != ToolChoice::kRequired) return std::nullopt;
-  return "forcing a tool call (tool_choice \"required\" or a named function; Anthropic \"any\" or \"tool\") "
-         "needs constrained decoding, which this server does not have yet: send tool_choice \"auto\" "
-         "(the model may call the tools) or \"none\"";
-}
 
 // Narrows request->tools to what tool_choice lets the model see.
 inline void ApplyToolChoice(InferenceRequest* r) {

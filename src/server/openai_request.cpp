@@ -10,6 +10,7 @@
 #include "engine/request.h"
 #include "engine/sampler.h"
 #include "server/reasoning_effort.h"
+#include "server/structured_output_request.h"
 #include "server/tool_schema.h"
 #include "util/json.h"
 
@@ -244,7 +245,6 @@ MaybeError ReadToolChoice(const OJson& body, InferenceRequest* out) {
   if (c.mode == ToolChoice::kRequired && names.empty()) {
     return BadRequest("'tool_choice' requires tools, but the request has none", "tool_choice");
   }
-  if (std::optional<std::string> why = ForcedToolChoiceProblem(c)) return BadRequest(*why, "tool_choice");
   return std::nullopt;
 }
 
@@ -396,17 +396,7 @@ MaybeError ParseChatCompletionsRequest(const OJson& body, InferenceRequest* out)
   std::optional<bool> agp;
   RETURN_IF_API_ERROR(ReadBool(body, "add_generation_prompt", "", &agp));
   out->add_generation_prompt = agp.value_or(true);
-  auto rf = body.find("response_format");
-  if (rf != body.end() && !rf->is_null()) {
-    if (!rf->is_object()) return BadRequest("'response_format' must be an object", "response_format");
-    std::optional<std::string> type;
-    RETURN_IF_API_ERROR(ReadString(*rf, "type", "response_format", &type));
-    if (type && *type != "text") {
-      return BadRequest("'response_format' of type '" + *type +
-                            "' is not supported yet (constrained decoding is not implemented)",
-                        "response_format.type");
-    }
-  }
+  RETURN_IF_API_ERROR(ReadStructuredOutput(body, &out->constraint));
   RETURN_IF_API_ERROR(ReadOpenAISampling(body, &out->sampling));
   std::optional<bool> logprobs;
   RETURN_IF_API_ERROR(ReadBool(body, "logprobs", "", &logprobs));
@@ -460,6 +450,7 @@ MaybeError ParseCompletionsRequest(const OJson& body, InferenceRequest* out) {
   std::optional<int64_t> best_of;
   RETURN_IF_API_ERROR(ReadInteger(body, "best_of", "", 1, 128, &best_of));
   if (best_of && *best_of != 1) return BadRequest("'best_of' must be 1", "best_of");
+  RETURN_IF_API_ERROR(ReadStructuredOutput(body, &out->constraint));
   RETURN_IF_API_ERROR(ReadOpenAISampling(body, &out->sampling));
   std::optional<int64_t> logprobs;
   RETURN_IF_API_ERROR(ReadInteger(body, "logprobs", "", 0, 20, &logprobs));

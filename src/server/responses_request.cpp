@@ -4,6 +4,7 @@
 
 #include "server/openai_request.h"
 #include "server/reasoning_effort.h"
+#include "server/structured_output_request.h"
 #include "server/tool_schema.h"
 #include "util/log.h"
 
@@ -178,12 +179,25 @@ MaybeError ReadResponseToolChoice(const OJson& body, InferenceRequest* out) {
     c.mode = ToolChoice::kNone;
   } else if (it->is_string() && *it == "auto") {
     c.mode = ToolChoice::kAuto;
-  } else if ((it->is_string() && *it == "required") || it->is_object()) {
+  } else if (it->is_string() && *it == "required") {
+    if (!out->tools.is_array()) return BadRequest("'tool_choice' requires function tools, but the request has none", "tool_choice");
     c.mode = ToolChoice::kRequired;
+  } else if (it->is_object()) {
+    // {"type": "function", "name": ...}: that function.
+    std::optional<std::string> type, name;
+    RETURN_IF_API_ERROR(ReadString(*it, "type", "tool_choice", &type));
+    RETURN_IF_API_ERROR(ReadString(*it, "name", "tool_choice", &name));
+    if (type.value_or("") != "function" || !name || name->empty()) {
+      return BadRequest("'tool_choice' as an object must be {\"type\": \"function\", \"name\": ...}", "tool_choice");
+    }
+    bool known = false;
+    for (const OJson& t : out->tools.is_array() ? out->tools : OJson::array()) known |= t["function"]["name"] == *name;
+    if (!known) return BadRequest("'tool_choice.name': '" + *name + "' is not one of the request's function tools", "tool_choice.name");
+    c.mode = ToolChoice::kRequired;
+    c.names = {*name};
   } else {
     return BadRequest("'tool_choice' must be \"none\", \"auto\", \"required\" or an object naming a tool", "tool_choice");
   }
-  if (std::optional<std::string> why = ForcedToolChoiceProblem(c)) return BadRequest(*why, "tool_choice");
   return std::nullopt;
 }
 
@@ -195,22 +209,6 @@ MaybeError ReadReasoning(const OJson& body, InferenceRequest* out) {
   RETURN_IF_API_ERROR(ReadString(*it, "effort", "reasoning", &effort));
   if (!effort) return std::nullopt;
   return ApplyReasoningEffort(*effort, "reasoning.effort", out);
-}
-
-MaybeError ReadTextFormat(const OJson& body) {
-  auto text = body.find("text");
-  if (text == body.end() || text->is_null()) return std::nullopt;
-  if (!text->is_object()) return BadRequest("'text' must be an object", "text");
-  auto format = text->find("format");
-  if (format == text->end() || format->is_null()) return std::nullopt;
-  std::optional<std::string> type;
-  if (format->is_object()) RETURN_IF_API_ERROR(ReadString(*format, "type", "text.format", &type));
-  if (type.value_or("") != "text") {
-    return BadRequest("'text.format': only {\"type\": \"text\"} is supported until constrained decoding "
-                      "(json_schema / json_object) arrives",
-                      "text.format");
-  }
-  return std::nullopt;
 }
 
 }  // namespace
@@ -261,7 +259,7 @@ MaybeError ParseResponsesRequest(const OJson& body, const ResponseStore& store, 
   RETURN_IF_API_ERROR(ReadResponseToolChoice(body, out));
   ApplyToolChoice(out);
   RETURN_IF_API_ERROR(ReadReasoning(body, out));
-  RETURN_IF_API_ERROR(ReadTextFormat(body));
+  RETURN_IF_API_ERROR(ReadResponsesTextFormat(body, &out->constraint));
   SamplingRequest& s = out->sampling;
   RETURN_IF_API_ERROR(ReadInteger(body, "max_output_tokens", "", 1, std::numeric_limits<int32_t>::max(), &s.max_tokens));
   RETURN_IF_API_ERROR(ReadNumber(body, "temperature", "", 0, 2, &s.temperature));
@@ -282,7 +280,9 @@ MaybeError ParseResponsesRequest(const OJson& body, const ResponseStore& store, 
   auto tools = body.find("tools");
   echo["tools"] = tools != body.end() && tools->is_array() ? *tools : OJson::array();
   echo["top_p"] = s.top_p ? OJson(*s.top_p) : OJson(1.0);
-  echo["text"] = {{"format", {{"type", "text"}}}};
+  auto text = body.find("text");
+  echo["text"] = text != body.end() && text->is_object() && text->contains("format") ? *text
+                                                                                    : OJson{{"format", {{"type", "text"}}}};
   echo["truncation"] = "disabled";
   auto metadata = body.find("metadata");
   echo["metadata"] = metadata != body.end() && metadata->is_object() ? *metadata : OJson::object();

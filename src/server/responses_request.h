@@ -17,10 +17,11 @@
 //          other types (web_search, namespace, ... which Codex always sends)
 //          are left out of the prompt, and logged: the one exception to
 //          refusing what llmhost cannot serve
-//   tool_choice: none | auto (required / a function: 400 until constrained decoding)
+//   tool_choice: none | auto | required | {type: "function", name} (a call forced)
 //   parallel_tool_calls, reasoning.effort (none / minimal: thinking off; low /
 //   medium / high: on, with the effort's think budget), max_output_tokens,
-//   temperature, top_p, stream, store (default true), text.format (text only)
+//   temperature, top_p, stream, store (default true), text.format (text,
+//   json_object, json_schema: server/structured_output_request.h)
 // Other fields are ignored; a bad value is a 400 naming it.
 #pragma once
 

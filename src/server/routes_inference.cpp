@@ -8,6 +8,7 @@
 #include "server/anthropic_request.h"
 #include "server/api_server.h"
 #include "server/openai_request.h"
+#include "server/output_constraint.h"
 #include "server/output_plan.h"
 #include "server/pool_errors.h"
 #include "server/prompt_builder.h"
@@ -101,6 +102,7 @@ void ContinueInference(ApiServer& server, const std::string& path, InferenceRequ
   GenerationRequest gen = MakeGenerationRequest(req, model, std::move(ids));
   gen.choices = req.choices;
   OutputPlan plan = PlanOutput(req, model, lease->settings(), prompt_text, &gen);
+  if (MaybeError e = AttachOutputConstraint(req, model, plan, &gen)) return fail(*e);
 
   ApiServer* srv = &server;
   auto on_done = [srv, path, t0](const GenerationRelay* relay, const RelayStats& s) {

@@ -65,6 +65,11 @@ class ByteLevelDec : public Decoder {
     }
     return {LossyUtf8(bytes)};
   }
+  std::string TokenBytes(std::string token, bool* joined) const override {
+    *joined = true;
+    std::string bytes;
+    return ByteLevelDecode(token, &bytes) ? bytes : token;
+  }
 };
 
 class MetaspaceDec : public Decoder {
@@ -75,6 +80,9 @@ class MetaspaceDec : public Decoder {
     for (size_t i = 0; i < tokens.size(); ++i)
       tokens[i] = p.ReplaceAll(tokens[i], (i == 0 && prepend_) ? "" : " ");
     return tokens;
+  }
+  std::string TokenBytes(std::string token, bool*) const override {
+    return Pattern::Literal(rep_).ReplaceAll(token, " ");
   }
 
  private:
@@ -113,6 +121,10 @@ class ByteFallbackDec : public Decoder {
     flush();
     return out;
   }
+  std::string TokenBytes(std::string token, bool*) const override {
+    int byte = ParseByteToken(token);
+    return byte >= 0 ? std::string(1, static_cast<char>(byte)) : token;
+  }
 
  private:
   static int HexDigit(char c) {
@@ -136,6 +148,10 @@ class FuseDec : public Decoder {
     for (const auto& t : tokens) all += t;
     return {all};
   }
+  std::string TokenBytes(std::string token, bool* joined) const override {
+    *joined = true;
+    return token;
+  }
 };
 
 // Removes up to `start` leading and `stop` trailing `content` characters.
@@ -152,6 +168,10 @@ class StripDec : public Decoder {
     }
     return tokens;
   }
+  std::string TokenBytes(std::string token, bool* joined) const override {
+    if (*joined) return token;  // only the ends of the whole text are stripped
+    return DecodeChain({std::move(token)})[0];
+  }
 
  private:
   char32_t content_;
@@ -165,6 +185,7 @@ class ReplaceDec : public Decoder {
     for (std::string& t : tokens) t = pattern_.ReplaceAll(t, content_);
     return tokens;
   }
+  std::string TokenBytes(std::string token, bool*) const override { return pattern_.ReplaceAll(token, content_); }
 
  private:
   Pattern pattern_;
@@ -200,6 +221,10 @@ class WordPieceDec : public Decoder {
     }
     return tokens;
   }
+  std::string TokenBytes(std::string token, bool*) const override {
+    // A token after the first: its prefix marks a continuation, else a space.
+    return DecodeChain({"", std::move(token)})[1];
+  }
 
  private:
   std::string prefix_;
@@ -214,6 +239,9 @@ class BpeDec : public Decoder {
     for (size_t i = 0; i < tokens.size(); ++i)
       tokens[i] = ReplaceAllLiteral(tokens[i], suffix_, i + 1 == tokens.size() ? "" : " ");
     return tokens;
+  }
+  std::string TokenBytes(std::string token, bool*) const override {
+    return ReplaceAllLiteral(std::move(token), suffix_, " ");
   }
 
  private:
@@ -234,6 +262,10 @@ class CtcDec : public Decoder {
     }
     return out;
   }
+  std::string TokenBytes(std::string token, bool*) const override {
+    Tokens one = DecodeChain({std::move(token)});
+    return one.empty() ? std::string() : one[0];
+  }
 
  private:
   std::string pad_, delim_;
@@ -246,6 +278,10 @@ class SequenceDec : public Decoder {
   Tokens DecodeChain(Tokens tokens) const override {
     for (const auto& d : items_) tokens = d->DecodeChain(std::move(tokens));
     return tokens;
+  }
+  std::string TokenBytes(std::string token, bool* joined) const override {
+    for (const auto& d : items_) token = d->TokenBytes(std::move(token), joined);
+    return token;
   }
 
  private:

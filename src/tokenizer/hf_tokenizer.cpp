@@ -161,6 +161,14 @@ bool HfTokenizer::IsSpecial(TokenId id) const {
   return a != nullptr && a->special;
 }
 
+std::optional<std::string> HfTokenizer::TokenBytes(TokenId id) const {
+  std::optional<std::string> token = IdToToken(id);
+  if (!token) return std::nullopt;
+  if (!decoder_) return " " + *token;  // Decode joins token strings with spaces
+  bool joined = false;
+  return decoder_->TokenBytes(std::move(*token), &joined);
+}
+
 std::vector<AddedTokenInfo> HfTokenizer::AddedTokens() const {
   std::vector<AddedTokenInfo> out;
   for (const AddedToken& a : added_) out.push_back(AddedTokenInfo{a.id, a.content, a.special});

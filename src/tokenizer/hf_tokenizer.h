@@ -35,6 +35,7 @@ class HfTokenizer : public Tokenizer {
   std::optional<std::string> IdToToken(TokenId id) const override;
   std::optional<TokenId> TokenToId(std::string_view token) const override;
   bool IsSpecial(TokenId id) const override;
+  std::optional<std::string> TokenBytes(TokenId id) const override;
   std::vector<AddedTokenInfo> AddedTokens() const override;
   std::vector<TokenId> SpecialPrefixIds() const override;
   std::vector<TokenId> SpecialSuffixIds() const override;

@@ -56,6 +56,11 @@ class Tokenizer {
   virtual std::optional<TokenId> TokenToId(std::string_view token) const = 0;
   // True for added tokens marked `special` (control tokens).
   virtual bool IsSpecial(TokenId id) const = 0;
+  // The bytes token `id` adds to a text when it follows other tokens: its
+  // string through the decoder alone (byte-level and <0xNN> tokens give raw
+  // bytes, possibly part of a UTF-8 character; SentencePiece's U+2581 a
+  // space). Special tokens give their text. nullopt for an unknown id.
+  virtual std::optional<std::string> TokenBytes(TokenId id) const = 0;
 
   // Encodes a pair (e.g. query + document for a cross-encoder) as HF does:
   // each text alone, then the post-processor's pair template when

@@ -107,6 +107,19 @@ test('responses: previous_response_id continues a stored conversation; GET retur
   assert.equal((await http(`${server.url}/v1/responses/${unstored.id}`)).status, 404);
 });
 
+test('responses: tool_choice required keeps the reasoning and forces the call after it', async () => {
+  const bounded = [{ type: 'function', name: 'get_weather', strict: true,
+    parameters: { type: 'object', properties: { city: { type: 'string', maxLength: 12 } }, required: ['city'] } }];
+  // The script thinks, then writes "Checking." before its call: the think
+  // block stays free, the text after it is not allowed.
+  const r = await client.responses.create({ model: MODEL, input: 'What is the weather in Paris?', tools: bounded,
+    tool_choice: 'required', max_output_tokens: 300 });
+  assert.deepEqual(r.output.map((o) => o.type), ['reasoning', 'function_call']);
+  assert.equal(r.output[0].content[0].text, 'I need the tool.');
+  assert.equal(r.output[1].name, 'get_weather');
+  assert.equal(typeof JSON.parse(r.output[1].arguments).city, 'string');
+});
+
 test('responses: max_output_tokens ends incomplete; bad requests are 400s', async () => {
   const r = await http(`${server.url}/v1/responses`, 'POST', { model: MODEL, input: 'Count to three.', max_output_tokens: 2, stream: true });
   const events = parseSse(r.text).filter((e) => e.event !== ':');
@@ -114,6 +127,6 @@ test('responses: max_output_tokens ends incomplete; bad requests are 400s', asyn
   assert.equal(JSON.parse(events[events.length - 1].data).response.incomplete_details.reason, 'max_output_tokens');
   await assert.rejects(client.responses.create({ model: MODEL, input: 'x', previous_response_id: 'resp_nope' }),
     (e) => e.status === 400 && /previous_response_id|not found/.test(e.message));
-  await assert.rejects(client.responses.create({ model: MODEL, input: 'x', tools, tool_choice: 'required' }),
-    (e) => e.status === 400 && /constrained decoding/.test(e.message));
+  await assert.rejects(client.responses.create({ model: MODEL, input: 'x', tool_choice: 'required' }),
+    (e) => e.status === 400 && /tool_choice/.test(e.message));
 });

@@ -166,11 +166,38 @@ test('openai: malformed markup and tool_choice none are content, verbatim', asyn
   assert.equal(none.choices[0].message.tool_calls, undefined);
 });
 
-test('openai: tool_choice required / a named function answer 400 until constrained decoding', async () => {
+// Bounded arguments (additionalProperties false, maxLength): a call the
+// model did not mean to write still ends within max_tokens.
+const boundedTools = [{
+  type: 'function',
+  function: {
+    name: 'get_weather', strict: true,
+    parameters: { type: 'object', properties: { city: { type: 'string', maxLength: 12 } }, required: ['city'] },
+  },
+}];
+
+test('openai: tool_choice required / a named function force a call in the model\'s markup', async () => {
+  const tools = boundedTools;
   for (const tool_choice of ['required', { type: 'function', function: { name: 'get_weather' } }]) {
-    await assert.rejects(
-      openai.chat.completions.create({ model: MODEL, tools, tool_choice, messages: [{ role: 'user', content: 'x' }] }),
-      (e) => e.status === 400 && /constrained decoding/.test(e.message));
+    // The model would write the call anyway: the grammar lets it through unchanged.
+    const same = await openai.chat.completions.create({
+      model: MODEL, tools, tool_choice, messages: [{ role: 'user', content: 'What is the weather in Paris?' }],
+    });
+    assert.equal(same.choices[0].finish_reason, 'tool_calls');
+    assert.deepEqual(same.choices[0].message.tool_calls.map((c) => [c.function.name, JSON.parse(c.function.arguments)]),
+      [['get_weather', { city: 'Paris' }]]);
+    // The model would answer in text: the call is forced all the same. (Thinking
+    // off: otherwise the output may open a think block first, which this
+    // script would never close.)
+    const forced = await openai.chat.completions.create({
+      model: MODEL, tools, tool_choice, max_tokens: 200, chat_template_kwargs: { enable_thinking: false },
+      messages: [{ role: 'user', content: 'Hello there' }],
+    });
+    const calls = forced.choices[0].message.tool_calls;
+    assert.ok(calls && calls.length >= 1, JSON.stringify(forced.choices[0]));
+    assert.equal(calls[0].function.name, 'get_weather');
+    assert.equal(typeof JSON.parse(calls[0].function.arguments), 'object');
+    assert.ok(!forced.choices[0].message.content, 'no text beside a forced call');
   }
 });
 
@@ -255,11 +282,18 @@ test('anthropic: the thinking budget is enforced by the engine', async () => {
   assert.equal(low.content[0].thinking, thought);
 });
 
-test('anthropic: tool_choice any answers 400; a bad effort answers 400', async () => {
-  await assert.rejects(
-    anthropic.messages.create({ model: MODEL, max_tokens: 16, tools: anthropicTools, tool_choice: { type: 'any' },
-      messages: [{ role: 'user', content: 'x' }] }),
-    (e) => e.status === 400 && /constrained decoding/.test(e.message));
+test('anthropic: tool_choice any / tool force a tool_use; a bad effort answers 400', async () => {
+  const bounded = [{ name: 'get_weather', input_schema: { type: 'object', additionalProperties: false,
+    properties: { city: { type: 'string', maxLength: 12 } }, required: ['city'] } }];
+  for (const tool_choice of [{ type: 'any' }, { type: 'tool', name: 'get_weather' }]) {
+    const m = await anthropic.messages.create({ model: MODEL, max_tokens: 200, tools: bounded, tool_choice,
+      thinking: { type: 'disabled' },
+      messages: [{ role: 'user', content: 'Hello there' }] });
+    assert.equal(m.stop_reason, 'tool_use', JSON.stringify(m.content));
+    const use = m.content.find((b) => b.type === 'tool_use');
+    assert.equal(use.name, 'get_weather');
+    assert.equal(typeof use.input, 'object');
+  }
   const r = await http(`${server.url}/v1/messages`, 'POST', {
     model: MODEL, max_tokens: 16, thinking: { type: 'adaptive' }, output_config: { effort: 'extreme' },
     messages: [{ role: 'user', content: 'x' }],

@@ -169,7 +169,7 @@ TEST(OpenAIChat, ErrorsNameTheField) {
       {R"({"model": "m", "messages": [{"role": "user", "content": "x"}], "tools": {}})", "tools"},
       {R"({"model": "m", "messages": [{"role": "user", "content": "x"}], "tools": [{"type": "function"}]})", "tools[0].function"},
       {R"({"model": "m", "messages": [{"role": "user", "content": "x"}], "response_format": {"type": "json_schema"}})",
-       "response_format.type"},
+       "response_format.schema"},
       {R"({"model": "m", "messages": [{"role": "user", "content": "x"}], "chat_template_kwargs": []})",
        "chat_template_kwargs"},
       {R"({"model": "m", "messages": [{"role": "user", "content": "x"}],
@@ -244,18 +244,11 @@ TEST(OpenAIChat, ToolChoiceDecidesWhichToolsTheModelSees) {
   EXPECT_EQ(parse("").tools.size(), 2u);
   EXPECT_EQ(parse(R"("auto")").tools.size(), 2u);
   EXPECT_TRUE(parse(R"("none")").tools.is_null()) << "tool_choice none: the model is not shown the tools";
-  // Forcing a call needs constrained decoding (issue 16): a 400 that says so.
+  // Forcing a call is parsed (the call is constrained when the model is
+  // known: server/output_constraint.h).
   for (const char* forced : {R"("required")", R"({"type": "function", "function": {"name": "g"}})",
                              R"({"type": "allowed_tools", "allowed_tools": {"mode": "required", "tools": [{"type": "function", "function": {"name": "f"}}]}})"}) {
-    InferenceRequest r;
-    MaybeError e = ParseChatCompletionsRequest(
-        OJson::parse(R"({"model": "m", "messages": [{"role": "user", "content": "x"}], )" + tools +
-                     ", \"tool_choice\": " + forced + "}"),
-        &r);
-    ASSERT_TRUE(e) << forced;
-    EXPECT_EQ(e->status, 400);
-    EXPECT_EQ(e->param, "tool_choice");
-    EXPECT_NE(e->message.find("constrained decoding"), std::string::npos) << e->message;
+    EXPECT_EQ(parse(forced).tool_choice.mode, ToolChoice::kRequired) << forced;
   }
   InferenceRequest allowed = parse(
       R"({"type": "allowed_tools", "allowed_tools": {"mode": "auto", "tools": [{"type": "function", "function": {"name": "f"}}]}})");
@@ -469,9 +462,8 @@ TEST(AnthropicMessages, Errors) {
     MaybeError e = ParseMessagesRequest(OJson::parse(R"({"model": "m", "max_tokens": 8, "messages": [{"role": "user", "content": "x"}], )" +
                                                      two_tools + R"(, "tool_choice": )" + forced + "}"),
                                         false, &one);
-    ASSERT_TRUE(e) << forced << ": forcing a call needs constrained decoding";
-    EXPECT_EQ(e->param, "tool_choice");
-    EXPECT_NE(e->message.find("constrained decoding"), std::string::npos) << e->message;
+    ASSERT_FALSE(e) << forced << ": " << e->message;
+    EXPECT_EQ(one.tool_choice.mode, ToolChoice::kRequired);
   }
 }
 

@@ -69,9 +69,10 @@ TEST(ResponsesRequest, BadValuesAre400sNamingTheField) {
       {R"({"model": "m", "input": [{"type": "computer_call"}]})", "input[0].type"},
       {R"({"model": "m", "input": [{"role": "robot", "content": "x"}]})", "input[0].role"},
       {R"({"model": "m", "input": [{"type": "function_call", "name": "f"}]})", "input[0].call_id"},
-      {R"({"model": "m", "input": "x", "tool_choice": "required", "tools": [{"type": "function", "name": "f"}]})", "tool_choice"},
+      {R"({"model": "m", "input": "x", "tool_choice": "required"})", "tool_choice"},
+      {R"({"model": "m", "input": "x", "tool_choice": {"type": "function", "name": "g"}, "tools": [{"type": "function", "name": "f"}]})", "tool_choice.name"},
       {R"({"model": "m", "input": "x", "reasoning": {"effort": "huge"}})", "reasoning.effort"},
-      {R"({"model": "m", "input": "x", "text": {"format": {"type": "json_schema"}}})", "text.format"},
+      {R"({"model": "m", "input": "x", "text": {"format": {"type": "json_schema"}}})", "text.format.schema"},
       {R"({"model": "m", "input": "x", "previous_response_id": "resp_missing"})", "previous_response_id"},
       {R"({"model": "m", "input": "x", "tools": [{"type": "function", "name": "f", "parameters": {"type": "string"}}]})", "tools[0].parameters.type"},
   };
