@@ -1,4 +1,5 @@
 // Which keywords the compiler enforces, which it refuses, which it ignores.
+#include <cmath>
 #include <set>
 
 #include "grammar/json_schema_compiler.h"
@@ -24,9 +25,11 @@ const std::set<std::string>& Refused() {
 }
 
 bool IsNonNegativeInteger(const Json& v) {
-  return (v.is_number_unsigned() || (v.is_number_integer() && v.get<int64_t>() >= 0)) ||
-         (v.is_number_float() && v.get<double>() >= 0 && v.get<double>() == static_cast<double>(static_cast<int64_t>(v.get<double>())) &&
-          v.get<double>() < 9.2e18);
+  if (v.is_number_unsigned()) return true;
+  if (v.is_number_integer()) return v.get<int64_t>() >= 0;
+  if (!v.is_number_float()) return false;
+  double d = v.get<double>();
+  return d >= 0 && d < 9.2e18 && d == std::floor(d);
 }
 
 }  // namespace

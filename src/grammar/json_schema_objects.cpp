@@ -92,9 +92,12 @@ Result<NodeId> SchemaCompiler::Object(const Json& schema, const std::string& pat
     std::string at = ChildPath(path, "additionalProperties");
     NodeId key;
     if (names) {
-      if (!AllowedTypes(*names).count("string")) return BadSchema(ChildPath(path, "propertyNames"), "allows no string");
       if (!excluded.empty()) return UnsupportedKeyword("propertyNames' beside forbidden properties", path);
-      ASSIGN_OR_RETURN(key, Value(*names, ChildPath(path, "propertyNames"), depth + 1));
+      // Keys are strings whatever types the schema allows.
+      std::string names_path = ChildPath(path, "propertyNames");
+      RefResolver resolve = [this](const std::string& r, const std::string& p) { return Resolve(r, p); };
+      ASSIGN_OR_RETURN(Json key_schema, MergeSchemas(*names, Json{{"type", "string"}}, names_path, resolve));
+      ASSIGN_OR_RETURN(key, Value(key_schema, names_path, depth + 1));
     } else {
       key = excluded.empty() ? AnyString() : StringExcept(excluded);
     }
