@@ -6,7 +6,8 @@
 // patternProperties, keys in the pattern's language (extra keys outside it
 // are then not generated: a subset); with propertyNames, keys of that
 // string schema. Mixes whose key languages would need intersection or
-// difference of regexes are refused.
+// difference of regexes are refused. Extra keys are not told apart from one
+// another, so minProperties counts at most one of them.
 #include <map>
 
 #include "grammar/json_schema_compiler.h"
@@ -117,9 +118,12 @@ Result<NodeId> SchemaCompiler::Object(const Json& schema, const std::string& pat
   using Cell = std::optional<NodeId>;
   std::vector<std::vector<std::array<Cell, 2>>> tail(n + 1, std::vector<std::array<Cell, 2>>(counts));
   NodeId comma = g_.Seq({g_.Byte(','), ws});
+  // Extra keys may repeat ({"x":1,"x":2} is one property to a validator),
+  // so toward minProperties they count as one at most.
   for (size_t c = 0; c < counts; ++c) {
     for (int emitted = 0; emitted < 2; ++emitted) {
       uint64_t kmin = min > c ? min - c : 0;
+      if (kmin > 1) continue;
       int64_t kmax = max < 0 ? -1 : max - static_cast<int64_t>(c);
       if (kmax < -1 || (max >= 0 && kmax < 0)) continue;
       if (!extra) {
@@ -153,7 +157,10 @@ Result<NodeId> SchemaCompiler::Object(const Json& schema, const std::string& pat
       }
     }
   }
-  if (!tail[0][0][0]) return BadSchema(path, "no object meets 'required', 'minProperties' and 'maxProperties'");
+  if (!tail[0][0][0]) {
+    if (extra && min > n) return UnsupportedKeyword("minProperties' that only extra properties can reach", path);
+    return BadSchema(path, "no object meets 'required', 'minProperties' and 'maxProperties'");
+  }
   return g_.Seq({g_.Byte('{'), ws, *tail[0][0][0], g_.Byte('}')});
 }
 
