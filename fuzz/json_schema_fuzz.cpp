@@ -15,7 +15,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (!schema.ok()) return 0;
   for (int strict = 0; strict < 2; ++strict) {
     llmhost::grammar::Grammar g;
-    auto rule = llmhost::grammar::AddJsonSchema(g, *schema, {.max_whitespace = 2, .default_additional_properties = strict == 0});
+    auto rule = llmhost::grammar::AddJsonSchema(g, *schema,
+                                                {.max_whitespace = 2, .default_additional_properties = strict == 0});
     if (!rule.ok()) continue;
     g.SetRoot(*rule);
     if (!g.Validate().ok()) __builtin_trap();

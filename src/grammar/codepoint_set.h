@@ -72,7 +72,8 @@ class CodepointSet {
       return;
     }
     ranges_.push_back({lo, hi});
-    std::sort(ranges_.begin(), ranges_.end(), [](const CodepointRange& a, const CodepointRange& b) { return a.lo < b.lo; });
+    std::sort(ranges_.begin(), ranges_.end(),
+              [](const CodepointRange& a, const CodepointRange& b) { return a.lo < b.lo; });
     std::vector<CodepointRange> merged;
     for (const auto& r : ranges_) {
       if (!merged.empty() && r.lo <= merged.back().hi + 1) {

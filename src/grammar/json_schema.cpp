@@ -91,7 +91,8 @@ Result<NodeId> SchemaCompiler::Ref(const std::string& ref, const std::string& pa
 }
 
 Result<NodeId> SchemaCompiler::Value(const Json& schema, const std::string& path, int depth) {
-  if (depth > kMaxSchemaDepth) return BadSchema(path, "nested deeper than " + std::to_string(kMaxSchemaDepth) + " levels");
+  if (depth > kMaxSchemaDepth)
+    return BadSchema(path, "nested deeper than " + std::to_string(kMaxSchemaDepth) + " levels");
   if (g_.node_count() - first_node_ > kMaxSchemaNodes)
     return BadSchema(path, "the grammar grows past " + std::to_string(kMaxSchemaNodes) + " nodes");
   return ValueChecked(schema, path, depth);
@@ -168,9 +169,8 @@ Result<NodeId> SchemaCompiler::Alternatives(const Json& schema, const std::strin
       for (size_t j = i + 1; j < branches.size(); ++j) {
         ASSIGN_OR_RETURN(bool disjoint, SchemasDisjoint(branches[i], branches[j], resolve, path, depth));
         if (!disjoint)
-          return UnsupportedKeyword("oneOf' whose alternatives " + std::to_string(i) + " and " + std::to_string(j) +
-                                        " may overlap",
-                                    path);
+          return UnsupportedKeyword(
+              "oneOf' whose alternatives " + std::to_string(i) + " and " + std::to_string(j) + " may overlap", path);
       }
     }
   }

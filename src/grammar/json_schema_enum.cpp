@@ -49,8 +49,9 @@ Result<bool> ValueAllowed(const Json& schema, const Json& v, const std::string& 
       if (key == "exclusiveMaximum" && !(x < bound)) return false;
     } else if (v.is_array() || v.is_object()) {
       static const std::set<std::string> kContainerKeywords = {
-          "items", "prefixItems", "minItems", "maxItems", "properties", "required", "additionalProperties",
-          "patternProperties", "propertyNames", "minProperties", "maxProperties"};
+          "items",        "prefixItems",          "minItems",          "maxItems",      "properties",
+          "required",     "additionalProperties", "patternProperties", "propertyNames", "minProperties",
+          "maxProperties"};
       if (kContainerKeywords.count(key)) return UnsupportedKeyword("enum' beside '" + key, path);
     }
   }
@@ -131,8 +132,8 @@ Result<bool> SchemasDisjoint(const Json& a_in, const Json& b_in, const RefResolv
   // Objects told apart by a required property with distinct listed values
   // (a discriminator such as {"kind": {"const": "circle"}}).
   if (!a->is_object() || !b->is_object() || ta != std::set<std::string>{"object"} || tb != ta) return false;
-  if (!a->contains("properties") || !b->contains("properties") || !a->contains("required") || !b->contains("required") ||
-      !(*a)["required"].is_array() || !(*b)["required"].is_array())
+  if (!a->contains("properties") || !b->contains("properties") || !a->contains("required") ||
+      !b->contains("required") || !(*a)["required"].is_array() || !(*b)["required"].is_array())
     return false;
   for (const Json& name : (*a)["required"]) {
     bool in_b = false;

@@ -49,7 +49,9 @@ Result<NodeId> SchemaCompiler::Object(const Json& schema, const std::string& pat
     for (const Json& r : schema["required"])
       if (std::find(required.begin(), required.end(), r.get<std::string>()) == required.end())
         required.push_back(r.get<std::string>());
-  auto is_required = [&](const std::string& n) { return std::find(required.begin(), required.end(), n) != required.end(); };
+  auto is_required = [&](const std::string& n) {
+    return std::find(required.begin(), required.end(), n) != required.end();
+  };
 
   std::vector<Declared> declared;
   std::vector<std::string> excluded;  // keys extras must avoid
@@ -62,13 +64,17 @@ Result<NodeId> SchemaCompiler::Object(const Json& schema, const std::string& pat
     declared.push_back({it.key(), &*it, is_required(it.key())});
   }
   if ((patterns || names) && !declared.empty())
-    return UnsupportedKeyword(std::string(patterns ? "patternProperties" : "propertyNames") + "' beside 'properties", path);
+    return UnsupportedKeyword(std::string(patterns ? "patternProperties" : "propertyNames") + "' beside 'properties",
+                              path);
   if (patterns && names) return UnsupportedKeyword("patternProperties' beside 'propertyNames", path);
   // Required names not under properties are judged by additionalProperties.
   for (const std::string& r : required) {
     if (properties.contains(r)) continue;
-    if (patterns || names) return UnsupportedKeyword("required' of an undeclared property beside 'patternProperties' or 'propertyNames", path);
-    if (additional == Json(false)) return BadSchema(path, "required property '" + r + "' is forbidden by 'additionalProperties'");
+    if (patterns || names)
+      return UnsupportedKeyword("required' of an undeclared property beside 'patternProperties' or 'propertyNames",
+                                path);
+    if (additional == Json(false))
+      return BadSchema(path, "required property '" + r + "' is forbidden by 'additionalProperties'");
     declared.push_back({r, &additional, true});
     excluded.push_back(r);
   }
@@ -111,7 +117,8 @@ Result<NodeId> SchemaCompiler::Object(const Json& schema, const std::string& pat
   bool counting = min > 0 || max >= 0;
   size_t n = declared.size();
   if (counting && n > static_cast<size_t>(kMaxCountedProperties))
-    return UnsupportedKeyword("minProperties/maxProperties' with more than " + std::to_string(kMaxCountedProperties) + " properties", path);
+    return UnsupportedKeyword(
+        "minProperties/maxProperties' with more than " + std::to_string(kMaxCountedProperties) + " properties", path);
   // tail[i][c][emitted]: the members from declared[i] on, after c present
   // (counted only under min/maxProperties) and whether any was written.
   size_t counts = counting ? n + 1 : 1;
@@ -137,7 +144,8 @@ Result<NodeId> SchemaCompiler::Object(const Json& schema, const std::string& pat
       } else if (kmax == 0) {
         tail[n][c][emitted] = g_.Empty();
       } else {
-        ASSIGN_OR_RETURN(NodeId more, RepeatCount(g_.Seq({comma, *extra}), kmin > 0 ? kmin - 1 : 0, kmax < 0 ? -1 : kmax - 1, path));
+        ASSIGN_OR_RETURN(NodeId more,
+                         RepeatCount(g_.Seq({comma, *extra}), kmin > 0 ? kmin - 1 : 0, kmax < 0 ? -1 : kmax - 1, path));
         NodeId some = g_.Seq({*extra, more});
         tail[n][c][emitted] = kmin == 0 ? g_.Alt({g_.Empty(), some}) : some;
       }
@@ -149,7 +157,8 @@ Result<NodeId> SchemaCompiler::Object(const Json& schema, const std::string& pat
         std::vector<NodeId> alts;
         size_t next_c = counting ? c + 1 : 0;
         if (next_c < counts && tail[i + 1][next_c][1]) {
-          NodeId take = emitted ? g_.Seq({comma, members[i], *tail[i + 1][next_c][1]}) : g_.Seq({members[i], *tail[i + 1][next_c][1]});
+          NodeId take = emitted ? g_.Seq({comma, members[i], *tail[i + 1][next_c][1]})
+                                : g_.Seq({members[i], *tail[i + 1][next_c][1]});
           alts.push_back(take);
         }
         if (!declared[i].required && tail[i + 1][c][emitted]) alts.push_back(*tail[i + 1][c][emitted]);

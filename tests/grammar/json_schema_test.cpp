@@ -36,7 +36,8 @@ TEST(JsonSchemaTest, PropertiesFollowTheSchemaOrder) {
 
 TEST(JsonSchemaTest, UnorderedOverloadSeesKeysSorted) {
   Grammar g;
-  auto rule = AddJsonSchema(g, nlohmann::json::parse(R"({"type":"object","properties":{"b":{"type":"integer"},"a":{"type":"integer"}},
+  auto rule = AddJsonSchema(
+      g, nlohmann::json::parse(R"({"type":"object","properties":{"b":{"type":"integer"},"a":{"type":"integer"}},
                                                            "required":["a","b"],"additionalProperties":false})"));
   ASSERT_TRUE(rule.ok());
   EXPECT_TRUE(testing::GrammarOracle(g).MatchesRule(*rule, R"({"a":1,"b":2})"));
@@ -68,7 +69,8 @@ TEST(JsonSchemaTest, DefaultAdditionalPropertiesOption) {
 TEST(JsonSchemaTest, ExtraKeysAvoidDeclaredNamesExactly) {
   auto c = Compile(R"({"type":"object","properties":{"ab":{"type":"integer"},"a/c":{"type":"integer"}}})");
   ASSERT_TRUE(c->rule.ok());
-  for (const char* ok : {R"({"a":"x"})", R"({"abc":"x"})", R"({"b":"x"})", R"({"":"x"})", R"({"a/":"x"})", R"({"a/cd":"x"})"})
+  for (const char* ok :
+       {R"({"a":"x"})", R"({"abc":"x"})", R"({"b":"x"})", R"({"":"x"})", R"({"a/":"x"})", R"({"a/cd":"x"})"})
     EXPECT_TRUE(c->Accepts(ok)) << ok;
   for (const char* bad : {R"({"ab":"x"})", R"({"a/c":"x"})", R"({"a\/c":"x"})", R"({"ab":1,"ab":"x"})"})
     EXPECT_FALSE(c->Accepts(bad)) << bad;
@@ -116,7 +118,8 @@ TEST(JsonSchemaTest, DepthAndSizeAreBounded) {
   }
   defs += R"(},"$ref":"#/$defs/d30","minItems":0})";
   std::string error = ErrorOf(defs);
-  EXPECT_TRUE(error.find("grows past") != std::string::npos || error.find("nested deeper") != std::string::npos) << error;
+  EXPECT_TRUE(error.find("grows past") != std::string::npos || error.find("nested deeper") != std::string::npos)
+      << error;
   // Long length bounds stay small grammars.
   auto big = Compile(R"({"type":"string","maxLength":5000000})");
   ASSERT_TRUE(big->rule.ok());
@@ -146,7 +149,8 @@ TEST(JsonSchemaTest, ExclusiveNumberBoundsHoldAfterRounding) {
 
 TEST(JsonSchemaTest, RefCycleWithoutTextIsAnError) {
   EXPECT_NE(ErrorOf(R"({"$ref":"#"})").find("refers to itself"), std::string::npos);
-  EXPECT_NE(ErrorOf(R"({"$defs":{"a":{"$ref":"#/$defs/b"},"b":{"$ref":"#/$defs/a"}},"$ref":"#/$defs/a"})").find("refers to itself"),
+  EXPECT_NE(ErrorOf(R"({"$defs":{"a":{"$ref":"#/$defs/b"},"b":{"$ref":"#/$defs/a"}},"$ref":"#/$defs/a"})")
+                .find("refers to itself"),
             std::string::npos);
 }
 
