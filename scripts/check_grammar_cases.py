@@ -17,7 +17,11 @@ import json
 import re
 import sys
 
-import jsonschema
+try:
+    import jsonschema
+except ImportError:
+    print("check_grammar_cases: python3-jsonschema is not installed: skipped")
+    sys.exit(77)
 
 DATE = r"(\d{4})-(\d{2})-(\d{2})"
 TIME = r"(\d{2}):(\d{2}):(\d{2})(\.\d+)?([Zz]|[+-](\d{2}):(\d{2}))"

@@ -12,6 +12,7 @@ PACKAGES=(
   libboost1.81-dev              # Boost.Asio + Boost.Beast (HTTP server; header-only)
   libgtest-dev libgmock-dev libbenchmark-dev
   clang-14 libclang-rt-14-dev   # ASan/UBSan and libFuzzer builds
+  python3-jsonschema python3-rfc3987  # scripts/check_grammar_cases.py (the grammar suite's labels)
 )
 
 if [[ "${SKIP_APT:-0}" != 1 ]]; then

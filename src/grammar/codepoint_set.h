@@ -67,8 +67,13 @@ class CodepointSet {
 
  private:
   void Insert(char32_t lo, char32_t hi) {
+    if (ranges_.empty() || lo > ranges_.back().hi + 1) {  // in order: the common case
+      ranges_.push_back({lo, hi});
+      return;
+    }
     ranges_.push_back({lo, hi});
-    std::sort(ranges_.begin(), ranges_.end(), [](const CodepointRange& a, const CodepointRange& b) { return a.lo < b.lo; });
+    std::sort(ranges_.begin(), ranges_.end(),
+              [](const CodepointRange& a, const CodepointRange& b) { return a.lo < b.lo; });
     std::vector<CodepointRange> merged;
     for (const auto& r : ranges_) {
       if (!merged.empty() && r.lo <= merged.back().hi + 1) {

@@ -50,7 +50,8 @@ NodeId SameLength(Grammar& g, const std::string& x, const std::string& y) {
   std::string xr = x.substr(1), yr = y.substr(1);
   if (x[0] == y[0]) return g.Seq({g.Byte(static_cast<uint8_t>(x[0])), SameLength(g, xr, yr)});
   if (xr.find_first_not_of('0') == std::string::npos && yr.find_first_not_of('9') == std::string::npos)
-    return g.Seq({Digit(g, x[0], y[0]), g.Repeat(Digit(g), static_cast<int32_t>(xr.size()), static_cast<int32_t>(xr.size()))});
+    return g.Seq(
+        {Digit(g, x[0], y[0]), g.Repeat(Digit(g), static_cast<int32_t>(xr.size()), static_cast<int32_t>(xr.size()))});
   std::vector<NodeId> alts{g.Seq({g.Byte(static_cast<uint8_t>(x[0])), SameLength(g, xr, std::string(xr.size(), '9'))})};
   if (x[0] + 1 <= y[0] - 1)
     alts.push_back(g.Seq({Digit(g, static_cast<char>(x[0] + 1), static_cast<char>(y[0] - 1)),
@@ -103,7 +104,8 @@ NodeId FracBetween(Grammar& g, const std::string& a, const std::string& b, bool 
   if (a[0] == b[0]) return g.Seq({g.Byte(static_cast<uint8_t>(a[0])), FracBetween(g, a.substr(1), b.substr(1), false)});
   std::vector<NodeId> alts{g.Seq({g.Byte(static_cast<uint8_t>(a[0])), FracAtLeast(g, a.substr(1), false)})};
   if (a[0] + 1 <= b[0] - 1)
-    alts.push_back(g.Seq({Digit(g, static_cast<char>(a[0] + 1), static_cast<char>(b[0] - 1)), g.Repeat(Digit(g), 0, -1)}));
+    alts.push_back(
+        g.Seq({Digit(g, static_cast<char>(a[0] + 1), static_cast<char>(b[0] - 1)), g.Repeat(Digit(g), 0, -1)}));
   alts.push_back(g.Seq({g.Byte(static_cast<uint8_t>(b[0])), FracAtMost(g, b.substr(1), false)}));
   return g.Alt(std::move(alts));
 }

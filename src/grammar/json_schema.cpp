@@ -91,7 +91,8 @@ Result<NodeId> SchemaCompiler::Ref(const std::string& ref, const std::string& pa
 }
 
 Result<NodeId> SchemaCompiler::Value(const Json& schema, const std::string& path, int depth) {
-  if (depth > kMaxSchemaDepth) return BadSchema(path, "nested deeper than " + std::to_string(kMaxSchemaDepth) + " levels");
+  if (depth > kMaxSchemaDepth)
+    return BadSchema(path, "nested deeper than " + std::to_string(kMaxSchemaDepth) + " levels");
   if (g_.node_count() - first_node_ > kMaxSchemaNodes)
     return BadSchema(path, "the grammar grows past " + std::to_string(kMaxSchemaNodes) + " nodes");
   return ValueChecked(schema, path, depth);
@@ -155,6 +156,7 @@ Result<NodeId> SchemaCompiler::Alternatives(const Json& schema, const std::strin
     const Json* target = &alt;
     for (int hops = 0; target->is_object() && target->contains("$ref"); ++hops) {
       if (hops > kMaxSchemaDepth) return BadSchema(alt_path, "'$ref' chain too long");
+      if (!(*target)["$ref"].is_string()) return BadSchema(alt_path, "'$ref' must be a string");
       ASSIGN_OR_RETURN(target, Resolve((*target)["$ref"].get<std::string>(), alt_path));
     }
     RefResolver resolve = [this](const std::string& r, const std::string& at) { return Resolve(r, at); };
@@ -165,11 +167,10 @@ Result<NodeId> SchemaCompiler::Alternatives(const Json& schema, const std::strin
     RefResolver resolve = [this](const std::string& ref, const std::string& at) { return Resolve(ref, at); };
     for (size_t i = 0; i < branches.size(); ++i) {
       for (size_t j = i + 1; j < branches.size(); ++j) {
-        ASSIGN_OR_RETURN(bool disjoint, SchemasDisjoint(branches[i], branches[j], resolve, path));
+        ASSIGN_OR_RETURN(bool disjoint, SchemasDisjoint(branches[i], branches[j], resolve, path, depth));
         if (!disjoint)
-          return UnsupportedKeyword("oneOf' whose alternatives " + std::to_string(i) + " and " + std::to_string(j) +
-                                        " may overlap",
-                                    path);
+          return UnsupportedKeyword(
+              "oneOf' whose alternatives " + std::to_string(i) + " and " + std::to_string(j) + " may overlap", path);
       }
     }
   }

@@ -14,7 +14,8 @@ Result<NodeId> SchemaCompiler::Array(const Json& schema, const std::string& path
     for (size_t i = 0; i < items.size(); ++i) {
       if (max >= 0 && i >= static_cast<uint64_t>(max)) break;
       if (items[i] == Json(false)) break;  // no array reaches this position
-      ASSIGN_OR_RETURN(NodeId item, Value(items[i], ChildPath(ChildPath(path, "prefixItems"), std::to_string(i)), depth + 1));
+      ASSIGN_OR_RETURN(NodeId item,
+                       Value(items[i], ChildPath(ChildPath(path, "prefixItems"), std::to_string(i)), depth + 1));
       prefix.push_back(item);
     }
   }

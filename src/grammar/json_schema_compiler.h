@@ -12,12 +12,11 @@
 
 #include <functional>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <set>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "grammar/grammar.h"
 #include "grammar/json_schema.h"
@@ -65,13 +64,13 @@ class SchemaCompiler {
 
   // Pieces of JSON text (json_schema_text.cpp).
   NodeId Ws();
-  NodeId AnyValue();   // a rule: values nest
+  NodeId AnyValue();  // a rule: values nest
   NodeId AnyString();
   NodeId AnyNumber();
   NodeId AnyInteger();
   NodeId AnyObject();
   NodeId StringLiteral(std::string_view value);  // the JSON text of one string value
-  NodeId ValueLiteral(const Json& value);         // the JSON text of one value
+  NodeId ValueLiteral(const Json& value);        // the JSON text of one value
   // "Any string except these": the JSON texts of strings not in `names`.
   NodeId StringExcept(const std::vector<std::string>& names);
   // `child` between min and max times (max -1: unbounded), for counts past
@@ -88,20 +87,20 @@ class SchemaCompiler {
   Result<NodeId> Enum(const Json& schema, const std::string& path);
   Result<NodeId> OfType(const std::string& type, const Json& schema, const std::string& path, int depth);
 
-  Result<NodeId> String(const Json& schema, const std::string& path);           // json_schema_strings.cpp
+  Result<NodeId> String(const Json& schema, const std::string& path);  // json_schema_strings.cpp
   // The content of a string in a known format; nullopt for unknown names.
   Result<std::optional<NodeId>> Format(const std::string& format, const std::string& path);  // json_schema_formats.cpp
-  Result<NodeId> Number(const Json& schema, const std::string& path, bool integer);  // json_schema_numbers.cpp
-  Result<NodeId> Object(const Json& schema, const std::string& path, int depth);     // json_schema_objects.cpp
-  Result<NodeId> Array(const Json& schema, const std::string& path, int depth);      // json_schema_arrays.cpp
+  Result<NodeId> Number(const Json& schema, const std::string& path, bool integer);          // json_schema_numbers.cpp
+  Result<NodeId> Object(const Json& schema, const std::string& path, int depth);             // json_schema_objects.cpp
+  Result<NodeId> Array(const Json& schema, const std::string& path, int depth);              // json_schema_arrays.cpp
 
   Grammar& g_;
   const Json& root_;
   JsonSchemaOptions options_;
   size_t first_node_;
-  std::map<std::string, RuleId> ref_rules_;      // by resolved pointer
-  std::map<std::string, size_t> refs_entered_;   // refs being compiled -> guard_ at entry
-  size_t guard_ = 0;                             // '{' and '[' passed on the way down
+  std::map<std::string, RuleId> ref_rules_;     // by resolved pointer
+  std::map<std::string, size_t> refs_entered_;  // refs being compiled -> guard_ at entry
+  size_t guard_ = 0;                            // '{' and '[' passed on the way down
   std::optional<NodeId> ws_, any_string_, any_number_, any_integer_;
   std::optional<RuleId> any_value_;
 };

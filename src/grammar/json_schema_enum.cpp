@@ -49,8 +49,9 @@ Result<bool> ValueAllowed(const Json& schema, const Json& v, const std::string& 
       if (key == "exclusiveMaximum" && !(x < bound)) return false;
     } else if (v.is_array() || v.is_object()) {
       static const std::set<std::string> kContainerKeywords = {
-          "items", "prefixItems", "minItems", "maxItems", "properties", "required", "additionalProperties",
-          "patternProperties", "propertyNames", "minProperties", "maxProperties"};
+          "items",        "prefixItems",          "minItems",          "maxItems",      "properties",
+          "required",     "additionalProperties", "patternProperties", "propertyNames", "minProperties",
+          "maxProperties"};
       if (kContainerKeywords.count(key)) return UnsupportedKeyword("enum' beside '" + key, path);
     }
   }
@@ -112,7 +113,9 @@ Result<std::vector<Json>> EnumValues(const Json& schema, const std::string& path
   return out;
 }
 
-Result<bool> SchemasDisjoint(const Json& a_in, const Json& b_in, const RefResolver& resolve, const std::string& path) {
+Result<bool> SchemasDisjoint(const Json& a_in, const Json& b_in, const RefResolver& resolve, const std::string& path,
+                             int depth) {
+  if (depth > kMaxSchemaDepth) return false;  // undecided: treated as overlapping
   ASSIGN_OR_RETURN(const Json* a, Follow(a_in, resolve, path));
   ASSIGN_OR_RETURN(const Json* b, Follow(b_in, resolve, path));
   std::set<std::string> ta = PossibleTypes(*a), tb = PossibleTypes(*b);
@@ -129,16 +132,18 @@ Result<bool> SchemasDisjoint(const Json& a_in, const Json& b_in, const RefResolv
   // Objects told apart by a required property with distinct listed values
   // (a discriminator such as {"kind": {"const": "circle"}}).
   if (!a->is_object() || !b->is_object() || ta != std::set<std::string>{"object"} || tb != ta) return false;
-  if (!a->contains("properties") || !b->contains("properties") || !a->contains("required") || !b->contains("required"))
+  if (!a->contains("properties") || !b->contains("properties") || !a->contains("required") ||
+      !b->contains("required") || !(*a)["required"].is_array() || !(*b)["required"].is_array())
     return false;
   for (const Json& name : (*a)["required"]) {
     bool in_b = false;
     for (const Json& other : (*b)["required"]) in_b = in_b || other == name;
+    if (!name.is_string()) continue;
     const std::string& key = name.get_ref<const std::string&>();
     if (!in_b || !(*a)["properties"].contains(key) || !(*b)["properties"].contains(key)) continue;
     ASSIGN_OR_RETURN(const Json* pa, Follow((*a)["properties"][key], resolve, path));
     ASSIGN_OR_RETURN(const Json* pb, Follow((*b)["properties"][key], resolve, path));
-    ASSIGN_OR_RETURN(bool disjoint, SchemasDisjoint(*pa, *pb, resolve, path));
+    ASSIGN_OR_RETURN(bool disjoint, SchemasDisjoint(*pa, *pb, resolve, path, depth + 1));
     if (disjoint) return true;
   }
   return false;

@@ -16,6 +16,7 @@ Result<std::vector<Json>> EnumValues(const Json& schema, const std::string& path
 
 // True when no JSON value can be valid under both schemas, as far as their
 // types, enum/const values and required const-valued properties show.
-Result<bool> SchemasDisjoint(const Json& a, const Json& b, const RefResolver& resolve, const std::string& path);
+Result<bool> SchemasDisjoint(const Json& a, const Json& b, const RefResolver& resolve, const std::string& path,
+                             int depth);
 
 }  // namespace llmhost::grammar

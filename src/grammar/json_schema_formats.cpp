@@ -81,15 +81,9 @@ std::string Email() {
 
 const std::map<std::string, std::string>& Formats() {
   static const std::map<std::string, std::string> kFormats = {
-      {"date", kDate},
-      {"time", kTime},
-      {"date-time", std::string(kDate) + "T" + kTime},
-      {"duration", kDuration},
-      {"uuid", kUuid},
-      {"ipv4", kIpv4},
-      {"ipv6", Ipv6()},
-      {"hostname", Hostname()},
-      {"email", Email()},
+      {"date", kDate},         {"time", kTime},          {"date-time", std::string(kDate) + "T" + kTime},
+      {"duration", kDuration}, {"uuid", kUuid},          {"ipv4", kIpv4},
+      {"ipv6", Ipv6()},        {"hostname", Hostname()}, {"email", Email()},
       {"uri", Uri()},
   };
   return kFormats;
@@ -98,8 +92,9 @@ const std::map<std::string, std::string>& Formats() {
 }  // namespace
 
 Result<std::optional<NodeId>> SchemaCompiler::Format(const std::string& format, const std::string& path) {
-  static const std::set<std::string> kRefused = {"idn-email", "idn-hostname", "iri", "iri-reference", "uri-reference",
-                                                 "uri-template", "json-pointer", "relative-json-pointer", "regex"};
+  static const std::set<std::string> kRefused = {"idn-email",     "idn-hostname",          "iri",
+                                                 "iri-reference", "uri-reference",         "uri-template",
+                                                 "json-pointer",  "relative-json-pointer", "regex"};
   if (kRefused.count(format)) return UnsupportedKeyword("format' '" + format, path);
   auto it = Formats().find(format);
   if (it == Formats().end()) return std::optional<NodeId>();

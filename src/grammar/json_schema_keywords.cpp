@@ -1,4 +1,5 @@
 // Which keywords the compiler enforces, which it refuses, which it ignores.
+#include <cmath>
 #include <set>
 
 #include "grammar/json_schema_compiler.h"
@@ -8,25 +9,41 @@ namespace {
 
 const std::set<std::string>& Annotations() {
   static const std::set<std::string> kSet = {
-      "title", "description", "examples", "example", "default", "$schema", "$id", "$comment", "$anchor",
-      "deprecated", "readOnly", "writeOnly", "$defs", "definitions", "contentEncoding", "contentMediaType",
-      "$vocabulary", "discriminator", "xml", "externalDocs", "strict"};
+      "title",           "description",      "examples",    "example",       "default",   "$schema",      "$id",
+      "$comment",        "$anchor",          "deprecated",  "readOnly",      "writeOnly", "$defs",        "definitions",
+      "contentEncoding", "contentMediaType", "$vocabulary", "discriminator", "xml",       "externalDocs", "strict"};
   return kSet;
 }
 
 // Keywords whose meaning no grammar here enforces exactly.
 const std::set<std::string>& Refused() {
-  static const std::set<std::string> kSet = {
-      "contains", "minContains", "maxContains", "if", "then", "else", "not", "dependentRequired",
-      "dependentSchemas", "dependencies", "unevaluatedProperties", "unevaluatedItems", "$dynamicRef",
-      "$dynamicAnchor", "$recursiveRef", "$recursiveAnchor", "additionalItems", "contentSchema"};
+  static const std::set<std::string> kSet = {"contains",
+                                             "minContains",
+                                             "maxContains",
+                                             "if",
+                                             "then",
+                                             "else",
+                                             "not",
+                                             "dependentRequired",
+                                             "dependentSchemas",
+                                             "dependencies",
+                                             "unevaluatedProperties",
+                                             "unevaluatedItems",
+                                             "$dynamicRef",
+                                             "$dynamicAnchor",
+                                             "$recursiveRef",
+                                             "$recursiveAnchor",
+                                             "additionalItems",
+                                             "contentSchema"};
   return kSet;
 }
 
 bool IsNonNegativeInteger(const Json& v) {
-  return (v.is_number_unsigned() || (v.is_number_integer() && v.get<int64_t>() >= 0)) ||
-         (v.is_number_float() && v.get<double>() >= 0 && v.get<double>() == static_cast<double>(static_cast<int64_t>(v.get<double>())) &&
-          v.get<double>() < 9.2e18);
+  if (v.is_number_unsigned()) return true;
+  if (v.is_number_integer()) return v.get<int64_t>() >= 0;
+  if (!v.is_number_float()) return false;
+  double d = v.get<double>();
+  return d >= 0 && d < 9.2e18 && d == std::floor(d);
 }
 
 }  // namespace
@@ -42,9 +59,12 @@ Status BadSchema(const std::string& path, const std::string& what) {
 std::string ChildPath(const std::string& parent, const std::string& token) {
   std::string escaped;
   for (char c : token) {
-    if (c == '~') escaped += "~0";
-    else if (c == '/') escaped += "~1";
-    else escaped += c;
+    if (c == '~')
+      escaped += "~0";
+    else if (c == '/')
+      escaped += "~1";
+    else
+      escaped += c;
   }
   return parent + "/" + escaped;
 }
@@ -53,8 +73,8 @@ bool IsAnnotation(const std::string& keyword) { return Annotations().count(keywo
 
 Status CheckKeywords(const Json& schema, const std::string& path) {
   static const std::set<std::string> kTypes = {"null", "boolean", "object", "array", "number", "string", "integer"};
-  static const std::set<std::string> kCounts = {"minLength", "maxLength", "minItems", "maxItems", "minProperties",
-                                                "maxProperties"};
+  static const std::set<std::string> kCounts = {"minLength", "maxLength",     "minItems",
+                                                "maxItems",  "minProperties", "maxProperties"};
   static const std::set<std::string> kBounds = {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"};
   for (auto it = schema.begin(); it != schema.end(); ++it) {
     const std::string& key = it.key();

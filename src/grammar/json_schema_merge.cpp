@@ -45,7 +45,8 @@ Status CheckObjectScopes(const Json& a, const Json& b, const std::string& path) 
     if (!closed) continue;
     std::set<std::string> mine = Declared(s);
     for (const std::string& name : Declared(other))
-      if (!mine.count(name)) return UnsupportedKeyword("allOf' with 'additionalProperties' that judges '" + name + "'", path);
+      if (!mine.count(name))
+        return UnsupportedKeyword("allOf' with 'additionalProperties' that judges '" + name + "'", path);
     if (other.contains("patternProperties") && other["patternProperties"] != s.value("patternProperties", Json()))
       return UnsupportedKeyword("allOf' with 'patternProperties' on both sides", path);
   }

@@ -61,7 +61,8 @@ Result<Bounds> ReadBounds(const Json& schema, const std::string& path) {
     if (!std::isfinite(d)) return BadSchema(path, "'" + k + "' is not finite");
     std::optional<Decimal> integer;
     if (it->is_number_integer()) {
-      integer = ParseDecimal(it->is_number_unsigned() ? std::to_string(it->get<uint64_t>()) : std::to_string(it->get<int64_t>()));
+      integer = ParseDecimal(it->is_number_unsigned() ? std::to_string(it->get<uint64_t>())
+                                                      : std::to_string(it->get<int64_t>()));
       // Past 2^53 fraction texts, compared as doubles, cannot be held to it.
       if (Compare(Exact(d), *integer) != 0) b.inexact = k + "' of " + it->dump();
     } else if (std::fabs(d) >= kTwo64) {
@@ -97,13 +98,15 @@ Result<NodeId> SchemaCompiler::Number(const Json& schema, const std::string& pat
   ASSIGN_OR_RETURN(Bounds b, ReadBounds(schema, path));
   bool bounded = b.int_lo || b.int_hi;
   if (!bounded) return integer ? AnyInteger() : AnyNumber();
-  if (!integer && !b.inexact.empty()) return UnsupportedKeyword(b.inexact + " (not exactly a double) on a number", path);
+  if (!integer && !b.inexact.empty())
+    return UnsupportedKeyword(b.inexact + " (not exactly a double) on a number", path);
   bool ints_fit = !(b.int_lo && b.int_hi && Compare(*b.int_lo, *b.int_hi) > 0);
   bool fracs_fit = !(b.frac_lo && b.frac_hi && Compare(*b.frac_lo, *b.frac_hi) > 0);
   std::vector<NodeId> alts;
   if (ints_fit) alts.push_back(IntegerRange(g_, b.int_lo, b.int_hi));
   if (!integer && fracs_fit) alts.push_back(FractionRange(g_, b.frac_lo, b.frac_hi));
-  if (alts.empty()) return BadSchema(path, std::string("no ") + (integer ? "integer" : "number") + " lies within the bounds");
+  if (alts.empty())
+    return BadSchema(path, std::string("no ") + (integer ? "integer" : "number") + " lies within the bounds");
   return g_.Alt(std::move(alts));
 }
 

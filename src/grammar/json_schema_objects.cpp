@@ -6,7 +6,8 @@
 // patternProperties, keys in the pattern's language (extra keys outside it
 // are then not generated: a subset); with propertyNames, keys of that
 // string schema. Mixes whose key languages would need intersection or
-// difference of regexes are refused.
+// difference of regexes are refused. Extra keys are not told apart from one
+// another, so minProperties counts at most one of them.
 #include <map>
 
 #include "grammar/json_schema_compiler.h"
@@ -48,7 +49,9 @@ Result<NodeId> SchemaCompiler::Object(const Json& schema, const std::string& pat
     for (const Json& r : schema["required"])
       if (std::find(required.begin(), required.end(), r.get<std::string>()) == required.end())
         required.push_back(r.get<std::string>());
-  auto is_required = [&](const std::string& n) { return std::find(required.begin(), required.end(), n) != required.end(); };
+  auto is_required = [&](const std::string& n) {
+    return std::find(required.begin(), required.end(), n) != required.end();
+  };
 
   std::vector<Declared> declared;
   std::vector<std::string> excluded;  // keys extras must avoid
@@ -61,13 +64,17 @@ Result<NodeId> SchemaCompiler::Object(const Json& schema, const std::string& pat
     declared.push_back({it.key(), &*it, is_required(it.key())});
   }
   if ((patterns || names) && !declared.empty())
-    return UnsupportedKeyword(std::string(patterns ? "patternProperties" : "propertyNames") + "' beside 'properties", path);
+    return UnsupportedKeyword(std::string(patterns ? "patternProperties" : "propertyNames") + "' beside 'properties",
+                              path);
   if (patterns && names) return UnsupportedKeyword("patternProperties' beside 'propertyNames", path);
   // Required names not under properties are judged by additionalProperties.
   for (const std::string& r : required) {
     if (properties.contains(r)) continue;
-    if (patterns || names) return UnsupportedKeyword("required' of an undeclared property beside 'patternProperties' or 'propertyNames", path);
-    if (additional == Json(false)) return BadSchema(path, "required property '" + r + "' is forbidden by 'additionalProperties'");
+    if (patterns || names)
+      return UnsupportedKeyword("required' of an undeclared property beside 'patternProperties' or 'propertyNames",
+                                path);
+    if (additional == Json(false))
+      return BadSchema(path, "required property '" + r + "' is forbidden by 'additionalProperties'");
     declared.push_back({r, &additional, true});
     excluded.push_back(r);
   }
@@ -92,9 +99,12 @@ Result<NodeId> SchemaCompiler::Object(const Json& schema, const std::string& pat
     std::string at = ChildPath(path, "additionalProperties");
     NodeId key;
     if (names) {
-      if (!AllowedTypes(*names).count("string")) return BadSchema(ChildPath(path, "propertyNames"), "allows no string");
       if (!excluded.empty()) return UnsupportedKeyword("propertyNames' beside forbidden properties", path);
-      ASSIGN_OR_RETURN(key, Value(*names, ChildPath(path, "propertyNames"), depth + 1));
+      // Keys are strings whatever types the schema allows.
+      std::string names_path = ChildPath(path, "propertyNames");
+      RefResolver resolve = [this](const std::string& r, const std::string& p) { return Resolve(r, p); };
+      ASSIGN_OR_RETURN(Json key_schema, MergeSchemas(*names, Json{{"type", "string"}}, names_path, resolve));
+      ASSIGN_OR_RETURN(key, Value(key_schema, names_path, depth + 1));
     } else {
       key = excluded.empty() ? AnyString() : StringExcept(excluded);
     }
@@ -107,16 +117,20 @@ Result<NodeId> SchemaCompiler::Object(const Json& schema, const std::string& pat
   bool counting = min > 0 || max >= 0;
   size_t n = declared.size();
   if (counting && n > static_cast<size_t>(kMaxCountedProperties))
-    return UnsupportedKeyword("minProperties/maxProperties' with more than " + std::to_string(kMaxCountedProperties) + " properties", path);
+    return UnsupportedKeyword(
+        "minProperties/maxProperties' with more than " + std::to_string(kMaxCountedProperties) + " properties", path);
   // tail[i][c][emitted]: the members from declared[i] on, after c present
   // (counted only under min/maxProperties) and whether any was written.
   size_t counts = counting ? n + 1 : 1;
   using Cell = std::optional<NodeId>;
   std::vector<std::vector<std::array<Cell, 2>>> tail(n + 1, std::vector<std::array<Cell, 2>>(counts));
   NodeId comma = g_.Seq({g_.Byte(','), ws});
+  // Extra keys may repeat ({"x":1,"x":2} is one property to a validator),
+  // so toward minProperties they count as one at most.
   for (size_t c = 0; c < counts; ++c) {
     for (int emitted = 0; emitted < 2; ++emitted) {
       uint64_t kmin = min > c ? min - c : 0;
+      if (kmin > 1) continue;
       int64_t kmax = max < 0 ? -1 : max - static_cast<int64_t>(c);
       if (kmax < -1 || (max >= 0 && kmax < 0)) continue;
       if (!extra) {
@@ -130,7 +144,8 @@ Result<NodeId> SchemaCompiler::Object(const Json& schema, const std::string& pat
       } else if (kmax == 0) {
         tail[n][c][emitted] = g_.Empty();
       } else {
-        ASSIGN_OR_RETURN(NodeId more, RepeatCount(g_.Seq({comma, *extra}), kmin > 0 ? kmin - 1 : 0, kmax < 0 ? -1 : kmax - 1, path));
+        ASSIGN_OR_RETURN(NodeId more,
+                         RepeatCount(g_.Seq({comma, *extra}), kmin > 0 ? kmin - 1 : 0, kmax < 0 ? -1 : kmax - 1, path));
         NodeId some = g_.Seq({*extra, more});
         tail[n][c][emitted] = kmin == 0 ? g_.Alt({g_.Empty(), some}) : some;
       }
@@ -142,7 +157,8 @@ Result<NodeId> SchemaCompiler::Object(const Json& schema, const std::string& pat
         std::vector<NodeId> alts;
         size_t next_c = counting ? c + 1 : 0;
         if (next_c < counts && tail[i + 1][next_c][1]) {
-          NodeId take = emitted ? g_.Seq({comma, members[i], *tail[i + 1][next_c][1]}) : g_.Seq({members[i], *tail[i + 1][next_c][1]});
+          NodeId take = emitted ? g_.Seq({comma, members[i], *tail[i + 1][next_c][1]})
+                                : g_.Seq({members[i], *tail[i + 1][next_c][1]});
           alts.push_back(take);
         }
         if (!declared[i].required && tail[i + 1][c][emitted]) alts.push_back(*tail[i + 1][c][emitted]);
@@ -150,7 +166,10 @@ Result<NodeId> SchemaCompiler::Object(const Json& schema, const std::string& pat
       }
     }
   }
-  if (!tail[0][0][0]) return BadSchema(path, "no object meets 'required', 'minProperties' and 'maxProperties'");
+  if (!tail[0][0][0]) {
+    if (extra && min > n) return UnsupportedKeyword("minProperties' that only extra properties can reach", path);
+    return BadSchema(path, "no object meets 'required', 'minProperties' and 'maxProperties'");
+  }
   return g_.Seq({g_.Byte('{'), ws, *tail[0][0][0], g_.Byte('}')});
 }
 

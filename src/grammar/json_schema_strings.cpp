@@ -14,7 +14,8 @@ Result<NodeId> SchemaCompiler::String(const Json& schema, const std::string& pat
     ASSIGN_OR_RETURN(std::optional<NodeId> content, Format(format, path));
     if (content) {
       if (has_min || has_max || schema.contains("pattern"))
-        return UnsupportedKeyword("format' beside '" + std::string(schema.contains("pattern") ? "pattern" : "minLength/maxLength"), path);
+        return UnsupportedKeyword(
+            "format' beside '" + std::string(schema.contains("pattern") ? "pattern" : "minLength/maxLength"), path);
       return g_.Seq({g_.Byte('"'), *content, g_.Byte('"')});
     }
   }

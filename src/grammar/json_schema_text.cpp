@@ -31,7 +31,8 @@ NodeId SchemaCompiler::AnyNumber() {
   if (!any_number_) {
     NodeId digits = g_.Repeat(g_.Bytes({{'0', '9'}}), 1, -1);
     NodeId fraction = g_.Optional(g_.Seq({g_.Byte('.'), digits}));
-    NodeId exponent = g_.Optional(g_.Seq({g_.Bytes({{'E', 'E'}, {'e', 'e'}}), g_.Optional(g_.Bytes({{'+', '+'}, {'-', '-'}})), digits}));
+    NodeId exponent = g_.Optional(
+        g_.Seq({g_.Bytes({{'E', 'E'}, {'e', 'e'}}), g_.Optional(g_.Bytes({{'+', '+'}, {'-', '-'}})), digits}));
     any_number_ = g_.Seq({AnyInteger(), fraction, exponent});
   }
   return *any_number_;

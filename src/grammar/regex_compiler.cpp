@@ -131,7 +131,8 @@ class RegexCompiler {
     if (i >= p_.size() || p_[i] != '}') return false;
     if (lo > kMaxRepeat || hi > kMaxRepeat)
       return Unsupported(pos_, "a repetition count above " + std::to_string(kMaxRepeat));
-    if (hi >= 0 && lo > hi) return Error(pos_, "quantifier {" + std::to_string(lo) + "," + std::to_string(hi) + "} out of order");
+    if (hi >= 0 && lo > hi)
+      return Error(pos_, "quantifier {" + std::to_string(lo) + "," + std::to_string(hi) + "} out of order");
     *min = static_cast<int32_t>(lo);
     *max = static_cast<int32_t>(hi);
     pos_ = i + 1;
@@ -142,11 +143,22 @@ class RegexCompiler {
   Result<bool> ParseQuantifierBounds(int32_t* min, int32_t* max) {
     if (AtEnd()) return false;
     switch (Peek()) {
-      case '*': *min = 0, *max = -1; ++pos_; return true;
-      case '+': *min = 1, *max = -1; ++pos_; return true;
-      case '?': *min = 0, *max = 1; ++pos_; return true;
-      case '{': return ParseBraces(min, max);
-      default: return false;
+      case '*':
+        *min = 0, *max = -1;
+        ++pos_;
+        return true;
+      case '+':
+        *min = 1, *max = -1;
+        ++pos_;
+        return true;
+      case '?':
+        *min = 0, *max = 1;
+        ++pos_;
+        return true;
+      case '{':
+        return ParseBraces(min, max);
+      default:
+        return false;
     }
   }
 
@@ -166,13 +178,19 @@ class RegexCompiler {
     size_t at = pos_;
     char c = Peek();
     switch (c) {
-      case '(': return ParseGroup(depth);
+      case '(':
+        return ParseGroup(depth);
       case '[': {
         ASSIGN_OR_RETURN(CodepointSet set, ParseClass());
         return Emit(set);
       }
-      case '.': ++pos_; return Emit(RegexDot());
-      case '*': case '+': case '?': return Error(at, "nothing to repeat");
+      case '.':
+        ++pos_;
+        return Emit(RegexDot());
+      case '*':
+      case '+':
+      case '?':
+        return Error(at, "nothing to repeat");
       case '{': {
         int32_t min, max;
         ASSIGN_OR_RETURN(bool quantifier, ParseBraces(&min, &max));
@@ -214,7 +232,8 @@ class RegexCompiler {
         size_t close = rest.find('>');
         if (close == std::string_view::npos || close == 2) return Error(at, "bad group name");
         for (char ch : rest.substr(2, close - 2)) {
-          bool ok = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') || ch == '_' || ch == '$';
+          bool ok = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') || ch == '_' ||
+                    ch == '$';
           if (!ok) return Error(at, "bad group name");
         }
         pos_ += close + 1;
@@ -275,7 +294,8 @@ class RegexCompiler {
   Result<char32_t> ParseUnicodeEscape(size_t at) {
     if (!AtEnd() && Peek() == '{') {
       size_t close = p_.find('}', pos_);
-      if (close == std::string_view::npos || close == pos_ + 1 || close - pos_ > 9) return Error(at, "bad escape '\\u{'");
+      if (close == std::string_view::npos || close == pos_ + 1 || close - pos_ > 9)
+        return Error(at, "bad escape '\\u{'");
       uint32_t v = 0;
       for (size_t i = pos_ + 1; i < close; ++i) {
         int h = HexValue(p_[i]);
@@ -318,23 +338,38 @@ class RegexCompiler {
     char c = Peek();
     ++pos_;
     switch (c) {
-      case 'd': return Class(RegexDigits());
-      case 'D': return Class(RegexDigits().Complement());
-      case 'w': return Class(RegexWordChars());
-      case 'W': return Class(RegexWordChars().Complement());
-      case 's': return Class(RegexWhitespace());
-      case 'S': return Class(RegexWhitespace().Complement());
-      case 'n': return Single('\n');
-      case 'r': return Single('\r');
-      case 't': return Single('\t');
-      case 'f': return Single('\f');
-      case 'v': return Single('\v');
+      case 'd':
+        return Class(RegexDigits());
+      case 'D':
+        return Class(RegexDigits().Complement());
+      case 'w':
+        return Class(RegexWordChars());
+      case 'W':
+        return Class(RegexWordChars().Complement());
+      case 's':
+        return Class(RegexWhitespace());
+      case 'S':
+        return Class(RegexWhitespace().Complement());
+      case 'n':
+        return Single('\n');
+      case 'r':
+        return Single('\r');
+      case 't':
+        return Single('\t');
+      case 'f':
+        return Single('\f');
+      case 'v':
+        return Single('\v');
       case 'b':
         if (in_class) return Single('\b');
         return Unsupported(at, "word boundary '\\b'");
-      case 'B': return Unsupported(at, "word boundary '\\B'");
-      case 'k': return Unsupported(at, "backreference '\\k'");
-      case 'p': case 'P': return Unsupported(at, std::string("Unicode property escape '\\") + c + "'");
+      case 'B':
+        return Unsupported(at, "word boundary '\\B'");
+      case 'k':
+        return Unsupported(at, "backreference '\\k'");
+      case 'p':
+      case 'P':
+        return Unsupported(at, std::string("Unicode property escape '\\") + c + "'");
       case 'c': {
         if (AtEnd() || !((Peek() >= 'a' && Peek() <= 'z') || (Peek() >= 'A' && Peek() <= 'Z')))
           return Error(at, "bad escape '\\c'");
@@ -343,7 +378,8 @@ class RegexCompiler {
         return Single(static_cast<char32_t>(letter % 32));
       }
       case 'x': {
-        if (pos_ + 2 > p_.size() || HexValue(p_[pos_]) < 0 || HexValue(p_[pos_ + 1]) < 0) return Error(at, "bad escape '\\x'");
+        if (pos_ + 2 > p_.size() || HexValue(p_[pos_]) < 0 || HexValue(p_[pos_ + 1]) < 0)
+          return Error(at, "bad escape '\\x'");
         char32_t v = static_cast<char32_t>(HexValue(p_[pos_]) * 16 + HexValue(p_[pos_ + 1]));
         pos_ += 2;
         return Single(v);
@@ -355,7 +391,8 @@ class RegexCompiler {
       case '0':
         if (!AtEnd() && Peek() >= '0' && Peek() <= '9') return Unsupported(at, "octal escape");
         return Single(0);
-      default: break;
+      default:
+        break;
     }
     if (c >= '1' && c <= '9') return Unsupported(at, std::string("backreference '\\") + c + "'");
     if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z')) return Unsupported(at, std::string("escape '\\") + c + "'");

@@ -6,9 +6,8 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
-#include <string>
-
 #include <nlohmann/json.hpp>
+#include <string>
 
 #include "grammar/json_schema.h"
 #include "grammar/regex.h"

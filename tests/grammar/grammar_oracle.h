@@ -70,7 +70,8 @@ class GrammarOracle {
   };
   struct ItemHash {
     size_t operator()(const Item& i) const {
-      return std::hash<uint64_t>()((uint64_t(uint32_t(i.node)) << 32) ^ (uint64_t(uint32_t(i.pos)) << 20) ^ uint32_t(i.origin));
+      return std::hash<uint64_t>()((uint64_t(uint32_t(i.node)) << 32) ^ (uint64_t(uint32_t(i.pos)) << 20) ^
+                                   uint32_t(i.origin));
     }
   };
   struct Set {
@@ -91,11 +92,16 @@ class GrammarOracle {
   bool IsComplete(const Item& item) const {
     const Node& n = g_.node(item.node);
     switch (n.kind) {
-      case Node::Kind::kEmpty: return true;
-      case Node::Kind::kSeq: return item.pos == static_cast<int32_t>(n.children.size());
-      case Node::Kind::kRepeat: return item.pos >= n.min;
-      case Node::Kind::kToken: return false;
-      default: return item.pos == 1;
+      case Node::Kind::kEmpty:
+        return true;
+      case Node::Kind::kSeq:
+        return item.pos == static_cast<int32_t>(n.children.size());
+      case Node::Kind::kRepeat:
+        return item.pos >= n.min;
+      case Node::Kind::kToken:
+        return false;
+      default:
+        return item.pos == 1;
     }
   }
 
@@ -134,16 +140,22 @@ class GrammarOracle {
         const Node& n = g_.node(static_cast<NodeId>(id));
         bool v = false;
         switch (n.kind) {
-          case Node::Kind::kEmpty: v = true; break;
+          case Node::Kind::kEmpty:
+            v = true;
+            break;
           case Node::Kind::kBytes:
-          case Node::Kind::kToken: v = false; break;
+          case Node::Kind::kToken:
+            v = false;
+            break;
           case Node::Kind::kSeq:
             v = std::all_of(n.children.begin(), n.children.end(), [&](NodeId c) { return nullable_[c]; });
             break;
           case Node::Kind::kAlt:
             v = std::any_of(n.children.begin(), n.children.end(), [&](NodeId c) { return nullable_[c]; });
             break;
-          case Node::Kind::kRepeat: v = n.min == 0 || nullable_[n.children[0]]; break;
+          case Node::Kind::kRepeat:
+            v = n.min == 0 || nullable_[n.children[0]];
+            break;
           case Node::Kind::kRef: {
             NodeId body = g_.rule(n.rule).body;
             v = body >= 0 && nullable_[body];
