@@ -31,9 +31,9 @@ Result<std::vector<Tool>> ToolArguments(Grammar& g, const nlohmann::ordered_json
     grammar::JsonSchemaOptions json = o.json;
     if (fn.value("strict", false)) json.default_additional_properties = false;
     auto params = fn.find("parameters");
-    // The schema layer reads unordered JSON: property order comes from the text.
-    nlohmann::json schema = params != fn.end() && !params->is_null() ? nlohmann::json::parse(params->dump())
-                                                                     : nlohmann::json{{"type", "object"}};
+    const nlohmann::ordered_json schema = params != fn.end() && !params->is_null()
+                                              ? *params
+                                              : nlohmann::ordered_json{{"type", "object"}};
     Result<RuleId> rule = grammar::AddJsonSchema(g, schema, json);
     if (!rule.ok()) return rule.status().WithContext(path);
     out.push_back({fn["name"].get<std::string>(), g.Ref(*rule)});

@@ -201,10 +201,6 @@ Result<RuleId> AddJsonSchema(Grammar& grammar, const Json& schema, const JsonSch
   return rule;
 }
 
-Result<RuleId> AddJsonSchema(Grammar& grammar, const nlohmann::json& schema, const JsonSchemaOptions& options) {
-  return AddJsonSchema(grammar, Json::parse(schema.dump()), options);
-}
-
 RuleId AddAnyJsonObject(Grammar& grammar, const JsonSchemaOptions& options) {
   static const Json kEmpty = Json::object();
   SchemaCompiler compiler(grammar, kEmpty, options);

@@ -23,11 +23,10 @@ struct JsonSchemaOptions {
 };
 
 // The rule for one JSON value valid under `schema`. Properties keep the
-// order of `schema`'s keys: parse it as ordered_json (util/json.h's
-// ParseOrderedJson); the nlohmann::json overload sees them sorted by name.
+// order of `schema`'s keys, which only ordered_json keeps (util/json.h's
+// ParseOrderedJson): a plain nlohmann::json would sort them by name.
 Result<RuleId> AddJsonSchema(Grammar& grammar, const nlohmann::ordered_json& schema,
                              const JsonSchemaOptions& options = {});
-Result<RuleId> AddJsonSchema(Grammar& grammar, const nlohmann::json& schema, const JsonSchemaOptions& options = {});
 // The rule for any JSON object (OpenAI's json_object response format).
 RuleId AddAnyJsonObject(Grammar& grammar, const JsonSchemaOptions& options = {});
 

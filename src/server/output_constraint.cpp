@@ -34,7 +34,7 @@ std::pair<std::string, grammar::GrammarCache::Builder> SpecBuilder(const Constra
               [text, strict = spec.strict](Grammar& g, const TokenVocab&) -> Result<RuleId> {
                 grammar::JsonSchemaOptions o;
                 o.default_additional_properties = !strict;
-                return grammar::AddJsonSchema(g, nlohmann::json::parse(text), o);
+                return grammar::AddJsonSchema(g, nlohmann::ordered_json::parse(text), o);
               }};
     }
     case Kind::kRegex:

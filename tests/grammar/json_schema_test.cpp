@@ -34,15 +34,6 @@ TEST(JsonSchemaTest, PropertiesFollowTheSchemaOrder) {
   EXPECT_FALSE(c->Accepts(R"({"alpha":2,"zeta":1})"));
 }
 
-TEST(JsonSchemaTest, UnorderedOverloadSeesKeysSorted) {
-  Grammar g;
-  auto rule = AddJsonSchema(
-      g, nlohmann::json::parse(R"({"type":"object","properties":{"b":{"type":"integer"},"a":{"type":"integer"}},
-                                                           "required":["a","b"],"additionalProperties":false})"));
-  ASSERT_TRUE(rule.ok());
-  EXPECT_TRUE(testing::GrammarOracle(g).MatchesRule(*rule, R"({"a":1,"b":2})"));
-}
-
 TEST(JsonSchemaTest, WhitespaceRunsAreBounded) {
   auto c = Compile(R"({"type":"array","items":{"type":"integer"}})", {.max_whitespace = 2});
   ASSERT_TRUE(c->rule.ok());
