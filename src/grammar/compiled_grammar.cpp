@@ -151,6 +151,7 @@ Result<std::shared_ptr<const CompiledGrammar>> CompiledGrammar::Build(const Gram
       for (auto [callee, t] : st.calls)
         if (global[k][t] >= 0) cg->call_edges_.push_back({global[set.index[callee]][0], global[k][t]});
       out.call_end = static_cast<int32_t>(cg->call_edges_.size());
+      cg->plain_.push_back(!out.accepting && out.call_begin == out.call_end);
       cg->states_.push_back(out);
     }
   }

@@ -57,6 +57,8 @@ class CompiledGrammar {
     if (st.byte_row < 0) return -1;
     return byte_next_[st.byte_row + byte_class_[static_cast<size_t>(st.rule) * 256 + b]];
   }
+  // No calls and not accepting: stepping into s never changes the stack.
+  bool IsPlain(int32_t s) const { return plain_[s] != 0; }
   bool HasEdges(int32_t s) const {
     const State& st = states_[s];
     return st.byte_row >= 0 || st.token_begin != st.token_end;
@@ -88,6 +90,7 @@ class CompiledGrammar {
   std::vector<uint8_t> byte_class_;  // [rule * 256 + byte]
   std::vector<int32_t> byte_next_;
   std::vector<std::array<uint64_t, 4>> byte_sets_;  // [state]
+  std::vector<uint8_t> plain_;                       // [state]
   std::vector<TokenEdge> token_edges_;
   std::vector<CallEdge> call_edges_;
   std::vector<std::string> rule_names_;  // [compiled rule]

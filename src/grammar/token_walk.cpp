@@ -1,6 +1,7 @@
 #include "grammar/token_walk.h"
 
 #include <algorithm>
+#include <optional>
 
 #include "grammar/token_trie.h"
 
@@ -8,20 +9,49 @@ namespace llmhost::grammar {
 namespace {
 
 // One node of the current trie path. Its stacks are tops[begin, end), or,
-// in the fast form (`single` >= 0), the one frame (single, kOutside) that is
-// never put in the arena: a state with no calls that cannot finish, which
-// is most of a walk through a long string or free text.
+// in the fast form (`single` >= 0, a row of PlainRows), the one frame
+// (state, kOutside) of a plain state (grammar/compiled_grammar.h): never put
+// in the arena. Most of a walk through a long string or free text is there.
 struct Level {
   size_t begin = 0, end = 0;
   size_t arena_mark = 0;
   int32_t single = -1;
 };
 
-void SetBit(std::span<uint32_t> mask, int32_t id) { mask[static_cast<size_t>(id) >> 5] |= 1u << (id & 31); }
+// Dense transitions among the plain states reachable from one plain state
+// by bytes alone, so that the fast form costs one load per trie node:
+// next[row * 256 + b] is a row (>= 0), -1 (no edge) or -2 - s for a state s
+// that is not in the table (the general form takes over).
+struct PlainRows {
+  static constexpr size_t kMaxRows = 256;
+  std::vector<int32_t> next;
+  std::vector<int32_t> state;  // [row]
 
-bool Simple(const CompiledGrammar& g, int32_t s) {
-  return !g.state(s).accepting && g.call_edges(s).empty();
-}
+  PlainRows(const CompiledGrammar& g, int32_t start) {
+    std::vector<std::pair<int32_t, int32_t>> row_of = {{start, 0}};  // (state, row), few
+    state.push_back(start);
+    for (size_t row = 0; row < state.size(); ++row) {
+      next.resize((row + 1) * 256);
+      for (int b = 0; b < 256; ++b) {
+        int32_t t = g.NextOnByte(state[row], static_cast<uint8_t>(b));
+        int32_t v = t < 0 ? -1 : -2 - t;
+        if (t >= 0 && g.IsPlain(t)) {
+          auto it = std::find_if(row_of.begin(), row_of.end(), [&](auto p) { return p.first == t; });
+          if (it != row_of.end()) {
+            v = it->second;
+          } else if (state.size() < kMaxRows) {
+            v = static_cast<int32_t>(state.size());
+            row_of.push_back({t, v});
+            state.push_back(t);
+          }
+        }
+        next[row * 256 + b] = v;
+      }
+    }
+  }
+};
+
+void SetBit(std::span<uint32_t> mask, int32_t id) { mask[static_cast<size_t>(id) >> 5] |= 1u << (id & 31); }
 
 }  // namespace
 
@@ -32,10 +62,13 @@ Result<LocalTokenSets> WalkFromState(const CompiledGrammar& g, int32_t state) {
   StackStepper stepper(g, &arena);
   std::vector<int32_t> tops, raw;
   LocalTokenSets out;
+  out.accepted.reserve(trie.token_count());
 
   std::vector<Level> path(1);
-  if (Simple(g, state)) {
-    path[0].single = state;
+  std::optional<PlainRows> plain;
+  if (g.IsPlain(state)) {
+    plain.emplace(g, state);
+    path[0].single = 0;
   } else {
     raw.push_back(arena.Intern(state, kOutside));
     CloseResult root;
@@ -59,12 +92,12 @@ Result<LocalTokenSets> WalkFromState(const CompiledGrammar& g, int32_t state) {
     next.arena_mark = arena.size();
     bool live = false, escaped = false;
     if (up.single >= 0) {
-      int32_t s = g.NextOnByte(up.single, node.byte);
-      if (s >= 0 && Simple(g, s)) {
-        next.single = s;
+      int32_t v = plain->next[static_cast<size_t>(up.single) * 256 + node.byte];
+      if (v >= 0) {
+        next.single = v;
         live = true;
-      } else if (s >= 0) {
-        raw.assign(1, arena.Intern(s, kOutside));
+      } else if (v < -1) {
+        raw.assign(1, arena.Intern(-2 - v, kOutside));
       } else {
         raw.clear();
       }
