@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <string>
 
+#include "engine/forced_tokens.h"
+
 namespace llmhost {
 
 ConstraintTracker::ConstraintTracker(const OutputConstraint& c)
@@ -81,6 +83,15 @@ Status ConstraintTracker::AcceptToken(int32_t id) {
   Status st = matcher_.AcceptToken(id);
   if (!st.ok()) return st.WithContext("output constraint: token " + std::to_string(id));
   return Status::OK();
+}
+
+std::vector<int32_t> ConstraintTracker::ForcedTokens(const Tokenizer& tokenizer) const {
+  if (state_ != State::kConstrained) return {};
+  const std::string forced = matcher_.ForcedBytes();
+  if (forced.empty()) return {};
+  grammar::Matcher after = matcher_;
+  if (!after.AcceptBytes(forced)) return {};
+  return StableForcedTokens(tokenizer, *vocab_, forced, after);
 }
 
 Status ConstraintTracker::OnText(std::string_view text) {

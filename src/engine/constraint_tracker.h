@@ -23,6 +23,7 @@
 
 #include "engine/request.h"
 #include "grammar/matcher.h"
+#include "tokenizer/tokenizer.h"
 #include "util/status.h"
 
 namespace llmhost {
@@ -49,6 +50,10 @@ class ConstraintTracker {
   // close, after which the grammar starts (with the bytes that follow the
   // close in the same piece: InvalidArgument when the grammar refuses them).
   Status OnText(std::string_view text);
+  // The tokens the grammar forces next, as fast-forward appends them
+  // (engine/forced_tokens.h); empty outside the grammar or where it leaves
+  // a choice.
+  std::vector<int32_t> ForcedTokens(const Tokenizer& tokenizer) const;
   // The grammar can go no further: the output is complete.
   bool terminated() const { return state_ == State::kConstrained && matcher_.IsTerminated(); }
 

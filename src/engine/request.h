@@ -88,7 +88,11 @@ struct ReasoningBudget {
 // the grammar can go no further (or the grammar allowed EOS and it was
 // drawn). A matcher that fails (too many parse stacks) ends the choice with
 // kError and its message. The mask of a step is computed while the step's
-// forward pass runs (engine/mask_worker.h).
+// forward pass runs (engine/mask_worker.h). Where the grammar leaves no
+// choice, the tokens it forces follow the sampled one at once (each with an
+// event of its own, without logprobs; where logprobs are asked for, one a
+// step with the logprobs of that step's logits) and run through the model
+// together at the next step.
 //
 // With `think`, the output may first hold a free think block (the reasoning
 // of a model whose template has one): the constraint starts after its close.
@@ -108,6 +112,9 @@ struct OutputConstraint {
     std::string close;  // the close marker as decoded text: "</think>"
   };
   std::optional<Think> think;
+  // Append the tokens the grammar forces without sampling them
+  // (fast-forward, engine/forced_tokens.h; needs the engine's tokenizer).
+  bool fast_forward = true;
 };
 
 struct GenerationRequest {

@@ -4,6 +4,7 @@
 #include <limits>
 #include <string>
 
+#include "engine/forced_tokens.h"
 #include "util/utf8.h"
 
 namespace llmhost {
@@ -287,14 +288,17 @@ std::vector<Scheduler::Planned> Scheduler::Plan() const {
   for (const auto& r : running_) {
     const int64_t pending = r->pending();
     if (pending <= 0) continue;  // cannot happen: a running request always has its next input
-    if (pending == 1) {
-      plan.push_back({r.get(), 1, true});
+    // A decode: the sampled token, and the tokens fast-forward appended
+    // after it (at most kMaxForcedTokens), outside the prefill budget.
+    const bool decoding = r->generated() > 0 && r->cs().kv.length >= r->prompt_tokens();
+    if (pending == 1 || (decoding && pending <= 1 + static_cast<int64_t>(kMaxForcedTokens))) {
+      plan.push_back({r.get(), pending, true, true});
       continue;
     }
     if (budget <= 0) continue;
     const int64_t n = std::min(pending, budget);
     budget -= n;
-    plan.push_back({r.get(), n, n == pending});
+    plan.push_back({r.get(), n, n == pending, false});
   }
   return plan;
 }
@@ -401,7 +405,7 @@ void Scheduler::Step() {
   std::vector<std::unique_ptr<Sequence>> forked;
   for (size_t i = 0; i < plan.size(); ++i) {
     Sequence* s = plan[i].seq;
-    if (plan[i].n > 1 || s->generated() == 0) counters_.prefill_tokens += static_cast<uint64_t>(plan[i].n);
+    if (!plan[i].decode || s->generated() == 0) counters_.prefill_tokens += static_cast<uint64_t>(plan[i].n);
     if (options_.prefix_caching) prefix_->Publish(&s->cs());
     if (!plan[i].sample) continue;
     if (s->forks() > 0) {
@@ -409,24 +413,24 @@ void Scheduler::Step() {
       // this same row with their own generators.
       for (auto& f : s->TakeForks()) {
         Fork(*s, f.get());
-        RequestEvent ev = f->OnLogits(out_.Row(i, 0));
+        std::vector<RequestEvent> events = f->OnLogits(out_.Row(i, 0));
         counters_.generated_tokens += static_cast<uint64_t>(f->generated());
         if (f->finished()) {
           ReleaseBlocks(f.get());
-          ++(ev.finish == FinishReason::kError ? counters_.failed : counters_.finished);
+          ++(events.back().finish == FinishReason::kError ? counters_.failed : counters_.finished);
         }
-        f->Send(std::move(ev));
+        for (RequestEvent& ev : events) f->Send(std::move(ev));
         if (!f->finished()) forked.push_back(std::move(f));
       }
     }
     const int64_t before = s->generated();
-    RequestEvent ev = s->OnLogits(out_.Row(i, 0));
+    std::vector<RequestEvent> events = s->OnLogits(out_.Row(i, 0));
     counters_.generated_tokens += static_cast<uint64_t>(s->generated() - before);
     if (s->finished()) {
       ReleaseBlocks(s);
-      ++(ev.finish == FinishReason::kError ? counters_.failed : counters_.finished);
+      ++(events.back().finish == FinishReason::kError ? counters_.failed : counters_.finished);
     }
-    s->Send(std::move(ev));
+    for (RequestEvent& ev : events) s->Send(std::move(ev));
   }
   running_.erase(std::remove_if(running_.begin(), running_.end(),
                                 [](const std::unique_ptr<Sequence>& r) { return r->finished(); }),

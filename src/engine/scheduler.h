@@ -12,9 +12,10 @@
 //      on a restore thread while the requests behind it are admitted and
 //      the running ones keep stepping;
 //   2. plans ONE Model::Forward: every running request that is decoding
-//      (one token) plus prompt chunks of prefilling requests, oldest first,
-//      up to prefill_chunk_tokens in all (a long prompt never stalls the
-//      streams beside it);
+//      (one token, or the few an output constraint forced after it) plus
+//      prompt chunks of prefilling requests, oldest first, up to
+//      prefill_chunk_tokens in all (a long prompt never stalls the streams
+//      beside it);
 //   3. when the step needs more free blocks than there are, preempts the
 //      newest running request (its blocks are released but stay findable in
 //      the prefix index; it goes back to the front of the queue and later
@@ -170,6 +171,7 @@ class Scheduler {
     Sequence* seq;
     int64_t n;         // tokens to run
     bool sample;       // the chunk ends the pending tokens: sample after it
+    bool decode;       // the last sampled token (and tokens forced after it), not a prompt chunk
   };
   std::vector<Planned> Plan() const;
   int64_t BlocksFor(const std::vector<Planned>& plan) const;

@@ -24,6 +24,7 @@ Sequence::Sequence(uint64_t id, GenerationRequest request, int64_t vocab, int64_
       req_(std::move(request)),
       max_new_(max_new),
       eos_(eos),
+      tokenizer_(tokenizer),
       prompt_tokens_(static_cast<int64_t>(req_.prompt.size())),
       sampler_(req_.sampling, req_.prompt, vocab),
       stops_(req_.stop) {
@@ -77,13 +78,15 @@ void Sequence::Drain(RequestEvent* ev) {
   }
 }
 
-RequestEvent Sequence::OnLogits(const float* logits) {
+std::vector<RequestEvent> Sequence::OnLogits(const float* logits) {
+  std::vector<RequestEvent> events;
   if (generated_ >= max_new_) {  // max_tokens 0: the prompt ran, nothing to sample
     RequestEvent ev = NewEvent();
     ev.finish = FinishReason::kLength;
     Drain(&ev);
     finished_ = true;
-    return ev;
+    events.push_back(std::move(ev));
+    return events;
   }
   std::span<const uint32_t> allowed;
   if (ConstraintTracker* t = MaskJob()) {
@@ -92,7 +95,8 @@ RequestEvent Sequence::OnLogits(const float* logits) {
       RequestEvent ev = NewEvent();
       Fail(&ev, t->mask_status());
       finished_ = true;
-      return ev;
+      events.push_back(std::move(ev));
+      return events;
     }
     allowed = t->mask();
   }
@@ -103,12 +107,35 @@ RequestEvent Sequence::OnLogits(const float* logits) {
     tok = sampler_.Force(logits, forced_.front());
     forced_.pop_front();
   }
+  events.push_back(Emit(std::move(tok), req_.sampling.logprobs || req_.sampling.top_logprobs > 0));
+  if (!finished_) FastForward(&events);
+  return events;
+}
+
+void Sequence::FastForward(std::vector<RequestEvent>* events) {
+  if (!constraint_ || !tokenizer_ || !forced_.empty() || !req_.constraint->fast_forward) return;
+  std::vector<int32_t> ids = constraint_->ForcedTokens(*tokenizer_);
+  if (req_.sampling.logprobs || req_.sampling.top_logprobs > 0) {
+    // One a step, through the forward pass: their logprobs are the model's.
+    forced_.assign(ids.begin(), ids.end());
+    return;
+  }
+  for (int32_t id : ids) {
+    sampler_.Accept(id);
+    SampledToken tok;
+    tok.id = id;
+    events->push_back(Emit(std::move(tok), /*logprobs=*/false));
+    if (finished_) break;
+  }
+}
+
+RequestEvent Sequence::Emit(SampledToken tok, bool logprobs) {
   const int32_t id = tok.id;
   ++generated_;
   cs_.tokens.push_back(id);
   RequestEvent ev = NewEvent();
   ev.token_ids.push_back(id);
-  if (req_.sampling.logprobs || req_.sampling.top_logprobs > 0) ev.logprobs.push_back(std::move(tok));
+  if (logprobs) ev.logprobs.push_back(std::move(tok));
   if (constraint_) {
     if (Status st = constraint_->AcceptToken(id); !st.ok()) {
       Fail(&ev, std::move(st));

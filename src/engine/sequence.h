@@ -52,12 +52,17 @@ class Sequence {
 
   // The logits row after the last pending token: samples (or, with no
   // budget left, finishes with kLength) and returns the token's event, the
-  // final one when it ends the request (finished() is then true). The new
-  // id joins cs().tokens. The caller sends the event (after releasing the
-  // blocks of a finished request, so that the pool is whole when the client
-  // hears the end). A constrained choice samples under its tracker's mask
-  // (computed here when the mask worker did not).
-  RequestEvent OnLogits(const float* logits);
+  // last one final when it ends the request (finished() is then true). The
+  // new id joins cs().tokens. A constrained choice samples under its
+  // tracker's mask (computed here when the mask worker did not); the tokens
+  // its grammar forces next follow at once, an event each, without
+  // sampling (fast-forward, engine/forced_tokens.h): they join cs().tokens
+  // and run through the model together at the next step. Where logprobs
+  // are asked for, forced tokens go one a step instead, their logprobs
+  // from that step's logits. The caller sends the events (after releasing
+  // the blocks of a finished request, so that the pool is whole when the
+  // client hears the end).
+  std::vector<RequestEvent> OnLogits(const float* logits);
   // The tracker whose mask the next sample needs, or null (unconstrained,
   // or a token forced next).
   ConstraintTracker* MaskJob();
@@ -70,6 +75,11 @@ class Sequence {
  private:
   bool IsStopToken(int32_t id) const;
   RequestEvent NewEvent() const;
+  // Appends `tok` to the output: constraint, stop ids and strings, text.
+  // Its event, final when it ends the request.
+  RequestEvent Emit(SampledToken tok, bool logprobs);
+  // After a token: what the output constraint forces next (see OnLogits).
+  void FastForward(std::vector<RequestEvent>* events);
   // Ends `ev` (a constrained choice) with kError.
   void Fail(RequestEvent* ev, Status error);
   // The text still held by the decoder and the matcher, as the stream ends.
@@ -80,6 +90,7 @@ class Sequence {
   GenerationRequest req_;
   int64_t max_new_;
   const std::vector<int32_t>* eos_;
+  const Tokenizer* tokenizer_;  // may be null
   CachedSequence cs_;
   int64_t prompt_tokens_;
   int64_t generated_ = 0;
