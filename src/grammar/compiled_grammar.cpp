@@ -135,10 +135,14 @@ Result<std::shared_ptr<const CompiledGrammar>> CompiledGrammar::Build(const Gram
           any = true;
         }
       }
+      std::array<uint64_t, 4> bytes{};
       if (any) {
         out.byte_row = static_cast<int32_t>(cg->byte_next_.size());
         cg->byte_next_.insert(cg->byte_next_.end(), row.begin(), row.end());
+        for (int b = 0; b < 256; ++b)
+          if (row[dfa.byte_class[b]] >= 0) bytes[b >> 6] |= uint64_t{1} << (b & 63);
       }
+      cg->byte_sets_.push_back(bytes);
       out.token_begin = static_cast<int32_t>(cg->token_edges_.size());
       for (auto [token, t] : st.tokens)
         if (global[k][t] >= 0) cg->token_edges_.push_back({token, global[k][t]});
@@ -147,6 +151,7 @@ Result<std::shared_ptr<const CompiledGrammar>> CompiledGrammar::Build(const Gram
       for (auto [callee, t] : st.calls)
         if (global[k][t] >= 0) cg->call_edges_.push_back({global[set.index[callee]][0], global[k][t]});
       out.call_end = static_cast<int32_t>(cg->call_edges_.size());
+      cg->plain_.push_back(!out.accepting && out.call_begin == out.call_end);
       cg->states_.push_back(out);
     }
   }

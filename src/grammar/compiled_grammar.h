@@ -57,10 +57,15 @@ class CompiledGrammar {
     if (st.byte_row < 0) return -1;
     return byte_next_[st.byte_row + byte_class_[static_cast<size_t>(st.rule) * 256 + b]];
   }
+  // No calls and not accepting: stepping into s never changes the stack.
+  bool IsPlain(int32_t s) const { return plain_[s] != 0; }
   bool HasEdges(int32_t s) const {
     const State& st = states_[s];
     return st.byte_row >= 0 || st.token_begin != st.token_end;
   }
+  // Whether some byte edge leaves s on byte b (a 256-bit set per state).
+  bool TakesByte(int32_t s, uint8_t b) const { return (byte_sets_[s][b >> 6] >> (b & 63)) & 1; }
+  const std::array<uint64_t, 4>& byte_set(int32_t s) const { return byte_sets_[s]; }
   std::span<const TokenEdge> token_edges(int32_t s) const {
     const State& st = states_[s];
     return {token_edges_.data() + st.token_begin, static_cast<size_t>(st.token_end - st.token_begin)};
@@ -84,6 +89,8 @@ class CompiledGrammar {
   std::vector<State> states_;
   std::vector<uint8_t> byte_class_;  // [rule * 256 + byte]
   std::vector<int32_t> byte_next_;
+  std::vector<std::array<uint64_t, 4>> byte_sets_;  // [state]
+  std::vector<uint8_t> plain_;                       // [state]
   std::vector<TokenEdge> token_edges_;
   std::vector<CallEdge> call_edges_;
   std::vector<std::string> rule_names_;  // [compiled rule]

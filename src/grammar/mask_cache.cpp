@@ -31,7 +31,7 @@ std::unique_ptr<MaskEntry> MakeEntry(const TokenTrie& trie, size_t vocab, LocalT
     for (int32_t r : sets.accepted) SetBit(entry->bits, trie.id_of_rank(r));
   }
   std::sort(entry->ids.begin(), entry->ids.end());
-  entry->uncertain = std::move(sets.uncertain);
+  entry->escapes = std::move(sets.escapes);
   return entry;
 }
 

@@ -1,7 +1,9 @@
 // MaskCache: per DFA state, the tokens accepted or rejected whatever the
 // stack below holds (the idea of XGrammar's adaptive token mask cache), so a
-// step combines a few stored sets and walks only the uncertain tokens with
-// its real stacks. Filled lazily by the first Matcher that needs a state.
+// step combines a few stored sets and walks with its real stacks only the
+// tokens that leave the top rule with bytes to spare (after a JSON string's
+// closing quote, say), and of those only the ones whose next byte the frames
+// below can take. Filled lazily by the first Matcher that needs a state.
 //
 // Thread-safe: entries are published once through atomics; two threads that
 // miss together both compute, one result is kept.
@@ -11,6 +13,7 @@
 #include <cstdint>
 #include <memory>
 #include <span>
+#include <utility>
 #include <vector>
 
 #include "util/status.h"
@@ -26,7 +29,9 @@ struct MaskEntry {
   Form form = Form::kAcceptedIds;
   std::vector<int32_t> ids;        // sorted token ids (kAcceptedIds / kRejectedIds)
   std::vector<uint32_t> bits;      // kAcceptedBits: a mask of the vocabulary
-  std::vector<int32_t> uncertain;  // trie ranks, sorted; counted as rejected above
+  // Trie nodes under which tokens leave the state's rule (LocalTokenSets::
+  // escapes), sorted by their byte; their tokens count as rejected above.
+  std::vector<std::pair<uint8_t, int32_t>> escapes;
 
   // ORs the accepted tokens into `mask`; `trie_tokens` has the bits of all
   // tokens in the trie (the universe of kRejectedIds).

@@ -104,21 +104,44 @@ Status Matcher::FillNextTokenMask(std::span<uint32_t> mask) {
   if (s.terminated) return Status::InvalidArgument("grammar: the matcher has terminated");
   MaskCache& cache = s.g->cache();
 
-  std::vector<int32_t> states;
-  states.reserve(s.tops.size());
-  for (int32_t f : s.tops) states.push_back(s.arena.frame(f).state);
-  SortUnique(&states);
-  std::vector<int32_t> uncertain;
-  for (int32_t st : states) {
-    ASSIGN_OR_RETURN(const MaskEntry* entry, cache.Get(*s.g, st));
-    entry->AddAccepted(mask, cache.trie_tokens());
-    uncertain.insert(uncertain.end(), entry->uncertain.begin(), entry->uncertain.end());
-    for (const CompiledGrammar::TokenEdge& e : s.g->token_edges(st)) mask[e.token >> 5] |= 1u << (e.token & 31);
+  // Each top contributes its state's cached sets; where its rule can finish
+  // inside a token, the frames below (closed from its parent) walk the
+  // subtrees under that point whose first byte they can take.
+  size_t mark = s.arena.size();
+  StackStepper stepper(*s.g, &s.arena);
+  std::vector<int32_t> below, raw;
+  Status status;
+  for (int32_t f : s.tops) {
+    StackArena::Frame frame = s.arena.frame(f);
+    Result<const MaskEntry*> entry = cache.Get(*s.g, frame.state);
+    if (!entry.ok()) {
+      status = entry.status();
+      break;
+    }
+    (*entry)->AddAccepted(mask, cache.trie_tokens());
+    for (const CompiledGrammar::TokenEdge& e : s.g->token_edges(frame.state)) mask[e.token >> 5] |= 1u << (e.token & 31);
+    if ((*entry)->escapes.empty() || frame.parent < 0) continue;
+    below.clear();
+    raw.assign(1, frame.parent);
+    CloseResult closed;
+    status = stepper.Close(raw, &below, &closed);
+    if (!status.ok()) break;
+    std::array<uint64_t, 4> next_bytes{};
+    for (int32_t b : below)
+      for (int w = 0; w < 4; ++w) next_bytes[w] |= s.g->byte_set(s.arena.frame(b).state)[w];
+    const auto& escapes = (*entry)->escapes;
+    for (int w = 0; w < 4 && status.ok(); ++w) {
+      for (uint64_t bits = next_bytes[w]; bits != 0 && status.ok(); bits &= bits - 1) {
+        uint8_t byte = static_cast<uint8_t>(w * 64 + __builtin_ctzll(bits));
+        auto it = std::lower_bound(escapes.begin(), escapes.end(), std::pair<uint8_t, int32_t>{byte, -1});
+        for (; it != escapes.end() && it->first == byte && status.ok(); ++it)
+          status = WalkSubtree(*s.g, &s.arena, below, it->second, mask);
+      }
+    }
+    if (!status.ok()) break;
   }
-  if (states.size() > 1) SortUnique(&uncertain);
-  const TokenTrie& trie = vocab.trie();
-  std::erase_if(uncertain, [&](int32_t rank) { return MaskAllows(mask, trie.id_of_rank(rank)); });
-  RETURN_IF_ERROR(WalkRanks(*s.g, &s.arena, s.tops, uncertain, mask));
+  s.arena.Truncate(mark);
+  RETURN_IF_ERROR(status);
   if (s.can_end)
     for (TokenId id : vocab.eos_ids()) mask[id >> 5] |= 1u << (id & 31);
   for (uint32_t w : mask)

@@ -1,23 +1,57 @@
 #include "grammar/token_walk.h"
 
 #include <algorithm>
+#include <optional>
 
 #include "grammar/token_trie.h"
 
 namespace llmhost::grammar {
 namespace {
 
-// One node of the current trie path: its stacks are tops[begin, end).
+// One node of the current trie path. Its stacks are tops[begin, end), or,
+// in the fast form (`single` >= 0, a row of PlainRows), the one frame
+// (state, kOutside) of a plain state (grammar/compiled_grammar.h): never put
+// in the arena. Most of a walk through a long string or free text is there.
 struct Level {
-  int32_t node;
-  size_t begin, end;
-  size_t arena_mark;
-  bool escaped;  // the rule could finish at this node or above (WalkFromState)
+  size_t begin = 0, end = 0;
+  size_t arena_mark = 0;
+  int32_t single = -1;
 };
 
-void AddRange(std::vector<int32_t>* out, int32_t lo, int32_t hi) {
-  for (int32_t r = lo; r < hi; ++r) out->push_back(r);
-}
+// Dense transitions among the plain states reachable from one plain state
+// by bytes alone, so that the fast form costs one load per trie node:
+// next[row * 256 + b] is a row (>= 0), -1 (no edge) or -2 - s for a state s
+// that is not in the table (the general form takes over).
+struct PlainRows {
+  static constexpr size_t kMaxRows = 256;
+  std::vector<int32_t> next;
+  std::vector<int32_t> state;  // [row]
+
+  PlainRows(const CompiledGrammar& g, int32_t start) {
+    std::vector<std::pair<int32_t, int32_t>> row_of = {{start, 0}};  // (state, row), few
+    state.push_back(start);
+    for (size_t row = 0; row < state.size(); ++row) {
+      next.resize((row + 1) * 256);
+      for (int b = 0; b < 256; ++b) {
+        int32_t t = g.NextOnByte(state[row], static_cast<uint8_t>(b));
+        int32_t v = t < 0 ? -1 : -2 - t;
+        if (t >= 0 && g.IsPlain(t)) {
+          auto it = std::find_if(row_of.begin(), row_of.end(), [&](auto p) { return p.first == t; });
+          if (it != row_of.end()) {
+            v = it->second;
+          } else if (state.size() < kMaxRows) {
+            v = static_cast<int32_t>(state.size());
+            row_of.push_back({t, v});
+            state.push_back(t);
+          }
+        }
+        next[row * 256 + b] = v;
+      }
+    }
+  }
+};
+
+void SetBit(std::span<uint32_t> mask, int32_t id) { mask[static_cast<size_t>(id) >> 5] |= 1u << (id & 31); }
 
 }  // namespace
 
@@ -28,11 +62,22 @@ Result<LocalTokenSets> WalkFromState(const CompiledGrammar& g, int32_t state) {
   StackStepper stepper(g, &arena);
   std::vector<int32_t> tops, raw;
   LocalTokenSets out;
+  out.accepted.reserve(trie.token_count());
 
-  raw.push_back(arena.Intern(state, kOutside));
-  CloseResult root;
-  RETURN_IF_ERROR(stepper.Close(raw, &tops, &root));
-  std::vector<Level> path = {{0, 0, tops.size(), arena.size(), root.escaped}};
+  std::vector<Level> path(1);
+  std::optional<PlainRows> plain;
+  if (g.IsPlain(state)) {
+    plain.emplace(g, state);
+    path[0].single = 0;
+  } else {
+    raw.push_back(arena.Intern(state, kOutside));
+    CloseResult root;
+    RETURN_IF_ERROR(stepper.Close(raw, &tops, &root));
+    // Finishing before any byte needs no record: the matcher's closed
+    // stacks already hold the caller's frames as tops of their own.
+    path[0].end = tops.size();
+    path[0].arena_mark = arena.size();
+  }
   int32_t n = static_cast<int32_t>(nodes.size());
   for (int32_t i = 1; i < n;) {
     const TokenTrie::Node& node = nodes[i];
@@ -42,78 +87,91 @@ Result<LocalTokenSets> WalkFromState(const CompiledGrammar& g, int32_t state) {
       path.pop_back();
     }
     const Level& up = path.back();
-    size_t mark = arena.size(), begin = tops.size();
-    raw.clear();
-    stepper.StepByte(std::span<const int32_t>(tops).subspan(up.begin, up.end - up.begin), node.byte, &raw);
-    CloseResult here;
-    RETURN_IF_ERROR(stepper.Close(raw, &tops, &here));
-    bool live = tops.size() > begin;
-    if (!live && !here.escaped) {
-      if (up.escaped) AddRange(&out.uncertain, node.rank_begin, node.rank_end);
-    } else {
-      AddRange(&out.accepted, node.rank_begin, node.rank_here_end);
-      if (live) {
-        // Levels hold the arena mark taken before their own frames.
-        path.push_back({i, begin, tops.size(), mark, up.escaped || here.escaped});
-        ++i;
-        continue;
+    Level next;
+    next.begin = tops.size();
+    next.arena_mark = arena.size();
+    bool live = false, escaped = false;
+    if (up.single >= 0) {
+      int32_t v = plain->next[static_cast<size_t>(up.single) * 256 + node.byte];
+      if (v >= 0) {
+        next.single = v;
+        live = true;
+      } else if (v < -1) {
+        raw.assign(1, arena.Intern(-2 - v, kOutside));
+      } else {
+        raw.clear();
       }
-      AddRange(&out.uncertain, node.rank_here_end, node.rank_end);
+    } else {
+      raw.clear();
+      stepper.StepByte(std::span<const int32_t>(tops).subspan(up.begin, up.end - up.begin), node.byte, &raw);
     }
-    arena.Truncate(mark);
-    tops.resize(begin);
+    if (next.single < 0 && !raw.empty()) {
+      CloseResult here;
+      RETURN_IF_ERROR(stepper.Close(raw, &tops, &here));
+      escaped = here.escaped;
+      live = tops.size() > next.begin;
+      next.end = tops.size();
+    }
+    if (live || escaped) {
+      for (int32_t r = node.rank_begin; r < node.rank_here_end; ++r) out.accepted.push_back(r);
+      if (escaped)
+        for (int32_t c = i + 1; c < node.subtree_end; c = nodes[c].subtree_end) out.escapes.push_back({nodes[c].byte, c});
+    }
+    if (live) {
+      path.push_back(next);
+      ++i;
+      continue;
+    }
+    arena.Truncate(next.arena_mark);
+    tops.resize(next.begin);
     i = node.subtree_end;
   }
-  std::sort(out.uncertain.begin(), out.uncertain.end());
+  std::sort(out.escapes.begin(), out.escapes.end());
   return out;
 }
 
-Status WalkRanks(const CompiledGrammar& g, StackArena* arena, std::span<const int32_t> tops_in,
-                 std::span<const int32_t> ranks, std::span<uint32_t> mask) {
-  if (ranks.empty()) return Status::OK();
+Status WalkSubtree(const CompiledGrammar& g, StackArena* arena, std::span<const int32_t> tops_in, int32_t first,
+                   std::span<uint32_t> mask) {
   const TokenTrie& trie = g.vocab().trie();
   std::span<const TokenTrie::Node> nodes = trie.nodes();
   StackStepper stepper(g, arena);
   size_t base_mark = arena->size();
-  std::vector<int32_t> tops(tops_in.begin(), tops_in.end()), raw, descent;
-  std::vector<Level> path = {{0, 0, tops.size(), base_mark, false}};
+  std::vector<int32_t> tops(tops_in.begin(), tops_in.end()), raw;
+  // path[k]: the stacks after the k-th byte below first's parent.
+  std::vector<Level> path(1);
+  path[0].end = tops.size();
+  path[0].arena_mark = base_mark;
+  int32_t base_depth = nodes[first].depth - 1;
   Status status;
-  for (size_t k = 0; k < ranks.size();) {
-    int32_t rank = ranks[k];
-    while (path.size() > 1 && rank >= nodes[path.back().node].rank_end) {
+  for (int32_t i = first, end = nodes[first].subtree_end; i < end;) {
+    const TokenTrie::Node& node = nodes[i];
+    while (path.size() > static_cast<size_t>(node.depth - base_depth)) {
       arena->Truncate(path.back().arena_mark);
       tops.resize(path.back().begin);
       path.pop_back();
     }
-    // The nodes from below the deepest level down to the token's own.
-    descent.clear();
-    for (int32_t v = trie.node_of_rank(rank); v != path.back().node; v = nodes[v].parent) descent.push_back(v);
-    bool dead = false;
-    for (size_t d = descent.size(); d-- > 0 && !dead;) {
-      const TokenTrie::Node& node = nodes[descent[d]];
-      const Level& up = path.back();
-      size_t mark = arena->size(), begin = tops.size();
-      raw.clear();
-      stepper.StepByte(std::span<const int32_t>(tops).subspan(up.begin, up.end - up.begin), node.byte, &raw);
-      CloseResult here;
-      status = stepper.Close(raw, &tops, &here);
-      if (!status.ok()) break;
-      // Finishing at the bottom keeps the token (and none longer) alive.
-      if (tops.size() == begin && !here.can_end) {
-        arena->Truncate(mark);
-        tops.resize(begin);
-        // Skip every requested token under the dead node.
-        k = std::lower_bound(ranks.begin() + k, ranks.end(), node.rank_end) - ranks.begin();
-        dead = true;
-      } else {
-        path.push_back({descent[d], begin, tops.size(), mark, false});
-      }
-    }
+    const Level& up = path.back();
+    Level next;
+    next.begin = tops.size();
+    next.arena_mark = arena->size();
+    raw.clear();
+    stepper.StepByte(std::span<const int32_t>(tops).subspan(up.begin, up.end - up.begin), node.byte, &raw);
+    CloseResult here;
+    status = stepper.Close(raw, &tops, &here);
     if (!status.ok()) break;
-    if (dead) continue;
-    int32_t id = trie.id_of_rank(rank);
-    mask[static_cast<size_t>(id) >> 5] |= 1u << (id & 31);
-    ++k;
+    next.end = tops.size();
+    bool live = next.end > next.begin;
+    // Finishing at the bottom keeps the tokens that end here alive.
+    if (live || here.can_end)
+      for (int32_t r = node.rank_begin; r < node.rank_here_end; ++r) SetBit(mask, trie.id_of_rank(r));
+    if (live) {
+      path.push_back(next);
+      ++i;
+      continue;
+    }
+    arena->Truncate(next.arena_mark);
+    tops.resize(next.begin);
+    i = node.subtree_end;
   }
   arena->Truncate(base_mark);
   return status;

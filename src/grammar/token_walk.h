@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <span>
+#include <utility>
 #include <vector>
 
 #include "grammar/compiled_grammar.h"
@@ -13,23 +14,28 @@
 namespace llmhost::grammar {
 
 // What the tokens do from one DFA state whatever lies below it (the stack
-// starts at the state over kOutside). Ranks are trie ranks, sorted.
+// starts at the state over kOutside).
 struct LocalTokenSets {
-  // Every byte consumed without leaving the state's rule (or leaving it
-  // exactly at the token's end): allowed under any caller.
+  // Trie ranks of the tokens whose bytes are consumed without leaving the
+  // state's rule, or that leave it exactly at their end: allowed under any
+  // caller. Sorted.
   std::vector<int32_t> accepted;
-  // Not accepted, but the rule can finish inside the token with bytes
-  // left over for the caller: decided by the full stack.
-  std::vector<int32_t> uncertain;
-  // The rest are rejected under any caller.
+  // Where the rule can finish after some bytes of a token, with more bytes
+  // to come: the trie nodes just below such a point, with their bytes.
+  // Whether the tokens under them are allowed depends on the caller (the
+  // frames below the top), so the matcher walks these subtrees with them;
+  // it needs only those whose byte the caller can take. Sorted by byte.
+  std::vector<std::pair<uint8_t, int32_t>> escapes;
+  // All other tokens are rejected under any caller.
 };
 
 Result<LocalTokenSets> WalkFromState(const CompiledGrammar& g, int32_t state);
 
-// Sets in `mask` the bits of the tokens among `ranks` (sorted) whose bytes
-// some stack of `tops` (closed, in `arena`) survives. The arena is left as
-// it was.
-Status WalkRanks(const CompiledGrammar& g, StackArena* arena, std::span<const int32_t> tops,
-                 std::span<const int32_t> ranks, std::span<uint32_t> mask);
+// Sets in `mask` the bits of the tokens in the trie subtree of `node` whose
+// bytes from that node's own on some stack of `tops` survives (`tops`:
+// closed, in `arena`; the node's ancestors are taken as consumed). The
+// arena is left as it was.
+Status WalkSubtree(const CompiledGrammar& g, StackArena* arena, std::span<const int32_t> tops, int32_t node,
+                   std::span<uint32_t> mask);
 
 }  // namespace llmhost::grammar
