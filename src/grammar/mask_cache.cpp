@@ -76,8 +76,10 @@ Result<const MaskEntry*> MaskCache::Get(const CompiledGrammar& g, int32_t state)
   ASSIGN_OR_RETURN(LocalTokenSets sets, WalkFromState(g, state));
   std::unique_ptr<MaskEntry> fresh = MakeEntry(g.vocab().trie(), g.vocab().size(), std::move(sets));
   const MaskEntry* expected = nullptr;
-  if (entries_[state].compare_exchange_strong(expected, fresh.get(), std::memory_order_acq_rel))
+  if (entries_[state].compare_exchange_strong(expected, fresh.get(), std::memory_order_acq_rel)) {
+    filled_.fetch_add(1, std::memory_order_relaxed);
     return fresh.release();
+  }
   return expected;  // another thread published first
 }
 

@@ -48,10 +48,14 @@ class MaskCache {
   Result<const MaskEntry*> Get(const CompiledGrammar& g, int32_t state);
   // Bits of every token in the vocabulary's trie.
   std::span<const uint32_t> trie_tokens() const { return trie_tokens_; }
+  // Entries computed so far: a step that raises it filled the cache for a
+  // state it met first (`llmhost grammar-check` reports those masks as cold).
+  size_t filled() const { return filled_.load(std::memory_order_relaxed); }
 
  private:
   std::unique_ptr<std::atomic<const MaskEntry*>[]> entries_;
   size_t size_;
+  std::atomic<size_t> filled_{0};
   std::vector<uint32_t> trie_tokens_;
 };
 
