@@ -15,6 +15,7 @@ void RegisterGenerateCommands(CLI::App& app);   // generate
 void RegisterServeCommands(CLI::App& app);      // serve
 void RegisterSynthCommands(CLI::App& app);      // synth-model
 void RegisterParseOutputCommands(CLI::App& app);  // parse-output
+void RegisterGrammarCheckCommands(CLI::App& app);  // grammar-check
 
 // Sub-commands set this from their callbacks; main() returns it.
 int& ExitCode();

@@ -17,6 +17,7 @@ int main(int argc, char** argv) {
   llmhost::cli::RegisterServeCommands(app);
   llmhost::cli::RegisterSynthCommands(app);
   llmhost::cli::RegisterParseOutputCommands(app);
+  llmhost::cli::RegisterGrammarCheckCommands(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -23,7 +23,12 @@ Result<NodeId> SchemaCompiler::Array(const Json& schema, const std::string& path
   std::optional<NodeId> rest;
   const Json items = schema.contains("items") ? schema["items"] : Json(true);
   if (!prefix_cut && items != Json(false)) {
-    ASSIGN_OR_RETURN(rest, Value(items, ChildPath(path, "items"), depth + 1));
+    ASSIGN_OR_RETURN(NodeId item, Value(items, ChildPath(path, "items"), depth + 1));
+    // A rule, so that a bounded count repeats a call (or, while the item is
+    // small, its inlined copy) rather than maxItems copies of a large item.
+    RuleId rule = g_.AddRule(ChildPath(path, "items"));
+    g_.SetBody(rule, item);
+    rest = g_.Ref(rule);
   }
   uint64_t reachable = prefix.size();
   if (min > reachable && !rest) return BadSchema(path, "'minItems' cannot be met");

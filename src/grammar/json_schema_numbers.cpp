@@ -1,6 +1,7 @@
 // integer and number schemas: minimum / maximum / exclusive* enforced
 // exactly, as validators compare (Python's jsonschema: an integer text is
 // compared exactly, a text with a fraction as the double it rounds to).
+#include <cfenv>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -13,22 +14,31 @@ namespace {
 
 constexpr double kTwo64 = 18446744073709551616.0;
 
-// The shortest decimal that reads back as d.
-Decimal Shortest(double d) {
-  char buf[64];
-  for (int precision = 1; precision <= 17; ++precision) {
-    std::snprintf(buf, sizeof buf, "%.*e", precision - 1, d);
-    if (std::strtod(buf, nullptr) == d) break;
-  }
-  return *ParseDecimal(buf);
-}
-
 // The exact decimal value of d (glibc prints doubles exactly).
 Decimal Exact(double d) {
   std::string buf(1200, '\0');
   int n = std::snprintf(buf.data(), buf.size(), "%.1100f", d);
   buf.resize(static_cast<size_t>(n));
   return *ParseDecimal(buf);
+}
+
+// The shortest decimal that reads back as d and lies at or above d's exact
+// value (`up`) or at or below it: a bound whose texts past it all round past
+// it too, and which refuses as few texts that round onto d as a short text
+// can. glibc's printf rounds in the current rounding mode; past 17 digits a
+// text still may not read back (directed rounding errs up to a whole unit of
+// the last digit), so the search goes on to the exact value.
+Decimal ShortestToward(double d, bool up) {
+  constexpr int kMaxDigits = 40;
+  char texts[kMaxDigits][64];
+  const int saved = std::fegetround();
+  std::fesetround(up ? FE_UPWARD : FE_DOWNWARD);
+  for (int digits = 1; digits <= kMaxDigits; ++digits)
+    std::snprintf(texts[digits - 1], sizeof texts[0], "%.*e", digits - 1, d);
+  std::fesetround(saved);
+  for (const char* text : texts)
+    if (std::strtod(text, nullptr) == d) return *ParseDecimal(text);
+  return Exact(d);
 }
 
 struct Bound {
@@ -81,12 +91,13 @@ Result<Bounds> ReadBounds(const Json& schema, const std::string& path) {
       TightenUpper(&b.int_hi, last);
     }
     // Fraction texts compare as the double they round to; rounding is
-    // monotonic, so x >= shortest(d) gives round(x) >= d, and x >= the next
-    // double up gives round(x) > d.
+    // monotonic, so x >= a text that reads back as d gives round(x) >= d,
+    // and x >= one that reads back as the next double up gives round(x) > d.
+    // (The next double's exact value could have ~750 digits: 0's next is 2^-1074.)
     if (lower) {
-      TightenLower(&b.frac_lo, exclusive ? Exact(std::nextafter(d, INFINITY)) : Shortest(d));
+      TightenLower(&b.frac_lo, ShortestToward(exclusive ? std::nextafter(d, INFINITY) : d, false));
     } else {
-      TightenUpper(&b.frac_hi, exclusive ? Exact(std::nextafter(d, -INFINITY)) : Shortest(d));
+      TightenUpper(&b.frac_hi, ShortestToward(exclusive ? std::nextafter(d, -INFINITY) : d, true));
     }
   }
   return b;

@@ -162,7 +162,13 @@ Result<NodeId> SchemaCompiler::Object(const Json& schema, const std::string& pat
           alts.push_back(take);
         }
         if (!declared[i].required && tail[i + 1][c][emitted]) alts.push_back(*tail[i + 1][c][emitted]);
-        if (!alts.empty()) tail[i][c][emitted] = g_.Alt(std::move(alts));
+        if (alts.empty()) continue;
+        // A cell is reached by taking and by skipping the members before it:
+        // as a rule it is built once (a call, or inlined while small), where
+        // the node expanded in place would double the automaton per member.
+        RuleId rule = g_.AddRule("members of " + (path.empty() ? "/" : path) + " from " + declared[i].name);
+        g_.SetBody(rule, g_.Alt(std::move(alts)));
+        tail[i][c][emitted] = g_.Ref(rule);
       }
     }
   }

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include "grammar/matcher.h"
 #include "grammar_oracle.h"
 
 namespace llmhost::grammar {
@@ -19,6 +20,19 @@ std::unique_ptr<Compiled> Compile(std::string_view schema, JsonSchemaOptions opt
   auto c = std::make_unique<Compiled>();
   c->rule = AddJsonSchema(c->g, OJson::parse(schema), options);
   return c;
+}
+
+// The schema's rule compiled against a vocabulary of single ASCII bytes.
+Result<std::shared_ptr<const CompiledGrammar>> CompileAutomata(Compiled& c) {
+  c.g.SetRoot(*c.rule);
+  std::vector<std::string> tokens = {"</s>"};
+  for (int b = 0x20; b < 0x7f; ++b) tokens.push_back(std::string(1, static_cast<char>(b)));
+  return grammar::Compile(c.g, TokenVocab::FromBytes(tokens, {0}, {0}));
+}
+
+bool MatchesAutomata(const std::shared_ptr<const CompiledGrammar>& g, const std::string& text) {
+  Matcher m(g);
+  return m.AcceptBytes(text) && m.CanEnd();
 }
 
 std::string ErrorOf(std::string_view schema) {
@@ -136,6 +150,60 @@ TEST(JsonSchemaTest, ExclusiveNumberBoundsHoldAfterRounding) {
   EXPECT_FALSE(c->Accepts("0.10000000000000000001"));  // rounds to 0.1
   EXPECT_TRUE(c->Accepts("0.10000000000000002"));
   EXPECT_TRUE(c->Accepts("1"));
+}
+
+// Above 0 means from the next double up, 2^-1074, whose exact decimal has
+// ~750 digits: the bound is its shortest text (4e-324) and compiles.
+TEST(JsonSchemaTest, ExclusiveBoundsAtZeroAndOneCompile) {
+  auto c = Compile(R"({"type":"number","exclusiveMinimum":0,"exclusiveMaximum":1})");
+  ASSERT_TRUE(c->rule.ok()) << c->rule.status().ToString();
+  auto compiled = CompileAutomata(*c);
+  ASSERT_TRUE(compiled.ok()) << compiled.status().ToString();
+  const std::string tiny = "0." + std::string(323, '0');  // then the digit of 10^-324
+  // Valid texts are those whose double is strictly between 0 and 1.
+  for (const std::string& ok : {std::string("0.5"), tiny + "4", tiny + "9", std::string("0.9999999999999999")})
+    EXPECT_TRUE(MatchesAutomata(*compiled, ok)) << ok;
+  // 2e-324 rounds to 0, 0.99999999999999995 to 1.
+  for (const std::string& bad : {std::string("0"), std::string("0.0"), tiny + "2", std::string("1.0"),
+                                 std::string("0.99999999999999995"), std::string("-0.5")})
+    EXPECT_FALSE(MatchesAutomata(*compiled, bad)) << bad;
+  for (const std::string& t : {tiny + "4", tiny + "2", std::string("0.99999999999999995")})
+    EXPECT_EQ(c->Accepts(t), MatchesAutomata(*compiled, t)) << "the oracle agrees: " << t;
+}
+
+// Optional properties: each member's continuation is shared by taking and
+// skipping it, which expanded in place doubles per member (2^24 here).
+TEST(JsonSchemaTest, ManyOptionalPropertiesCompile) {
+  std::string props;
+  for (char k = 'a'; k < 'a' + 24; ++k)
+    props += std::string(props.empty() ? "" : ",") + "\"" + k + "\":{\"type\":\"integer\"}";
+  auto c = Compile("{\"type\":\"object\",\"properties\":{" + props + "},\"additionalProperties\":false}");
+  ASSERT_TRUE(c->rule.ok()) << c->rule.status().ToString();
+  auto compiled = CompileAutomata(*c);
+  ASSERT_TRUE(compiled.ok()) << compiled.status().ToString();
+  EXPECT_TRUE(MatchesAutomata(*compiled, R"({"a":1,"m":2,"x":3})"));
+  EXPECT_TRUE(MatchesAutomata(*compiled, "{}"));
+  EXPECT_FALSE(MatchesAutomata(*compiled, R"({"m":2,"a":1})"));  // the schema's order
+  EXPECT_FALSE(MatchesAutomata(*compiled, R"({"a":1,"a":1})"));
+}
+
+// A bounded count of a large item: one call per position, not maxItems
+// copies of the item's automaton (here 300 x an enum of ~2,000 states).
+TEST(JsonSchemaTest, BoundedArraysOfLargeItemsCompile) {
+  std::string names;
+  for (int i = 0; i < 100; ++i) names += std::string(i ? "," : "") + "\"name_" + std::to_string(i * 7919) + "_end\"";
+  auto c = Compile(R"({"type":"array","maxItems":300,"items":{"enum":[)" + names + "]}}");
+  ASSERT_TRUE(c->rule.ok()) << c->rule.status().ToString();
+  auto compiled = CompileAutomata(*c);
+  ASSERT_TRUE(compiled.ok()) << compiled.status().ToString();
+  std::string most = "[", too_many;
+  for (int i = 0; i < 300; ++i)
+    most += std::string(i ? "," : "") + "\"name_" + std::to_string(i % 100 * 7919) + "_end\"";
+  too_many = most + R"(,"name_0_end"])";
+  most += "]";
+  EXPECT_TRUE(MatchesAutomata(*compiled, most));
+  EXPECT_FALSE(MatchesAutomata(*compiled, too_many));
+  EXPECT_FALSE(MatchesAutomata(*compiled, R"(["name_1_end"])"));
 }
 
 TEST(JsonSchemaTest, RefCycleWithoutTextIsAnError) {
