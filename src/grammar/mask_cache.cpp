@@ -38,4 +38,24 @@ Result<const MaskEntry*> MaskCache::Get(const CompiledGrammar& g, int32_t state)
   return Publish(state, std::move(fresh));
 }
 
+size_t MaskCache::ContextHash::operator()(const std::vector<int32_t>& v) const {
+  uint64_t h = 0x9E3779B97F4A7C15ull;
+  for (int32_t x : v) h = (h ^ static_cast<uint32_t>(x)) * 0xff51afd7ed558ccdull;
+  return static_cast<size_t>(h ^ (h >> 29));
+}
+
+std::shared_ptr<const MaskCache::CallerTokens> MaskCache::FindCallerTokens(const std::vector<int32_t>& context) {
+  std::lock_guard<std::mutex> lk(mu_);
+  auto it = caller_tokens_.find(context);
+  return it == caller_tokens_.end() ? nullptr : it->second;
+}
+
+std::shared_ptr<const MaskCache::CallerTokens> MaskCache::PutCallerTokens(std::vector<int32_t> context,
+                                                                          CallerTokens tokens) {
+  auto fresh = std::make_shared<const CallerTokens>(std::move(tokens));
+  std::lock_guard<std::mutex> lk(mu_);
+  if (caller_tokens_.size() >= kMaxCallerEntries) return fresh;
+  return caller_tokens_.emplace(std::move(context), fresh).first->second;
+}
+
 }  // namespace llmhost::grammar

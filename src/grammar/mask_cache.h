@@ -8,9 +8,15 @@
 // another grammar, or an equivalent state of this one, has walked the same
 // automaton already.
 //
-// Thread-safe: reads are lock-free (entries are published once through
+// Beside the entries: where a state's rule can finish inside a token, the
+// tokens that then go on in its callers, per (state, the callers' states
+// from the nearest, as few as the walk needed: a JSON string closed inside
+// a token, `",` and `"}`, is decided by the object around it).
+//
+// Thread-safe: reads of entries are lock-free (published once through
 // atomics); a miss computes outside the lock and publishes under it (two
-// threads that miss together both compute, one result is kept).
+// threads that miss together both compute, one result is kept). The
+// caller-state sets take a mutex per lookup.
 #pragma once
 
 #include <atomic>
@@ -18,6 +24,7 @@
 #include <memory>
 #include <mutex>
 #include <span>
+#include <unordered_map>
 #include <vector>
 
 #include "grammar/mask_entry.h"
@@ -36,6 +43,21 @@ class MaskCache {
   MaskCache& operator=(const MaskCache&) = delete;
 
   Result<const MaskEntry*> Get(const CompiledGrammar& g, int32_t state);
+
+  // The tokens allowed through a context (the state, then its callers'
+  // states from the nearest; kBottom last where the stack ends there) where
+  // the state's rule finishes inside them: sorted ids, `valid` false where
+  // they depend on callers further down than the context holds.
+  struct CallerTokens {
+    bool valid = false;
+    std::vector<int32_t> ids;
+  };
+  static constexpr size_t kMaxCallerEntries = size_t{1} << 14;
+  // Null when not known yet.
+  std::shared_ptr<const CallerTokens> FindCallerTokens(const std::vector<int32_t>& context);
+  // Keeps `tokens` (unless full: then only returns them); returns what is kept.
+  std::shared_ptr<const CallerTokens> PutCallerTokens(std::vector<int32_t> context, CallerTokens tokens);
+
   // Bits of every token in the vocabulary's trie.
   std::span<const uint32_t> trie_tokens() const { return trie_tokens_; }
   // Entries filled so far (walked, or taken from the shared cache): a step
@@ -51,6 +73,11 @@ class MaskCache {
   std::atomic<size_t> filled_{0};
   std::mutex mu_;
   std::vector<std::shared_ptr<const MaskEntry>> owned_;  // guarded by mu_; keeps entries_ alive
+  struct ContextHash {
+    size_t operator()(const std::vector<int32_t>& v) const;
+  };
+  std::unordered_map<std::vector<int32_t>, std::shared_ptr<const CallerTokens>, ContextHash>
+      caller_tokens_;  // guarded by mu_
 };
 
 }  // namespace llmhost::grammar

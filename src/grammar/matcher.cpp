@@ -13,6 +13,8 @@ namespace {
 
 // Longest run ForcedBytes reports (a grammar may force a long literal).
 constexpr size_t kMaxForcedBytes = 4096;
+// Callers' states a cached context of escape tokens holds at most.
+constexpr size_t kMaxCallerDepth = 4;
 
 void SortUnique(std::vector<int32_t>* v) {
   std::sort(v->begin(), v->end());
@@ -49,6 +51,77 @@ struct Matcher::State {
     *tops_out = std::move(cur);
     *can_end_out = end;
     return true;
+  }
+
+  // Walks the subtrees of `entry`'s escapes whose first byte the frames
+  // `below` (closed) can take, setting the tokens they allow in `mask`.
+  Status WalkEscapes(const MaskEntry& entry, std::span<const int32_t> below, std::span<uint32_t> mask, bool* escaped) {
+    std::array<uint64_t, 4> next_bytes{};
+    for (int32_t b : below)
+      for (int w = 0; w < 4; ++w) next_bytes[w] |= g->byte_set(arena.frame(b).state)[w];
+    const auto& escapes = entry.escapes;
+    for (int w = 0; w < 4; ++w) {
+      for (uint64_t bits = next_bytes[w]; bits != 0; bits &= bits - 1) {
+        uint8_t byte = static_cast<uint8_t>(w * 64 + __builtin_ctzll(bits));
+        auto it = std::lower_bound(escapes.begin(), escapes.end(), std::pair<uint8_t, int32_t>{byte, -1});
+        for (; it != escapes.end() && it->first == byte; ++it)
+          RETURN_IF_ERROR(WalkSubtree(*g, &arena, below, it->second, mask, escaped));
+      }
+    }
+    return Status::OK();
+  }
+
+  // The tokens `entry`'s escapes allow through the context (MaskCache::
+  // CallerTokens: the callers' states over kOutside, or over kBottom where
+  // the context ends with it). Leaves the arena as it was.
+  Result<MaskCache::CallerTokens> CallerTokens(const MaskEntry& entry, const std::vector<int32_t>& context) {
+    size_t mark = arena.size();
+    bool to_bottom = context.back() == kBottom;
+    int32_t frame = to_bottom ? kBottom : kOutside;
+    for (size_t i = context.size() - (to_bottom ? 1 : 0); i-- > 1;) frame = arena.Intern(context[i], frame);
+    StackStepper stepper(*g, &arena);
+    std::vector<int32_t> raw = {frame}, below;
+    CloseResult closed;
+    Status st = stepper.Close(raw, &below, &closed);
+    bool escaped = closed.escaped;
+    std::vector<uint32_t> scratch;
+    if (st.ok() && !escaped) {
+      scratch.assign(MaskWords(g->vocab().size()), 0u);
+      st = WalkEscapes(entry, below, scratch, &escaped);
+    }
+    arena.Truncate(mark);
+    RETURN_IF_ERROR(st);
+    MaskCache::CallerTokens out;
+    out.valid = !escaped;
+    if (out.valid)
+      for (size_t w = 0; w < scratch.size(); ++w)
+        for (uint32_t bits = scratch[w]; bits != 0; bits &= bits - 1)
+          out.ids.push_back(static_cast<int32_t>(w * 32 + __builtin_ctz(bits)));
+    return out;
+  }
+
+  // Adds the tokens `entry`'s escapes allow under `top`'s callers from the
+  // cache (computing what it lacks) where a context of at most
+  // kMaxCallerDepth callers decides them; false where none does.
+  Result<bool> AddCallerTokens(const MaskEntry& entry, StackArena::Frame top, std::span<uint32_t> mask) {
+    MaskCache& cache = g->cache();
+    std::vector<int32_t> context = {top.state};
+    for (int32_t f = top.parent; context.size() <= kMaxCallerDepth;) {
+      context.push_back(arena.frame(f).state);
+      f = arena.frame(f).parent;
+      if (f == kBottom) context.push_back(kBottom);
+      std::shared_ptr<const MaskCache::CallerTokens> known = cache.FindCallerTokens(context);
+      if (known == nullptr) {
+        ASSIGN_OR_RETURN(MaskCache::CallerTokens tokens, CallerTokens(entry, context));
+        known = cache.PutCallerTokens(context, std::move(tokens));
+      }
+      if (known->valid) {
+        for (int32_t id : known->ids) mask[static_cast<size_t>(id) >> 5] |= 1u << (id & 31);
+        return true;
+      }
+      if (f < 0) break;
+    }
+    return false;
   }
 
   // Rebuilds the arena with only the frames the tops reach, so that it
@@ -106,7 +179,9 @@ Status Matcher::FillNextTokenMask(std::span<uint32_t> mask) {
 
   // Each top contributes its state's cached sets; where its rule can finish
   // inside a token, the frames below (closed from its parent) walk the
-  // subtrees under that point whose first byte they can take.
+  // subtrees under that point whose first byte they can take: once per
+  // context of up to kMaxCallerDepth callers' states where the frames below
+  // them never matter, else on the real stacks at every mask.
   size_t mark = s.arena.size();
   StackStepper stepper(*s.g, &s.arena);
   std::vector<int32_t> below, raw;
@@ -121,23 +196,18 @@ Status Matcher::FillNextTokenMask(std::span<uint32_t> mask) {
     (*entry)->AddAccepted(mask, cache.trie_tokens());
     for (const CompiledGrammar::TokenEdge& e : s.g->token_edges(frame.state)) mask[e.token >> 5] |= 1u << (e.token & 31);
     if ((*entry)->escapes.empty() || frame.parent < 0) continue;
+    Result<bool> done = s.AddCallerTokens(**entry, frame, mask);
+    if (!done.ok()) {
+      status = done.status();
+      break;
+    }
+    if (*done) continue;
     below.clear();
     raw.assign(1, frame.parent);
     CloseResult closed;
     status = stepper.Close(raw, &below, &closed);
     if (!status.ok()) break;
-    std::array<uint64_t, 4> next_bytes{};
-    for (int32_t b : below)
-      for (int w = 0; w < 4; ++w) next_bytes[w] |= s.g->byte_set(s.arena.frame(b).state)[w];
-    const auto& escapes = (*entry)->escapes;
-    for (int w = 0; w < 4 && status.ok(); ++w) {
-      for (uint64_t bits = next_bytes[w]; bits != 0 && status.ok(); bits &= bits - 1) {
-        uint8_t byte = static_cast<uint8_t>(w * 64 + __builtin_ctzll(bits));
-        auto it = std::lower_bound(escapes.begin(), escapes.end(), std::pair<uint8_t, int32_t>{byte, -1});
-        for (; it != escapes.end() && it->first == byte && status.ok(); ++it)
-          status = WalkSubtree(*s.g, &s.arena, below, it->second, mask);
-      }
-    }
+    status = s.WalkEscapes(**entry, below, mask, nullptr);
     if (!status.ok()) break;
   }
   s.arena.Truncate(mark);

@@ -139,7 +139,7 @@ Result<LocalTokenSets> WalkFromState(const CompiledGrammar& g, int32_t state) {
 }
 
 Status WalkSubtree(const CompiledGrammar& g, StackArena* arena, std::span<const int32_t> tops_in, int32_t first,
-                   std::span<uint32_t> mask) {
+                   std::span<uint32_t> mask, bool* escaped) {
   const TokenTrie& trie = g.vocab().trie();
   std::span<const TokenTrie::Node> nodes = trie.nodes();
   StackStepper stepper(g, arena);
@@ -167,6 +167,7 @@ Status WalkSubtree(const CompiledGrammar& g, StackArena* arena, std::span<const 
     CloseResult here;
     status = stepper.Close(raw, &tops, &here);
     if (!status.ok()) break;
+    if (escaped != nullptr && here.escaped) *escaped = true;
     next.end = tops.size();
     bool live = next.end > next.begin;
     // Finishing at the bottom keeps the tokens that end here alive.

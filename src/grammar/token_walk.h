@@ -36,8 +36,10 @@ Result<LocalTokenSets> WalkFromState(const CompiledGrammar& g, int32_t state);
 // Sets in `mask` the bits of the tokens in the trie subtree of `node` whose
 // bytes from that node's own on some stack of `tops` survives (`tops`:
 // closed, in `arena`; the node's ancestors are taken as consumed). The
-// arena is left as it was.
+// arena is left as it was. `*escaped` (when given) is set where some stack
+// finished at kOutside: then the result depended on frames the stacks do
+// not hold.
 Status WalkSubtree(const CompiledGrammar& g, StackArena* arena, std::span<const int32_t> tops, int32_t node,
-                   std::span<uint32_t> mask);
+                   std::span<uint32_t> mask, bool* escaped = nullptr);
 
 }  // namespace llmhost::grammar
