@@ -54,8 +54,10 @@ std::shared_ptr<const MaskCache::CallerTokens> MaskCache::PutCallerTokens(std::v
                                                                           CallerTokens tokens) {
   auto fresh = std::make_shared<const CallerTokens>(std::move(tokens));
   std::lock_guard<std::mutex> lk(mu_);
-  if (caller_tokens_.size() >= kMaxCallerEntries) return fresh;
-  return caller_tokens_.emplace(std::move(context), fresh).first->second;
+  if (caller_tokens_.size() >= kMaxCallerEntries || caller_ids_ + fresh->ids.size() > kMaxCallerIds) return fresh;
+  auto [it, added] = caller_tokens_.emplace(std::move(context), fresh);
+  if (added) caller_ids_ += fresh->ids.size();
+  return it->second;
 }
 
 }  // namespace llmhost::grammar

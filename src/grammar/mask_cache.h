@@ -52,7 +52,9 @@ class MaskCache {
     bool valid = false;
     std::vector<int32_t> ids;
   };
-  static constexpr size_t kMaxCallerEntries = size_t{1} << 14;
+  // Bounds per grammar: contexts kept, and token ids over all of them.
+  static constexpr size_t kMaxCallerEntries = size_t{1} << 12;
+  static constexpr size_t kMaxCallerIds = size_t{1} << 20;
   // Null when not known yet.
   std::shared_ptr<const CallerTokens> FindCallerTokens(const std::vector<int32_t>& context);
   // Keeps `tokens` (unless full: then only returns them); returns what is kept.
@@ -77,7 +79,8 @@ class MaskCache {
     size_t operator()(const std::vector<int32_t>& v) const;
   };
   std::unordered_map<std::vector<int32_t>, std::shared_ptr<const CallerTokens>, ContextHash>
-      caller_tokens_;  // guarded by mu_
+      caller_tokens_;          // guarded by mu_
+  size_t caller_ids_ = 0;  // guarded by mu_: ids held by caller_tokens_
 };
 
 }  // namespace llmhost::grammar
