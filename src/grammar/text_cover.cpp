@@ -13,6 +13,7 @@ TextCover::Known& TextCover::At(Pair pair, TextTokens::KindSet kinds) {
 bool TextCover::Covers(uint8_t position, int32_t row, uint8_t depth, TextTokens::KindSet kinds) {
   Pair pair = static_cast<Pair>(row) * TextTokens::kPositions + position;
   if (CoversOnly(pair, depth, TextTokens::kAllKinds)) return true;
+  if (budget_ == 0) return false;  // the kinds' answer would need a search
   uint8_t killer = At(pair, TextTokens::kAllKinds).killer;
   if (killer == TextTokens::kKinds || ((kinds >> killer) & 1)) return false;
   return CoversOnly(pair, depth, kinds);
@@ -21,7 +22,7 @@ bool TextCover::Covers(uint8_t position, int32_t row, uint8_t depth, TextTokens:
 bool TextCover::CoversOnly(Pair pair, uint8_t depth, TextTokens::KindSet kinds) {
   const Known* k = &At(pair, kinds);
   if (k->unbounded || depth <= k->safe) return true;
-  if (depth >= k->unsafe) return false;
+  if (depth >= k->unsafe || budget_ == 0) return false;
   // As deep as any token goes: what the search proves answers the later
   // questions about the pairs it reaches.
   Search(pair, kinds, std::max(depth, max_depth_));
