@@ -57,6 +57,16 @@ class CompiledGrammar {
     if (st.byte_row < 0) return -1;
     return byte_next_[st.byte_row + byte_class_[static_cast<size_t>(st.rule) * 256 + b]];
   }
+  // The byte classes of a compiled rule: [byte] -> class; a state's byte
+  // edges are per class, and each class is a range of bytes.
+  std::span<const uint8_t> byte_classes(int32_t rule) const {
+    return {byte_class_.data() + static_cast<size_t>(rule) * 256, 256};
+  }
+  // The state after any byte of class `cls` of s's rule, or -1.
+  int32_t NextOnClass(int32_t s, uint8_t cls) const {
+    const State& st = states_[s];
+    return st.byte_row < 0 ? -1 : byte_next_[st.byte_row + cls];
+  }
   // No calls and not accepting: stepping into s never changes the stack.
   bool IsPlain(int32_t s) const { return plain_[s] != 0; }
   bool HasEdges(int32_t s) const {

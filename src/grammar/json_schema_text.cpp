@@ -14,8 +14,16 @@ NodeId SchemaCompiler::Ws() {
   return *ws_;
 }
 
+// A rule of its own, which the compiler calls rather than inlines (it
+// loops): every string of the schema shares one set of DFA states, and so
+// their mask-cache entries, which other schemas share too
+// (grammar/shared_mask_cache.h).
 NodeId SchemaCompiler::AnyString() {
-  if (!any_string_) any_string_ = g_.Seq({g_.Byte('"'), g_.Repeat(AnyJsonStringChar(g_), 0, -1), g_.Byte('"')});
+  if (!any_string_) {
+    RuleId rule = g_.AddRule("json_string");
+    g_.SetBody(rule, g_.Seq({g_.Byte('"'), g_.Repeat(AnyJsonStringChar(g_), 0, -1), g_.Byte('"')}));
+    any_string_ = g_.Ref(rule);
+  }
   return *any_string_;
 }
 

@@ -3,40 +3,30 @@
 // step combines a few stored sets and walks with its real stacks only the
 // tokens that leave the top rule with bytes to spare (after a JSON string's
 // closing quote, say), and of those only the ones whose next byte the frames
-// below can take. Filled lazily by the first Matcher that needs a state.
+// below can take. Filled lazily by the first Matcher that needs a state,
+// from the vocabulary's shared entries (grammar/shared_mask_cache.h) where
+// another grammar, or an equivalent state of this one, has walked the same
+// automaton already.
 //
-// Thread-safe: entries are published once through atomics; two threads that
-// miss together both compute, one result is kept.
+// Thread-safe: reads are lock-free (entries are published once through
+// atomics); a miss computes outside the lock and publishes under it (two
+// threads that miss together both compute, one result is kept).
 #pragma once
 
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <span>
-#include <utility>
 #include <vector>
 
+#include "grammar/mask_entry.h"
 #include "util/status.h"
 
 namespace llmhost::grammar {
 
 class CompiledGrammar;
 class TokenVocab;
-
-struct MaskEntry {
-  // Stored as whichever of the three is smallest.
-  enum class Form : uint8_t { kAcceptedIds, kRejectedIds, kAcceptedBits };
-  Form form = Form::kAcceptedIds;
-  std::vector<int32_t> ids;        // sorted token ids (kAcceptedIds / kRejectedIds)
-  std::vector<uint32_t> bits;      // kAcceptedBits: a mask of the vocabulary
-  // Trie nodes under which tokens leave the state's rule (LocalTokenSets::
-  // escapes), sorted by their byte; their tokens count as rejected above.
-  std::vector<std::pair<uint8_t, int32_t>> escapes;
-
-  // ORs the accepted tokens into `mask`; `trie_tokens` has the bits of all
-  // tokens in the trie (the universe of kRejectedIds).
-  void AddAccepted(std::span<uint32_t> mask, std::span<const uint32_t> trie_tokens) const;
-};
 
 class MaskCache {
  public:
@@ -48,15 +38,19 @@ class MaskCache {
   Result<const MaskEntry*> Get(const CompiledGrammar& g, int32_t state);
   // Bits of every token in the vocabulary's trie.
   std::span<const uint32_t> trie_tokens() const { return trie_tokens_; }
-  // Entries computed so far: a step that raises it filled the cache for a
-  // state it met first (`llmhost grammar-check` reports those masks as cold).
+  // Entries filled so far (walked, or taken from the shared cache): a step
+  // that raises it met a state first (`llmhost grammar-check` reports
+  // those masks as cold).
   size_t filled() const { return filled_.load(std::memory_order_relaxed); }
 
  private:
+  const MaskEntry* Publish(int32_t state, std::shared_ptr<const MaskEntry> entry);
+
   std::unique_ptr<std::atomic<const MaskEntry*>[]> entries_;
-  size_t size_;
+  std::span<const uint32_t> trie_tokens_;
   std::atomic<size_t> filled_{0};
-  std::vector<uint32_t> trie_tokens_;
+  std::mutex mu_;
+  std::vector<std::shared_ptr<const MaskEntry>> owned_;  // guarded by mu_; keeps entries_ alive
 };
 
 }  // namespace llmhost::grammar

@@ -45,6 +45,8 @@ TokenTrie::TokenTrie(std::span<const std::string> bytes, std::span<const uint8_t
   }
   int32_t total = static_cast<int32_t>(id_of_rank_.size());
   while (!path.empty()) close_deepest(total);
+  token_bits_.assign((bytes.size() + 31) / 32, 0);
+  for (int32_t id : id_of_rank_) token_bits_[static_cast<size_t>(id) >> 5] |= 1u << (id & 31);
 }
 
 }  // namespace llmhost::grammar

@@ -38,12 +38,16 @@ class TokenTrie {
   int32_t id_of_rank(int32_t rank) const { return id_of_rank_[rank]; }
   int32_t rank_of_id(int32_t id) const { return rank_of_id_[id]; }  // -1: not in the trie
   int32_t node_of_rank(int32_t rank) const { return node_of_rank_[rank]; }
+  // The ids of every token in the trie, as a mask over the vocabulary
+  // (MaskWords(bytes.size()) words).
+  std::span<const uint32_t> token_bits() const { return token_bits_; }
 
  private:
   std::vector<Node> nodes_;
   std::vector<int32_t> id_of_rank_;
   std::vector<int32_t> rank_of_id_;
   std::vector<int32_t> node_of_rank_;
+  std::vector<uint32_t> token_bits_;
 };
 
 }  // namespace llmhost::grammar

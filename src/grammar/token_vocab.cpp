@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "grammar/shared_mask_cache.h"
+#include "grammar/text_tokens.h"
 #include "grammar/token_trie.h"
 
 namespace llmhost::grammar {
@@ -56,6 +58,8 @@ void TokenVocab::BuildTrie() {
   std::vector<uint8_t> skip = special_;
   for (TokenId id : eos_) skip[id] = 1;
   trie_ = std::make_shared<TokenTrie>(bytes_, skip);
+  text_ = std::make_shared<TextTokens>(*trie_);
+  shared_masks_ = std::make_shared<SharedMaskCache>();
 }
 
 bool TokenVocab::is_eos(TokenId id) const { return std::binary_search(eos_.begin(), eos_.end(), id); }

@@ -7,7 +7,9 @@
 // of a UTF-8 character is those bytes alone. Special (control) tokens have no
 // bytes here: a grammar reaches them only through Node::kToken.
 //
-// Built once per tokenizer and shared (immutable; thread-safe).
+// Built once per tokenizer and shared: immutable but for the mask-cache
+// entries its grammars share (grammar/shared_mask_cache.h), which lock;
+// thread-safe.
 #pragma once
 
 #include <cstdint>
@@ -21,6 +23,8 @@
 
 namespace llmhost::grammar {
 
+class SharedMaskCache;
+class TextTokens;
 class TokenTrie;
 
 class TokenVocab {
@@ -43,6 +47,11 @@ class TokenVocab {
   TokenId SpecialId(std::string_view text) const;
   // The token bytes as a trie (grammar/token_trie.h), for mask walks.
   const TokenTrie& trie() const { return *trie_; }
+  // Which tokens are plain text (grammar/text_tokens.h), for mask walks.
+  const TextTokens& text_tokens() const { return *text_; }
+  // The mask-cache entries of every grammar compiled against this
+  // vocabulary (bounded; see grammar/shared_mask_cache.h).
+  SharedMaskCache& shared_masks() const { return *shared_masks_; }
 
  private:
   void BuildTrie();
@@ -52,6 +61,8 @@ class TokenVocab {
   std::vector<std::string> special_text_;  // [id] the text of special tokens, else ""
   std::vector<TokenId> eos_;
   std::shared_ptr<const TokenTrie> trie_;
+  std::shared_ptr<const TextTokens> text_;
+  std::shared_ptr<SharedMaskCache> shared_masks_;
 };
 
 }  // namespace llmhost::grammar

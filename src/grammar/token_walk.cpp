@@ -3,52 +3,26 @@
 #include <algorithm>
 #include <optional>
 
+#include "grammar/plain_rows.h"
+#include "grammar/text_cover.h"
+#include "grammar/text_tokens.h"
 #include "grammar/token_trie.h"
 
 namespace llmhost::grammar {
 namespace {
 
 // One node of the current trie path. Its stacks are tops[begin, end), or,
-// in the fast form (`single` >= 0, a row of PlainRows), the one frame
-// (state, kOutside) of a plain state (grammar/compiled_grammar.h): never put
-// in the arena. Most of a walk through a long string or free text is there.
+// in the fast form (`single` >= 0, a slot of PlainRows), the one frame
+// (state, kOutside) of a state without calls: never put in the arena. In the fast
+// form `text` is a position inside a character (grammar/text_tokens.h)
+// after the path's bytes, kDead when none is known, and `text_path` says
+// whether the whole path is text from a character boundary.
 struct Level {
   size_t begin = 0, end = 0;
   size_t arena_mark = 0;
   int32_t single = -1;
-};
-
-// Dense transitions among the plain states reachable from one plain state
-// by bytes alone, so that the fast form costs one load per trie node:
-// next[row * 256 + b] is a row (>= 0), -1 (no edge) or -2 - s for a state s
-// that is not in the table (the general form takes over).
-struct PlainRows {
-  static constexpr size_t kMaxRows = 256;
-  std::vector<int32_t> next;
-  std::vector<int32_t> state;  // [row]
-
-  PlainRows(const CompiledGrammar& g, int32_t start) {
-    std::vector<std::pair<int32_t, int32_t>> row_of = {{start, 0}};  // (state, row), few
-    state.push_back(start);
-    for (size_t row = 0; row < state.size(); ++row) {
-      next.resize((row + 1) * 256);
-      for (int b = 0; b < 256; ++b) {
-        int32_t t = g.NextOnByte(state[row], static_cast<uint8_t>(b));
-        int32_t v = t < 0 ? -1 : -2 - t;
-        if (t >= 0 && g.IsPlain(t)) {
-          auto it = std::find_if(row_of.begin(), row_of.end(), [&](auto p) { return p.first == t; });
-          if (it != row_of.end()) {
-            v = it->second;
-          } else if (state.size() < kMaxRows) {
-            v = static_cast<int32_t>(state.size());
-            row_of.push_back({t, v});
-            state.push_back(t);
-          }
-        }
-        next[row * 256 + b] = v;
-      }
-    }
-  }
+  uint8_t text = TextTokens::kDead;
+  bool text_path = false;
 };
 
 void SetBit(std::span<uint32_t> mask, int32_t id) { mask[static_cast<size_t>(id) >> 5] |= 1u << (id & 31); }
@@ -57,18 +31,33 @@ void SetBit(std::span<uint32_t> mask, int32_t id) { mask[static_cast<size_t>(id)
 
 Result<LocalTokenSets> WalkFromState(const CompiledGrammar& g, int32_t state) {
   const TokenTrie& trie = g.vocab().trie();
+  const TextTokens& text = g.vocab().text_tokens();
+  const uint8_t* text_next = TextTokens::NextTable();
   std::span<const TokenTrie::Node> nodes = trie.nodes();
   StackArena arena;
   StackStepper stepper(g, &arena);
   std::vector<int32_t> tops, raw;
   LocalTokenSets out;
-  out.accepted.reserve(trie.token_count());
+  out.accepted.assign(trie.token_bits().size(), 0);
+  auto accept_ranks = [&](int32_t begin, int32_t end) {
+    for (int32_t r = begin; r < end; ++r) SetBit(out.accepted, trie.id_of_rank(r));
+  };
 
   std::vector<Level> path(1);
   std::optional<PlainRows> plain;
-  if (g.IsPlain(state)) {
+  std::optional<TextCover> cover;
+  // Text from a boundary keeps the start alive: every text token is allowed
+  // (one mask), and the walk skips the subtrees that hold only those.
+  bool boundary_covered = false;
+  if (g.call_edges(state).empty()) {
     plain.emplace(g, state);
-    path[0].single = 0;
+    cover.emplace(&*plain, text.height(0));
+    path[0].single = plain->Slot(0);
+    path[0].text = TextTokens::kBoundary;
+    path[0].text_path = true;
+    // Every token is at most the root's height long.
+    boundary_covered = cover->Covers(TextTokens::kBoundary, 0, text.height(0), TextTokens::kAllKinds);
+    if (boundary_covered) out.accepted.assign(text.from_boundary().begin(), text.from_boundary().end());
   } else {
     raw.push_back(arena.Intern(state, kOutside));
     CloseResult root;
@@ -92,10 +81,28 @@ Result<LocalTokenSets> WalkFromState(const CompiledGrammar& g, int32_t state) {
     next.arena_mark = arena.size();
     bool live = false, escaped = false;
     if (up.single >= 0) {
-      int32_t v = plain->next[static_cast<size_t>(up.single) * 256 + node.byte];
+      int32_t v = plain->Next(up.single, node.byte);
       if (v >= 0) {
-        next.single = v;
+        uint8_t p = up.text == TextTokens::kDead ? TextTokens::kDead : text_next[up.text * 256 + node.byte];
+        next.text_path = up.text_path && p != TextTokens::kDead;
+        // Any position will do for the test below; after an ASCII byte the
+        // path is between characters whatever came before.
+        if (p == TextTokens::kDead && node.byte < 0x80) p = TextTokens::kBoundary;
+        if (p != TextTokens::kDead && ((text.below(i) >> p) & 1)) {
+          if (next.text_path && boundary_covered) {  // already in from_boundary()
+            i = node.subtree_end;
+            continue;
+          }
+          if (cover->Covers(p, v, text.height(i), text.kinds(i))) {
+            accept_ranks(node.rank_begin, node.rank_end);
+            i = node.subtree_end;
+            continue;
+          }
+        }
+        next.single = plain->Slot(v);
+        next.text = p;
         live = true;
+        escaped = plain->accepting(v);
       } else if (v < -1) {
         raw.assign(1, arena.Intern(-2 - v, kOutside));
       } else {
@@ -113,9 +120,10 @@ Result<LocalTokenSets> WalkFromState(const CompiledGrammar& g, int32_t state) {
       next.end = tops.size();
     }
     if (live || escaped) {
-      for (int32_t r = node.rank_begin; r < node.rank_here_end; ++r) out.accepted.push_back(r);
+      accept_ranks(node.rank_begin, node.rank_here_end);
       if (escaped)
-        for (int32_t c = i + 1; c < node.subtree_end; c = nodes[c].subtree_end) out.escapes.push_back({nodes[c].byte, c});
+        for (int32_t c = i + 1; c < node.subtree_end; c = nodes[c].subtree_end)
+          out.escapes.push_back({nodes[c].byte, c});
     }
     if (live) {
       path.push_back(next);

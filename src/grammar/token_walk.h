@@ -16,10 +16,10 @@ namespace llmhost::grammar {
 // What the tokens do from one DFA state whatever lies below it (the stack
 // starts at the state over kOutside).
 struct LocalTokenSets {
-  // Trie ranks of the tokens whose bytes are consumed without leaving the
-  // state's rule, or that leave it exactly at their end: allowed under any
-  // caller. Sorted.
-  std::vector<int32_t> accepted;
+  // The tokens whose bytes are consumed without leaving the state's rule, or
+  // that leave it exactly at their end: allowed under any caller. A mask
+  // over the vocabulary (MaskWords words).
+  std::vector<uint32_t> accepted;
   // Where the rule can finish after some bytes of a token, with more bytes
   // to come: the trie nodes just below such a point, with their bytes.
   // Whether the tokens under them are allowed depends on the caller (the
@@ -29,6 +29,8 @@ struct LocalTokenSets {
   // All other tokens are rejected under any caller.
 };
 
+// Walks the whole trie from `state`. Where the state loops over text
+// (grammar/text_tokens.h), subtrees of text tokens are taken whole.
 Result<LocalTokenSets> WalkFromState(const CompiledGrammar& g, int32_t state);
 
 // Sets in `mask` the bits of the tokens in the trie subtree of `node` whose
