@@ -159,6 +159,29 @@ TEST_F(CudaTest, QuantizedWeightsStayPacked) {
   }
 }
 
+// A random bf16 weight [rows, cols]: its stored bits, their f32 values, and
+// the host matrix over the bits.
+struct RandomBf16 {
+  RandomBf16(int64_t rows, int64_t cols, std::mt19937& rng) : bits(rows * cols), values(rows * cols) {
+    std::uniform_real_distribution<float> u(-1, 1);
+    for (size_t i = 0; i < bits.size(); ++i) {
+      const float f = u(rng);
+      uint32_t b;
+      std::memcpy(&b, &f, 4);
+      bits[i] = static_cast<uint16_t>(b >> 16);
+      b = static_cast<uint32_t>(bits[i]) << 16;
+      std::memcpy(&values[i], &b, 4);
+    }
+    host.format = WeightFormat::kBF16;
+    host.rows = rows;
+    host.cols = cols;
+    host.data = bits.data();
+  }
+  std::vector<uint16_t> bits;
+  std::vector<float> values;
+  WeightMatrix host;
+};
+
 // A token's output row is the same bits alone and in any batch, for prompt
 // rows (the tensor-core kernel at kAuto, tiles of 64 tokens x 128 rows) and
 // generated rows (the f32 kernel) alike.
@@ -166,19 +189,8 @@ TEST_F(CudaTest, MatMulRowsAreBatchInvariantBitForBit) {
   std::mt19937 rng(7);
   std::uniform_real_distribution<float> u(-1, 1);
   const int64_t rows = 300, cols = 1000, n = 150;
-  std::vector<uint16_t> w(rows * cols);
-  for (auto& v : w) {
-    const float f = u(rng);
-    uint32_t bits;
-    std::memcpy(&bits, &f, 4);
-    v = static_cast<uint16_t>(bits >> 16);
-  }
-  WeightMatrix host;
-  host.format = WeightFormat::kBF16;
-  host.rows = rows;
-  host.cols = cols;
-  host.data = w.data();
-  auto dw = b_->PrepareWeight(host);
+  const RandomBf16 w(rows, cols, rng);
+  auto dw = b_->PrepareWeight(w.host);
   ASSERT_TRUE(dw.ok());
   std::vector<float> x(n * cols);
   for (float& v : x) v = u(rng);
@@ -207,31 +219,18 @@ TEST_F(CudaTest, MatMulRowsAreBatchInvariantBitForBit) {
   b_->Free(*dy);
 }
 
-// Generated rows of bf16 weights whose cols are a multiple of 32 go to the
+// Generated rows of bf16 weights whose cols are a multiple of 64 go to the
 // tensor cores at kAuto (x as hi + lo bf16 terms) and kFastBf16 (x rounded
 // once): alone, in batches of every tile count, and fused with a second
 // weight, a token's row is the same bits; and it stays near the f64 sum.
 TEST_F(CudaTest, GeneratedRowsOnTensorCoresAreBatchInvariantAndClose) {
   std::mt19937 rng(11);
   std::uniform_real_distribution<float> u(-1, 1);
-  const int64_t rows = 300, cols = 1024, n = 150;  // rows: a partial 16-row tile; n: 3 blocks of 64 tokens
-  std::vector<uint16_t> w(rows * cols);
-  std::vector<float> wf(rows * cols);
-  for (size_t i = 0; i < w.size(); ++i) {
-    const float f = u(rng);
-    uint32_t bits;
-    std::memcpy(&bits, &f, 4);
-    w[i] = static_cast<uint16_t>(bits >> 16);
-    bits = static_cast<uint32_t>(w[i]) << 16;
-    std::memcpy(&wf[i], &bits, 4);
-  }
-  WeightMatrix host;
-  host.format = WeightFormat::kBF16;
-  host.rows = rows;
-  host.cols = cols;
-  host.data = w.data();
-  auto dw = b_->PrepareWeight(host);
-  auto dw2 = b_->PrepareWeight(host);
+  const int64_t rows = 300, cols = 1024, n = 150;  // rows: a partial 16-row tile; n: several blocks of tokens
+  const RandomBf16 w(rows, cols, rng);
+  const std::vector<float>& wf = w.values;
+  auto dw = b_->PrepareWeight(w.host);
+  auto dw2 = b_->PrepareWeight(w.host);
   ASSERT_TRUE(dw.ok() && dw2.ok());
   std::vector<float> x(n * cols);
   for (float& v : x) v = u(rng);

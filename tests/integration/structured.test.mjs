@@ -103,6 +103,15 @@ test('json_schema response_format: every choice is schema-valid, streamed or not
   assertPerson(text);
 });
 
+test('Responses API: text.format json_schema gives schema-valid output_text', { skip }, async () => {
+  const r = await openai.responses.create({
+    model: MODEL, input: 'Describe a person as JSON.', max_output_tokens: 300, reasoning: { effort: 'none' },
+    text: { format: { type: 'json_schema', name: 'person', strict: true, schema: person } },
+  });
+  assert.equal(r.status, 'completed', JSON.stringify(r));
+  assertPerson(r.output_text);
+});
+
 test('json_object, the completions API and llama.cpp\'s json_schema field', { skip }, async () => {
   const r = await openai.chat.completions.create({
     model: MODEL, seed: 4, max_tokens: 200, response_format: { type: 'json_object' }, ...NO_THINK,
