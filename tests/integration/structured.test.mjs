@@ -21,6 +21,7 @@ import { zodResponseFormat } from 'openai/helpers/zod';
 import { generateObject } from 'ai';
 import { createOpenAICompatible } from '@ai-sdk/openai-compatible';
 import { z } from 'zod';
+import { ChatOpenAI } from '@langchain/openai';
 import { startServer, sharedDir, http, parseSse } from './harness.mjs';
 
 const MODEL = 'qwen3-realtok-tiny';
@@ -101,6 +102,21 @@ test('json_schema response_format: every choice is schema-valid, streamed or not
     if (e.data && e.data !== '[DONE]') text += JSON.parse(e.data).choices[0]?.delta?.content || '';
   }
   assertPerson(text);
+});
+
+test('LangChain withStructuredOutput: a zod schema, as json_schema and as a forced function call', { skip }, async () => {
+  const Pet = z.object({ kind: z.enum(['cat', 'dog']), legs: z.number().int().min(0).max(4), ok: z.boolean() });
+  const llm = new ChatOpenAI({
+    model: MODEL, apiKey: 'unused', maxTokens: 200, maxRetries: 0, modelKwargs: NO_THINK,
+    configuration: { baseURL: server.url + '/v1' },
+  });
+  for (const method of ['jsonSchema', 'functionCalling']) {
+    const pet = await llm.withStructuredOutput(Pet, { name: 'pet', method }).invoke('Describe a pet.');
+    assert.deepEqual(Object.keys(pet), ['kind', 'legs', 'ok'], method + ': ' + JSON.stringify(pet));
+    assert.ok(['cat', 'dog'].includes(pet.kind), method + ': ' + JSON.stringify(pet));
+    assert.ok(Number.isInteger(pet.legs) && pet.legs >= 0 && pet.legs <= 4, method + ': ' + JSON.stringify(pet));
+    assert.equal(typeof pet.ok, 'boolean', method);
+  }
 });
 
 test('Responses API: text.format json_schema gives schema-valid output_text', { skip }, async () => {
