@@ -18,6 +18,7 @@ import path from 'node:path';
 import OpenAI from 'openai';
 import Anthropic from '@anthropic-ai/sdk';
 import { zodResponseFormat } from 'openai/helpers/zod';
+import { zodOutputFormat } from '@anthropic-ai/sdk/helpers/zod';
 import { generateObject } from 'ai';
 import { createOpenAICompatible } from '@ai-sdk/openai-compatible';
 import { z } from 'zod';
@@ -259,6 +260,30 @@ test('forced tool calls in every tool-call format', { skip }, async () => {
   } finally {
     await http(settings, 'PUT', { tool_parser: null });
   }
+});
+
+// Anthropic's structured outputs: the SDK's messages.parse with a zod
+// output format (output_config.format) and the beta's output_format.
+test('Anthropic SDK messages.parse with zodOutputFormat, and output_format', { skip }, async () => {
+  // The SDK moves what Anthropic does not enforce (maxLength, minimum, ...)
+  // into descriptions, so only enums and booleans bound the random model.
+  const Pet = z.object({ kind: z.enum(['cat', 'dog']), name: z.enum(['Rex', 'Tom']), tame: z.boolean() });
+  const m = await anthropic.messages.parse({
+    model: MODEL, max_tokens: 200, thinking: { type: 'disabled' },
+    messages: [{ role: 'user', content: 'A pet, please.' }],
+    output_config: { format: zodOutputFormat(Pet) },
+  });
+  assert.equal(m.stop_reason, 'end_turn', JSON.stringify(m.content));
+  assert.ok(m.parsed_output, JSON.stringify(m.content));
+  assert.ok(['cat', 'dog'].includes(m.parsed_output.kind) && ['Rex', 'Tom'].includes(m.parsed_output.name) &&
+    typeof m.parsed_output.tame === 'boolean', JSON.stringify(m.parsed_output));
+  const beta = await http(`${server.url}/v1/messages`, 'POST', {
+    model: MODEL, max_tokens: 200, thinking: { type: 'disabled' }, messages: [{ role: 'user', content: 'A pet.' }],
+    output_format: { type: 'json_schema', schema: { type: 'object', properties: { kind: { enum: ['cat', 'dog'] } }, required: ['kind'] } },
+  });
+  assert.equal(beta.status, 200, beta.text);
+  const text = beta.json.content.find((b) => b.type === 'text').text;
+  assert.deepEqual(Object.keys(JSON.parse(text)), ['kind'], text);
 });
 
 test('guided_choice, guided_regex, structured_outputs and GBNF grammars', { skip }, async () => {
