@@ -40,17 +40,24 @@ const ordered_json& Tools() {
   return tools;
 }
 
-std::shared_ptr<const grammar::CompiledGrammar> Compiled(OutputFormat f, const VocabPtr& v, bool parallel = true) {
+// The tool-call grammar of `tools` in format f, compiled against `v`.
+std::shared_ptr<const grammar::CompiledGrammar> CompiledFor(OutputFormat f, const ordered_json& tools,
+                                                            const ToolCallGrammarOptions& o = {},
+                                                            const VocabPtr& v = ByteVocab()) {
   grammar::Grammar g;
-  ToolCallGrammarOptions o;
-  o.parallel = parallel;
-  Result<grammar::RuleId> root = AddToolCallGrammar(g, f, Tools(), *v, o);
+  Result<grammar::RuleId> root = AddToolCallGrammar(g, f, tools, *v, o);
   EXPECT_TRUE(root.ok()) << root.status().ToString();
   if (!root.ok()) return nullptr;
   g.SetRoot(*root);
   auto c = grammar::Compile(g, v);
   EXPECT_TRUE(c.ok()) << c.status().ToString();
   return c.ok() ? *c : nullptr;
+}
+
+std::shared_ptr<const grammar::CompiledGrammar> Compiled(OutputFormat f, const VocabPtr& v, bool parallel = true) {
+  ToolCallGrammarOptions o;
+  o.parallel = parallel;
+  return CompiledFor(f, Tools(), o, v);
 }
 
 // The grammar takes `text` whole and may end there.
@@ -181,20 +188,6 @@ TEST(ToolCallGrammar, AToolSchemaThatCannotBeEnforcedNamesTheTool) {
   Result<grammar::RuleId> r = AddToolCallGrammar(g, OutputFormat::kHermes, tools, *ByteVocab());
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.status().message().find("tools[1].function.parameters"), std::string::npos) << r.status().message();
-}
-
-// A grammar over one tool list, with the given options.
-std::shared_ptr<const grammar::CompiledGrammar> CompiledFor(OutputFormat f, const ordered_json& tools,
-                                                            const ToolCallGrammarOptions& o = {}) {
-  VocabPtr v = ByteVocab();
-  grammar::Grammar g;
-  Result<grammar::RuleId> root = AddToolCallGrammar(g, f, tools, *v, o);
-  EXPECT_TRUE(root.ok()) << root.status().ToString();
-  if (!root.ok()) return nullptr;
-  g.SetRoot(*root);
-  auto c = grammar::Compile(g, v);
-  EXPECT_TRUE(c.ok()) << c.status().ToString();
-  return c.ok() ? *c : nullptr;
 }
 
 ParsedOutput Parse(OutputFormat f, const ordered_json& tools, const std::string& text, bool reasoning = false) {
@@ -353,13 +346,8 @@ TEST(ToolCallGrammar, GeneratedCallsParseToSchemaValidArguments) {
     SCOPED_TRACE(OutputFormatName(f));
     ToolCallGrammarOptions o;
     o.parallel = false;
-    grammar::Grammar tg;
-    Result<grammar::RuleId> root = AddToolCallGrammar(tg, f, tools, *v, o);
-    ASSERT_TRUE(root.ok()) << root.status().ToString();
-    tg.SetRoot(*root);
-    auto compiled = grammar::Compile(tg, v);
-    ASSERT_TRUE(compiled.ok());
-    auto g = *compiled;
+    auto g = CompiledFor(f, tools, o, v);
+    ASSERT_TRUE(g);
     int finished = 0;
     std::vector<uint32_t> mask(grammar::MaskWords(v->size()));
     for (int walk = 0; walk < 40; ++walk) {
