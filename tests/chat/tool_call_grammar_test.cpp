@@ -208,7 +208,7 @@ TEST(ToolCallGrammar, BareTextNeverHoldsTheClosingTag) {
   auto qwen = CompiledFor(OutputFormat::kQwen3Coder, WriteTool());
   auto glm = CompiledFor(OutputFormat::kGlm45, WriteTool());
   ASSERT_TRUE(qwen && glm);
-  for (const std::string body : {std::string("<div>a < b</div>"), std::string("x</paramete"),
+  for (const std::string& body : {std::string("<div>a < b</div>"), std::string("x</paramete"),
                                  std::string("</arg_valu"), std::string("\nline\n"), std::string("")}) {
     SCOPED_TRACE(body);
     const std::string q = "<tool_call>\n<function=write>\n<parameter=path>\na.txt\n</parameter>\n<parameter=body>\n" +

@@ -472,7 +472,7 @@ TEST(AnthropicMessages, Errors) {
 TEST(AnthropicMessages, StructuredOutputAndStrictTools) {
   const std::string head = R"({"model": "m", "max_tokens": 64, "messages": [{"role": "user", "content": "x"}])";
   const std::string schema = R"({"type": "object", "properties": {"a": {"type": "integer"}}, "required": ["a"]})";
-  for (const std::string field : {R"("output_config": {"effort": "low", "format": {"type": "json_schema", "schema": )" +
+  for (const std::string& field : {R"("output_config": {"effort": "low", "format": {"type": "json_schema", "schema": )" +
                                       schema + "}}",
                                   R"("output_format": {"type": "json_schema", "schema": )" + schema + "}"}) {
     InferenceRequest r;
