@@ -1,7 +1,8 @@
 // Fuzzes the HTTP API's request parsing: arbitrary bytes as the JSON body of
-// /v1/chat/completions, /v1/completions, /v1/messages or
-// /v1/messages/count_tokens (the first byte picks the route), through the
-// bounded JSON parse and the OpenAI / Anthropic request parsers; a request
+// /v1/chat/completions, /v1/completions, /v1/messages,
+// /v1/messages/count_tokens, /api/chat or /api/generate (the first byte picks
+// the route), through the bounded JSON parse and the OpenAI / Anthropic /
+// Ollama request parsers; a request
 // that parses is rendered through a small ChatML template, as the server
 // would. Must never crash, hang or exhaust memory.
 #include <cstddef>
@@ -12,6 +13,7 @@
 #include "server/anthropic_request.h"
 #include "server/host_guard.h"
 #include "server/json_fields.h"
+#include "server/ollama_request.h"
 #include "server/openai_request.h"
 
 namespace {
@@ -34,7 +36,7 @@ const llmhost::ChatTemplate& Template() {
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace llmhost::server;
   if (size < 1) return 0;
-  const int route = data[0] % 4;
+  const int route = data[0] % 6;
   std::string_view body(reinterpret_cast<const char*>(data + 1), size - 1);
   // The bytes as a Host header too (the DNS-rebinding guard parses it).
   (void)IsLoopbackName(HostWithoutPort(body));
@@ -46,7 +48,17 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     case 0: e = ParseChatCompletionsRequest(json, &req); break;
     case 1: e = ParseCompletionsRequest(json, &req); break;
     case 2: e = ParseMessagesRequest(json, /*count_only=*/false, &req); break;
-    default: e = ParseMessagesRequest(json, /*count_only=*/true, &req); break;
+    case 3: e = ParseMessagesRequest(json, /*count_only=*/true, &req); break;
+    case 4: {
+      std::vector<std::string> ignored;
+      e = ParseOllamaChatRequest(json, &req, &ignored);
+      break;
+    }
+    default: {
+      std::vector<std::string> ignored;
+      e = ParseOllamaGenerateRequest(json, &req, &ignored);
+      break;
+    }
   }
   if (e || req.prompt_kind != PromptKind::kChat) return 0;
   llmhost::ChatTemplateInput in;
