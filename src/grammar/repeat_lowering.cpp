@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <set>
 #include <string>
 
 #include "grammar/rule_automaton.h"
@@ -26,10 +27,13 @@ class RepeatWalk {
  public:
   RepeatWalk(const Grammar& read, Grammar* write, std::vector<uint8_t>* inlined, RepeatLimits limits)
       : read_(read), write_(write), inlined_(*inlined), limits_(limits) {
+    limits_.unroll_any = std::max(limits_.unroll_any, limits_.unroll);
     limits_.block = std::clamp<int64_t>(limits_.block, 4, std::max<int64_t>(limits_.unroll, 4));
   }
 
-  // Whether some repeat is (was) long. The rules lowering adds are not walked.
+  // Without a grammar to write: whether some repeat is past limits.unroll.
+  // With one: whether some repeat was lowered. The rules lowering adds are
+  // not walked.
   bool Run() {
     size_t rules = read_.rule_count();
     for (size_t r = 0; r < rules && !(found_ && write_ == nullptr); ++r) {
@@ -46,6 +50,7 @@ class RepeatWalk {
     NodeId x, block;
     int64_t leaf;
   };
+  enum class Shape : uint8_t { kNullable, kPrefixCode, kOther };
 
   int64_t Size(NodeId id, int depth) {
     if (memo_.size() < read_.node_count()) {
@@ -83,9 +88,14 @@ class RepeatWalk {
         // A child that unrolls to nothing still costs a step per count.
         int64_t child = std::max<int64_t>(1, Size(n->children[0], depth + 1));
         size = Add(Mul(child, Copies(*n)), 1);
-        if (Copies(*n) < 2 || Mul(child, Copies(*n)) <= limits_.unroll) break;
+        int64_t unrolled = Mul(child, Copies(*n));
+        if (Copies(*n) < 2 || unrolled <= limits_.unroll) break;
+        if (write_ == nullptr) {
+          found_ = true;
+          break;
+        }
+        if (!Lowers(n->children[0], unrolled)) break;
         found_ = true;
-        if (write_ == nullptr) break;
         write_->Replace(id, Lower(n->children[0], child, n->min, n->max));
         busy_[id] = 0;
         size = Size(id, depth);  // the lowered form, its long counts of blocks lowered too
@@ -95,6 +105,59 @@ class RepeatWalk {
     busy_[id] = 0;
     memo_[id] = size;
     return size;
+  }
+
+  // Whether a repeat of `child` past limits.unroll is lowered (see
+  // RepeatLimits). A count of blocks is: a block of a prefix code is one.
+  bool Lowers(NodeId child, int64_t unrolled) {
+    if (block_nodes_.count(child)) return true;
+    auto it = shape_.find(child);
+    if (it == shape_.end()) it = shape_.emplace(child, ShapeOf(child)).first;
+    switch (it->second) {
+      case Shape::kPrefixCode:
+        return true;
+      case Shape::kOther:
+        return unrolled > limits_.unroll_any;
+      case Shape::kNullable:
+        return false;
+    }
+    return false;
+  }
+
+  // What `child`'s DFA (over bytes, special tokens and calls, each call one
+  // symbol) says of its language: it holds "" (kNullable); no string of it
+  // begins another (kPrefixCode, from no path between accepting states:
+  // a block then ends at one place); or neither, or unknown (kOther: calls,
+  // whose strings the symbol hides, or an automaton too large).
+  Shape ShapeOf(NodeId child) {
+    RuleId probe = NewRule(read_.rule(owner_).name + " (repeat probe)", child);
+    Result<RuleDfa> dfa = BuildRuleDfa(*write_, probe, inlined_);
+    if (!dfa.ok()) return Shape::kOther;
+    const std::vector<RuleDfa::State>& states = dfa->states;
+    if (states[0].accepting) return Shape::kNullable;
+    std::vector<uint8_t> reached(states.size(), 0);
+    std::vector<int32_t> todo;
+    bool calls = false;
+    auto reach = [&](int32_t t) {
+      if (t >= 0 && !reached[t]) {
+        reached[t] = 1;
+        todo.push_back(t);
+      }
+    };
+    for (const RuleDfa::State& st : states) {
+      calls = calls || !st.calls.empty();
+      if (!st.accepting) continue;
+      for (int32_t t : st.byte_next) reach(t);
+      for (auto [token, t] : st.tokens) reach(t);
+    }
+    while (!todo.empty()) {
+      const RuleDfa::State& st = states[todo.back()];
+      todo.pop_back();
+      if (st.accepting) return Shape::kOther;
+      for (int32_t t : st.byte_next) reach(t);
+      for (auto [token, t] : st.tokens) reach(t);
+    }
+    return calls ? Shape::kOther : Shape::kPrefixCode;
   }
 
   // `child` (of `size` states) min..max times, as in the header.
@@ -133,6 +196,7 @@ class RepeatWalk {
     b.leaf = limits_.block / (call ? 1 : size);
     NodeId body = write_->Repeat(b.x, static_cast<int32_t>(b.leaf), static_cast<int32_t>(b.leaf));
     b.block = write_->Ref(NewRule(name + " (block of " + std::to_string(b.leaf) + ")", body));
+    block_nodes_.insert(b.block);
     return blocks_.emplace(child, b).first->second;
   }
 
@@ -157,6 +221,8 @@ class RepeatWalk {
   std::vector<int64_t> memo_;  // [node] estimated states, -1: not yet
   std::vector<uint8_t> busy_;  // [node] on the walk's path
   std::map<NodeId, Block> blocks_;  // by child
+  std::set<NodeId> block_nodes_;    // the calls of blocks
+  std::map<NodeId, Shape> shape_;   // by child
 };
 
 }  // namespace
@@ -164,7 +230,9 @@ class RepeatWalk {
 std::optional<Grammar> LowerLongRepeats(const Grammar& g, std::vector<uint8_t>* inlined, RepeatLimits limits) {
   if (!RepeatWalk(g, nullptr, inlined, limits).Run()) return std::nullopt;
   Grammar out = g;
-  RepeatWalk(out, &out, inlined, limits).Run();
+  std::vector<uint8_t> out_inlined = *inlined;
+  if (!RepeatWalk(out, &out, &out_inlined, limits).Run()) return std::nullopt;
+  *inlined = std::move(out_inlined);
   return out;
 }
 

@@ -3,8 +3,7 @@
 // The rule automata (grammar/rule_automaton.h) unroll a counted repeat into
 // one copy of its child per count: x{0,524288} of a JSON string character
 // (~57 states) would need ~30 million states. Before the automata are built,
-// each repeat whose unrolled size would pass RepeatLimits::unroll states is
-// rewritten in place over a rule P = x{B}, the block, where B copies of x
+// each repeat whose unrolled size would pass RepeatLimits is rewritten in place over a rule P = x{B}, the block, where B copies of x
 // fill about RepeatLimits::block states (x a call of the child when the
 // child alone is larger than half of that):
 //
@@ -37,9 +36,17 @@
 
 namespace llmhost::grammar {
 
+// Sizes in estimated automaton states. A repeat past `unroll` is lowered
+// when no string of its child begins another (a prefix code, such as a JSON
+// string's characters: a block ends at one place, one parse); of another
+// child only past `unroll_any`, about what one DFA could hold before (a
+// block may end at several places, a parse stack each: `(a|aa)` splits
+// "aaaa" many ways); of a child that matches "" never (its blocks could end
+// anywhere; the automaton limits report it).
 struct RepeatLimits {
-  int64_t unroll = 16384;  // estimated automaton states a repeat may unroll to
-  int64_t block = 8192;    // states of a block, about (at most unroll)
+  int64_t unroll = 16384;
+  int64_t unroll_any = 65536;
+  int64_t block = 8192;  // a block, about (at most `unroll`)
 };
 
 // `g` with every long repeat rewritten as above (new rules appended, with

@@ -180,6 +180,12 @@ class SubsetBuilder {
     if (sets_.size() >= static_cast<size_t>(kMaxDfaStates))
       return Status::InvalidArgument("grammar: rule '" + g_.rule(rule_).name + "' needs more than " +
                                      std::to_string(kMaxDfaStates) + " automaton states");
+    // Each state keeps its set of NFA states (twice: here and in the index).
+    set_states_ += set.size();
+    if (set_states_ > kMaxSubsetStates)
+      return Status::InvalidArgument("grammar: rule '" + g_.rule(rule_).name +
+                                     "' needs too large an automaton (its states hold more than " +
+                                     std::to_string(kMaxSubsetStates) + " NFA states in all)");
     int32_t id = static_cast<int32_t>(sets_.size());
     index_.emplace(set, id);
     RuleDfa::State st;
@@ -240,6 +246,7 @@ class SubsetBuilder {
   uint32_t current_stamp_ = 0;
   std::unordered_map<std::vector<int32_t>, int32_t, VectorHash> index_;
   std::vector<std::vector<int32_t>> sets_;
+  size_t set_states_ = 0;  // the sizes of sets_, summed
   RuleDfa dfa_;
 };
 
