@@ -4,7 +4,6 @@
 #include <optional>
 
 #include "grammar/mask_cache.h"
-#include "grammar/repeat_lowering.h"
 #include "grammar/rule_automaton.h"
 #include "grammar/rule_inlining.h"
 
@@ -80,11 +79,12 @@ CompiledGrammar::~CompiledGrammar() = default;
 
 Result<std::shared_ptr<const CompiledGrammar>> CompiledGrammar::Build(const Grammar& source,
                                                                       std::shared_ptr<const TokenVocab> vocab,
-                                                                      const CompileOptions& options) {
+                                                                      const CompileOptions& options,
+                                                                      const RepeatLimits& repeats) {
   RETURN_IF_ERROR(source.Validate());
   if (!vocab) return Status::InvalidArgument("grammar: no vocabulary");
   std::vector<uint8_t> inlined = ChooseInlinedRules(source);
-  std::optional<Grammar> lowered = LowerLongRepeats(source, &inlined);
+  std::optional<Grammar> lowered = LowerLongRepeats(source, &inlined, repeats);
   if (lowered) RETURN_IF_ERROR(lowered->Validate());
   const Grammar& g = lowered ? *lowered : source;
   ASSIGN_OR_RETURN(RuleSet set, BuildRules(g, inlined, vocab->size()));

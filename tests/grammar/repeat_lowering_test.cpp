@@ -88,6 +88,9 @@ void ExpectCounts(const std::shared_ptr<const CompiledGrammar>& cg, const Child&
 // through the compiled automata, and the edges through the IR's oracle.
 TEST(RepeatLowering, EveryCountWithSmallBlocks) {
   const RepeatLimits small = {.unroll = 16, .unroll_any = 16, .block = 12};
+  // A parse in the run of fewer than a block and one per level of blocks
+  // (two here): more would mean an ambiguous split.
+  constexpr int kStacks = 3;
   std::shared_ptr<const TokenVocab> vocab = ByteVocab();
   const std::vector<int32_t> mins = {0, 1, 2, 5, 11, 12, 13, 23, 24, 25, 50};
   const std::vector<int32_t> spans = {-1, 0, 1, 11, 12, 13, 24, 47, 48, 71, 150};
@@ -103,7 +106,8 @@ TEST(RepeatLowering, EveryCountWithSmallBlocks) {
         if (!lowered) continue;
         ASSERT_TRUE(lowered->Validate().ok());
         ASSERT_EQ(inlined.size(), lowered->rule_count());
-        auto cg = Compile(*lowered, vocab);
+        // Compiled as Compile does, with these limits: blocks are calls.
+        auto cg = CompiledGrammar::Build(g, vocab, {.max_stacks = kStacks}, small);
         ASSERT_TRUE(cg.ok()) << cg.status().ToString();
         ExpectCounts(*cg, child, min, max, (max < 0 ? min : max) + 20);
         testing::GrammarOracle oracle(*lowered);
@@ -142,7 +146,7 @@ TEST(RepeatLowering, NestedRepeatsKeepTheirLanguage) {
     for (int n = rng() % 30; n > 0; --n) text += pieces[rng() % 5];
     EXPECT_EQ(got.MatchesRoot(text), want.MatchesRoot(text)) << text;
   }
-  auto cg = Compile(*lowered, ByteVocab());
+  auto cg = CompiledGrammar::Build(g, ByteVocab(), {}, {.unroll = 16, .unroll_any = 16, .block = 8});
   ASSERT_TRUE(cg.ok()) << cg.status().ToString();
   Matcher m(*cg);
   EXPECT_TRUE(m.AcceptBytes("abcab;ccc;abcabcccababc;cc"));
@@ -190,21 +194,21 @@ TEST(RepeatLowering, JsonStringLengthsAreExact) {
     auto rule = AddJsonSchema(g, schema);
     ASSERT_TRUE(rule.ok()) << rule.status().ToString();
     g.SetRoot(*rule);
-    auto cg = Compile(g, vocab);
+    auto cg = Compile(g, vocab, {.max_stacks = 2});  // one level of blocks: a parse in a block, one in the run
     ASSERT_TRUE(cg.ok()) << cg.status().ToString();
     ExpectCounts(*cg, json, b.min, b.max, (b.max < 0 ? b.min : b.max) + 50, "\"", "\"");
   }
 }
 
 // Claude Code's Workflow tool holds a string of maxLength 524288: it compiles
-// small, takes exactly that many characters, and a long text keeps a few
-// parse stacks (the matcher would fail past max_stacks).
+// small, takes exactly that many characters, and a long text keeps two parse
+// stacks (the matcher would fail past max_stacks).
 TEST(RepeatLowering, HalfMegabyteStringEndsExactlyAtItsBound) {
   Grammar g;
   auto rule = AddJsonSchema(g, nlohmann::ordered_json::parse(R"({"type":"string","maxLength":524288})"));
   ASSERT_TRUE(rule.ok());
   g.SetRoot(*rule);
-  auto cg = Compile(g, ByteVocab(), {.max_stacks = 3});
+  auto cg = Compile(g, ByteVocab(), {.max_stacks = 2});
   ASSERT_TRUE(cg.ok()) << cg.status().ToString();
   EXPECT_LT((*cg)->state_count(), 40000u);
   Matcher m(*cg);
@@ -276,6 +280,16 @@ TEST(RepeatLowering, CountsAreBounded) {
   Matcher m(*cg);
   EXPECT_TRUE(m.AcceptBytes(std::string(3000, 'a')) && m.CanEnd());
   EXPECT_TRUE(m.AcceptBytes(std::string(999, 'a')) && !m.CanEnd());
+
+  // A repeat of something that can be empty stays unrolled, where every
+  // DFA state's set holds the states after it: refused, not grown.
+  Grammar empty;
+  auto optional = AddGbnf(empty, "root ::= (\"a\"?){0,100000} \"b\"");
+  ASSERT_TRUE(optional.ok());
+  empty.SetRoot(*optional);
+  auto refused = Compile(empty, vocab);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find("too large an automaton"), std::string::npos) << refused.status().message();
 
   Grammar over;
   RuleId r = over.AddRule("root");
