@@ -87,8 +87,8 @@ class RepeatWalk {
       case Node::Kind::kRepeat: {
         // A child that unrolls to nothing still costs a step per count.
         int64_t child = std::max<int64_t>(1, Size(n->children[0], depth + 1));
-        size = Add(Mul(child, Copies(*n)), 1);
         int64_t unrolled = Mul(child, Copies(*n));
+        size = Add(unrolled, 1);
         if (Copies(*n) < 2 || unrolled <= limits_.unroll) break;
         if (write_ == nullptr) {
           found_ = true;
@@ -108,7 +108,7 @@ class RepeatWalk {
   }
 
   // Whether a repeat of `child` past limits.unroll is lowered (see
-  // RepeatLimits). A count of blocks is: a block of a prefix code is one.
+  // RepeatLimits). A count of blocks always is: its child was lowered.
   bool Lowers(NodeId child, int64_t unrolled) {
     if (block_nodes_.count(child)) return true;
     auto it = shape_.find(child);
@@ -128,7 +128,8 @@ class RepeatWalk {
   // symbol) says of its language: it holds "" (kNullable); no string of it
   // begins another (kPrefixCode, from no path between accepting states:
   // a block then ends at one place); or neither, or unknown (kOther: calls,
-  // whose strings the symbol hides, or an automaton too large).
+  // whose strings the symbol hides, or an automaton too large). The probe
+  // rule stays in the output, unreached.
   Shape ShapeOf(NodeId child) {
     RuleId probe = NewRule(read_.rule(owner_).name + " (repeat probe)", child);
     Result<RuleDfa> dfa = BuildRuleDfa(*write_, probe, inlined_);

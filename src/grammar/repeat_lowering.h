@@ -3,26 +3,26 @@
 // The rule automata (grammar/rule_automaton.h) unroll a counted repeat into
 // one copy of its child per count: x{0,524288} of a JSON string character
 // (~57 states) would need ~30 million states. Before the automata are built,
-// each repeat whose unrolled size would pass RepeatLimits is rewritten in place over a rule P = x{B}, the block, where B copies of x
-// fill about RepeatLimits::block states (x a call of the child when the
-// child alone is larger than half of that):
+// each repeat whose unrolled size would pass RepeatLimits is rewritten in
+// place over a rule P = x{B}, the block, where B copies of x fill about
+// RepeatLimits::block states (x a call of the child when the child alone is
+// larger than half of that):
 //
 //   x{n}      P{n / B} x{n % B}
-//   x{0,m}    P{0,q-1} x{0,B-1} | P{q} x{0,r}      (m = qB + r; one branch,
-//                                                    P{0,q} x{0,B-1}, when
-//                                                    r = B-1, or x{0,m} when q = 0)
+//   x{0,m}    P{0,q-1} x{0,B-1} | P{q} x{0,r}     (m = qB + r; P{0,q} x{0,B-1}
+//                                                   when r = B-1; x{0,m} when q = 0)
 //   x{n,m}    x{n} x{0,m-n};   x{n,} is x{n} x*
 //
 // and a count of P that is long itself is lowered the same way (its child is
 // a call: one state), so sizes stay bounded for any count up to kMaxRepeat.
 // Exact: every count in range splits one way into blocks and a run, and no
 // other count does. Where x's strings split one way (a JSON string's
-// characters, array items), a text has one parse in a block and one in the
-// run per level of blocks, so the live parse stacks (grammar/parse_stacks.h)
-// stay a few whatever the count. P is made once per child and shared by
-// every repeat of it, so its DFA states and mask-cache entries repeat for
-// every block; the runs of fewer than B stay inline, so that what follows
-// the repeat (a string's closing quote) is in the same automaton.
+// characters), a text has one parse in the run and one in a block per level
+// of blocks, so the live parse stacks (grammar/parse_stacks.h) stay a few
+// whatever the count. P is made once per child and shared by every repeat of
+// it, so its DFA states and mask-cache entries repeat for every block; the
+// runs of fewer than B stay inline, so that what follows the repeat (a
+// string's closing quote) is in the same automaton.
 //
 // Done here, where Repeat nodes become automata, rather than where a source
 // writes counts, so that JSON Schema, regular expressions and GBNF all get it.
