@@ -88,8 +88,16 @@ class NfaBuilder {
   Result<int32_t> Repeat(const Node& n, int32_t entry, int depth) {
     NodeId child = n.children[0];
     int32_t cur = entry;
+    // A child that adds no state matches only "", and so does the repeat: a
+    // count of millions must not loop over nothing.
+    auto empty_child = [&](size_t states_before, int32_t from, int32_t to) {
+      return edges.size() == states_before && from == to;
+    };
     for (int32_t i = 0; i < n.min; ++i) {
-      ASSIGN_OR_RETURN(cur, Fragment(child, cur, depth + 1));
+      size_t states = edges.size();
+      ASSIGN_OR_RETURN(int32_t next, Fragment(child, cur, depth + 1));
+      if (empty_child(states, cur, next)) break;
+      cur = next;
       if (edges.size() > static_cast<size_t>(kMaxNfaStates)) return TooLarge();
     }
     if (n.max == -1) {
@@ -104,7 +112,10 @@ class NfaBuilder {
     int32_t end = NewState();
     for (int32_t i = n.min; i < n.max; ++i) {
       Edge(cur, NfaEdge::Kind::kEps, 0, end);
-      ASSIGN_OR_RETURN(cur, Fragment(child, cur, depth + 1));
+      size_t states = edges.size();
+      ASSIGN_OR_RETURN(int32_t next, Fragment(child, cur, depth + 1));
+      if (empty_child(states, cur, next)) break;
+      cur = next;
       if (edges.size() > static_cast<size_t>(kMaxNfaStates)) return TooLarge();
     }
     Edge(cur, NfaEdge::Kind::kEps, 0, end);

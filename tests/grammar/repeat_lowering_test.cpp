@@ -267,6 +267,16 @@ TEST(RepeatLowering, CountsUpToTheMaximumCompileSmall) {
   auto big = Compile(g, vocab);
   ASSERT_TRUE(big.ok()) << big.status().ToString();
   EXPECT_LT((*big)->state_count(), 60000u);
+  // Ten million empty strings: the empty string, at once.
+  Grammar nothing;
+  RuleId only = nothing.AddRule("root");
+  NodeId empties = nothing.Repeat(nothing.Seq({nothing.Empty(), nothing.Empty()}), 0, kMaxRepeat);
+  nothing.SetBody(only, nothing.Seq({empties, nothing.Byte('a')}));
+  nothing.SetRoot(only);
+  auto empty = Compile(nothing, vocab);
+  ASSERT_TRUE(empty.ok()) << empty.status().ToString();
+  Matcher one(*empty);
+  EXPECT_TRUE(one.AcceptBytes("a") && one.CanEnd());
   // (a{1000}){10000}: ten million bytes, nested.
   Grammar nested;
   RuleId root = nested.AddRule("root");
