@@ -102,7 +102,8 @@ TEST(RepeatLowering, EveryCountWithSmallBlocks) {
         std::vector<uint8_t> inlined = ChooseInlinedRules(g);
         std::optional<Grammar> lowered = LowerLongRepeats(g, &inlined, small);
         // Every child has a state or more: 17 copies pass 16.
-        if ((max < 0 ? min + 1 : max) >= 17) ASSERT_TRUE(lowered.has_value()) << child.name << " {" << min << "," << max << "}";
+        if ((max < 0 ? min + 1 : max) >= 17)
+          ASSERT_TRUE(lowered.has_value()) << child.name << " {" << min << "," << max << "}";
         if (!lowered) continue;
         ASSERT_TRUE(lowered->Validate().ok());
         ASSERT_EQ(inlined.size(), lowered->rule_count());
