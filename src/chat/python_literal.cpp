@@ -10,6 +10,10 @@ namespace {
 using Json = nlohmann::ordered_json;
 constexpr int kMaxDepth = 64;
 
+int HexDigit(char h) {
+  return h >= '0' && h <= '9' ? h - '0' : h >= 'a' && h <= 'f' ? h - 'a' + 10 : h >= 'A' && h <= 'F' ? h - 'A' + 10 : -1;
+}
+
 bool IsIdentStart(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_'; }
 bool IsIdentByte(char c) { return IsIdentStart(c) || (c >= '0' && c <= '9'); }
 
@@ -162,6 +166,10 @@ class Reader {
         case 'n': out.push_back('\n'); break;
         case 't': out.push_back('\t'); break;
         case 'r': out.push_back('\r'); break;
+        case 'b': out.push_back('\b'); break;
+        case 'f': out.push_back('\f'); break;
+        case 'v': out.push_back('\v'); break;
+        case 'a': out.push_back('\a'); break;
         case '0': out.push_back('\0'); break;
         case '\n': break;  // a continued line
         case 'x': case 'u': case 'U': {
@@ -170,12 +178,24 @@ class Reader {
           uint32_t cp = 0;
           for (size_t k = 0; k < n; ++k) {
             char h = s_[i_ + k];
-            int d = h >= '0' && h <= '9' ? h - '0' : h >= 'a' && h <= 'f' ? h - 'a' + 10 : h >= 'A' && h <= 'F' ? h - 'A' + 10 : -1;
+            int d = HexDigit(h);
             if (d < 0) return std::nullopt;
             cp = cp * 16 + static_cast<uint32_t>(d);
           }
-          if (cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return std::nullopt;
           i_ += n;
+          // A surrogate pair written as two escapes (JSON's way) is one code point.
+          if (e == 'u' && cp >= 0xD800 && cp <= 0xDBFF && s_.substr(i_, 2) == "\\u" && i_ + 6 <= s_.size()) {
+            uint32_t lo = 0;
+            for (size_t k = 2; k < 6 && lo != UINT32_MAX; ++k) {
+              const int d = HexDigit(s_[i_ + k]);
+              lo = d < 0 ? UINT32_MAX : lo * 16 + static_cast<uint32_t>(d);
+            }
+            if (lo >= 0xDC00 && lo <= 0xDFFF) {
+              cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
+              i_ += 6;
+            }
+          }
+          if (cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return std::nullopt;
           AppendUtf8(out, cp);
           break;
         }

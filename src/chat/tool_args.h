@@ -25,6 +25,12 @@ class ToolSchemas {
   std::map<std::string, std::map<std::string, std::string>> types_;
 };
 
+// The one JSON type a parameter's schema gives its values, as the readers of
+// bare-text formats take them: `type` ("integer"; in a type array the first
+// that is not "null"), else the one non-null type of anyOf/oneOf branches,
+// following local refs ("#/$defs/X") in `root`; "" when there is none.
+std::string ParameterType(const nlohmann::json& property, const nlohmann::json& root);
+
 // A parameter's text as a JSON value by its schema type: string-typed and
 // unknown parameters stay strings; others are parsed, falling back to a string.
 std::string TypedArgumentJson(std::string_view raw, const std::string& type);

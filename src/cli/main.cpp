@@ -3,12 +3,13 @@
 #include <exception>
 
 #include "cli/commands.h"
+#include "util/version.h"
 
 int main(int argc, char** argv) {
   CLI::App app{"llmhost: an LLM inference server for Linux (CPU and NVIDIA GPUs).\n"
                "Serves a folder of models behind OpenAI- and Anthropic-compatible APIs."};
   app.require_subcommand(1);
-  app.set_version_flag("--version", "llmhost 0.1.0");
+  app.set_version_flag("--version", std::string("llmhost ") + llmhost::kVersion);
   llmhost::cli::RegisterTokenizerCommands(app);
   llmhost::cli::RegisterTemplateCommands(app);
   llmhost::cli::RegisterInspectCommands(app);

@@ -81,6 +81,14 @@ class SchemaCompiler {
   // kMaxRepeat are an error naming `path`.
   Result<NodeId> RepeatCount(NodeId child, uint64_t min, int64_t max, const std::string& path);
 
+  // A string schema's values as bare text that never holds `stop` (named
+  // parameters; json_schema_parameters.cpp).
+  Result<NodeId> BareString(const Json& schema, const std::string& path, std::string_view stop, int depth);
+  // The values of `schema` of the types `types` ({"type": [...]}) allows.
+  Result<NodeId> ValueOfTypes(const Json& schema, const std::string& path, const Json& types, int depth);
+  // `schema` with its own $ref (and siblings) resolved.
+  Result<Json> Resolved(const Json& schema, const std::string& path, int depth);
+
   Grammar& g() { return g_; }
 
  private:

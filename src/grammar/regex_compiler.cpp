@@ -35,7 +35,8 @@ int HexValue(char c) {
 // Nesting is bounded by kMaxRegexNesting, so recursion depth is too.
 class RegexCompiler {
  public:
-  RegexCompiler(Grammar& g, std::string_view pattern, RegexText text) : g_(g), p_(pattern), text_(text) {}
+  RegexCompiler(Grammar& g, std::string_view pattern, RegexText text, const CodepointSet& excluded)
+      : g_(g), p_(pattern), text_(text), excluded_(excluded) {}
 
   Result<NodeId> Compile(bool search) {
     if (p_.size() > kMaxPatternBytes) return Error(0, "pattern of " + std::to_string(p_.size()) + " bytes is too long");
@@ -65,7 +66,8 @@ class RegexCompiler {
     return Error(at, construct + " is not supported");
   }
 
-  NodeId Emit(const CodepointSet& set) {
+  NodeId Emit(const CodepointSet& in) {
+    const CodepointSet set = excluded_.empty() ? in : in.Minus(excluded_);
     return text_ == RegexText::kUtf8 ? g_.Codepoints(set.ranges()) : JsonStringChar(g_, set);
   }
   NodeId AnyText() { return g_.Repeat(Emit(CodepointSet::All()), 0, -1); }
@@ -404,13 +406,15 @@ class RegexCompiler {
   Grammar& g_;
   std::string_view p_;
   RegexText text_;
+  CodepointSet excluded_;
   size_t pos_ = 0;
 };
 
 }  // namespace
 
-Result<NodeId> CompileRegex(Grammar& g, std::string_view pattern, bool search, RegexText text) {
-  return RegexCompiler(g, pattern, text).Compile(search);
+Result<NodeId> CompileRegex(Grammar& g, std::string_view pattern, bool search, RegexText text,
+                            const CodepointSet& excluded) {
+  return RegexCompiler(g, pattern, text, excluded).Compile(search);
 }
 
 }  // namespace llmhost::grammar

@@ -5,6 +5,7 @@
 
 #include <string_view>
 
+#include "grammar/codepoint_set.h"
 #include "grammar/grammar.h"
 #include "util/status.h"
 
@@ -16,7 +17,10 @@ inline constexpr size_t kMaxPatternBytes = 1 << 16;
 inline constexpr int kMaxRegexNesting = 100;
 
 // `search`: a top-level alternative without ^ (or $) may have any text
-// before (or after) its match, as ECMAScript's RegExp.test.
-Result<NodeId> CompileRegex(Grammar& g, std::string_view pattern, bool search, RegexText text);
+// before (or after) its match, as ECMAScript's RegExp.test. `excluded`:
+// code points no character class or literal may match (a subset of the
+// pattern's language: bare text inside markup avoids the markup's '<').
+Result<NodeId> CompileRegex(Grammar& g, std::string_view pattern, bool search, RegexText text,
+                            const CodepointSet& excluded = {});
 
 }  // namespace llmhost::grammar

@@ -176,6 +176,10 @@ class EnginePool {
   UnloadResult Unload(const std::string& id);
   // Rule 18: Busy when pinned, loading, leased or active; never aborts.
   PoolError UnloadIfIdle(const std::string& id);
+  // How long the loaded model stays after its last request, for this load
+  // only (Ollama's keep_alive): seconds (negative: until evicted or
+  // unloaded); nullopt: the settings' TTL again. A model not loaded: no-op.
+  PoolError SetKeepAlive(const std::string& id, std::optional<double> seconds);
   // Settings: validated, persisted, applied now. A change of runtime
   // settings (max context, type override) reloads the model once it drains.
   // NotFound for an unknown model, InvalidArgument for a bad value.
@@ -254,6 +258,8 @@ class EnginePool {
   std::unique_ptr<ModelLease> MakeLease(const std::shared_ptr<Slot>& slot);
   void Release(ModelLease* lease);
   std::optional<std::string> ResolveLocked(const std::string& name) const;
+  // The idle time after which the slot unloads; nullopt: none (pool_admin.cpp).
+  std::optional<int64_t> IdleTtl(const Slot& s) const;
   std::string UnknownModelMessage(const std::string& name) const;
   void Notify();
   double Now() const;

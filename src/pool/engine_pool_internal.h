@@ -32,6 +32,9 @@ struct EnginePool::Slot {
   std::string runtime_key;      // settings the engine was built with
   std::optional<PoolError> load_failure;  // cached until Rediscover()
   double last_access = 0;       // unix seconds; 0: never
+  // A request's keep-alive for this load (Ollama's keep_alive), over the
+  // settings' TTL until the model unloads; negative: no expiry.
+  std::optional<double> keep_alive_s;
   double loaded_at = 0;
   std::atomic<bool> abort_loading{false};
 

@@ -217,11 +217,7 @@ std::vector<ModelStatus> EnginePool::ModelStatuses() const {
     m.estimated_bytes = s->estimate[0] + s->estimate[1];
     m.weight_bytes = s->model.weight_bytes;
     if (s->last_access > 0) m.last_access = s->last_access;
-    if (s->settings.ttl_seconds) {
-      m.ttl_seconds = s->settings.ttl_seconds;
-    } else if (options_.idle_ttl_s) {
-      m.ttl_seconds = options_.idle_ttl_s;
-    }
+    m.ttl_seconds = IdleTtl(*s);
     m.active_requests = s->in_use;
     for (const auto& [t, w] : waiters_) m.waiting_requests += w.id == id ? 1 : 0;
     if (s->engine && m.loaded) {
@@ -359,6 +355,24 @@ bool EnginePool::AbortAllRequests() {
   return true;
 }
 
+std::optional<int64_t> EnginePool::IdleTtl(const Slot& s) const {
+  if (s.keep_alive_s) {
+    if (*s.keep_alive_s < 0) return std::nullopt;
+    return static_cast<int64_t>(*s.keep_alive_s);
+  }
+  return s.settings.ttl_seconds ? s.settings.ttl_seconds : options_.idle_ttl_s;
+}
+
+PoolError EnginePool::SetKeepAlive(const std::string& name, std::optional<double> seconds) {
+  Lock lock(mu_);
+  std::optional<std::string> id = ResolveLocked(name);
+  std::shared_ptr<Slot> s = id ? FindSlot(*id) : nullptr;
+  if (!s) return MakeError(PoolErrorCode::kNotFound, UnknownModelMessage(name));
+  if (s->state == SlotState::kUnloaded) return PoolError();  // it applies to a load only
+  s->keep_alive_s = seconds;
+  return PoolError();
+}
+
 int EnginePool::ExpireIdle() {
   int unloaded = 0;
   for (;;) {
@@ -367,7 +381,7 @@ int EnginePool::ExpireIdle() {
     std::shared_ptr<Slot> victim;
     for (auto& [id, s] : slots_) {
       if (s->state != SlotState::kLoaded || s->pinned()) continue;
-      std::optional<int64_t> ttl = s->settings.ttl_seconds ? s->settings.ttl_seconds : options_.idle_ttl_s;
+      const std::optional<int64_t> ttl = IdleTtl(*s);
       if (!ttl) continue;
       if (now - s->last_access < static_cast<double>(*ttl)) continue;
       if (IsQuiescent(*s)) {

@@ -433,6 +433,7 @@ void EnginePool::LoadSlot(Lock& lock, const std::shared_ptr<Slot>& slot) {
     slot->resident = {};
     slot->measured = {};
     slot->kv_claimed = slot->kv_wanted = 0;
+    slot->keep_alive_s.reset();
     slot->state = SlotState::kUnloaded;
   };
   if (!r.ok()) {
@@ -516,6 +517,7 @@ void EnginePool::UnloadMarked(Lock& lock, const std::shared_ptr<Slot>& slot, con
   slot->resident = {};
   slot->measured = {};
   slot->kv_claimed = slot->kv_wanted = 0;
+  slot->keep_alive_s.reset();
   slot->state = SlotState::kUnloaded;
   slot->pending_unload = false;
   slot->reload_pending = false;

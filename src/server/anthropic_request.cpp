@@ -3,6 +3,7 @@
 #include <limits>
 #include <string_view>
 
+#include "server/structured_output_request.h"
 #include "server/tool_schema.h"
 
 namespace llmhost::server {
@@ -205,9 +206,12 @@ MaybeError ReadTools(const OJson& body, OJson* tools) {
     RETURN_IF_API_ERROR(ReadString(t, "name", tp, &name));
     if (!name || name->empty()) return BadRequest("'" + tp + ".name' is required", tp + ".name");
     RETURN_IF_API_ERROR(ReadString(t, "description", tp, &description));
+    std::optional<bool> strict;
+    RETURN_IF_API_ERROR(ReadBool(t, "strict", tp, &strict));
     OJson fn = OJson::object();
     fn["name"] = *name;
     if (description) fn["description"] = *description;
+    if (strict) fn["strict"] = *strict;  // a forced call's input then holds only declared properties
     auto schema = t.find("input_schema");
     if (schema == t.end() || schema->is_null()) {
       return BadRequest("'" + tp + ".input_schema' is required: the JSON Schema of the tool's input",
@@ -291,7 +295,7 @@ MaybeError ReadEffortBudget(const OJson& body, std::optional<int64_t>* budget) {
       return std::nullopt;
     }
   }
-  return BadRequest("'output_config.effort' must be low, medium, high or max; got '" + *effort + "'",
+  return BadRequest("'output_config.effort' must be low, medium, high, xhigh or max; got '" + *effort + "'",
                     "output_config.effort");
 }
 
@@ -362,6 +366,7 @@ MaybeError ParseMessagesRequest(const OJson& body, bool count_only, InferenceReq
   RETURN_IF_API_ERROR(ReadTools(body, &out->tools));
   RETURN_IF_API_ERROR(ReadToolChoice(body, out));
   ApplyToolChoice(out);
+  RETURN_IF_API_ERROR(ReadAnthropicOutputFormat(body, &out->constraint));
   SamplingRequest& s = out->sampling;
   if (!count_only) {
     RETURN_IF_API_ERROR(ReadInteger(body, "max_tokens", "", 1, std::numeric_limits<int32_t>::max(), &s.max_tokens));

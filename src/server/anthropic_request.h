@@ -6,7 +6,10 @@
 //   user text blocks                      → user content (joined with "\n")
 //   user tool_result blocks               → role "tool" messages (tool_call_id)
 //   assistant text / tool_use / thinking  → content / tool_calls / reasoning_content
-//   tools {name, description, input_schema} → {type: function, function: {name, description, parameters}}
+//   tools {name, description, input_schema, strict} → {type: function, function: {name, description,
+//     parameters, strict}}
+//   output_config.format / output_format {type: json_schema, schema} → the output's JSON Schema
+//     (structured_output_request.h)
 //   thinking {type: enabled|adaptive|disabled} → chat_template_kwargs.enable_thinking, and
 //     the think block's budget (budget_tokens; adaptive: output_config.effort, kEffortBudgets)
 //   tool_choice {type: auto|any|tool|none}  → ToolChoice (api_request.h)
@@ -43,6 +46,7 @@ struct EffortBudget {
   const char* effort;
   int64_t tokens;
 };
-inline constexpr EffortBudget kEffortBudgets[] = {{"low", 1024}, {"medium", 4096}, {"high", 16384}, {"max", 0}};
+inline constexpr EffortBudget kEffortBudgets[] = {{"low", 1024}, {"medium", 4096}, {"high", 16384},
+                                                   {"xhigh", 32768}, {"max", 0}};
 
 }  // namespace llmhost::server

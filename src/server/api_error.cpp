@@ -5,7 +5,10 @@
 namespace llmhost::server {
 
 ApiFlavor FlavorForPath(std::string_view path) {
-  return path.substr(0, 12) == "/v1/messages" ? ApiFlavor::kAnthropic : ApiFlavor::kOpenAI;
+  if (path.substr(0, 12) == "/v1/messages") return ApiFlavor::kAnthropic;
+  // Ollama's API, but for llmhost's own /api/status.
+  if (path.substr(0, 5) == "/api/" && path != "/api/status") return ApiFlavor::kOllama;
+  return ApiFlavor::kOpenAI;
 }
 
 std::string ErrorType(int status, ApiFlavor flavor) {
@@ -32,6 +35,11 @@ std::string ErrorType(int status, ApiFlavor flavor) {
 
 std::string ErrorJson(const ApiError& e, ApiFlavor flavor) {
   nlohmann::ordered_json j;  // keys in the documented order
+  if (flavor == ApiFlavor::kOllama) {
+    // Ollama's clients show the error as the string it is.
+    return nlohmann::ordered_json{{"error", e.message}}.dump(-1, ' ', false,
+                                                            nlohmann::ordered_json::error_handler_t::replace);
+  }
   if (flavor == ApiFlavor::kAnthropic) {
     j = {{"type", "error"}, {"error", {{"type", ErrorType(e.status, flavor)}, {"message", e.message}}}};
   } else {

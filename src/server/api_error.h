@@ -17,7 +17,7 @@
 
 namespace llmhost::server {
 
-enum class ApiFlavor { kOpenAI, kAnthropic };
+enum class ApiFlavor { kOpenAI, kAnthropic, kOllama };  // kOllama: {"error": "message"}
 
 struct ApiError {
   int status = 400;

@@ -61,7 +61,7 @@ struct ConstraintSpec {
   std::vector<std::string> choices;   // kChoice
 };
 
-enum class ApiKind { kChatCompletions, kCompletions, kMessages, kCountTokens, kResponses };
+enum class ApiKind { kChatCompletions, kCompletions, kMessages, kCountTokens, kResponses, kOllamaChat, kOllamaGenerate };
 enum class PromptKind { kChat, kText, kTokens };
 
 struct InferenceRequest {
@@ -94,6 +94,12 @@ struct InferenceRequest {
   // those of previous_response_id), which a stored response continues.
   nlohmann::ordered_json responses_echo;
   nlohmann::ordered_json responses_conversation;
+
+  // Ollama (ollama_request.h): how long the model stays loaded after this
+  // request (seconds, negative: no expiry), and a request that only loads
+  // (or, with keep_alive 0, unloads) the model.
+  std::optional<double> keep_alive_s;
+  bool load_only = false;
 };
 
 // Narrows request->tools to what tool_choice lets the model see.

@@ -8,7 +8,7 @@ namespace llmhost::server {
 
 namespace {
 
-enum class Route { kHealth, kModels, kModelsStatus, kInference, kStoredResponse, kStatus, kAdmin };
+enum class Route { kHealth, kModels, kModelsStatus, kInference, kStoredResponse, kStatus, kAdmin, kOllama };
 
 struct RouteEntry {
   const char* method;
@@ -38,6 +38,13 @@ constexpr RouteEntry kRoutes[] = {
     {"GET", "/admin/api/cache", Route::kAdmin},
     {"POST", "/admin/api/cache/", Route::kAdmin},  // clear-hot, clear-ssd
     {"GET", "/admin/api/status", Route::kStatus},
+    // Ollama's API (errors as {"error": "..."}: FlavorForPath).
+    {"POST", "/api/chat", Route::kInference},
+    {"POST", "/api/generate", Route::kInference},
+    {"GET", "/api/version", Route::kOllama},
+    {"GET", "/api/tags", Route::kOllama},
+    {"GET", "/api/ps", Route::kOllama},
+    {"POST", "/api/show", Route::kOllama},
 };
 
 bool PathMatches(const std::string& path, const char* pattern) {
@@ -212,6 +219,7 @@ void ApiServer::Handle(HttpRequest request, std::shared_ptr<ResponseWriter> writ
     case Route::kStatus: HandleStatus(*this, request, writer); break;
     case Route::kModelsStatus: HandleModelsStatus(*this, request, writer); break;
     case Route::kAdmin: HandleAdmin(*this, request, writer); break;
+    case Route::kOllama: HandleOllama(*this, request, writer); break;
     case Route::kHealth: break;
   }
 }

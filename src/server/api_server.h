@@ -11,6 +11,8 @@
 //   POST /v1/messages/count_tokens       Anthropic token count
 //   POST /v1/responses                   OpenAI Responses; GET /v1/responses/{id}: a stored one
 //   GET  /api/status                     memory, models, requests, HTTP and engine statistics
+//   POST /api/chat, /api/generate        Ollama (NDJSON streams); GET /api/version, /api/tags,
+//                                        /api/ps, POST /api/show (routes_ollama.cpp)
 //   /admin/api/...                       models (list, load, unload, unload-if-idle, pin,
 //                                        unpin, settings), reload (routes_admin.cpp)
 //   OPTIONS *                            CORS preflight
@@ -112,6 +114,9 @@ void HandleModelsStatus(ApiServer& server, const HttpRequest& request,
                         const std::shared_ptr<ResponseWriter>& writer);
 void HandleAdmin(ApiServer& server, const HttpRequest& request,
                  const std::shared_ptr<ResponseWriter>& writer);
+// routes_ollama.cpp: Ollama's model routes.
+void HandleOllama(ApiServer& server, const HttpRequest& request,
+                  const std::shared_ptr<ResponseWriter>& writer);
 // routes_cache.cpp: GET /admin/api/cache, POST /admin/api/cache/clear-hot|clear-ssd.
 void HandleCache(ApiServer& server, const HttpRequest& request,
                  const std::shared_ptr<ResponseWriter>& writer);

@@ -100,7 +100,7 @@ MaybeError GenerationRelay::Submit(GenerationRequest request) {
     submitted_ = true;
     last_write_ = std::chrono::steady_clock::now();
     if (formatter_->streaming()) {
-      writer_->StartStream(200, "text/event-stream", SseHeaders());
+      writer_->StartStream(200, formatter_->content_type(), SseHeaders());
       // One keep-alive at once: proxies and clients see the stream is alive
       // before a long prompt is prefilled.
       writer_->Write(formatter_->KeepAlive(keepalive_));

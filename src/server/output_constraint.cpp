@@ -100,8 +100,9 @@ MaybeError AttachOutputConstraint(const InferenceRequest& r, const ServedModel& 
     }
     ToolCallGrammarOptions o;
     o.parallel = r.tool_choice.parallel;
-    key = std::string("tool_calls ") + OutputFormatName(plan.format) + (o.parallel ? " parallel\n" : "\n") +
-          r.tools.dump();
+    o.analysis_first = plan.format == OutputFormat::kHarmony && plan.options.reasoning;
+    key = std::string("tool_calls ") + OutputFormatName(plan.format) + (o.parallel ? " parallel" : "") +
+          (o.analysis_first ? " analysis\n" : "\n") + r.tools.dump();
     build = [tools = r.tools, format = plan.format, o](Grammar& g, const TokenVocab& v) {
       return AddToolCallGrammar(g, format, tools, v, o);
     };
@@ -112,7 +113,9 @@ MaybeError AttachOutputConstraint(const InferenceRequest& r, const ServedModel& 
     return std::nullopt;
   }
   if (!model.grammars) return ErrorWithStatus(500, "structured output: the model has no grammar cache");
-  std::optional<OutputConstraint::Think> think = ThinkOf(plan, *model.grammars->vocab());
+  // Harmony's analysis message before a forced call is in the call's grammar.
+  std::optional<OutputConstraint::Think> think;
+  if (field != "tool_choice" || plan.format != OutputFormat::kHarmony) think = ThinkOf(plan, *model.grammars->vocab());
   if (think) {
     key = "after think\n" + key;
     build = [inner = std::move(build)](Grammar& g, const TokenVocab& v) -> Result<RuleId> {

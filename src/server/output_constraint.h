@@ -11,7 +11,9 @@
 // whitespace first (templates write "</think>\n\n"): the prompt opened the
 // block (free until the close), or the output may open it first (while
 // what it wrote is a start of both the open marker and the grammar, both
-// stay possible), else it is constrained from its start. gpt-oss (harmony) is free until its final channel's message.
+// stay possible), else it is constrained from its start. gpt-oss (harmony)
+// is free until its final channel's message; a forced call's grammar holds
+// the analysis message itself (the call follows it in another message).
 //
 // A forced tool call takes precedence over response_format (the turn's
 // output is the call, not a text answer).

@@ -51,7 +51,11 @@ bool PromptOpensThinkBlock(const std::string& prompt, const std::string& open, c
 OutputPlan PlanOutput(const InferenceRequest& r, const ServedModel& model, const ModelSettings& settings,
                       const std::string& prompt, GenerationRequest* gen) {
   OutputPlan plan;
-  if (r.api != ApiKind::kChatCompletions && r.api != ApiKind::kMessages && r.api != ApiKind::kResponses) return plan;
+  // Chat turns are parsed (Ollama's generate renders its prompt as one, but for raw prompts).
+  const bool chat = r.api == ApiKind::kChatCompletions || r.api == ApiKind::kMessages ||
+                    r.api == ApiKind::kResponses || r.api == ApiKind::kOllamaChat ||
+                    (r.api == ApiKind::kOllamaGenerate && r.prompt_kind == PromptKind::kChat);
+  if (!chat) return plan;
   plan.enabled = true;
   const DetectedOutputFormat& detected = model.output_format;
   plan.format = detected.format;

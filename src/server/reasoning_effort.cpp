@@ -19,7 +19,7 @@ MaybeError ApplyReasoningEffort(const std::string& effort, const std::string& pa
       return std::nullopt;
     }
   }
-  return BadRequest("'" + param + "' must be none, minimal, low, medium or high; got '" + effort + "'", param);
+  return BadRequest("'" + param + "' must be none, minimal, low, medium, high or xhigh; got '" + effort + "'", param);
 }
 
 }  // namespace llmhost::server

@@ -65,6 +65,8 @@ class ResponseFormatter {
  public:
   virtual ~ResponseFormatter() = default;
   virtual bool streaming() const = 0;
+  // Of the streamed body.
+  virtual const char* content_type() const { return "text/event-stream"; }
   virtual std::string Start(int choice, const GenerationUsage& usage) = 0;
   virtual std::string Events(int choice, const std::vector<OutputEvent>& events,
                              const std::vector<TokenLogprob>& logprobs) = 0;
@@ -96,6 +98,11 @@ using ResponseCompleted = std::function<void(const nlohmann::ordered_json& respo
                                              const nlohmann::ordered_json& assistant_message)>;
 std::unique_ptr<ResponseFormatter> MakeResponsesFormatter(const ResponseMeta& meta, bool stream,
                                                           nlohmann::ordered_json echo, ResponseCompleted on_complete);
+
+// Ollama's /api/chat (`chat`) and /api/generate (ollama_response.cpp).
+std::unique_ptr<ResponseFormatter> MakeOllamaFormatter(const ResponseMeta& meta, bool stream, bool chat);
+// Now, in RFC 3339 with nanoseconds, as Ollama writes created_at.
+std::string OllamaTimestamp();
 
 // A random id: prefix + 24 hex digits.
 std::string NewResponseId(const std::string& prefix);

@@ -7,6 +7,7 @@
 
 #include "server/anthropic_request.h"
 #include "server/api_server.h"
+#include "server/ollama_request.h"
 #include "server/openai_request.h"
 #include "server/output_constraint.h"
 #include "server/output_plan.h"
@@ -23,6 +24,17 @@ MaybeError ParseRequest(const HttpRequest& request, const OJson& body, const Res
                         InferenceRequest* out) {
   const std::string& path = request.path;
   if (path == "/v1/chat/completions") return ParseChatCompletionsRequest(body, out);
+  if (path == "/api/chat" || path == "/api/generate") {
+    std::vector<std::string> ignored;
+    MaybeError e = path == "/api/chat" ? ParseOllamaChatRequest(body, out, &ignored)
+                                       : ParseOllamaGenerateRequest(body, out, &ignored);
+    if (!e && !ignored.empty()) {
+      std::string names;
+      for (const std::string& n : ignored) names += (names.empty() ? "" : ", ") + n;
+      LOG_INFO("http: " << path << ": options left to the server: " << names);
+    }
+    return e;
+  }
   if (path == "/v1/responses") return ParseResponsesRequest(body, store, out);
   if (path == "/v1/completions") return ParseCompletionsRequest(body, out);
   const std::string_view beta = request.Header("anthropic-beta");
@@ -47,6 +59,8 @@ std::unique_ptr<ResponseFormatter> MakeFormatter(const InferenceRequest& r, cons
       }
       return MakeResponsesFormatter(meta, r.stream, r.responses_echo, std::move(on_complete));
     }
+    case ApiKind::kOllamaChat: return MakeOllamaFormatter(meta, r.stream, /*chat=*/true);
+    case ApiKind::kOllamaGenerate: return MakeOllamaFormatter(meta, r.stream, /*chat=*/false);
     default: return MakeMessagesFormatter(meta, r.stream);
   }
 }
@@ -58,6 +72,21 @@ const char* IdPrefix(ApiKind api) {
     case ApiKind::kResponses: return "resp_";
     default: return "msg_";
   }
+}
+
+// Ollama's answer to a request that only loads or unloads its model.
+HttpResponse OllamaDoneResponse(const InferenceRequest& req, const std::string& model, const char* reason) {
+  OJson j = {{"model", model}, {"created_at", OllamaTimestamp()}};
+  if (req.api == ApiKind::kOllamaGenerate) {
+    j["response"] = "";
+  } else {
+    j["message"] = {{"role", "assistant"}, {"content", ""}};
+  }
+  j["done_reason"] = reason;
+  j["done"] = true;
+  HttpResponse r;
+  r.body = j.dump();
+  return r;
 }
 
 // After the model's lease is granted (on the handler's thread, or the
@@ -73,6 +102,8 @@ void ContinueInference(ApiServer& server, const std::string& path, InferenceRequ
   }
   std::shared_ptr<ModelLease> lease(std::move(acquired.lease));
   const ServedModel& model = *lease->served();
+  if (req.keep_alive_s) server.pool().SetKeepAlive(lease->id(), *req.keep_alive_s);
+  if (req.load_only) return writer->Send(OllamaDoneResponse(req, lease->id(), "load"));
   ApplyModelSettings(lease->settings(), &req);
   std::vector<int32_t> ids;
   std::string prompt_text;
@@ -142,6 +173,14 @@ void HandleInference(ApiServer& server, const HttpRequest& request,
   InferenceRequest req;
   if (MaybeError e = ParseRequest(request, body, server.responses(), &req)) return fail(*e);
   body = OJson();  // the parsed request holds what is needed
+  if (req.load_only && req.keep_alive_s && *req.keep_alive_s == 0) {
+    // Ollama's way to unload a model: nothing to generate, no time to stay.
+    Result<std::string> id = server.pool().Resolve(req.model);
+    if (!id.ok()) return fail(ErrorWithStatus(404, id.status().message(), "model_not_found"));
+    PoolError e = server.pool().UnloadIfIdle(*id);
+    if (!e.ok()) return fail(PoolApiError(e));
+    return writer->Send(OllamaDoneResponse(req, *id, "unload"));
+  }
 
   // The model may have to load, or wait for memory that busy models hold:
   // the request queues in the pool without holding a handler thread.

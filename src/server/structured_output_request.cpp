@@ -202,4 +202,35 @@ MaybeError ReadResponsesTextFormat(const OJson& body, ConstraintSpec* out) {
   return ReadJsonSchemaFormat(*format, "text.format", t, out);
 }
 
+MaybeError ReadAnthropicOutputFormat(const OJson& body, ConstraintSpec* out) {
+  auto read = [&](const OJson& format, const std::string& path) -> MaybeError {
+    if (!format.is_object()) {
+      return BadRequest("'" + path + "' must be an object such as {\"type\": \"json_schema\", \"schema\": {...}}", path);
+    }
+    std::optional<std::string> type;
+    RETURN_IF_API_ERROR(ReadString(format, "type", path, &type));
+    if (type != "json_schema") {
+      return BadRequest("'" + path + ".type' must be \"json_schema\", got '" + type.value_or("") + "'", path + ".type");
+    }
+    auto schema = format.find("schema");
+    if (schema == format.end() || schema->is_null()) {
+      return BadRequest("'" + path + ".schema' is required: the JSON Schema the output must follow", path + ".schema");
+    }
+    ConstraintSpec s;
+    s.kind = Kind::kJsonSchema;
+    s.field = path;
+    s.strict = true;  // Anthropic's outputs hold no property the schema does not declare
+    RETURN_IF_API_ERROR(ReadSchema(*schema, path + ".schema", &s.schema));
+    return SetOnce(std::move(s), out);
+  };
+  auto config = body.find("output_config");
+  if (config != body.end() && config->is_object()) {
+    auto format = config->find("format");
+    if (format != config->end() && !format->is_null()) RETURN_IF_API_ERROR(read(*format, "output_config.format"));
+  }
+  auto beta = body.find("output_format");
+  if (beta != body.end() && !beta->is_null()) RETURN_IF_API_ERROR(read(*beta, "output_format"));
+  return std::nullopt;
+}
+
 }  // namespace llmhost::server

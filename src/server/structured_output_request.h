@@ -11,6 +11,9 @@
 //   grammar (GBNF), json_schema (a schema)               (llama.cpp)
 // Responses (ReadResponsesTextFormat): text.format {type: "text" |
 //   "json_object" | "json_schema", name, schema, strict}.
+// Anthropic Messages (ReadAnthropicOutputFormat): output_config.format, or
+//   the beta's output_format, {type: "json_schema", schema}; objects get
+//   additionalProperties false unless the schema says otherwise.
 //
 // Two of these at once is a 400 naming both. Only the shape is checked
 // here; the schema, regex or grammar is compiled (and its errors reported)
@@ -28,5 +31,6 @@ inline constexpr size_t kMaxGuidedChoices = 1024;
 
 MaybeError ReadStructuredOutput(const OJson& body, ConstraintSpec* out);
 MaybeError ReadResponsesTextFormat(const OJson& body, ConstraintSpec* out);
+MaybeError ReadAnthropicOutputFormat(const OJson& body, ConstraintSpec* out);
 
 }  // namespace llmhost::server

@@ -24,6 +24,14 @@ TEST(JsonScan, FindsTheEndOfAValue) {
   EXPECT_EQ(json_scan::ScanValue(std::string(300, '['), 0).state, State::kError);  // too deep
 }
 
+TEST(JsonScan, ValidJsonIncludesNumbersPastTheDoubleRange) {
+  EXPECT_TRUE(json_scan::IsValidJson(R"({"a": [1e400, -0.5E-9, 0, 123456789012345678901234567890]})"));
+  EXPECT_TRUE(json_scan::IsValidJson(" \"1e400\" "));
+  for (const char* bad : {"01", "-", "1.", ".5", "1e", "1e+", "+1", "1x", "[1,]", "{\"a\" 1}", "\"\\q\"", "NaN"}) {
+    EXPECT_FALSE(json_scan::IsValidJson(bad)) << bad;
+  }
+}
+
 TEST(JsonScan, CallObjectStreamsArgumentsOnceTheNameIsKnown) {
   auto partial = json_scan::ScanCallObject(R"({"name": "f", "arguments": {"a": [1,)", 0, {"name"}, {"arguments"});
   EXPECT_EQ(partial.state, State::kIncomplete);
@@ -60,12 +68,24 @@ TEST(ToolArgs, ValuesTypedBySchema) {
   EXPECT_EQ(schemas.TypeOf("f", "n"), "integer");
   EXPECT_EQ(schemas.TypeOf("g", "x"), "number");
   EXPECT_EQ(schemas.TypeOf("f", "missing"), "");
+  // One type through anyOf with null (pydantic's Optional) and local refs.
+  const nlohmann::json root = nlohmann::json::parse(R"({"$defs": {"N": {"type": "integer"}, "S": {"type": "string"}}})");
+  EXPECT_EQ(ParameterType(nlohmann::json::parse(R"({"anyOf": [{"type": "number"}, {"type": "null"}]})"), root), "number");
+  EXPECT_EQ(ParameterType(nlohmann::json::parse(R"({"$ref": "#/$defs/N"})"), root), "integer");
+  EXPECT_EQ(ParameterType(nlohmann::json::parse(R"({"oneOf": [{"$ref": "#/$defs/N"}, {"$ref": "#/$defs/S"}]})"), root), "");
+  EXPECT_EQ(ParameterType(nlohmann::json::parse(R"({"$ref": "#/$defs/missing"})"), root), "");
+  EXPECT_EQ(ParameterType(nlohmann::json::parse(R"({"$ref": "#/$defs/~9"})"), root), "");
   EXPECT_EQ(TypedArgumentJson(" 42 ", "integer"), "42");
   EXPECT_EQ(TypedArgumentJson("4.5", "integer"), "\"4.5\"");
   EXPECT_EQ(TypedArgumentJson("True", "boolean"), "true");
   EXPECT_EQ(TypedArgumentJson("{\"k\": 1}", "object"), "{\"k\":1}");
   EXPECT_EQ(TypedArgumentJson("42", "string"), "\"42\"");
   EXPECT_EQ(TypedArgumentJson("42", ""), "\"42\"");
+  // Valid JSON past the double range passes as written, in its own kind only.
+  EXPECT_EQ(TypedArgumentJson(" 1e400 ", "number"), "1e400");
+  EXPECT_EQ(TypedArgumentJson("[1e400]", "array"), "[1e400]");
+  EXPECT_EQ(TypedArgumentJson("1e400", "integer"), "\"1e400\"");
+  EXPECT_EQ(TypedArgumentJson("1e400", "object"), "\"1e400\"");
   ArgumentsBuilder args;
   EXPECT_EQ(args.Finished(), "{}");
   EXPECT_EQ(args.Partial("a", "x\"y"), "{\"a\": \"x\\\"y");

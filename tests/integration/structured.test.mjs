@@ -18,6 +18,7 @@ import path from 'node:path';
 import OpenAI from 'openai';
 import Anthropic from '@anthropic-ai/sdk';
 import { zodResponseFormat } from 'openai/helpers/zod';
+import { zodOutputFormat } from '@anthropic-ai/sdk/helpers/zod';
 import { generateObject } from 'ai';
 import { createOpenAICompatible } from '@ai-sdk/openai-compatible';
 import { z } from 'zod';
@@ -214,6 +215,75 @@ test('forced tool calls parse into tool_calls (OpenAI) and tool_use (Anthropic)'
     assert.equal(use.name, 'get_weather');
     assert.ok(typeof use.input.city === 'string' && ['c', 'f'].includes(use.input.unit), JSON.stringify(use.input));
   }
+});
+
+// Every tool-call markup, chosen with the tool_parser setting: the forced
+// call is written in that format's markup (bare-text parameters for
+// qwen3_coder and glm45, Python keywords for pythonic, channels for
+// harmony) and parses back into a call that fits the schema.
+test('forced tool calls in every tool-call format', { skip }, async () => {
+  const settings = `${server.url}/admin/api/models/${MODEL}/settings`;
+  const codeTool = {
+    type: 'function',
+    function: { name: 'run', strict: true, parameters: { type: 'object', properties: {
+      cmd: { type: 'string', maxLength: 16 }, lines: { type: 'integer', minimum: 1, maximum: 50 },
+      shell: { enum: ['sh', 'bash'] } }, required: ['cmd', 'lines', 'shell'] } },
+  };
+  try {
+    for (const format of ['qwen3_coder', 'glm45', 'pythonic', 'deepseek_v3', 'deepseek_v31', 'harmony', 'mistral',
+      'llama3_json', 'kimi_k2', 'hermes']) {
+      const put = await http(settings, 'PUT', { tool_parser: format });
+      assert.equal(put.status, 200, put.text);
+      const r = await openai.chat.completions.create({
+        model: MODEL, seed: 3, max_tokens: 200, tools: [codeTool], tool_choice: 'required', parallel_tool_calls: false,
+        ...NO_THINK, messages: [{ role: 'user', content: 'List files.' }],
+      });
+      const c = r.choices[0];
+      assert.equal(c.finish_reason, 'tool_calls', format + ': ' + JSON.stringify(c));
+      assert.equal(c.message.tool_calls.length, 1, format);
+      const call = c.message.tool_calls[0].function;
+      assert.equal(call.name, 'run', format);
+      const args = JSON.parse(call.arguments);
+      assert.deepEqual(Object.keys(args), ['cmd', 'lines', 'shell'], format + ': ' + call.arguments);
+      assert.ok(typeof args.cmd === 'string' && [...args.cmd].length <= 16, format + ': ' + call.arguments);
+      assert.ok(Number.isInteger(args.lines) && args.lines >= 1 && args.lines <= 50, format + ': ' + call.arguments);
+      assert.ok(['sh', 'bash'].includes(args.shell), format + ': ' + call.arguments);
+    }
+    // The setting picks the grammar: pythonic calls need Python names.
+    await http(settings, 'PUT', { tool_parser: 'pythonic' });
+    const bad = await http(`${server.url}/v1/chat/completions`, 'POST', {
+      model: MODEL, max_tokens: 8, tools: [{ type: 'function', function: { name: 'run-it' } }], tool_choice: 'required',
+      messages: [{ role: 'user', content: 'x' }],
+    });
+    assert.equal(bad.status, 400, bad.text);
+    assert.match(bad.text, /run-it.*Python name/);
+  } finally {
+    await http(settings, 'PUT', { tool_parser: null });
+  }
+});
+
+// Anthropic's structured outputs: the SDK's messages.parse with a zod
+// output format (output_config.format) and the beta's output_format.
+test('Anthropic SDK messages.parse with zodOutputFormat, and output_format', { skip }, async () => {
+  // The SDK moves what Anthropic does not enforce (maxLength, minimum, ...)
+  // into descriptions, so only enums and booleans bound the random model.
+  const Pet = z.object({ kind: z.enum(['cat', 'dog']), name: z.enum(['Rex', 'Tom']), tame: z.boolean() });
+  const m = await anthropic.messages.parse({
+    model: MODEL, max_tokens: 200, thinking: { type: 'disabled' },
+    messages: [{ role: 'user', content: 'A pet, please.' }],
+    output_config: { format: zodOutputFormat(Pet) },
+  });
+  assert.equal(m.stop_reason, 'end_turn', JSON.stringify(m.content));
+  assert.ok(m.parsed_output, JSON.stringify(m.content));
+  assert.ok(['cat', 'dog'].includes(m.parsed_output.kind) && ['Rex', 'Tom'].includes(m.parsed_output.name) &&
+    typeof m.parsed_output.tame === 'boolean', JSON.stringify(m.parsed_output));
+  const beta = await http(`${server.url}/v1/messages`, 'POST', {
+    model: MODEL, max_tokens: 200, thinking: { type: 'disabled' }, messages: [{ role: 'user', content: 'A pet.' }],
+    output_format: { type: 'json_schema', schema: { type: 'object', properties: { kind: { enum: ['cat', 'dog'] } }, required: ['kind'] } },
+  });
+  assert.equal(beta.status, 200, beta.text);
+  const text = beta.json.content.find((b) => b.type === 'text').text;
+  assert.deepEqual(Object.keys(JSON.parse(text)), ['kind'], text);
 });
 
 test('guided_choice, guided_regex, structured_outputs and GBNF grammars', { skip }, async () => {

@@ -207,6 +207,28 @@ TEST(PoolTtl, PerModelTtlOverridesTheGlobalOne) {
   EXPECT_EQ(f.LoadedIds(), std::vector<std::string>{"b"});
 }
 
+TEST(PoolTtl, KeepAliveOverridesTheTtlForOneLoad) {
+  PoolFixture f;
+  f.options.idle_ttl_s = 1000;
+  f.Start({"a", "b"});
+  EXPECT_TRUE(f.pool->SetKeepAlive("a", 5).ok()) << "not loaded: nothing to keep";
+  ASSERT_TRUE(f.Touch("a").ok());
+  ASSERT_TRUE(f.Touch("b").ok());
+  ASSERT_TRUE(f.pool->SetKeepAlive("a", 5).ok());
+  ASSERT_TRUE(f.pool->SetKeepAlive("b", -1).ok());
+  EXPECT_EQ(*f.StatusOf("a").ttl_seconds, 5);
+  EXPECT_FALSE(f.StatusOf("b").ttl_seconds.has_value()) << "negative: no expiry";
+  f.Advance(6);
+  EXPECT_EQ(f.pool->ExpireIdle(), 1);
+  EXPECT_EQ(f.LoadedIds(), std::vector<std::string>{"b"});
+  f.Advance(1e6);
+  EXPECT_EQ(f.pool->ExpireIdle(), 0);
+  // Loaded again, "a" has the global TTL: the keep-alive was for that load.
+  ASSERT_TRUE(f.Touch("a").ok());
+  EXPECT_EQ(*f.StatusOf("a").ttl_seconds, 1000);
+  EXPECT_EQ(f.pool->SetKeepAlive("nope", 1).code, PoolErrorCode::kNotFound);
+}
+
 TEST(PoolTtl, ActiveModelsAreSkippedAndTheirIdleTimeRestarts) {
   PoolFixture f;
   f.options.idle_ttl_s = 60;

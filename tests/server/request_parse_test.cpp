@@ -422,7 +422,7 @@ TEST(AnthropicMessages, Errors) {
   for (const auto& [config, budget] : std::vector<std::pair<std::string, std::optional<int64_t>>>{
            {"", 16384}, {R"(, "output_config": {"effort": "low"})", 1024},
            {R"(, "output_config": {"effort": "medium"})", 4096}, {R"(, "output_config": {"effort": "high"})", 16384},
-           {R"(, "output_config": {"effort": "max"})", std::nullopt}}) {
+           {R"(, "output_config": {"effort": "xhigh"})", 32768}, {R"(, "output_config": {"effort": "max"})", std::nullopt}}) {
     InferenceRequest a;
     MaybeError e = ParseMessagesRequest(
         OJson::parse(R"({"model": "m", "max_tokens": 32000, "messages": [{"role": "user", "content": "x"}],
@@ -469,6 +469,37 @@ TEST(AnthropicMessages, Errors) {
 
 // The real Claude Code requests of ../shared/clients parse, with their tools
 // and mid-conversation system messages.
+TEST(AnthropicMessages, StructuredOutputAndStrictTools) {
+  const std::string head = R"({"model": "m", "max_tokens": 64, "messages": [{"role": "user", "content": "x"}])";
+  const std::string schema = R"({"type": "object", "properties": {"a": {"type": "integer"}}, "required": ["a"]})";
+  for (const std::string& field : {R"("output_config": {"effort": "low", "format": {"type": "json_schema", "schema": )" +
+                                      schema + "}}",
+                                  R"("output_format": {"type": "json_schema", "schema": )" + schema + "}"}) {
+    InferenceRequest r;
+    MaybeError e = ParseMessagesRequest(OJson::parse(head + ", " + field + "}"), false, &r);
+    ASSERT_FALSE(e) << e->message;
+    EXPECT_EQ(r.constraint.kind, ConstraintSpec::Kind::kJsonSchema);
+    EXPECT_TRUE(r.constraint.strict) << "no undeclared properties, as Anthropic's outputs";
+    EXPECT_EQ(r.constraint.schema, OJson::parse(schema));
+  }
+  for (const auto& [field, param] : std::vector<std::pair<std::string, std::string>>{
+           {R"("output_config": {"format": {"type": "text"}})", "output_config.format.type"},
+           {R"("output_config": {"format": {"type": "json_schema"}})", "output_config.format.schema"},
+           {R"("output_format": {"type": "json_schema", "schema": )" + schema +
+                R"(}, "output_config": {"format": {"type": "json_schema", "schema": {}}})",
+            "output_format"}}) {
+    InferenceRequest r;
+    MaybeError e = ParseMessagesRequest(OJson::parse(head + ", " + field + "}"), false, &r);
+    ASSERT_TRUE(e) << field;
+    EXPECT_EQ(e->param, param) << e->message;
+  }
+  InferenceRequest t;
+  ASSERT_FALSE(ParseMessagesRequest(
+      OJson::parse(head + R"(, "tools": [{"name": "f", "strict": true, "input_schema": {"type": "object"}}]})"), false,
+      &t));
+  EXPECT_EQ(t.tools[0]["function"]["strict"], true);
+}
+
 TEST(AnthropicMessages, ClaudeCodeCaptures) {
   SKIP_IF_NO_SHARED();
   const std::string dir = testing::SharedDir() + "/clients/claude-code-2.1.197";
