@@ -1,6 +1,7 @@
 #include "grammar/compiled_grammar.h"
 
 #include <algorithm>
+#include <optional>
 
 #include "grammar/mask_cache.h"
 #include "grammar/rule_automaton.h"
@@ -18,8 +19,7 @@ struct RuleSet {
   std::vector<RuleDfa> dfas;       // [k]
 };
 
-Result<RuleSet> BuildRules(const Grammar& g, size_t vocab_size) {
-  std::vector<uint8_t> inlined = ChooseInlinedRules(g);
+Result<RuleSet> BuildRules(const Grammar& g, const std::vector<uint8_t>& inlined, size_t vocab_size) {
   RuleSet set;
   set.index.assign(g.rule_count(), -1);
   set.rules.push_back(g.root());
@@ -77,12 +77,17 @@ std::vector<std::vector<uint8_t>> Productive(const RuleSet& set) {
 
 CompiledGrammar::~CompiledGrammar() = default;
 
-Result<std::shared_ptr<const CompiledGrammar>> CompiledGrammar::Build(const Grammar& g,
+Result<std::shared_ptr<const CompiledGrammar>> CompiledGrammar::Build(const Grammar& source,
                                                                       std::shared_ptr<const TokenVocab> vocab,
-                                                                      const CompileOptions& options) {
-  RETURN_IF_ERROR(g.Validate());
+                                                                      const CompileOptions& options,
+                                                                      const RepeatLimits& repeats) {
+  RETURN_IF_ERROR(source.Validate());
   if (!vocab) return Status::InvalidArgument("grammar: no vocabulary");
-  ASSIGN_OR_RETURN(RuleSet set, BuildRules(g, vocab->size()));
+  std::vector<uint8_t> inlined = ChooseInlinedRules(source);
+  std::optional<Grammar> lowered = LowerLongRepeats(source, &inlined, repeats);
+  if (lowered) RETURN_IF_ERROR(lowered->Validate());
+  const Grammar& g = lowered ? *lowered : source;
+  ASSIGN_OR_RETURN(RuleSet set, BuildRules(g, inlined, vocab->size()));
   std::vector<std::vector<uint8_t>> prod = Productive(set);
   // Callees after callers: the last rule that cannot match is the culprit.
   for (size_t k = set.rules.size(); k-- > 0;)

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "grammar/matcher.h"
+#include "grammar/repeat_lowering.h"
 #include "grammar/token_vocab.h"
 
 namespace llmhost::grammar {
@@ -43,9 +44,12 @@ class CompiledGrammar {
     int32_t next;          // where the caller resumes
   };
 
+  // `repeats`: where long counted repeats are lowered (tests pass small
+  // limits to cross blocks with short texts).
   static Result<std::shared_ptr<const CompiledGrammar>> Build(const Grammar& grammar,
                                                               std::shared_ptr<const TokenVocab> vocab,
-                                                              const CompileOptions& options);
+                                                              const CompileOptions& options,
+                                                              const RepeatLimits& repeats = {});
   ~CompiledGrammar();
 
   int32_t start() const { return 0; }  // the root rule's start state

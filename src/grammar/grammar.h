@@ -11,6 +11,8 @@
 // as alternatives of UTF-8 byte sequences, so the automata never decode.
 //
 // Size is bounded (kMaxNodes, kMaxRepeat): grammars come from requests.
+// A repeat count may be large: Compile writes long counted repeats as calls
+// of shared block rules (grammar/repeat_lowering.h) instead of unrolling.
 #pragma once
 
 #include <cstdint>
@@ -28,7 +30,7 @@ using NodeId = int32_t;
 using RuleId = int32_t;
 
 inline constexpr size_t kMaxNodes = 1 << 20;
-inline constexpr int32_t kMaxRepeat = 100000;  // largest finite {min,max} bound
+inline constexpr int32_t kMaxRepeat = 10'000'000;  // largest finite {min,max} bound
 inline constexpr char32_t kMaxCodepoint = 0x10FFFF;
 
 struct ByteRange {
@@ -87,6 +89,10 @@ class Grammar {
   NodeId Repeat(NodeId child, int32_t min, int32_t max);
   NodeId Optional(NodeId child) { return Repeat(child, 0, 1); }
   NodeId Ref(RuleId rule);
+  // Node `id` becomes a copy of node `with`: every reference to `id` now
+  // matches `with`'s language (compile-time rewrites; `with` must not
+  // contain `id`).
+  void Replace(NodeId id, NodeId with) { nodes_[id] = nodes_[with]; }
 
   const Node& node(NodeId id) const { return nodes_[id]; }
   const Rule& rule(RuleId id) const { return rules_[id]; }

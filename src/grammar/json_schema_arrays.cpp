@@ -7,7 +7,7 @@ namespace llmhost::grammar {
 // prefixItems[i] and later ones `items`; the count within min..max.
 Result<NodeId> SchemaCompiler::Array(const Json& schema, const std::string& path, int depth) {
   uint64_t min = schema.contains("minItems") ? schema["minItems"].get<uint64_t>() : 0;
-  int64_t max = schema.contains("maxItems") ? static_cast<int64_t>(schema["maxItems"].get<uint64_t>()) : -1;
+  int64_t max = MaxCount(schema, "maxItems");
   std::vector<NodeId> prefix;
   if (schema.contains("prefixItems")) {
     const Json& items = schema["prefixItems"];

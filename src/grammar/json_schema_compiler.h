@@ -41,6 +41,9 @@ std::string ChildPath(const std::string& parent, const std::string& token);
 // path) or a malformed keyword value. Unknown keywords and annotations
 // (title, description, examples, default, ...) are ignored, as validators do.
 Status CheckKeywords(const Json& schema, const std::string& path);
+// The value of a maximum count keyword (maxLength, maxItems, maxProperties),
+// clamped to INT64_MAX (past any count enforced); -1 where `schema` has none.
+int64_t MaxCount(const Json& schema, const char* keyword);
 // Keywords that constrain nothing (annotations, $defs): dropped before merging.
 bool IsAnnotation(const std::string& keyword);
 // The set of JSON types a schema's `type` (and OpenAPI `nullable`) allows:
@@ -66,6 +69,7 @@ class SchemaCompiler {
   NodeId Ws();
   NodeId AnyValue();  // a rule: values nest
   NodeId AnyString();
+  NodeId AnyStringChar();  // one character of a string's JSON text
   NodeId AnyNumber();
   NodeId AnyInteger();
   NodeId AnyObject();
@@ -73,8 +77,8 @@ class SchemaCompiler {
   NodeId ValueLiteral(const Json& value);        // the JSON text of one value
   // "Any string except these": the JSON texts of strings not in `names`.
   NodeId StringExcept(const std::vector<std::string>& names);
-  // `child` between min and max times (max -1: unbounded), for counts past
-  // kMaxRepeat too (as a sequence of bounded repeats).
+  // `child` between min and max times (max -1: unbounded); counts past
+  // kMaxRepeat are an error naming `path`.
   Result<NodeId> RepeatCount(NodeId child, uint64_t min, int64_t max, const std::string& path);
 
   // A string schema's values as bare text that never holds `stop` (named
@@ -109,7 +113,7 @@ class SchemaCompiler {
   std::map<std::string, RuleId> ref_rules_;     // by resolved pointer
   std::map<std::string, size_t> refs_entered_;  // refs being compiled -> guard_ at entry
   size_t guard_ = 0;                            // '{' and '[' passed on the way down
-  std::optional<NodeId> ws_, any_string_, any_number_, any_integer_;
+  std::optional<NodeId> ws_, any_string_, any_string_char_, any_number_, any_integer_;
   std::optional<RuleId> any_value_;
 };
 

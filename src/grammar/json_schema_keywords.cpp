@@ -1,5 +1,7 @@
 // Which keywords the compiler enforces, which it refuses, which it ignores.
+#include <algorithm>
 #include <cmath>
+#include <limits>
 #include <set>
 
 #include "grammar/json_schema_compiler.h"
@@ -70,6 +72,12 @@ std::string ChildPath(const std::string& parent, const std::string& token) {
 }
 
 bool IsAnnotation(const std::string& keyword) { return Annotations().count(keyword) > 0; }
+
+int64_t MaxCount(const Json& schema, const char* keyword) {
+  if (!schema.contains(keyword)) return -1;
+  return static_cast<int64_t>(
+      std::min<uint64_t>(schema[keyword].get<uint64_t>(), std::numeric_limits<int64_t>::max()));
+}
 
 Status CheckKeywords(const Json& schema, const std::string& path) {
   static const std::set<std::string> kTypes = {"null", "boolean", "object", "array", "number", "string", "integer"};

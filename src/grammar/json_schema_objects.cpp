@@ -113,7 +113,7 @@ Result<NodeId> SchemaCompiler::Object(const Json& schema, const std::string& pat
   }
 
   uint64_t min = schema.contains("minProperties") ? schema["minProperties"].get<uint64_t>() : 0;
-  int64_t max = schema.contains("maxProperties") ? static_cast<int64_t>(schema["maxProperties"].get<uint64_t>()) : -1;
+  int64_t max = MaxCount(schema, "maxProperties");
   bool counting = min > 0 || max >= 0;
   size_t n = declared.size();
   if (counting && n > static_cast<size_t>(kMaxCountedProperties))

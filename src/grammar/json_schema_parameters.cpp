@@ -141,7 +141,7 @@ Result<NodeId> SchemaCompiler::BareString(const Json& in, const std::string& pat
   }
   if (has_min || has_max) {
     uint64_t min = has_min ? schema["minLength"].get<uint64_t>() : 0;
-    int64_t max = has_max ? static_cast<int64_t>(schema["maxLength"].get<uint64_t>()) : -1;
+    int64_t max = MaxCount(schema, "maxLength");
     return RepeatCount(g_.Codepoints(excluded.ranges(), /*negate=*/true), min, max, path);
   }
   return AddTextAvoiding(g_, stop);

@@ -8,7 +8,7 @@ namespace llmhost::grammar {
 Result<NodeId> SchemaCompiler::String(const Json& schema, const std::string& path) {
   bool has_min = schema.contains("minLength"), has_max = schema.contains("maxLength");
   uint64_t min = has_min ? schema["minLength"].get<uint64_t>() : 0;
-  int64_t max = has_max ? static_cast<int64_t>(schema["maxLength"].get<uint64_t>()) : -1;
+  int64_t max = MaxCount(schema, "maxLength");
   if (schema.contains("format")) {
     const std::string& format = schema["format"].get_ref<const std::string&>();
     ASSIGN_OR_RETURN(std::optional<NodeId> content, Format(format, path));
@@ -27,7 +27,7 @@ Result<NodeId> SchemaCompiler::String(const Json& schema, const std::string& pat
     return g_.Seq({g_.Byte('"'), *content, g_.Byte('"')});
   }
   if (!has_min && !has_max) return AnyString();
-  ASSIGN_OR_RETURN(NodeId chars, RepeatCount(AnyJsonStringChar(g_), min, max, path));
+  ASSIGN_OR_RETURN(NodeId chars, RepeatCount(AnyStringChar(), min, max, path));
   return g_.Seq({g_.Byte('"'), chars, g_.Byte('"')});
 }
 

@@ -14,6 +14,13 @@ NodeId SchemaCompiler::Ws() {
   return *ws_;
 }
 
+// One node for every string of the schema: bounded ones (maxLength) then
+// share the block rule that Compile makes for long counts of it.
+NodeId SchemaCompiler::AnyStringChar() {
+  if (!any_string_char_) any_string_char_ = AnyJsonStringChar(g_);
+  return *any_string_char_;
+}
+
 // A rule of its own, which the compiler calls rather than inlines (it
 // loops): every string of the schema shares one set of DFA states, and so
 // their mask-cache entries, which other schemas share too
@@ -21,7 +28,7 @@ NodeId SchemaCompiler::Ws() {
 NodeId SchemaCompiler::AnyString() {
   if (!any_string_) {
     RuleId rule = g_.AddRule("json_string");
-    g_.SetBody(rule, g_.Seq({g_.Byte('"'), g_.Repeat(AnyJsonStringChar(g_), 0, -1), g_.Byte('"')}));
+    g_.SetBody(rule, g_.Seq({g_.Byte('"'), g_.Repeat(AnyStringChar(), 0, -1), g_.Byte('"')}));
     any_string_ = g_.Ref(rule);
   }
   return *any_string_;
@@ -126,7 +133,7 @@ NodeId SchemaCompiler::StringExcept(const std::vector<std::string>& names) {
     }
     trie[at].terminal = true;
   }
-  NodeId rest = g_.Repeat(AnyJsonStringChar(g_), 0, -1);
+  NodeId rest = g_.Repeat(AnyStringChar(), 0, -1);
   // The escapes JSON requires, shared by every trie node whose children
   // need none (names are rarely made of controls, quotes or backslashes).
   CodepointSet must_escape = CodepointSet::Of(0, 0x1F);
@@ -153,33 +160,15 @@ NodeId SchemaCompiler::StringExcept(const std::vector<std::string>& names) {
   return g_.Seq({g_.Byte('"'), lang[0], g_.Byte('"')});
 }
 
-// Counts past kMaxRepeat become a sequence of repeats of at most
-// kMaxRepeat each; past kMaxLongCount they are refused.
+// One Repeat node whatever the count: Compile lowers long ones into block
+// rules (grammar/repeat_lowering.h), where a chain of repeats here would parse
+// ambiguously ({0,n}{0,n}... splits a count many ways).
 Result<NodeId> SchemaCompiler::RepeatCount(NodeId child, uint64_t min, int64_t max, const std::string& path) {
-  constexpr uint64_t kMaxLongCount = uint64_t{kMaxRepeat} * 100;
-  if (min > kMaxLongCount || (max >= 0 && static_cast<uint64_t>(max) > kMaxLongCount))
-    return BadSchema(path, "a count above " + std::to_string(kMaxLongCount) + " cannot be enforced");
+  constexpr uint64_t kMaxCount = kMaxRepeat;
+  if (min > kMaxCount || (max >= 0 && static_cast<uint64_t>(max) > kMaxCount))
+    return BadSchema(path, "a count above " + std::to_string(kMaxCount) + " cannot be enforced");
   if (max >= 0 && static_cast<uint64_t>(max) < min) return BadSchema(path, "a minimum count above the maximum");
-  if (min <= static_cast<uint64_t>(kMaxRepeat) && max <= kMaxRepeat)
-    return g_.Repeat(child, static_cast<int32_t>(min), static_cast<int32_t>(max));
-  std::vector<NodeId> parts;
-  uint64_t left_min = min;
-  while (left_min > 0) {
-    int32_t n = static_cast<int32_t>(std::min<uint64_t>(left_min, kMaxRepeat));
-    parts.push_back(g_.Repeat(child, n, n));
-    left_min -= n;
-  }
-  if (max < 0) {
-    parts.push_back(g_.Repeat(child, 0, -1));
-  } else {
-    uint64_t optional = static_cast<uint64_t>(max) - min;
-    while (optional > 0) {
-      int32_t n = static_cast<int32_t>(std::min<uint64_t>(optional, kMaxRepeat));
-      parts.push_back(g_.Repeat(child, 0, n));
-      optional -= n;
-    }
-  }
-  return g_.Seq(std::move(parts));
+  return g_.Repeat(child, static_cast<int32_t>(min), static_cast<int32_t>(max));
 }
 
 }  // namespace llmhost::grammar

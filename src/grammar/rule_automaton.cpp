@@ -88,8 +88,16 @@ class NfaBuilder {
   Result<int32_t> Repeat(const Node& n, int32_t entry, int depth) {
     NodeId child = n.children[0];
     int32_t cur = entry;
+    // A child that adds no state matches only "", and so does the repeat: a
+    // count of millions must not loop over nothing.
+    auto empty_child = [&](size_t states_before, int32_t from, int32_t to) {
+      return edges.size() == states_before && from == to;
+    };
     for (int32_t i = 0; i < n.min; ++i) {
-      ASSIGN_OR_RETURN(cur, Fragment(child, cur, depth + 1));
+      size_t states = edges.size();
+      ASSIGN_OR_RETURN(int32_t next, Fragment(child, cur, depth + 1));
+      if (empty_child(states, cur, next)) break;
+      cur = next;
       if (edges.size() > static_cast<size_t>(kMaxNfaStates)) return TooLarge();
     }
     if (n.max == -1) {
@@ -104,7 +112,10 @@ class NfaBuilder {
     int32_t end = NewState();
     for (int32_t i = n.min; i < n.max; ++i) {
       Edge(cur, NfaEdge::Kind::kEps, 0, end);
-      ASSIGN_OR_RETURN(cur, Fragment(child, cur, depth + 1));
+      size_t states = edges.size();
+      ASSIGN_OR_RETURN(int32_t next, Fragment(child, cur, depth + 1));
+      if (empty_child(states, cur, next)) break;
+      cur = next;
       if (edges.size() > static_cast<size_t>(kMaxNfaStates)) return TooLarge();
     }
     Edge(cur, NfaEdge::Kind::kEps, 0, end);
@@ -180,6 +191,12 @@ class SubsetBuilder {
     if (sets_.size() >= static_cast<size_t>(kMaxDfaStates))
       return Status::InvalidArgument("grammar: rule '" + g_.rule(rule_).name + "' needs more than " +
                                      std::to_string(kMaxDfaStates) + " automaton states");
+    // Each state keeps its set of NFA states (twice: here and in the index).
+    set_states_ += set.size();
+    if (set_states_ > kMaxSubsetStates)
+      return Status::InvalidArgument("grammar: rule '" + g_.rule(rule_).name +
+                                     "' needs too large an automaton (its states hold more than " +
+                                     std::to_string(kMaxSubsetStates) + " NFA states in all)");
     int32_t id = static_cast<int32_t>(sets_.size());
     index_.emplace(set, id);
     RuleDfa::State st;
@@ -240,6 +257,7 @@ class SubsetBuilder {
   uint32_t current_stamp_ = 0;
   std::unordered_map<std::vector<int32_t>, int32_t, VectorHash> index_;
   std::vector<std::vector<int32_t>> sets_;
+  size_t set_states_ = 0;  // the sizes of sets_, summed
   RuleDfa dfa_;
 };
 

@@ -19,6 +19,9 @@ namespace llmhost::grammar {
 
 inline constexpr int kMaxNfaStates = 1 << 18;  // per rule
 inline constexpr int kMaxDfaStates = 1 << 16;  // per rule
+// NFA states in the sets of one rule's DFA states, summed (a repeat of
+// something that can be empty makes sets of every state after it).
+inline constexpr size_t kMaxSubsetStates = size_t{1} << 22;
 inline constexpr int kMaxNodeDepth = 1000;     // nesting of the node tree, inlining included
 
 struct RuleDfa {
