@@ -114,6 +114,8 @@ test('an error line carries the request id', async () => {
 
 test('without --log-format the lines keep the text format', async () => {
   const plain = await startServer(['--model-dir', fixtures], { LLMHOST_LOG_LEVEL: 'info' });
+  // Answered: the server runs (and handles SIGTERM) by now.
+  assert.equal((await http(`${plain.url}/health`)).status, 200);
   const { code } = await plain.stop();
   assert.equal(code, 0);
   const lines = plain.stderr.split('\n').filter((l) => l !== '');
