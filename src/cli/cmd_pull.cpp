@@ -31,9 +31,17 @@ int Fail(const std::string& message) {
   return 1;
 }
 
-std::string Mib(uint64_t bytes) {
+// "512 B", "3.4 KiB", "1.2 GiB".
+std::string Bytes(uint64_t bytes) {
+  static constexpr const char* kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  double v = static_cast<double>(bytes);
+  int unit = 0;
+  while (v >= 1024 && unit < 4) {
+    v /= 1024;
+    ++unit;
+  }
   char buf[32];
-  std::snprintf(buf, sizeof buf, "%.1f MiB", bytes / 1048576.0);
+  std::snprintf(buf, sizeof buf, unit == 0 ? "%.0f %s" : "%.1f %s", v, kUnits[unit]);
   return buf;
 }
 
@@ -48,7 +56,7 @@ class ProgressPrinter {
     const auto now = std::chrono::steady_clock::now();
     switch (p.event) {
       case E::kListed:
-        std::fprintf(stderr, "pull: %zu files, %s\n", p.file_count, Mib(p.total).c_str());
+        std::fprintf(stderr, "pull: %zu files, %s\n", p.file_count, Bytes(p.total).c_str());
         return;
       case E::kFileCached:
         std::fprintf(stderr, "pull: [%zu/%zu] %s: already downloaded\n", p.file_index + 1, p.file_count,
@@ -64,7 +72,7 @@ class ProgressPrinter {
         quarter_ = 0;
         if (!terminal_) {
           std::fprintf(stderr, "pull: [%zu/%zu] %s: %s%s\n", p.file_index + 1, p.file_count, p.file.c_str(),
-                       Mib(p.file_total).c_str(), p.file_done > 0 ? (", resuming at " + Mib(p.file_done)).c_str() : "");
+                       Bytes(p.file_total).c_str(), p.file_done > 0 ? (", resuming at " + Bytes(p.file_done)).c_str() : "");
         }
         return;
       case E::kFileBytes:
@@ -102,7 +110,7 @@ class ProgressPrinter {
     bar.resize(kWidth, '-');
     std::fprintf(stderr, "\r[%zu/%zu] %-40.40s [%s] %3d%% %s / %s %.1f MiB/s \033[K", p.file_index + 1,
                  p.file_count, p.file.c_str(), bar.c_str(), static_cast<int>(frac * 100),
-                 Mib(p.file_done).c_str(), Mib(p.file_total).c_str(), rate);
+                 Bytes(p.file_done).c_str(), Bytes(p.file_total).c_str(), rate);
     drawn_ = true;
   }
 
@@ -144,7 +152,7 @@ int RunPull(const PullCliOptions& opt) {
   auto r = PullFromHub(o);
   if (!r.ok()) return Fail(r.status().message());
   std::printf("pulled %s (commit %s): %zu files, %s downloaded, in %s\n", r->model_id.c_str(), r->commit.c_str(),
-              r->files, Mib(r->downloaded_bytes).c_str(), r->snapshot_dir.c_str());
+              r->files, Bytes(r->downloaded_bytes).c_str(), r->snapshot_dir.c_str());
   return 0;
 }
 

@@ -189,7 +189,8 @@ class Puller {
       Emit(HubPullProgress::Event::kFileBytes, f.path);
       return Status::OK();
     };
-    progress_.file_done = FileSize(partial);
+    const uint64_t kept = FileSize(partial);  // from an earlier pull
+    progress_.file_done = kept;
     progress_.file_total = f.size;
     Emit(HubPullProgress::Event::kFileStart, f.path);
 
@@ -234,7 +235,8 @@ class Puller {
     if (rename(partial.c_str(), blob.c_str()) != 0) {
       return Status::IOError(blob + ": cannot rename the download into place: " + std::strerror(errno));
     }
-    downloaded_bytes_ += r.size - r.resumed_from;
+    // What this pull fetched: all of it unless it continued the kept part.
+    downloaded_bytes_ += r.resumed_from > 0 && r.size >= kept ? r.size - kept : r.size;
     progress_.done = done_before + r.size;
     progress_.file_done = r.size;
     Emit(HubPullProgress::Event::kFileDone, f.path);

@@ -43,7 +43,7 @@ bool IsCommitHash(std::string_view s) {
 
 Result<HubRef> ParseHubRef(std::string_view text) {
   auto bad = [&](const std::string& why) {
-    return Status::InvalidArgument("'" + std::string(text) + "': " + why +
+    return Status::InvalidArgument(std::string("'").append(text) + "': " + why +
                                    " (expected ORG/NAME, ORG/NAME@REVISION or ORG/NAME:QUANT)");
   };
   HubRef ref;

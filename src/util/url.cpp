@@ -63,7 +63,7 @@ std::string NormalizeTarget(std::string_view target) {
 
 std::string Url::Authority() const {
   std::string h = host.find(':') != std::string::npos ? "[" + host + "]" : host;
-  if (port != DefaultPort(scheme)) h += ":" + std::to_string(port);
+  if (port != DefaultPort(scheme)) h.append(":").append(std::to_string(port));
   return h;
 }
 
@@ -117,7 +117,7 @@ Result<Url> ParseUrl(std::string_view text) {
     if (port < 1 || port > 65535) return bad("port out of range");
     url.port = port;
   }
-  url.target = target.empty() || target[0] == '?' ? "/" + std::string(target) : std::string(target);
+  url.target = target.empty() || target[0] == '?' ? std::string("/").append(target) : std::string(target);
   url.target = NormalizeTarget(url.target);
   return url;
 }

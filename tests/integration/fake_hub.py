@@ -5,7 +5,7 @@ Speaks the endpoints `llmhost pull` uses:
       with size, blobId, lfs.sha256); 404 + X-Error-Code RepoNotFound for an
       unknown repo, 401 + GatedRepo for a gated one without the right token
   GET /ORG/NAME/resolve/COMMIT/PATH   LFS files: 302 to an absolute URL on
-      another host name ("localhost" instead of 127.0.0.1: the CDN) with
+      another host name (`cdn_host`, "localhost" by default: the CDN) with
       X-Linked-Etag; other files: 307 to a relative URL under /raw/ that
       answers with a chunked body and an ETag
   GET /cdn/SHA256    the content, with Range support (206 + Content-Range)
@@ -35,7 +35,9 @@ def git_blob_id(data):
 
 
 class FakeHub:
-    def __init__(self, token="hf_good"):
+    def __init__(self, token="hf_good", scheme="http", cdn_host="localhost"):
+        self.scheme = scheme
+        self.cdn_host = cdn_host  # another name of 127.0.0.1 than the endpoint's
         self.repos = {}
         self.gated = set()
         self.token = token
@@ -56,7 +58,8 @@ class FakeHub:
             self.by_sha[hashlib.sha256(files[p]).hexdigest()] = (name, p)
         return repo
 
-    def start(self):
+    def start(self, ssl_context=None):
+        """Serves on 127.0.0.1 (a random port), over TLS with `ssl_context`."""
         hub = self
 
         class Handler(http.server.BaseHTTPRequestHandler):
@@ -76,6 +79,8 @@ class FakeHub:
 
         self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.server.daemon_threads = True
+        if ssl_context is not None:
+            self.server.socket = ssl_context.wrap_socket(self.server.socket, server_side=True)
         threading.Thread(target=self.server.serve_forever, daemon=True).start()
         return self.server.server_address[1]
 
@@ -147,7 +152,7 @@ class FakeHub:
         data = repo.files[path]
         if path in repo.lfs:
             sha = hashlib.sha256(data).hexdigest()
-            location = "http://localhost:%d/cdn/%s?expires=1" % (self.port, sha)
+            location = "%s://%s:%d/cdn/%s?expires=1" % (self.scheme, self.cdn_host, self.port, sha)
             self.send(h, 302, b"", {"Location": location, "X-Linked-Etag": '"%s"' % sha,
                                     "X-Repo-Commit": repo.commit, "X-Linked-Size": str(len(data))})
         else:

@@ -18,7 +18,10 @@ served on 127.0.0.1 (a random port) with LFS files behind a redirect to a
                  listed size beyond the free disk (no space left), an unknown
                  revision
   5. gguf        two GGUF files: refused without a choice; ":q4_0" picks one
-  6. serve       `llmhost serve --model-dir DIR` lists both pulled models
+  6. tls         HTTPS to a fake Hub with a self-signed certificate: refused
+                 with the system store, pulled with SSL_CERT_FILE, refused for a
+                 certificate naming another host (skipped without `openssl`)
+  7. serve       `llmhost serve --model-dir DIR` lists both pulled models
                  (GET /v1/models) and generates a few tokens with each
 Usage: hub_pull.py LLMHOST_BINARY [--work DIR] [--keep]. Exit 0 on success, 1
 on a failed check. Takes a few seconds.
@@ -28,6 +31,7 @@ import hashlib
 import os
 import re
 import shutil
+import ssl
 import subprocess
 import sys
 import tempfile
@@ -59,8 +63,8 @@ class Puller:
     def __init__(self, binary, hub, model_dir):
         self.binary, self.hub, self.model_dir = binary, hub, model_dir
 
-    def run(self, ref, *args, token=None, expect_rc=0):
-        env = dict(os.environ, HF_ENDPOINT="http://127.0.0.1:%d" % self.hub.port)
+    def run(self, ref, *args, token=None, expect_rc=0, endpoint=None, extra_env=None):
+        env = dict(os.environ, HF_ENDPOINT=endpoint or "http://127.0.0.1:%d" % self.hub.port, **(extra_env or {}))
         env.pop("HF_TOKEN", None)
         if token:
             env["HF_TOKEN"] = token
@@ -197,7 +201,10 @@ def main():
         check(os.listdir(snap) == ["tiny-Q4_0.gguf"], "only the Q4_0 file: %s" % os.listdir(snap))
         print("ok: GGUF quantization choice")
 
-        # 6. served
+        # 6. TLS
+        tls_scenario(args.binary, work, qwen)
+
+        # 7. served
         serve_models(args.binary, work, model_dir)
         print("ok: serve lists and runs the pulled models")
     finally:
@@ -205,6 +212,47 @@ def main():
     if not args.keep:
         shutil.rmtree(work, ignore_errors=True)
     print("hub_pull: all scenarios passed")
+
+
+def make_cert(work, name, san):
+    key, cert = os.path.join(work, name + ".key"), os.path.join(work, name + ".pem")
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=test",
+                    "-addext", "subjectAltName=" + san, "-keyout", key, "-out", cert],
+                   check=True, capture_output=True)
+    return key, cert
+
+
+def tls_scenario(binary, work, qwen):
+    """HTTPS: the pull verifies the certificate (SSL_CERT_FILE points at the
+    test's CA, a self-signed one) and that it names the host."""
+    if shutil.which("openssl") is None:
+        print("skip: tls (no openssl command)")
+        return
+    good_key, good = make_cert(work, "good", "DNS:localhost,IP:127.0.0.1")
+    bad_key, bad = make_cert(work, "bad", "DNS:example.invalid")
+    model_dir = os.path.join(work, "tls-models")
+    files = {k: qwen[k] for k in ("config.json", "model.safetensors")}
+    for key, cert, expect in ((good_key, good, 0), (bad_key, bad, 1)):
+        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        ctx.load_cert_chain(cert, key)
+        hub = FakeHub(scheme="https", cdn_host="127.0.0.1")
+        hub.add_repo("test-org/tls", files)
+        hub.start(ctx)
+        try:
+            pull = Puller(binary, hub, model_dir)
+            endpoint = "https://localhost:%d" % hub.port
+            if expect == 0:
+                out = pull.run("test-org/tls", endpoint=endpoint, expect_rc=1)  # the system store lacks the test CA
+                check("TLS certificate rejected" in out, "an unknown CA is refused:\n" + out)
+                pull.run("test-org/tls", endpoint=endpoint, extra_env={"SSL_CERT_FILE": good})
+                check(any(p.startswith("/cdn/") for p, _ in hub.requests), "the CDN was reached over https")
+            else:
+                out = pull.run("test-org/tls", endpoint=endpoint, extra_env={"SSL_CERT_FILE": bad}, expect_rc=1)
+                check("TLS certificate rejected" in out and "mismatch" in out,
+                      "a certificate for another host is refused:\n" + out)
+        finally:
+            hub.stop()
+    print("ok: tls (verified against SSL_CERT_FILE, host name checked)")
 
 
 def serve_models(binary, work, model_dir):

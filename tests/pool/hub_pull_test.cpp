@@ -33,7 +33,9 @@ TEST(HubRefTest, ParsesRepoRevisionAndQuant) {
                           "org/name@../../etc", "org/name:", "org/name:a/b", "/name", "org/"}) {
     auto r = ParseHubRef(bad);
     EXPECT_FALSE(r.ok()) << bad;
-    if (!r.ok()) EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument) << bad;
+    if (!r.ok()) {
+      EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument) << bad;
+    }
   }
   EXPECT_TRUE(IsCommitHash(kCommit));
   EXPECT_FALSE(IsCommitHash("main"));
@@ -63,7 +65,9 @@ TEST(HubModelInfoTest, RejectsUnsafeOrMalformedEntries) {
   for (const char* name : {"../evil", "/etc/passwd", "a//b", "a/./b", "a/../../b", "a\\\\b", "", "x/"}) {
     auto r = ParseHubModelInfo(with_file(name));
     EXPECT_FALSE(r.ok()) << name;
-    if (!r.ok()) EXPECT_EQ(r.status().code(), StatusCode::kCorruption) << name;
+    if (!r.ok()) {
+      EXPECT_EQ(r.status().code(), StatusCode::kCorruption) << name;
+    }
   }
   EXPECT_FALSE(ParseHubModelInfo(R"({"sha":"main","siblings":[]})").ok());
   EXPECT_FALSE(ParseHubModelInfo(R"({"sha":")" + kCommit + R"("})").ok());

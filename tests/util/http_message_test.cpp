@@ -25,7 +25,9 @@ TEST(HttpMessageTest, RejectsMalformedHeads) {
                           "HTTP/1.1 200 OK\r\nBad Name: x\r\n", "HTTP/1.1 200 OK\r\n: empty\r\n"}) {
     auto h = ParseResponseHead(bad);
     EXPECT_FALSE(h.ok()) << bad;
-    if (!h.ok()) EXPECT_EQ(h.status().code(), StatusCode::kCorruption) << bad;
+    if (!h.ok()) {
+      EXPECT_EQ(h.status().code(), StatusCode::kCorruption) << bad;
+    }
   }
   EXPECT_FALSE(ParseResponseHead("HTTP/1.1 200 OK\r\nX: " + std::string(70000, 'a') + "\r\n").ok());
 }

@@ -39,7 +39,9 @@ TEST(UrlTest, RejectsWhatItCannotFetch) {
                           "http://host/\r\nX: y", "http://[::1/"}) {
     auto u = ParseUrl(bad);
     EXPECT_FALSE(u.ok()) << bad;
-    if (!u.ok()) EXPECT_EQ(u.status().code(), StatusCode::kInvalidArgument) << bad;
+    if (!u.ok()) {
+      EXPECT_EQ(u.status().code(), StatusCode::kInvalidArgument) << bad;
+    }
   }
 }
 
