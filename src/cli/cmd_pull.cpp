@@ -6,6 +6,7 @@
 // Progress goes to stderr: a bar on a terminal, plain lines otherwise.
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -24,6 +25,7 @@ struct PullCliOptions {
   std::string home;
   std::vector<std::string> model_dirs, include, exclude;
   int retries = 3;
+  int jobs = 4;
 };
 
 int Fail(const std::string& message) {
@@ -45,84 +47,81 @@ std::string Bytes(uint64_t bytes) {
   return buf;
 }
 
-// Shows HubPullProgress on stderr: one bar redrawn in place on a terminal
-// (at most 10 times a second), else a line per file start, quarter and end.
+// Shows HubPullProgress on stderr. On a terminal: a line per finished file
+// and one overall bar redrawn in place below them (at most 10 times a
+// second); otherwise a line per file start and end, and per tenth of the
+// total. Calls come one at a time (hub_pull.h).
 class ProgressPrinter {
  public:
-  explicit ProgressPrinter(bool terminal) : terminal_(terminal) {}
+  explicit ProgressPrinter(bool terminal) : terminal_(terminal), start_(std::chrono::steady_clock::now()) {}
 
   void operator()(const HubPullProgress& p) {
     using E = HubPullProgress::Event;
-    const auto now = std::chrono::steady_clock::now();
     switch (p.event) {
       case E::kListed:
         std::fprintf(stderr, "pull: %zu files, %s\n", p.file_count, Bytes(p.total).c_str());
         return;
       case E::kFileCached:
-        std::fprintf(stderr, "pull: [%zu/%zu] %s: already downloaded\n", p.file_index + 1, p.file_count,
-                     p.file.c_str());
+        Line(p, "already downloaded");
         return;
       case E::kRetry:
-        EndBar();
-        std::fprintf(stderr, "pull: %s: %s; retrying\n", p.file.c_str(), p.message.c_str());
+        Line(p, p.message + "; retrying");
         return;
       case E::kFileStart:
-        start_ = now;
-        start_bytes_ = p.file_done;
-        quarter_ = 0;
         if (!terminal_) {
-          std::fprintf(stderr, "pull: [%zu/%zu] %s: %s%s\n", p.file_index + 1, p.file_count, p.file.c_str(),
-                       Bytes(p.file_total).c_str(), p.file_done > 0 ? (", resuming at " + Bytes(p.file_done)).c_str() : "");
+          Line(p, Bytes(p.file_total) + (p.file_done > 0 ? ", resuming at " + Bytes(p.file_done) : ""));
         }
         return;
       case E::kFileBytes:
         if (terminal_) {
+          const auto now = std::chrono::steady_clock::now();
           if (now - last_draw_ < std::chrono::milliseconds(100)) return;
           last_draw_ = now;
-          DrawBar(p, now);
-        } else if (p.file_total > 0) {
-          int q = static_cast<int>(4 * p.file_done / p.file_total);
-          if (q > quarter_ && q < 4) {
-            quarter_ = q;
-            std::fprintf(stderr, "pull: %s: %d%%\n", p.file.c_str(), 25 * q);
+          DrawBar(p);
+        } else if (p.total > 0) {
+          const int tenth = static_cast<int>(10 * p.done / p.total);
+          if (tenth > tenth_ && tenth < 10) {
+            tenth_ = tenth;
+            std::fprintf(stderr, "pull: %d%% (%s of %s)\n", 10 * tenth, Bytes(p.done).c_str(), Bytes(p.total).c_str());
           }
         }
         return;
       case E::kFileDone:
-        if (terminal_) {
-          DrawBar(p, now);
-          EndBar();
-        } else {
-          std::fprintf(stderr, "pull: %s: done\n", p.file.c_str());
-        }
+        Line(p, "done (" + Bytes(p.file_done) + ")");
         return;
     }
   }
 
- private:
-  void DrawBar(const HubPullProgress& p, std::chrono::steady_clock::time_point now) {
-    constexpr int kWidth = 30;
-    const double frac = p.file_total > 0 ? static_cast<double>(p.file_done) / p.file_total : 0;
-    const int fill = static_cast<int>(frac * kWidth);
-    const double secs = std::chrono::duration<double>(now - start_).count();
-    const double rate = secs > 0 ? (p.file_done - start_bytes_) / secs / 1048576.0 : 0;
-    std::string bar(fill, '#');
-    bar.resize(kWidth, '-');
-    std::fprintf(stderr, "\r[%zu/%zu] %-40.40s [%s] %3d%% %s / %s %.1f MiB/s \033[K", p.file_index + 1,
-                 p.file_count, p.file.c_str(), bar.c_str(), static_cast<int>(frac * 100),
-                 Bytes(p.file_done).c_str(), Bytes(p.file_total).c_str(), rate);
-    drawn_ = true;
+  // Ends the bar's line once the pull is over.
+  void Finish() {
+    if (bar_drawn_) std::fputc('\n', stderr);
+    bar_drawn_ = false;
   }
 
-  void EndBar() {
-    if (drawn_) std::fputc('\n', stderr);
-    drawn_ = false;
+ private:
+  // A line above the bar (the bar is redrawn after it).
+  void Line(const HubPullProgress& p, const std::string& text) {
+    if (terminal_) std::fputs("\r\033[K", stderr);
+    std::fprintf(stderr, "pull: [%zu/%zu] %s: %s\n", p.file_index + 1, p.file_count, p.file.c_str(), text.c_str());
+    if (terminal_ && bar_drawn_) DrawBar(p);
+  }
+
+  void DrawBar(const HubPullProgress& p) {
+    constexpr int kWidth = 30;
+    const double frac = p.total > 0 ? std::min(1.0, static_cast<double>(p.done) / p.total) : 0;
+    const int fill = static_cast<int>(frac * kWidth);
+    const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+    std::string bar(fill, '#');
+    bar.resize(kWidth, '-');
+    std::fprintf(stderr, "\r[%s] %3d%%  %s / %s  %s/s  %zu/%zu files\033[K", bar.c_str(), static_cast<int>(frac * 100),
+                 Bytes(p.done).c_str(), Bytes(p.total).c_str(),
+                 Bytes(static_cast<uint64_t>(secs > 0 ? p.done / secs : 0)).c_str(), p.files_done, p.file_count);
+    bar_drawn_ = true;
   }
 
   bool terminal_;
-  bool drawn_ = false;
-  int quarter_ = 0;
-  uint64_t start_bytes_ = 0;
+  bool bar_drawn_ = false;
+  int tenth_ = 0;
   std::chrono::steady_clock::time_point start_, last_draw_;
 };
 
@@ -142,6 +141,7 @@ int RunPull(const PullCliOptions& opt) {
   o.filter.include = opt.include;
   o.filter.exclude = opt.exclude;
   o.retries = opt.retries;
+  o.jobs = opt.jobs;
   if (const char* e = std::getenv("HF_ENDPOINT"); e != nullptr && *e != '\0') o.endpoint = e;
   if (const char* t = std::getenv("HF_TOKEN"); t != nullptr && *t != '\0') o.token = t;
   auto printer = std::make_shared<ProgressPrinter>(isatty(STDERR_FILENO) == 1);
@@ -150,6 +150,7 @@ int RunPull(const PullCliOptions& opt) {
   std::fprintf(stderr, "pull: %s@%s from %s into %s\n", o.ref.repo.c_str(), o.ref.revision.c_str(),
                o.endpoint.c_str(), o.model_dir.c_str());
   auto r = PullFromHub(o);
+  printer->Finish();
   if (!r.ok()) return Fail(r.status().message());
   std::printf("pulled %s (commit %s): %zu files, %s downloaded, in %s\n", r->model_id.c_str(), r->commit.c_str(),
               r->files, Bytes(r->downloaded_bytes).c_str(), r->snapshot_dir.c_str());
@@ -170,6 +171,7 @@ void RegisterPullCommands(CLI::App& app) {
                   "glob of files to download (repeatable; replaces the default: weights, configs, tokenizer, "
                   "chat templates)");
   cmd->add_option("--exclude", opt->exclude, "glob of files to skip (repeatable)");
+  cmd->add_option("--jobs", opt->jobs, "files downloaded at once (default 4)")->check(CLI::Range(1, 64));
   cmd->add_option("--retries", opt->retries, "more attempts per file after a network error (default 3)")
       ->check(CLI::Range(0, 100));
   cmd->footer(

@@ -3,13 +3,16 @@
 #include <sys/statvfs.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cctype>
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <mutex>
 #include <thread>
+#include <vector>
 
 #include "pool/hub_cache.h"
 #include "pool/hub_model_info.h"
@@ -93,25 +96,27 @@ class Puller {
     if (!chosen.ok()) return chosen.status().WithContext(o_.ref.repo);
     files_ = std::move(chosen).value();
     commit_ = info.commit;
-    for (const HubFile& f : files_) progress_.total += f.size;
-    progress_.file_count = files_.size();
-    Emit(HubPullProgress::Event::kListed, "");
+    for (const HubFile& f : files_) total_ += f.size;
+    Emit(HubPullProgress::Event::kListed, "", 0, 0, 0, 0);
     RETURN_IF_ERROR(MakeFolders());
     RETURN_IF_ERROR(CheckSpace());
 
-    HubPullResult result;
-    for (size_t i = 0; i < files_.size(); ++i) {
-      progress_.file_index = i;
-      bool fetched = false;
-      RETURN_IF_ERROR(PullFile(files_[i], &fetched));
-      if (fetched) ++result.downloaded;
-    }
+    // `jobs` workers (this thread one of them) take the files in order.
+    const size_t workers = std::clamp<size_t>(static_cast<size_t>(std::max(o_.jobs, 1)), 1, files_.size());
+    std::vector<std::thread> threads;
+    for (size_t t = 1; t < workers; ++t) threads.emplace_back([this] { Work(); });
+    Work();
+    for (std::thread& t : threads) t.join();
+    if (!first_error_.ok()) return first_error_;
+
     RETURN_IF_ERROR(WriteHubRef(folder_, o_.ref.revision, commit_));
+    HubPullResult result;
     result.model_id = o_.ref.repo;
     result.commit = commit_;
     result.snapshot_dir = HubSnapshotDir(folder_, commit_);
     result.files = files_.size();
-    result.total_bytes = progress_.total;
+    result.downloaded = downloaded_files_;
+    result.total_bytes = total_;
     result.downloaded_bytes = downloaded_bytes_;
     return result;
   }
@@ -163,13 +168,28 @@ class Puller {
   // The blob name: the LFS hash, else the git blob id ("" until the download's ETag tells).
   static std::string Etag(const HubFile& f) { return !f.sha256.empty() ? f.sha256 : f.blob_id; }
 
-  Status PullFile(const HubFile& f, bool* fetched) {
+  // One worker: files until none is left or a worker failed.
+  void Work() {
+    for (;;) {
+      const size_t i = next_file_.fetch_add(1);
+      if (i >= files_.size() || failed_.load()) return;
+      Status s = PullFile(files_[i], i);
+      if (!s.ok()) {
+        std::lock_guard<std::mutex> lock(mu_);
+        if (first_error_.ok()) first_error_ = s;
+        failed_ = true;
+      }
+    }
+  }
+
+  bool Stopping() const { return failed_.load() || (o_.cancel != nullptr && o_.cancel->load()); }
+
+  Status PullFile(const HubFile& f, size_t index) {
+    using E = HubPullProgress::Event;
     std::string etag = Etag(f);
     if (!etag.empty() && FileExists(HubBlobPath(folder_, etag)) &&
         (!f.has_size || FileSize(HubBlobPath(folder_, etag)) == f.size)) {
-      progress_.done += f.size;
-      progress_.file_done = progress_.file_total = f.size;
-      Emit(HubPullProgress::Event::kFileCached, f.path);
+      Emit(E::kFileCached, f.path, index, f.size, f.size, f.size);
       return LinkHubSnapshotFile(folder_, commit_, f.path, etag);
     }
     // Unknown etag: a temporary name from the commit and path.
@@ -177,32 +197,26 @@ class Puller {
                                                    ".incomplete"
                                              : HubBlobPath(folder_, etag) + ".incomplete";
     const std::string url = endpoint_ + "/" + o_.ref.repo + "/resolve/" + commit_ + "/" + PercentEncode(f.path, true);
-    const uint64_t done_before = progress_.done;
+    uint64_t counted = 0;  // bytes of this file already added to the total done
     DownloadOptions d;
     d.http = http_;
     d.sha256 = !f.sha256.empty() || etag.empty();
     d.progress = [&](uint64_t done, uint64_t total) -> Status {
-      if (o_.cancel != nullptr && o_.cancel->load()) return Status::IOError("cancelled");
-      progress_.file_done = done;
-      progress_.file_total = f.has_size ? f.size : total;
-      progress_.done = done_before + done;
-      Emit(HubPullProgress::Event::kFileBytes, f.path);
+      if (Stopping()) return Status::IOError("stopped");
+      // A server that answered a resumed request with the whole file restarts
+      // `done`: nothing more is counted until it passes what was.
+      Emit(E::kFileBytes, f.path, index, done, f.has_size ? f.size : total, done > counted ? done - counted : 0);
+      counted = std::max(counted, done);
       return Status::OK();
     };
     const uint64_t kept = FileSize(partial);  // from an earlier pull
-    progress_.file_done = kept;
-    progress_.file_total = f.size;
-    Emit(HubPullProgress::Event::kFileStart, f.path);
+    Emit(E::kFileStart, f.path, index, kept, f.size, 0);
 
     Result<DownloadResult> got = Status::Internal("no attempt");
     for (int attempt = 0;; ++attempt) {
       got = DownloadToFile(url, partial, d);
-      if (got.ok() || got.status().code() != StatusCode::kIOError || attempt >= o_.retries ||
-          (o_.cancel != nullptr && o_.cancel->load())) {
-        break;
-      }
-      progress_.message = got.status().message();
-      Emit(HubPullProgress::Event::kRetry, f.path);
+      if (got.ok() || got.status().code() != StatusCode::kIOError || attempt >= o_.retries || Stopping()) break;
+      Emit(E::kRetry, f.path, index, FileSize(partial), f.size, 0, got.status().message());
       std::this_thread::sleep_for(std::chrono::milliseconds(o_.retry_delay_ms));
     }
     if (!got.ok()) {
@@ -235,30 +249,58 @@ class Puller {
     if (rename(partial.c_str(), blob.c_str()) != 0) {
       return Status::IOError(blob + ": cannot rename the download into place: " + std::strerror(errno));
     }
-    // What this pull fetched: all of it unless it continued the kept part.
-    downloaded_bytes_ += r.resumed_from > 0 && r.size >= kept ? r.size - kept : r.size;
-    progress_.done = done_before + r.size;
-    progress_.file_done = r.size;
-    Emit(HubPullProgress::Event::kFileDone, f.path);
-    *fetched = true;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      // What this pull fetched: all of it unless it continued the kept part.
+      downloaded_bytes_ += r.resumed_from > 0 && r.size >= kept ? r.size - kept : r.size;
+      ++downloaded_files_;
+    }
+    // A listed size smaller than what came (no size listed) still ends at the file's size.
+    Emit(E::kFileDone, f.path, index, r.size, r.size, r.size > counted ? r.size - counted : 0);
     return LinkHubSnapshotFile(folder_, commit_, f.path, etag);
   }
 
-  void Emit(HubPullProgress::Event e, const std::string& file) {
+  // One event of one file; `add` bytes more are done overall. The callback
+  // runs under the lock: events reach it one at a time, in order.
+  void Emit(HubPullProgress::Event event, const std::string& file, size_t index, uint64_t file_done,
+            uint64_t file_total, uint64_t add, std::string message = "") {
+    HubPullProgress p;
+    p.event = event;
+    p.file = file;
+    p.file_index = index;
+    p.file_done = file_done;
+    p.file_total = file_total;
+    p.message = std::move(message);
+    EmitLocked(std::move(p), add);
+  }
+  void EmitLocked(HubPullProgress p, uint64_t add) {
+    std::lock_guard<std::mutex> lock(mu_);
+    done_ += add;
+    if (p.event == HubPullProgress::Event::kFileDone || p.event == HubPullProgress::Event::kFileCached) ++files_done_;
     if (!o_.progress) return;
-    progress_.event = e;
-    progress_.file = file;
-    o_.progress(progress_);
-    progress_.message.clear();
+    p.file_count = files_.size();
+    p.files_done = files_done_;
+    p.done = done_;
+    p.total = total_;
+    o_.progress(p);
   }
 
   const HubPullOptions& o_;
+  // Set before the workers start, read-only while they run.
   std::string endpoint_;
   std::string folder_;
   std::string commit_;
   HttpGetOptions http_;
   std::vector<HubFile> files_;
-  HubPullProgress progress_;
+  uint64_t total_ = 0;
+
+  std::atomic<size_t> next_file_{0};
+  std::atomic<bool> failed_{false};
+  std::mutex mu_;  // guards what follows, and serializes progress callbacks
+  Status first_error_;
+  uint64_t done_ = 0;
+  size_t files_done_ = 0;
+  size_t downloaded_files_ = 0;
   uint64_t downloaded_bytes_ = 0;
 };
 

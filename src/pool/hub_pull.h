@@ -13,8 +13,12 @@
 // deletes the download), then renamed to blobs/<etag> and linked from
 // snapshots/<commit>/; last, refs/<revision>.
 //
-// Runs on the calling thread, one file after another; `progress` is called
-// on that thread. Usable from a server: nothing is printed.
+// Threads: the calling thread and `jobs` - 1 more download files at once
+// (taken in the repository's order); all have ended when PullFromHub
+// returns. `progress` is called from any of them, one call at a time (under
+// the pull's lock: keep it short). The first failure stops the other
+// downloads (their partial files are kept for the next pull). Usable from a
+// server: nothing is printed.
 #pragma once
 
 #include <atomic>
@@ -41,6 +45,7 @@ struct HubPullProgress {
   Event event = Event::kListed;
   std::string file;                        // the current file's repository path
   size_t file_index = 0, file_count = 0;   // index among the chosen files
+  size_t files_done = 0;                   // downloaded or found cached so far
   uint64_t file_done = 0, file_total = 0;  // bytes of the current file (total 0: unknown)
   uint64_t done = 0, total = 0;            // bytes of all chosen files
   std::string message;
@@ -52,6 +57,7 @@ struct HubPullOptions {
   std::string model_dir;                            // where models--ORG--NAME goes
   HubRef ref;
   HubFileFilter filter;  // include / exclude; the quantization comes from `ref`
+  int jobs = 4;          // files downloaded at once
   int retries = 3;       // more attempts per file after a network error
   int retry_delay_ms = 1000;
   NetTimeouts timeouts;

@@ -13,7 +13,8 @@ Speaks the endpoints `llmhost pull` uses:
 Faults, set per (repo, path): `drop_once` sends the headers and half the
 bytes of the first request, then closes the connection; `corrupt` serves
 the content with one byte flipped. `requests` logs (path, headers) of every
-request; `cdn_saw_authorization` turns true if a credential reached the CDN.
+request; `cdn_saw_authorization` turns true if a credential reached the CDN;
+the CDN requests of `barrier_repos` wait for each other at `barrier`.
 """
 import hashlib
 import http.server
@@ -48,6 +49,11 @@ class FakeHub:
         self.by_sha = {}  # sha256 -> (repo, path)
         self.lock = threading.Lock()
         self.server = None
+        # Repos whose CDN requests wait until this many are in flight (proof
+        # of parallel downloads); concurrent_met tells whether they all met.
+        self.barrier_repos = set()
+        self.barrier = None
+        self.concurrent_met = True
 
     def add_repo(self, name, files, lfs_suffixes=(".safetensors", ".gguf"), gated=False, listed_sizes=None):
         repo = Repo(files, lfs_suffixes, listed_sizes or {})
@@ -179,6 +185,11 @@ class FakeHub:
         if sha not in self.by_sha:
             return self.send(h, 404, b"no such object")
         name, path = self.by_sha[sha]
+        if name in self.barrier_repos:
+            try:
+                self.barrier.wait(timeout=5)
+            except threading.BrokenBarrierError:
+                self.concurrent_met = False
         data = self.repos[name].files[path]
         if (name, path) in self.corrupt:
             data = bytes([data[0] ^ 0xFF]) + data[1:]

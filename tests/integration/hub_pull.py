@@ -23,6 +23,8 @@ served on 127.0.0.1 (a random port) with LFS files behind a redirect to a
                  certificate naming another host (skipped without `openssl`)
   7. serve       `llmhost serve --model-dir DIR` lists both pulled models
                  (GET /v1/models) and generates a few tokens with each
+Also: --jobs 4 downloads three files at once (the fake CDN holds each answer
+until all three are asked for).
 Usage: hub_pull.py LLMHOST_BINARY [--work DIR] [--keep]. Exit 0 on success, 1
 on a failed check. Takes a few seconds.
 """
@@ -35,6 +37,7 @@ import ssl
 import subprocess
 import sys
 import tempfile
+import threading
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from fake_hub import FakeHub, git_blob_id  # noqa: E402
@@ -147,6 +150,17 @@ def main():
         check("already downloaded" in out, "second pull reuses the blobs:\n" + out)
         check(not any(p.startswith(("/cdn/", "/raw/")) for p, _ in hub.requests[before:]), "no downloads the second time")
         print("ok: pull (drop resumed, layout, token kept from the CDN, cached)")
+
+        # Parallel downloads: the CDN answers the 3 weight files only once all 3 asked.
+        parallel = hub.add_repo("test-org/parallel", {"config.json": b"{}", "a.safetensors": b"a" * 1000,
+                                                      "b.safetensors": b"b" * 1000, "c.safetensors": b"c" * 1000})
+        hub.barrier_repos.add("test-org/parallel")
+        hub.barrier = threading.Barrier(3)
+        pull.run("test-org/parallel", "--jobs", "4")
+        check(hub.concurrent_met, "three files downloaded at once")
+        check_layout(model_dir, "test-org/parallel", parallel, ["config.json", "a.safetensors", "b.safetensors",
+                                                                "c.safetensors"])
+        print("ok: parallel downloads")
 
         # 2. resume across runs
         hub.drop_once.add(("test-org/resume", "model.safetensors"))
