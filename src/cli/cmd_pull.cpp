@@ -164,13 +164,15 @@ void RegisterPullCommands(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand("pull", "Download a model from the Hugging Face Hub into the model directory");
   cmd->add_option("model", opt->model, "ORG/NAME, ORG/NAME@REVISION, or ORG/NAME:QUANT (one GGUF file, e.g. :Q4_K_M)")
       ->required();
-  cmd->add_option("--model-dir", opt->model_dirs,
-                  "model directory (as for serve; the first one is used; default <home>/models)");
+  // Repeatable flags take one value each, so that `--include X ORG/NAME` leaves the model positional.
+  auto repeatable = [](CLI::Option* o) { o->expected(1)->multi_option_policy(CLI::MultiOptionPolicy::TakeAll); };
+  repeatable(cmd->add_option("--model-dir", opt->model_dirs,
+                             "model directory (as for serve; the first one is used; default <home>/models)"));
   cmd->add_option("--home", opt->home, "llmhost's home: settings.json, default model dir (default ~/.llmhost)");
-  cmd->add_option("--include", opt->include,
-                  "glob of files to download (repeatable; replaces the default: weights, configs, tokenizer, "
-                  "chat templates)");
-  cmd->add_option("--exclude", opt->exclude, "glob of files to skip (repeatable)");
+  repeatable(cmd->add_option("--include", opt->include,
+                             "glob of files to download (repeatable; replaces the default: weights, configs, "
+                             "tokenizer, chat templates)"));
+  repeatable(cmd->add_option("--exclude", opt->exclude, "glob of files to skip (repeatable)"));
   cmd->add_option("--jobs", opt->jobs, "files downloaded at once (default 4)")->check(CLI::Range(1, 64));
   cmd->add_option("--retries", opt->retries, "more attempts per file after a network error (default 3)")
       ->check(CLI::Range(0, 100));

@@ -1,5 +1,7 @@
 #include "pool/hub_pull.h"
 
+#include <fcntl.h>
+#include <sys/file.h>
 #include <sys/statvfs.h>
 #include <unistd.h>
 
@@ -12,6 +14,7 @@
 #include <filesystem>
 #include <mutex>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "pool/hub_cache.h"
@@ -77,6 +80,30 @@ uint64_t FileSize(const std::string& path) {
   uint64_t size = fs::file_size(path, ec);
   return ec ? 0 : size;
 }
+
+// An exclusive flock on a download's .incomplete file, held while it is
+// fetched, verified and renamed; released when destroyed.
+class PartialLock {
+ public:
+  static Result<PartialLock> Acquire(const std::string& path) {
+    int fd = open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (fd < 0) return Status::IOError(path + ": cannot open: " + std::strerror(errno));
+    if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+      close(fd);
+      return Status::IOError(path + ": another pull is downloading this file; try again when it is done");
+    }
+    return PartialLock(fd);
+  }
+  PartialLock(PartialLock&& o) noexcept : fd_(std::exchange(o.fd_, -1)) {}
+  PartialLock& operator=(PartialLock&&) = delete;
+  ~PartialLock() {
+    if (fd_ >= 0) close(fd_);
+  }
+
+ private:
+  explicit PartialLock(int fd) : fd_(fd) {}
+  int fd_;
+};
 
 class Puller {
  public:
@@ -196,6 +223,14 @@ class Puller {
     const std::string partial = etag.empty() ? HubBlobPath(folder_, "tmp-" + ToHex(Sha256Of(commit_ + "/" + f.path))) +
                                                    ".incomplete"
                                              : HubBlobPath(folder_, etag) + ".incomplete";
+    // Another pull of the same file (another process, or the server) holds
+    // this lock until its blob is in place.
+    ASSIGN_OR_RETURN(PartialLock lock, PartialLock::Acquire(partial));
+    if (!etag.empty() && FileExists(HubBlobPath(folder_, etag))) {  // finished while we waited
+      unlink(partial.c_str());
+      Emit(E::kFileCached, f.path, index, f.size, f.size, f.size);
+      return LinkHubSnapshotFile(folder_, commit_, f.path, etag);
+    }
     const std::string url = endpoint_ + "/" + o_.ref.repo + "/resolve/" + commit_ + "/" + PercentEncode(f.path, true);
     uint64_t counted = 0;  // bytes of this file already added to the total done
     DownloadOptions d;

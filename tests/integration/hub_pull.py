@@ -11,6 +11,7 @@ served on 127.0.0.1 (a random port) with LFS files behind a redirect to a
                  Hub but never the CDN; a second pull downloads nothing
   2. resume      --retries 0: the drop fails the pull with a message, leaves
                  blobs/<sha>.incomplete; the next pull resumes it (Range)
+     locked      a .incomplete locked by another pull: refused, then pulled
   3. corrupt     a hash mismatch fails, names SHA-256, leaves no blob, no
                  .incomplete and no snapshot link
   4. errors      a missing repo (401 RepoNotFound and a plain 404), a gated
@@ -29,6 +30,7 @@ Usage: hub_pull.py LLMHOST_BINARY [--work DIR] [--keep]. Exit 0 on success, 1
 on a failed check. Takes a few seconds.
 """
 import argparse
+import fcntl
 import hashlib
 import os
 import re
@@ -176,6 +178,19 @@ def main():
         check(cdn_ranges(hub) == ["bytes=%d-" % half], "the next pull resumes with a Range (%s)" % cdn_ranges(hub))
         check_layout(model_dir, "test-org/resume", resume_repo, wanted)
         print("ok: resume across runs")
+
+        # A file another pull is downloading (its .incomplete locked) is left to it.
+        locked = hub.add_repo("test-org/locked", {"model.safetensors": b"locked weights"})
+        blobs = os.path.join(folder(model_dir, "test-org/locked"), "blobs")
+        os.makedirs(blobs)
+        sha = hashlib.sha256(locked.files["model.safetensors"]).hexdigest()
+        with open(os.path.join(blobs, sha + ".incomplete"), "wb") as holder:
+            fcntl.flock(holder, fcntl.LOCK_EX)
+            out = pull.run("test-org/locked", expect_rc=1)
+            check("another pull is downloading" in out, "a locked download is refused:\n" + out)
+        pull.run("test-org/locked")
+        check_layout(model_dir, "test-org/locked", locked, ["model.safetensors"])
+        print("ok: a download in progress elsewhere is not touched")
 
         # 3. corrupted download
         hub.corrupt.add(("test-org/corrupt", "model.safetensors"))
