@@ -89,7 +89,7 @@ Result<Url> ParseUrl(std::string_view text) {
   if (!authority.empty() && authority[0] == '[') {
     size_t close = authority.find(']');
     if (close == std::string_view::npos) return bad("unterminated IPv6 address");
-    url.host = std::string(authority.substr(1, close - 1));
+    url.host = Lower(authority.substr(1, close - 1));
     std::string_view after = authority.substr(close + 1);
     if (!after.empty()) {
       if (after[0] != ':') return bad("junk after the IPv6 address");
