@@ -20,6 +20,7 @@ int main(int argc, char** argv) {
   llmhost::cli::RegisterParseOutputCommands(app);
   llmhost::cli::RegisterGrammarCheckCommands(app);
   llmhost::cli::RegisterPullCommands(app);
+  llmhost::cli::RegisterClientCommands(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

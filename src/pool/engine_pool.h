@@ -195,6 +195,7 @@ class EnginePool {
   std::vector<ModelStatus> ModelStatuses() const;  // every discovered model, by id
   MemorySnapshot Memory();                          // reads the probe
   RequestCounts Requests() const;
+  PoolEvents Events() const;
   std::vector<DiscoveredModel> Models() const;
   // The loaded model `id` (statistics only: no lease, last_access untouched);
   // null when it is not loaded.
@@ -330,6 +331,7 @@ class EnginePool {
   bool stop_ = false;
   int unloads_in_progress_ = 0;
   double load_s_per_gb_ = 0;         // EMA
+  PoolEvents events_;                // loads and unloads since the start
   std::function<void()> wake_hook_;
   std::thread manager_;
 };

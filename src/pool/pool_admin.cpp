@@ -355,6 +355,20 @@ bool EnginePool::AbortAllRequests() {
   return true;
 }
 
+std::string UnloadCause(std::string_view why) {
+  if (why.starts_with("evicted")) return "evicted_for_load";
+  if (why.starts_with("idle TTL")) return "idle_ttl";
+  if (why.starts_with("KV memory")) return "evicted_for_kv";
+  if (why.find("memory pressure") != std::string_view::npos) return "memory_pressure";
+  if (why.starts_with("manual") || why.starts_with("unload-if-idle")) return "requested";
+  return "other";
+}
+
+PoolEvents EnginePool::Events() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return events_;
+}
+
 std::optional<int64_t> EnginePool::IdleTtl(const Slot& s) const {
   if (s.keep_alive_s) {
     if (*s.keep_alive_s < 0) return std::nullopt;

@@ -438,6 +438,7 @@ void EnginePool::LoadSlot(Lock& lock, const std::shared_ptr<Slot>& slot) {
   };
   if (!r.ok()) {
     uncommit();
+    ++events_.load_failures;
     PoolError e;
     e.code = PoolErrorCode::kUnavailable;
     e.message = "the model '" + model.id + "' failed to load: " + r.status().message() +
@@ -477,6 +478,8 @@ void EnginePool::LoadSlot(Lock& lock, const std::shared_ptr<Slot>& slot) {
     slot->state = SlotState::kLoaded;
     slot->runtime_key = settings.RuntimeKey();
     slot->loaded_at = slot->last_access = Now();
+    ++events_.loads;
+    events_.load_seconds += seconds;
     const BudgetBytes active_after = DeviceActiveLocked();
     slot->measured[0] = std::max(Sat(footprint_after, footprint_before), Sat(active_after[0], active_before[0]));
     for (size_t i = 1; i < slot->measured.size(); ++i) slot->measured[i] = Sat(active_after[i], active_before[i]);
@@ -496,6 +499,7 @@ void EnginePool::LoadSlot(Lock& lock, const std::shared_ptr<Slot>& slot) {
 
 void EnginePool::UnloadMarked(Lock& lock, const std::shared_ptr<Slot>& slot, const char* why) {
   ++unloads_in_progress_;
+  ++events_.unloads[UnloadCause(why)];
   const MemorySnapshot before_snap = SampleLocked();  // still counting this model
   std::shared_ptr<LoadedEngine> engine = std::move(slot->engine);
   BudgetBytes before{}, size{};

@@ -3,8 +3,10 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "pool/loaded_engine.h"
@@ -109,6 +111,17 @@ struct MemorySnapshot {
   // The first GPU budget with readings; null when none.
   const DeviceBudgetSnapshot* FirstDevice() const;
 };
+
+// What the pool did since it started (the metrics' counters).
+struct PoolEvents {
+  uint64_t loads = 0, load_failures = 0;
+  double load_seconds = 0;                   // over the successful loads
+  std::map<std::string, uint64_t> unloads;  // by cause (UnloadCause)
+};
+
+// The cause an unload's reason names: evicted_for_load, evicted_for_kv,
+// idle_ttl, memory_pressure, requested (an API call), other.
+std::string UnloadCause(std::string_view why);
 
 struct RequestCounts {
   int64_t active = 0;   // leases held

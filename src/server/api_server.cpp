@@ -2,13 +2,14 @@
 
 #include <algorithm>
 
+#include "server/status_recording_writer.h"
 #include "util/log.h"
 
 namespace llmhost::server {
 
 namespace {
 
-enum class Route { kHealth, kModels, kModelsStatus, kInference, kStoredResponse, kStatus, kAdmin, kOllama };
+enum class Route { kHealth, kModels, kModelsStatus, kInference, kStoredResponse, kStatus, kAdmin, kOllama, kMetrics };
 
 struct RouteEntry {
   const char* method;
@@ -19,6 +20,7 @@ struct RouteEntry {
 // The one route table.
 constexpr RouteEntry kRoutes[] = {
     {"GET", "/health", Route::kHealth},
+    {"GET", "/metrics", Route::kMetrics},
     {"GET", "/v1/models", Route::kModels},
     {"GET", "/v1/models/status", Route::kModelsStatus},
     {"GET", "/v1/models/", Route::kModels},    // /v1/models/{id}
@@ -169,7 +171,17 @@ size_t ApiServer::relay_count() const {
   return relays_.size();
 }
 
-void ApiServer::Handle(HttpRequest request, std::shared_ptr<ResponseWriter> writer) {
+// A route's name in the metrics: its table path, "{id}" for what follows a
+// trailing slash (so that ids do not multiply the series).
+static std::string RouteLabel(const char* path) {
+  std::string p = path;
+  return !p.empty() && p.back() == '/' ? p + "{id}" : p;
+}
+
+void ApiServer::Handle(HttpRequest request, std::shared_ptr<ResponseWriter> raw_writer) {
+  auto route_label = std::make_shared<std::string>("unmatched");
+  auto writer = std::make_shared<StatusRecordingWriter>(
+      std::move(raw_writer), [this, route_label](int status) { metrics_.CountResponse(*route_label, status); });
   const ApiFlavor flavor = FlavorForPath(request.path);
   if (request.method == "OPTIONS") {
     writer->Send(cors_.Preflight(request));
@@ -191,6 +203,7 @@ void ApiServer::Handle(HttpRequest request, std::shared_ptr<ResponseWriter> writ
       break;
     }
   }
+  if (match) *route_label = RouteLabel(match->path);
   // HEAD is GET without the body (the transport leaves the body out), on
   // every GET route.
   if (match && request.method == "HEAD") request.method = "GET";
@@ -220,6 +233,7 @@ void ApiServer::Handle(HttpRequest request, std::shared_ptr<ResponseWriter> writ
     case Route::kModelsStatus: HandleModelsStatus(*this, request, writer); break;
     case Route::kAdmin: HandleAdmin(*this, request, writer); break;
     case Route::kOllama: HandleOllama(*this, request, writer); break;
+    case Route::kMetrics: HandleMetrics(*this, request, writer); break;
     case Route::kHealth: break;
   }
 }

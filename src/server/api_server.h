@@ -2,6 +2,7 @@
 //
 // Routes (one table, api_server.cpp):
 //   GET  /health                         open, {"status":"ok"}
+//   GET  /metrics                        Prometheus metrics (routes_metrics.cpp)
 //   GET  /v1/models, /v1/models/{id}     models under --model-dir (id = alias when set)
 //   GET  /v1/models/status               every model: loaded, memory, TTL, requests
 //   POST /v1/models/{id}/unload          as /admin/api/models/{id}/unload
@@ -40,6 +41,7 @@
 #include "server/cors.h"
 #include "server/generation_relay.h"
 #include "server/host_guard.h"
+#include "server/metrics.h"
 #include "server/http_server.h"
 #include "server/response_store.h"
 #include "server/serve_settings.h"
@@ -69,6 +71,7 @@ class ApiServer {
   TieredBlockStore* kv_store() { return kv_store_; }
   Counters& counters() { return counters_; }
   ResponseStore& responses() { return responses_; }
+  ServerMetrics& metrics() { return metrics_; }
   HttpServerStats http_stats() const { return http_->stats(); }
   int64_t uptime_s() const;
   void AddRelay(const std::shared_ptr<GenerationRelay>& relay);
@@ -92,6 +95,7 @@ class ApiServer {
   std::chrono::steady_clock::time_point started_;
   Counters counters_;
   ResponseStore responses_;  // the Responses API's stored responses
+  ServerMetrics metrics_;
 
   mutable std::mutex mu_;
   std::condition_variable cv_;
@@ -114,6 +118,9 @@ void HandleModelsStatus(ApiServer& server, const HttpRequest& request,
                         const std::shared_ptr<ResponseWriter>& writer);
 void HandleAdmin(ApiServer& server, const HttpRequest& request,
                  const std::shared_ptr<ResponseWriter>& writer);
+// routes_metrics.cpp: GET /metrics.
+void HandleMetrics(ApiServer& server, const HttpRequest& request,
+                   const std::shared_ptr<ResponseWriter>& writer);
 // routes_ollama.cpp: Ollama's model routes.
 void HandleOllama(ApiServer& server, const HttpRequest& request,
                   const std::shared_ptr<ResponseWriter>& writer);

@@ -186,6 +186,7 @@ void GenerationRelay::OnEvent(RequestEvent ev) {
   if (!c.started) {
     out += formatter_->Start(index, GenerationUsage{ev.usage.prompt_tokens, ev.usage.cached_tokens, 0});
     c.started = true;
+    if (!first_token_at_) first_token_at_ = std::chrono::steady_clock::now();
   }
   tokens_sent_ += static_cast<int64_t>(ev.token_ids.size());
   std::vector<OutputEvent> events = c.output->Feed(ev.text);
@@ -227,7 +228,7 @@ void GenerationRelay::Fail(const ApiError& e, const char* finish) {
   }
   int64_t completion = 0;
   for (const Choice& c : choices_) completion += c.completion_tokens;
-  if (on_done_) on_done_(this, RelayStats{usage_.prompt_tokens, usage_.cached_tokens, completion, finish});
+  if (on_done_) on_done_(this, RelayStats{usage_.prompt_tokens, usage_.cached_tokens, completion, finish, first_token_at_});
 }
 
 void GenerationRelay::Finish() {
@@ -247,7 +248,7 @@ void GenerationRelay::Finish() {
   }
   if (on_done_) {
     on_done_(this, RelayStats{total.prompt_tokens, total.cached_tokens, total.completion_tokens,
-                              FinishReasonName(choices_[0].finish)});
+                              FinishReasonName(choices_[0].finish), first_token_at_});
   }
 }
 

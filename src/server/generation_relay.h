@@ -37,6 +37,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 
 #include "engine/request.h"
@@ -52,6 +53,7 @@ inline constexpr std::chrono::seconds kKeepAliveInterval{10};
 struct RelayStats {
   int64_t prompt_tokens = 0, cached_tokens = 0, completion_tokens = 0;
   const char* finish = "";
+  std::optional<std::chrono::steady_clock::time_point> first_token;  // none: nothing was generated
 };
 
 class GenerationRelay : public std::enable_shared_from_this<GenerationRelay> {
@@ -108,6 +110,7 @@ class GenerationRelay : public std::enable_shared_from_this<GenerationRelay> {
   bool submitted_ = false;
   bool done_ = false;
   std::chrono::steady_clock::time_point last_write_;
+  std::optional<std::chrono::steady_clock::time_point> first_token_at_;  // the first Start
 };
 
 }  // namespace llmhost::server

@@ -94,6 +94,7 @@ HttpResponse OllamaDoneResponse(const InferenceRequest& req, const std::string& 
 void ContinueInference(ApiServer& server, const std::string& path, InferenceRequest req,
                        std::chrono::steady_clock::time_point t0, const std::shared_ptr<ResponseWriter>& writer,
                        AcquireResult acquired) {
+  const auto granted = std::chrono::steady_clock::now();  // the end of the queue (and load) wait
   const ApiFlavor flavor = FlavorForPath(path);
   auto fail = [&](const ApiError& e) { writer->Send(ErrorResponse(e, flavor)); };
   if (!acquired.ok()) {
@@ -136,7 +137,20 @@ void ContinueInference(ApiServer& server, const std::string& path, InferenceRequ
   if (MaybeError e = AttachOutputConstraint(req, model, plan, &gen)) return fail(*e);
 
   ApiServer* srv = &server;
-  auto on_done = [srv, path, t0](const GenerationRelay* relay, const RelayStats& s) {
+  auto on_done = [srv, path, t0, granted, model_id = model.entry.id](const GenerationRelay* relay,
+                                                                     const RelayStats& s) {
+    const auto now = std::chrono::steady_clock::now();
+    auto seconds = [](std::chrono::steady_clock::duration d) { return std::chrono::duration<double>(d).count(); };
+    GenerationObservation o;
+    o.model = model_id;
+    o.finish = s.finish;
+    o.queue_s = seconds(granted - t0);
+    if (s.first_token) o.ttft_s = seconds(*s.first_token - t0);
+    o.e2e_s = seconds(now - t0);
+    o.prompt_tokens = s.prompt_tokens;
+    o.cached_tokens = s.cached_tokens;
+    o.completion_tokens = s.completion_tokens;
+    srv->metrics().ObserveGeneration(o);
     auto& c = srv->counters();
     c.generations++;
     c.prompt_tokens += s.prompt_tokens;
