@@ -9,7 +9,7 @@ namespace llmhost::server {
 
 namespace {
 
-enum class Route { kHealth, kModels, kModelsStatus, kInference, kStoredResponse, kStatus, kAdmin, kOllama, kMetrics };
+enum class Route { kHealth, kModels, kModelsStatus, kInference, kStoredResponse, kStatus, kAdmin, kOllama, kMetrics, kPull };
 
 struct RouteEntry {
   const char* method;
@@ -32,6 +32,7 @@ constexpr RouteEntry kRoutes[] = {
     {"POST", "/v1/responses", Route::kInference},
     {"GET", "/v1/responses/", Route::kStoredResponse},  // /v1/responses/{id}
     {"GET", "/api/status", Route::kStatus},
+    {"POST", "/admin/api/models/pull", Route::kPull},  // before /admin/api/models/{id}/...
     {"GET", "/admin/api/models", Route::kAdmin},
     {"GET", "/admin/api/models/", Route::kAdmin},
     {"POST", "/admin/api/models/", Route::kAdmin},
@@ -47,6 +48,7 @@ constexpr RouteEntry kRoutes[] = {
     {"GET", "/api/tags", Route::kOllama},
     {"GET", "/api/ps", Route::kOllama},
     {"POST", "/api/show", Route::kOllama},
+    {"POST", "/api/pull", Route::kPull},
 };
 
 bool PathMatches(const std::string& path, const char* pattern) {
@@ -101,6 +103,25 @@ ApiServer::~ApiServer() {
   cv_.notify_all();
   if (ticker_.joinable()) ticker_.join();
   CancelAllRelays();
+  StopBackground();
+}
+
+bool ApiServer::RunBackground(std::shared_ptr<std::atomic<bool>> cancel, std::function<void()> fn) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (background_closed_) return false;
+  background_.push_back({std::thread(std::move(fn)), std::move(cancel)});
+  return true;
+}
+
+void ApiServer::StopBackground() {
+  std::vector<Background> tasks;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    background_closed_ = true;
+    tasks.swap(background_);
+  }
+  for (Background& t : tasks) t.cancel->store(true);
+  for (Background& t : tasks) t.thread.join();
 }
 
 int64_t ApiServer::uptime_s() const {
@@ -112,6 +133,7 @@ void ApiServer::Run() {
   ticker_ = std::thread([this] { TickerLoop(); });
   http_->Run();
   CancelAllRelays();
+  StopBackground();
 }
 
 void ApiServer::TickerLoop() {
@@ -234,6 +256,7 @@ void ApiServer::Handle(HttpRequest request, std::shared_ptr<ResponseWriter> raw_
     case Route::kAdmin: HandleAdmin(*this, request, writer); break;
     case Route::kOllama: HandleOllama(*this, request, writer); break;
     case Route::kMetrics: HandleMetrics(*this, request, writer); break;
+    case Route::kPull: HandlePull(*this, request, writer); break;
     case Route::kHealth: break;
   }
 }

@@ -12,6 +12,7 @@
 //   POST /v1/messages/count_tokens       Anthropic token count
 //   POST /v1/responses                   OpenAI Responses; GET /v1/responses/{id}: a stored one
 //   GET  /api/status                     memory, models, requests, HTTP and engine statistics
+//   POST /api/pull, /admin/api/models/pull  a model from the Hugging Face Hub (routes_pull.cpp)
 //   POST /api/chat, /api/generate        Ollama (NDJSON streams); GET /api/version, /api/tags,
 //                                        /api/ps, POST /api/show (routes_ollama.cpp)
 //   /admin/api/...                       models (list, load, unload, unload-if-idle, pin,
@@ -29,10 +30,12 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <set>
 #include <thread>
+#include <vector>
 
 #include "kv/tiered_block_store.h"
 #include "pool/engine_pool.h"
@@ -74,6 +77,10 @@ class ApiServer {
   ServerMetrics& metrics() { return metrics_; }
   HttpServerStats http_stats() const { return http_->stats(); }
   int64_t uptime_s() const;
+  // Runs `fn` on a thread of its own (a model pull): when the server stops
+  // it sets `cancel` and waits for `fn` to return. Refused (false) once the
+  // server is stopping.
+  bool RunBackground(std::shared_ptr<std::atomic<bool>> cancel, std::function<void()> fn);
   void AddRelay(const std::shared_ptr<GenerationRelay>& relay);
   void RemoveRelay(const GenerationRelay* relay);
   size_t relay_count() const;
@@ -83,6 +90,7 @@ class ApiServer {
   void Handle(HttpRequest request, std::shared_ptr<ResponseWriter> writer);
   void TickerLoop();
   void CancelAllRelays();
+  void StopBackground();
 
   ServeSettings settings_;
   EnginePool* pool_;
@@ -101,6 +109,12 @@ class ApiServer {
   std::condition_variable cv_;
   std::set<std::shared_ptr<GenerationRelay>> relays_;  // in flight; guarded by mu_
   bool stop_ticker_ = false;
+  struct Background {
+    std::thread thread;
+    std::shared_ptr<std::atomic<bool>> cancel;
+  };
+  std::vector<Background> background_;  // guarded by mu_
+  bool background_closed_ = false;      // guarded by mu_
   std::thread ticker_;
 };
 
@@ -118,6 +132,8 @@ void HandleModelsStatus(ApiServer& server, const HttpRequest& request,
                         const std::shared_ptr<ResponseWriter>& writer);
 void HandleAdmin(ApiServer& server, const HttpRequest& request,
                  const std::shared_ptr<ResponseWriter>& writer);
+// routes_pull.cpp: POST /api/pull, /admin/api/models/pull.
+void HandlePull(ApiServer& server, const HttpRequest& request, const std::shared_ptr<ResponseWriter>& writer);
 // routes_metrics.cpp: GET /metrics.
 void HandleMetrics(ApiServer& server, const HttpRequest& request,
                    const std::shared_ptr<ResponseWriter>& writer);

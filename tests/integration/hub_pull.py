@@ -234,8 +234,9 @@ def main():
         tls_scenario(args.binary, work, qwen)
 
         # 7. served
-        serve_models(args.binary, work, model_dir)
-        print("ok: serve lists and runs the pulled models")
+        served = hub.add_repo("test-org/served-pull", {k: qwen[k] for k in wanted})
+        serve_models(args.binary, work, model_dir, hub, served)
+        print("ok: serve lists and runs the pulled models; POST /api/pull fetches one while it serves")
     finally:
         hub.stop()
     if not args.keep:
@@ -284,12 +285,24 @@ def tls_scenario(binary, work, qwen):
     print("ok: tls (verified against SSL_CERT_FILE, host name checked)")
 
 
-def serve_models(binary, work, model_dir):
+def ndjson_post(url, body, timeout=120):
+    import json
+    import urllib.request
+    req = urllib.request.Request(url, data=json.dumps(body).encode(), headers={"Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(req, timeout=timeout) as r:
+            return r.status, [json.loads(line) for line in r.read().decode().splitlines() if line.strip()]
+    except urllib.error.HTTPError as e:
+        return e.code, [json.loads(e.read().decode() or "{}")]
+
+
+def serve_models(binary, work, model_dir, hub, served):
     home = os.path.join(work, "home")
     os.makedirs(home, exist_ok=True)
     log = open(os.path.join(work, "serve.log"), "w")
+    env = dict(os.environ, HF_ENDPOINT="http://127.0.0.1:%d" % hub.port)
     proc = subprocess.Popen([binary, "serve", "--home", home, "--model-dir", model_dir, "--port", "0",
-                             "--cache-mode", "off"], stdout=subprocess.PIPE, stderr=log, text=True)
+                             "--cache-mode", "off"], stdout=subprocess.PIPE, stderr=log, text=True, env=env)
     try:
         line = proc.stdout.readline()
         m = re.search(r"listening on (http://\S+)", line)
@@ -303,6 +316,22 @@ def serve_models(binary, work, model_dir):
             st, j = http(url + "/v1/completions", {"model": model, "prompt": "Hello", "max_tokens": 4,
                                                    "temperature": 0}, timeout=120)
             check(st == 200 and j["usage"]["completion_tokens"] > 0, "%s generates: %s %s" % (model, st, j))
+        # Ollama's /api/pull: progress lines, then success, and the model is served at once.
+        st, lines = ndjson_post(url + "/api/pull", {"model": "test-org/served-pull"})
+        check(st == 200 and lines and lines[0].get("status") == "pulling manifest", "pull progress: %s" % lines[:3])
+        check(any(x.get("status", "").startswith("pulling model.safetensors") for x in lines), "file lines: %s" % lines)
+        check(lines[-1].get("status") == "success" and lines[-1].get("commit") == served.commit, "success: %s" % lines[-1])
+        st, j = http(url + "/v1/models")
+        check("test-org/served-pull" in [d["id"] for d in j["data"]], "the pulled model is listed at once")
+        st, j = http(url + "/v1/completions", {"model": "test-org/served-pull", "prompt": "Hi", "max_tokens": 2})
+        check(st == 200, "the pulled model generates: %s %s" % (st, j))
+        # Errors: streamed as an error line; whole as a status and {"error": "..."}.
+        st, lines = ndjson_post(url + "/api/pull", {"model": "test-org/missing"})
+        check(st == 200 and "error" in lines[-1] and "test-org/missing" in lines[-1]["error"], "missing: %s" % lines)
+        st, lines = ndjson_post(url + "/api/pull", {"model": "test-org/missing", "stream": False})
+        check(st == 404 and isinstance(lines[0].get("error"), str), "missing, whole: %s %s" % (st, lines))
+        st, lines = ndjson_post(url + "/admin/api/models/pull", {"model": "not a repo"})
+        check(st == 400, "a bad name is a 400: %s %s" % (st, lines))
     finally:
         proc.terminate()
         proc.wait(timeout=60)
