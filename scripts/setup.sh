@@ -14,6 +14,7 @@ PACKAGES=(
   clang-14 libclang-rt-14-dev   # ASan/UBSan and libFuzzer builds
   python3-jsonschema python3-rfc3987  # scripts/check_grammar_cases.py (the grammar suite's labels)
   prometheus                    # promtool: the /metrics test checks the exposition with it
+  chromium                      # the dashboard's browser tests (playwright-core drives it)
 )
 
 if [[ "${SKIP_APT:-0}" != 1 ]]; then
