@@ -59,6 +59,7 @@ async function start() {
   for (const b of document.querySelectorAll('#tabs button')) b.addEventListener('click', () => showTab(b.dataset.tab));
   $('#sign-in-form').addEventListener('submit', signIn);
   $('#sign-out').addEventListener('click', signOut);
+  window.addEventListener('hashchange', () => { if (!$('#tabs').hidden) showTab(location.hash.slice(1)); });
   setUpChat();
   whenSignedOut(showSignIn);
   const session = await api('/admin/api/session');

@@ -166,7 +166,9 @@ test('chat: streams the reply as text, reasoning apart, kept across reloads', { 
   const markup = '<img src=x id=injected onerror="document.title=1">';
   await page.locator('#chat-input').fill(markup);
   await page.locator('#chat-send').click();
-  await page.locator('.message.assistant .content', { hasText: 'Hello from the scripted model.' }).waitFor();
+  // The history still holds the first question, so the script answers it again.
+  await page.locator('.message.assistant .content', { hasText: 'The answer is 42.' }).nth(1).waitFor();
+  await page.locator('#chat-send:enabled').waitFor();
   assert.equal(await page.locator('#injected').count(), 0);
   assert.equal(await page.locator('.message.user .content').last().innerText(), markup);
   await reasoning.locator('summary').click();
