@@ -175,7 +175,7 @@ test('chat: streams the reply as text, reasoning apart, kept across reloads', { 
   await screenshot(page, 'chat');
 
   await page.reload();
-  await page.locator('.message.assistant .content', { hasText: 'The answer is 42.' }).waitFor();
+  await page.locator('.message.assistant .content', { hasText: 'The answer is 42.' }).first().waitFor();
   assert.equal(await page.locator('.message').count(), 4);
   await page.locator('#chat-new').click();
   assert.equal(await page.locator('.message').count(), 0);
@@ -228,6 +228,9 @@ test('sign-in: a wrong key fails, the right one sets the session cookie, POSTs n
     assert.equal(results.noToken, 403);
     assert.equal(results.wrongToken, 403);
     assert.equal(results.withToken, 200);
+    // The browser logs the two refused requests itself.
+    assert.deepEqual(page.errors.filter((e) => !/status of 403/.test(e)), []);
+    page.errors.length = 0;
     assert.equal((await modelStatus(locked, { authorization: `Bearer ${KEY}` })).pinned, true);
     // The cookie works only on the dashboard's API, and a forged one nowhere.
     const asCookie = { cookie: `llmhost_session=${cookie.value}` };
