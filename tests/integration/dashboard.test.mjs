@@ -25,6 +25,7 @@ const MODEL = 'scripted';
 const KEY = 'dashboard-test-key';
 const SCRIPT = {
   replies: [
+    { when: 'Write a long essay', text: 'Essay words go on. '.repeat(4000) },
     { when: 'Think about it', text: '<think>\nPondering the question.\n</think>\n\nThe answer is 42.' },
     { text: 'Hello from the scripted model.' },
   ],
@@ -179,6 +180,17 @@ test('chat: streams the reply as text, reasoning apart, kept across reloads', { 
   assert.equal(await page.locator('.message').count(), 4);
   await page.locator('#chat-new').click();
   assert.equal(await page.locator('.message').count(), 0);
+
+  // Stop aborts the stream; the server cancels the generation.
+  await page.locator('#chat-input').fill('Write a long essay');
+  await page.locator('#chat-input').press('Enter');
+  await page.locator('.message.assistant .content', { hasText: 'Essay words' }).waitFor();
+  await page.locator('#chat-stop').click();
+  await page.locator('.message.assistant .content', { hasText: '[stopped]' }).waitFor();
+  assert.equal(await page.locator('#chat-stop').isVisible(), false);
+  const stopped = await page.locator('.message.assistant .content').innerText();
+  assert.ok(stopped.length < 'Essay words go on. '.length * 4000, 'the reply was cut short');
+  await waitFor(async () => (await http(`${open.url}/api/status`)).json.requests.active === 0, 'the request to end');
   assert.deepEqual(page.errors, []);
   await page.context().close();
 });
