@@ -17,8 +17,7 @@ bool ChangesState(const std::string& method) { return method != "GET" && method 
 }  // namespace
 
 int64_t UnixNow() {
-  return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch())
-      .count();
+  return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
 bool DashboardMayCall(std::string_view path) {
@@ -28,8 +27,7 @@ bool DashboardMayCall(std::string_view path) {
   return false;
 }
 
-std::optional<DashboardSession> SessionOf(const DashboardSessions& sessions, const HttpRequest& request,
-                                          int64_t now) {
+std::optional<DashboardSession> SessionOf(const DashboardSessions& sessions, const HttpRequest& request, int64_t now) {
   const std::string_view token = CookieValue(request.Header("cookie"), kSessionCookie);
   if (token.empty()) return std::nullopt;
   return sessions.Verify(token, now);

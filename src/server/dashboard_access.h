@@ -17,8 +17,7 @@
 namespace llmhost::server {
 
 // The session named by the request's cookie, when valid at `now`.
-std::optional<DashboardSession> SessionOf(const DashboardSessions& sessions, const HttpRequest& request,
-                                          int64_t now);
+std::optional<DashboardSession> SessionOf(const DashboardSessions& sessions, const HttpRequest& request, int64_t now);
 // nullopt when the CSRF header matches the session's token, else a 403.
 MaybeError CheckCsrf(const DashboardSession& session, const HttpRequest& request);
 // Whether the dashboard's session cookie may stand in for a key on `path`.

@@ -39,9 +39,7 @@ bool IsHex(std::string_view s) {
 
 DashboardSessions::DashboardSessions() : secret_(RandomBytes(32)) {}
 
-std::string DashboardSessions::Mac(std::string_view message) const {
-  return ToHex(HmacSha256(secret_, message));
-}
+std::string DashboardSessions::Mac(std::string_view message) const { return ToHex(HmacSha256(secret_, message)); }
 
 DashboardSession DashboardSessions::Describe(const std::string& id, int64_t expires_at) const {
   const std::string signed_part = id + "." + std::to_string(expires_at);

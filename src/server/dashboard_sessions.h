@@ -26,8 +26,8 @@ inline constexpr const char* kSessionCookie = "llmhost_session";
 
 struct DashboardSession {
   std::string id;
-  std::string token;  // the cookie's value
-  std::string csrf;   // X-CSRF-Token's value
+  std::string token;       // the cookie's value
+  std::string csrf;        // X-CSRF-Token's value
   int64_t expires_at = 0;  // Unix seconds
 };
 

@@ -42,9 +42,8 @@ void ServeAsset(const HttpRequest& request, const std::string& name, const std::
   r.content_type = std::string(ContentTypeFor(name));
   // Names carry no content hash: browsers revalidate every time (a 304 when
   // the ETag still matches), so an upgrade never mixes old and new files.
-  r.headers = {{"Cache-Control", "no-cache"},
-               {"ETag", std::string(asset->etag)},
-               {"X-Content-Type-Options", "nosniff"}};
+  r.headers = {
+      {"Cache-Control", "no-cache"}, {"ETag", std::string(asset->etag)}, {"X-Content-Type-Options", "nosniff"}};
   if (name == "index.html") {
     r.headers.emplace_back("Content-Security-Policy", kContentSecurityPolicy);
     r.headers.emplace_back("Referrer-Policy", "no-referrer");
