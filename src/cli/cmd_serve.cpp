@@ -55,6 +55,7 @@ int RunServe(const server::SettingValues& cli_values) {
   auto settings = server::ResolveServeSettings(cli_values, [](const char* name) { return std::getenv(name); });
   if (!settings.ok()) return Fail(settings.status().message());
   const server::ServeSettings& s = *settings;
+  SetLogFormat(*ParseLogFormat(s.log_format));  // validated by ResolveServeSettings
   auto precision = ParsePrecision(s.precision);
   if (!precision.ok()) return Fail(precision.status().message());
 

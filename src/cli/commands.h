@@ -16,6 +16,7 @@ void RegisterServeCommands(CLI::App& app);      // serve
 void RegisterSynthCommands(CLI::App& app);      // synth-model
 void RegisterParseOutputCommands(CLI::App& app);  // parse-output
 void RegisterGrammarCheckCommands(CLI::App& app);  // grammar-check
+void RegisterPullCommands(CLI::App& app);         // pull
 void RegisterClientCommands(CLI::App& app);        // ls, ps, show, run (against a running server)
 
 // Sub-commands set this from their callbacks; main() returns it.

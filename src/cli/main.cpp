@@ -19,6 +19,7 @@ int main(int argc, char** argv) {
   llmhost::cli::RegisterSynthCommands(app);
   llmhost::cli::RegisterParseOutputCommands(app);
   llmhost::cli::RegisterGrammarCheckCommands(app);
+  llmhost::cli::RegisterPullCommands(app);
   llmhost::cli::RegisterClientCommands(app);
   try {
     app.parse(argc, argv);

@@ -177,6 +177,16 @@ struct Scan {
     out->push_back(std::move(m));
   }
 
+  // A snapshot without config.json holding exactly one .gguf file (what
+  // `llmhost pull ORG/NAME:QUANT` leaves) is that GGUF model.
+  void AddSnapshotGguf(const std::string& id, const fs::path& snap) {
+    std::vector<fs::path> ggufs;
+    for (const auto& e : Children(snap)) {
+      if (EndsWith(Lower(e.path().filename().string()), ".gguf") && IsFile(e.path())) ggufs.push_back(e.path());
+    }
+    if (ggufs.size() == 1) AddGguf(id, ggufs[0]);
+  }
+
   // One level: models directly in `dir`; `prefix` ("" or "org/") names them.
   // Returns the folders that are none of the above (org candidates).
   std::vector<fs::path> Level(const fs::path& dir, const std::string& prefix) {
@@ -189,7 +199,11 @@ struct Scan {
         const std::string hf = HfCacheModelId(name);
         if (!hf.empty()) {
           const std::string snap = HfCacheSnapshot(e.path().string());
-          if (!snap.empty() && FileExists(snap + "/config.json")) AddDirectory(hf, snap, ModelSource::kHfCache);
+          if (!snap.empty() && FileExists(snap + "/config.json")) {
+            AddDirectory(hf, snap, ModelSource::kHfCache);
+          } else if (!snap.empty()) {
+            AddSnapshotGguf(hf, snap);
+          }
         } else if (name.rfind("datasets--", 0) == 0 || name.rfind("spaces--", 0) == 0) {
           continue;  // other Hugging Face cache entries
         } else if (FileExists((e.path() / "config.json").string())) {

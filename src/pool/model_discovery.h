@@ -5,7 +5,8 @@
 //     adapters are skipped) is a model; id = its name;
 //   - a Hugging Face cache folder `models--Org--Name` resolves through
 //     refs/main to snapshots/<commit> (the only snapshot when refs/main is
-//     missing); id = "Org/Name";
+//     missing); id = "Org/Name"; a snapshot without config.json but with
+//     exactly one *.gguf file is that GGUF model;
 //   - a *.gguf file is a model; id = its name without ".gguf";
 //   - any other directory is an "org" folder, scanned one level deeper the
 //     same way: ids "org/Model", "org/name" (for org/name.gguf).

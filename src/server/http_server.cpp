@@ -26,6 +26,7 @@
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 
+#include "server/request_id.h"
 #include "util/log.h"
 
 namespace llmhost::server {
@@ -130,8 +131,10 @@ class HttpServer::Impl {
 // of the calls (the strand runs them FIFO).
 class Exchange final : public ResponseWriter, public std::enable_shared_from_this<Exchange> {
  public:
-  Exchange(std::shared_ptr<Session> session, int version, bool head)
-      : session_(std::move(session)), version_(version), head_(head) {}
+  Exchange(std::shared_ptr<Session> session, int version, bool head, std::string request_id)
+      : session_(std::move(session)), version_(version), head_(head), request_id_(std::move(request_id)) {
+    extra_.emplace_back("X-Request-Id", request_id_);
+  }
 
   void AddHeader(std::string name, std::string value) override {
     std::lock_guard<std::mutex> lock(mu_);
@@ -180,6 +183,7 @@ class Exchange final : public ResponseWriter, public std::enable_shared_from_thi
   std::shared_ptr<Session> session_;
   const int version_;
   const bool head_;
+  const std::string request_id_;  // in every log line of the work posted through Post()
   mutable std::mutex mu_;
   HeaderList extra_;
   bool started_ = false;  // StartStream called
@@ -234,7 +238,8 @@ class Session : public std::enable_shared_from_this<Session> {
   void DoWrite();
   void OnWrite(beast::error_code ec, size_t n);
   void FinishExchange();
-  void RespondError(int status, const std::string& message);
+  // `incoming_id`: the request's X-Request-Id when its headers were read.
+  void RespondError(int status, const std::string& message, std::string_view incoming_id = {});
   void LingerClose();
 
   beast::tcp_stream stream_;
@@ -309,7 +314,12 @@ void Exchange::StartStream(int status, std::string content_type, HeaderList head
   });
 }
 
-void Exchange::Post(std::function<void()> fn) { session_->Post(std::move(fn)); }
+void Exchange::Post(std::function<void()> fn) {
+  session_->Post([id = request_id_, fn = std::move(fn)] {
+    ScopedRequestId scope(id);
+    fn();
+  });
+}
 
 void Exchange::Write(std::string data) {
   if (data.empty()) return;
@@ -390,8 +400,10 @@ void Session::OnHeader(beast::error_code ec) {
                             " bytes");
     } else if (ec == http::error::body_limit) {
       target_ = std::string(parser_->get().target());
-      RespondError(413, "request body exceeds the limit of " +
-                            std::to_string(server_->opts.max_body_bytes) + " bytes (--max-body-size)");
+      RespondError(413,
+                   "request body exceeds the limit of " + std::to_string(server_->opts.max_body_bytes) +
+                       " bytes (--max-body-size)",
+                   parser_->get()["X-Request-Id"]);
     } else {
       RespondError(400, "malformed HTTP request: " + ec.message());
     }
@@ -415,8 +427,10 @@ void Session::OnBody(beast::error_code ec) {
   if (closed_) return;
   if (ec) {
     if (ec == http::error::body_limit) {
-      RespondError(413, "request body exceeds the limit of " +
-                            std::to_string(server_->opts.max_body_bytes) + " bytes (--max-body-size)");
+      RespondError(413,
+                   "request body exceeds the limit of " + std::to_string(server_->opts.max_body_bytes) +
+                       " bytes (--max-body-size)",
+                   parser_->get()["X-Request-Id"]);
     } else if (ec == http::error::end_of_stream || ec == net::error::eof ||
                ec == beast::error::timeout || ec == net::error::connection_reset ||
                ec == net::error::operation_aborted) {
@@ -435,7 +449,7 @@ void Session::Dispatch() {
   keep_alive_ = req.keep_alive();
   if (server_->shutting_down.load()) {
     keep_alive_ = false;
-    RespondError(503, "the server is shutting down");
+    RespondError(503, "the server is shutting down", req["X-Request-Id"]);
     return;
   }
   HttpRequest r;
@@ -449,14 +463,17 @@ void Session::Dispatch() {
   beast::error_code ec;
   auto ep = stream_.socket().remote_endpoint(ec);
   if (!ec) r.remote = ep.address().to_string() + ":" + std::to_string(ep.port());
+  r.request_id = RequestIdFor(r.Header("x-request-id"));
 
-  exchange_ = std::make_shared<Exchange>(shared_from_this(), req.version(), req.method() == http::verb::head);
+  exchange_ = std::make_shared<Exchange>(shared_from_this(), req.version(), req.method() == http::verb::head,
+                                         r.request_id);
   response_complete_ = false;
   counted_ = true;
   server_->requests_active++;
   server_->requests_total++;
   net::post(server_->workers, [server = server_, r = std::move(r), ex = exchange_]() mutable {
     const std::string target = r.target;
+    ScopedRequestId scope(r.request_id);
     try {
       server->handler(std::move(r), ex);
     } catch (const std::exception& e) {
@@ -548,11 +565,12 @@ void Session::FinishExchange() {
   }
 }
 
-void Session::RespondError(int status, const std::string& message) {
+void Session::RespondError(int status, const std::string& message, std::string_view incoming_id) {
   keep_alive_ = false;
   close_after_write_ = true;
   HttpResponse r = server_->error_responder(status, message, target_);
   if (status == 503) r.headers.emplace_back("Retry-After", "1");
+  r.headers.emplace_back("X-Request-Id", RequestIdFor(incoming_id));
   std::string out = StatusLine(status, 11);
   AppendHeader(out, "Server", "llmhost");
   AppendHeader(out, "Content-Type", r.content_type);

@@ -24,6 +24,9 @@ struct HttpRequest {
   HeaderList headers;
   std::string body;
   std::string remote;  // peer address, for logs
+  // X-Request-Id of the exchange (server/request_id.h): the client's when
+  // sane, else generated; the transport sends it back on every response.
+  std::string request_id;
 
   // The first value of header `lower_name`, "" when absent.
   std::string_view Header(std::string_view lower_name) const {

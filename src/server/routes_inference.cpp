@@ -74,6 +74,18 @@ const char* IdPrefix(ApiKind api) {
   }
 }
 
+// A request answered with an error: a line for the operator (a warning when
+// the server is at fault), then the response.
+void Fail(const std::string& path, const ApiError& e, ApiFlavor flavor, ResponseWriter& writer) {
+  LogFields f{{"path", path}, {"status", e.status}, {"error", e.message}};
+  if (e.status >= 500) {
+    LOG_WARN_FIELDS(f, "http: " << path << ": error " << e.status << ": " << e.message);
+  } else {
+    LOG_INFO_FIELDS(f, "http: " << path << ": error " << e.status << ": " << e.message);
+  }
+  writer.Send(ErrorResponse(e, flavor));
+}
+
 // Ollama's answer to a request that only loads or unloads its model.
 HttpResponse OllamaDoneResponse(const InferenceRequest& req, const std::string& model, const char* reason) {
   OJson j = {{"model", model}, {"created_at", OllamaTimestamp()}};
@@ -96,7 +108,7 @@ void ContinueInference(ApiServer& server, const std::string& path, InferenceRequ
                        AcquireResult acquired) {
   const auto granted = std::chrono::steady_clock::now();  // the end of the queue (and load) wait
   const ApiFlavor flavor = FlavorForPath(path);
-  auto fail = [&](const ApiError& e) { writer->Send(ErrorResponse(e, flavor)); };
+  auto fail = [&](const ApiError& e) { Fail(path, e, flavor, *writer); };
   if (!acquired.ok()) {
     if (acquired.error.code == PoolErrorCode::kCancelled) return;  // the client went away
     return fail(PoolApiError(acquired.error));
@@ -137,8 +149,10 @@ void ContinueInference(ApiServer& server, const std::string& path, InferenceRequ
   if (MaybeError e = AttachOutputConstraint(req, model, plan, &gen)) return fail(*e);
 
   ApiServer* srv = &server;
-  auto on_done = [srv, path, t0, granted, model_id = model.entry.id](const GenerationRelay* relay,
-                                                                     const RelayStats& s) {
+  // Runs on the engine's thread: the completion line keeps the request's id.
+  auto on_done = [srv, path, t0, granted, model_id = model.entry.id, request_id = CurrentRequestId()](
+                     const GenerationRelay* relay, const RelayStats& s) {
+    ScopedRequestId scope(request_id);
     const auto now = std::chrono::steady_clock::now();
     auto seconds = [](std::chrono::steady_clock::duration d) { return std::chrono::duration<double>(d).count(); };
     GenerationObservation o;
@@ -158,9 +172,15 @@ void ContinueInference(ApiServer& server, const std::string& path, InferenceRequ
     c.completion_tokens += s.completion_tokens;
     const double ms =
         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-    LOG_INFO("http: " << path << ": prompt " << s.prompt_tokens << " (cached " << s.cached_tokens
-                      << "), completion " << s.completion_tokens << ", finish " << s.finish << ", "
-                      << static_cast<int64_t>(ms) << " ms");
+    LogFields f{{"path", path},
+                {"prompt_tokens", s.prompt_tokens},
+                {"cached_tokens", s.cached_tokens},
+                {"completion_tokens", s.completion_tokens},
+                {"finish", s.finish},
+                {"duration_ms", static_cast<int64_t>(ms)}};
+    LOG_INFO_FIELDS(f, "http: " << path << ": prompt " << s.prompt_tokens << " (cached " << s.cached_tokens
+                                << "), completion " << s.completion_tokens << ", finish " << s.finish << ", "
+                                << static_cast<int64_t>(ms) << " ms");
     srv->RemoveRelay(relay);
   };
   auto relay = GenerationRelay::Create(writer, MakeFormatter(req, meta, &server.responses()), std::move(lease),
@@ -180,7 +200,7 @@ void HandleInference(ApiServer& server, const HttpRequest& request,
                      const std::shared_ptr<ResponseWriter>& writer) {
   const auto t0 = std::chrono::steady_clock::now();
   const ApiFlavor flavor = FlavorForPath(request.path);
-  auto fail = [&](const ApiError& e) { writer->Send(ErrorResponse(e, flavor)); };
+  auto fail = [&](const ApiError& e) { Fail(request.path, e, flavor, *writer); };
 
   OJson body;
   if (MaybeError e = ParseJsonObject(request.body, &body)) return fail(*e);

@@ -11,6 +11,7 @@
 #include "pool/memory_limits.h"
 #include "util/file.h"
 #include "util/json.h"
+#include "util/log.h"
 
 namespace llmhost::server {
 
@@ -146,6 +147,8 @@ const std::vector<ServeFlag>& ServeFlags() {
        "default), cpu, cuda (every GPU, each its own memory budget: a model loads on the one where it fits with "
        "the fewest evictions) or cuda:N (that GPU alone: the CUDA device number, as CUDA_VISIBLE_DEVICES renumbers "
        "them); a model's own `device` setting overrides it"},
+      {"log-format", false,
+       "stderr log lines: text (default) or json (one object per line with ts, level, msg, request_id)"},
       {"gpu-memory-guard-gb", false,
        "the GPU's memory ceiling in GiB, fractions allowed (default: its memory less max(512 MiB, 5%))"},
       {"memory-guard", false,
@@ -367,6 +370,10 @@ Result<ServeSettings> ResolveServeSettings(const SettingValues& cli, const EnvLo
       auto d = ParseDevice(last);
       if (!d.ok()) return Status::InvalidArgument(v->source + ": " + d.status().message());
       s.device = last;
+    } else if (name == "log-format") {
+      auto format = ParseLogFormat(last);
+      if (!format.ok()) return Status::InvalidArgument(v->source + ": " + format.status().message());
+      s.log_format = last;
     } else if (name == "gpu-memory-guard-gb") {
       ASSIGN_OR_RETURN(s.gpu_memory_guard_gb, ParseNumber(*v, 0, 1 << 20));
       if (s.gpu_memory_guard_gb <= 0) return Status::InvalidArgument(v->source + ": the ceiling must be above 0 GiB");

@@ -59,6 +59,18 @@ TEST(ServeSettings, ConnectionFlags) {
   EXPECT_NE(bad.status().message().find("--max-connections"), std::string::npos);
 }
 
+TEST(ServeSettings, LogFormat) {
+  FakeEnv env;
+  env.vars["HOME"] = "/tmp";
+  EXPECT_EQ(ResolveServeSettings({}, env.lookup())->log_format, "text");
+  env.vars["LLMHOST_LOG_FORMAT"] = "json";
+  EXPECT_EQ(ResolveServeSettings({}, env.lookup())->log_format, "json");
+  auto bad = ResolveServeSettings({{"log-format", {"xml"}}}, env.lookup());
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("--log-format: 'xml' (expected text or json)"), std::string::npos)
+      << bad.status().message();
+}
+
 TEST(ServeSettings, CliBeatsEnvBeatsFileBeatsDefault) {
   const std::string home = testing::MakeTempDir();
   ASSERT_TRUE(WriteFileAtomic(JoinPath(home, "settings.json"),
