@@ -15,6 +15,7 @@ PACKAGES=(
   python3-jsonschema python3-rfc3987  # scripts/check_grammar_cases.py (the grammar suite's labels)
   openssl                       # tests/integration/hub_pull.py: certificates for its TLS fake Hub
   prometheus                    # promtool: the /metrics test checks the exposition with it
+  chromium                      # the dashboard's browser tests (playwright-core drives it)
 )
 
 if [[ "${SKIP_APT:-0}" != 1 ]]; then

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "server/dashboard_access.h"
 #include "server/status_recording_writer.h"
 #include "util/log.h"
 
@@ -9,7 +10,8 @@ namespace llmhost::server {
 
 namespace {
 
-enum class Route { kHealth, kModels, kModelsStatus, kInference, kStoredResponse, kStatus, kAdmin, kOllama, kMetrics, kPull };
+enum class Route { kHealth, kModels, kModelsStatus, kInference, kStoredResponse, kStatus, kAdmin, kOllama, kMetrics,
+                   kPull, kDashboard };
 
 struct RouteEntry {
   const char* method;
@@ -49,6 +51,11 @@ constexpr RouteEntry kRoutes[] = {
     {"GET", "/api/ps", Route::kOllama},
     {"POST", "/api/show", Route::kOllama},
     {"POST", "/api/pull", Route::kPull},
+    // The dashboard (routes_dashboard.cpp); last, so /admin/api/... above wins.
+    {"GET", "/admin", Route::kDashboard},
+    {"GET", "/admin/", Route::kDashboard},  // its files, /admin/api/session
+    {"POST", "/admin/login", Route::kDashboard},
+    {"POST", "/admin/logout", Route::kDashboard},
 };
 
 bool PathMatches(const std::string& path, const char* pattern) {
@@ -235,9 +242,11 @@ void ApiServer::Handle(HttpRequest request, std::shared_ptr<ResponseWriter> raw_
     writer->Send(std::move(r));
     return;
   }
-  if (MaybeError e = auth_.Check(request)) {
+  // The dashboard's page, files and sign-in are open; it checks sessions itself.
+  if (match && match->route == Route::kDashboard) return HandleDashboard(*this, request, writer);
+  if (MaybeError e = CheckAccess(auth_, sessions_, request, UnixNow())) {
     HttpResponse r = ErrorResponse(*e, flavor);
-    if (flavor == ApiFlavor::kOpenAI) r.headers.emplace_back("WWW-Authenticate", "Bearer");
+    if (flavor == ApiFlavor::kOpenAI && e->status == 401) r.headers.emplace_back("WWW-Authenticate", "Bearer");
     writer->Send(std::move(r));
     return;
   }
@@ -257,7 +266,8 @@ void ApiServer::Handle(HttpRequest request, std::shared_ptr<ResponseWriter> raw_
     case Route::kOllama: HandleOllama(*this, request, writer); break;
     case Route::kMetrics: HandleMetrics(*this, request, writer); break;
     case Route::kPull: HandlePull(*this, request, writer); break;
-    case Route::kHealth: break;
+    case Route::kHealth:
+    case Route::kDashboard: break;
   }
 }
 

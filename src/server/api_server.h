@@ -17,8 +17,12 @@
 //                                        /api/ps, POST /api/show (routes_ollama.cpp)
 //   /admin/api/...                       models (list, load, unload, unload-if-idle, pin,
 //                                        unpin, settings), reload (routes_admin.cpp)
+//   GET  /admin, /admin/<file>; POST /admin/login, /admin/logout; GET /admin/api/session
+//                                        the web dashboard and its sign-in (routes_dashboard.cpp)
 //   OPTIONS *                            CORS preflight
-// Every route but /health and preflights needs an API key when keys are set.
+// Every route but /health, the dashboard's and preflights needs an API key
+// when keys are set (or, on the routes the dashboard calls, its session
+// cookie: dashboard_access.h).
 //
 // Run() serves until SIGINT/SIGTERM (or Shutdown()), drains, cancels what
 // is still generating, and returns. Then stop the pool (EnginePool::Shutdown:
@@ -42,6 +46,7 @@
 #include "pool/memory_enforcer.h"
 #include "server/auth.h"
 #include "server/cors.h"
+#include "server/dashboard_sessions.h"
 #include "server/generation_relay.h"
 #include "server/host_guard.h"
 #include "server/metrics.h"
@@ -75,6 +80,8 @@ class ApiServer {
   Counters& counters() { return counters_; }
   ResponseStore& responses() { return responses_; }
   ServerMetrics& metrics() { return metrics_; }
+  const ApiKeyAuth& auth() const { return auth_; }
+  DashboardSessions& sessions() { return sessions_; }
   HttpServerStats http_stats() const { return http_->stats(); }
   int64_t uptime_s() const;
   // Runs `fn` on a thread of its own (a model pull): when the server stops
@@ -104,6 +111,7 @@ class ApiServer {
   Counters counters_;
   ResponseStore responses_;  // the Responses API's stored responses
   ServerMetrics metrics_;
+  DashboardSessions sessions_;  // dashboard sign-ins
 
   mutable std::mutex mu_;
   std::condition_variable cv_;
@@ -140,6 +148,9 @@ void HandleMetrics(ApiServer& server, const HttpRequest& request,
 // routes_ollama.cpp: Ollama's model routes.
 void HandleOllama(ApiServer& server, const HttpRequest& request,
                   const std::shared_ptr<ResponseWriter>& writer);
+// routes_dashboard.cpp: the web dashboard's page, files and sign-in.
+void HandleDashboard(ApiServer& server, const HttpRequest& request,
+                     const std::shared_ptr<ResponseWriter>& writer);
 // routes_cache.cpp: GET /admin/api/cache, POST /admin/api/cache/clear-hot|clear-ssd.
 void HandleCache(ApiServer& server, const HttpRequest& request,
                  const std::shared_ptr<ResponseWriter>& writer);

@@ -45,11 +45,15 @@ MaybeError ApiKeyAuth::Check(const HttpRequest& request) const {
     return ApiError{401, "API key required: send 'Authorization: Bearer KEY' or 'x-api-key: KEY'",
                     "", "invalid_api_key", 0, {}};
   }
-  const Sha256Digest given = Sha256Of(token);
+  if (!Matches(token)) return ApiError{401, "Invalid API key", "", "invalid_api_key", 0, {}};
+  return std::nullopt;
+}
+
+bool ApiKeyAuth::Matches(std::string_view key) const {
+  const Sha256Digest given = Sha256Of(Trim(key));
   bool match = false;
   for (const Sha256Digest& d : digests_) match |= DigestEqual(given, d);  // no early exit
-  if (!match) return ApiError{401, "Invalid API key", "", "invalid_api_key", 0, {}};
-  return std::nullopt;
+  return match;
 }
 
 }  // namespace llmhost::server

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "server/api_error.h"
@@ -20,6 +21,8 @@ class ApiKeyAuth {
   bool open() const { return digests_.empty(); }
   // nullopt when allowed; else 401 "API key required" / "Invalid API key".
   MaybeError Check(const HttpRequest& request) const;
+  // Whether `key` (surrounding blanks ignored) is one of the keys; constant time.
+  bool Matches(std::string_view key) const;
 
  private:
   std::vector<Sha256Digest> digests_;

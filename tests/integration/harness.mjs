@@ -19,14 +19,14 @@ export const sharedDir = existsSync(sharedCandidate) ? sharedCandidate : null;
 
 // `home`: a --home to start in again (default: a new temporary one).
 // Writes the scripted test model `name` (its replies: `script`) under
-// dir/models and starts a server on that folder.
-export async function startScriptedServer(dir, name, script) {
+// dir/models and starts a server on that folder (with `args` besides).
+export async function startScriptedServer(dir, name, script, args = []) {
   const file = path.join(dir, 'script.json');
   writeFileSync(file, JSON.stringify(script));
   const r = spawnSync(binary, ['synth-model', '--arch', 'scripted', '--script', file, '--out',
     path.join(dir, 'models', name)], { encoding: 'utf8' });
   if (r.status !== 0) throw new Error('synth-model --arch scripted: ' + r.stderr);
-  return startServer(['--model-dir', path.join(dir, 'models')]);
+  return startServer(['--model-dir', path.join(dir, 'models'), ...args]);
 }
 
 export async function startServer(args = [], env = {}, home = null) {

@@ -1,0 +1,55 @@
+// Models: every discovered model (GET /v1/models/status) with load / unload /
+// pin / unpin (POST /admin/api/models/{id}/...).
+import { api } from './client.js';
+import { $, el, formatBytes } from './dom.js';
+
+function stateOf(m) {
+  if (m.loading) return 'loading';
+  return m.loaded ? 'loaded' : 'not loaded';
+}
+
+async function act(id, action) {
+  const out = $('#models-result');
+  out.className = '';
+  out.textContent = `${action} ${id}…`;
+  try {
+    const r = await api(`/admin/api/models/${id.split('/').map(encodeURIComponent).join('/')}/${action}`, { method: 'POST' });
+    out.textContent = `${action} ${id}: ${r.status || 'ok'}`;
+  } catch (e) {
+    out.className = 'error';
+    out.textContent = `${action} ${id} failed: ${e.message}`;
+  }
+  await refreshModels();
+}
+
+function row(m) {
+  const button = (action, label, enabled) => {
+    const b = el('button', { type: 'button', class: 'small', disabled: !enabled, 'data-action': action }, label);
+    b.addEventListener('click', () => act(m.id, action));
+    return b;
+  };
+  return el('tr', { 'data-model': m.id },
+    el('td', {}, m.alias ? `${m.alias} (${m.id})` : m.id),
+    el('td', { class: `state ${m.loaded ? 'on' : ''}` }, stateOf(m)),
+    el('td', { class: 'num' }, m.loaded ? formatBytes(m.memory_bytes) : `~${formatBytes(m.estimated_bytes)}`),
+    el('td', { class: 'num' }, m.ttl_seconds === null ? 'never' : `${m.ttl_seconds} s`),
+    el('td', {}, m.pinned ? 'yes' : 'no'),
+    el('td', { class: 'actions' },
+      button('load', 'Load', !m.loaded && !m.loading), button('unload', 'Unload', m.loaded),
+      m.pinned ? button('unpin', 'Unpin', true) : button('pin', 'Pin', true)));
+}
+
+export async function refreshModels() {
+  try {
+    const r = await api('/v1/models/status');
+    const body = $('#model-table tbody');
+    if (!r.models.length) {
+      body.replaceChildren(el('tr', {}, el('td', { colSpan: 6, class: 'empty' }, 'No models found under --model-dir')));
+    } else {
+      body.replaceChildren(...r.models.map(row));
+    }
+  } catch (e) {
+    $('#models-result').className = 'error';
+    $('#models-result').textContent = `Models: ${e.message}`;
+  }
+}
