@@ -31,6 +31,7 @@
 #include "grammar/shared_mask_cache.h"
 #include "grammar/token_vocab.h"
 #include "tokenizer/tokenizer.h"
+#include "util/file.h"
 
 using namespace llmhost;
 using namespace llmhost::grammar;
@@ -44,21 +45,14 @@ double CpuNow() {
 }
 
 struct NamedGrammar {
-  enum class Kind { kGbnf, kSchema, kJsonObject };
+  enum class Kind { kGbnf, kGbnfFile, kSchema, kJsonObject };
   const char* name;
   Kind kind;
-  const char* text;
+  const char* text;  // kGbnfFile: a path under the source tree
 };
 
 const NamedGrammar kGrammars[] = {
-    {"json", NamedGrammar::Kind::kGbnf, R"(root ::= object
-value ::= object | array | string | number | ("true" | "false" | "null")
-object ::= "{" ws ( string ws ":" ws value ws ( "," ws string ws ":" ws value ws )* )? "}"
-array ::= "[" ws ( value ws ( "," ws value ws )* )? "]"
-string ::= "\"" ( [^"\\\x7F\x00-\x1F] | "\\" ( ["\\/bfnrt] | "u" [0-9a-fA-F]{4} ) )* "\""
-number ::= "-"? ( [0-9] | [1-9] [0-9]{0,15} ) ( "." [0-9]{1,16} )? ( [eE] [-+]? [0-9]{1,4} )?
-ws ::= [ \t\n]{0,4}
-)"},
+    {"json", NamedGrammar::Kind::kGbnfFile, "tests/data/grammar/json.gbnf"},
     {"object-schema", NamedGrammar::Kind::kGbnf, R"(root ::= "{" ws "\"name\"" ws ":" ws string ws "," ws "\"age\"" ws ":" ws integer ws "," ws "\"tags\"" ws ":" ws "[" ws ( string ws ( "," ws string ws )* )? "]" ws "," ws "\"active\"" ws ":" ws ( "true" | "false" ) ws "}"
 string ::= "\"" ( [^"\\\x7F\x00-\x1F] | "\\" ( ["\\/bfnrt] | "u" [0-9a-fA-F]{4} ) )* "\""
 integer ::= "-"? ( "0" | [1-9] [0-9]{0,15} )
@@ -90,6 +84,10 @@ Result<RuleId> Build(const NamedGrammar& ng, Grammar& g, const TokenVocab* vocab
   switch (ng.kind) {
     case NamedGrammar::Kind::kGbnf:
       return AddGbnf(g, ng.text, vocab);
+    case NamedGrammar::Kind::kGbnfFile: {
+      ASSIGN_OR_RETURN(std::string text, ReadFileToString(std::string(LLMHOST_SOURCE_DIR) + "/" + ng.text));
+      return AddGbnf(g, text, vocab);
+    }
     case NamedGrammar::Kind::kSchema:
       return AddJsonSchema(g, nlohmann::ordered_json::parse(ng.text));
     case NamedGrammar::Kind::kJsonObject:

@@ -7,18 +7,10 @@
 #include "grammar/gbnf.h"
 #include "grammar/matcher.h"
 #include "test_util.h"
+#include "util/file.h"
 
 namespace llmhost::grammar {
 namespace {
-
-constexpr const char* kJson = R"(root ::= object
-value ::= object | array | string | number | ("true" | "false" | "null")
-object ::= "{" ws ( string ws ":" ws value ws ( "," ws string ws ":" ws value ws )* )? "}"
-array ::= "[" ws ( value ws ( "," ws value ws )* )? "]"
-string ::= "\"" ( [^"\\\x7F\x00-\x1F] | "\\" ( ["\\/bfnrt] | "u" [0-9a-fA-F]{4} ) )* "\""
-number ::= "-"? ( [0-9] | [1-9] [0-9]{0,15} ) ( "." [0-9]{1,16} )? ( [eE] [-+]? [0-9]{1,4} )?
-ws ::= [ \t\n]{0,4}
-)";
 
 TEST(RealVocabMask, JsonMasksMatchAcceptingEachToken) {
   SKIP_IF_NO_SHARED();
@@ -27,7 +19,10 @@ TEST(RealVocabMask, JsonMasksMatchAcceptingEachToken) {
   TokenId eot = *(*tok)->TokenToId("<|eot_id|>");
   auto vocab = TokenVocab::FromTokenizer(**tok, {eot});
   Grammar g;
-  auto root = AddGbnf(g, kJson, vocab.get());
+  // The JSON grammar llama.cpp users pass, as GBNF (shared with bench/grammar_mask_bench).
+  auto json = ReadFileToString(::llmhost::testing::TestDataDir() + "/grammar/json.gbnf");
+  ASSERT_TRUE(json.ok()) << json.status().ToString();
+  auto root = AddGbnf(g, *json, vocab.get());
   ASSERT_TRUE(root.ok()) << root.status().ToString();
   g.SetRoot(*root);
   auto cg = Compile(g, vocab);
