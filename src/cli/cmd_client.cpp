@@ -3,7 +3,7 @@
 //   ps            the loaded models: memory, where, requests, when they expire
 //   show MODEL    one model: format, family, context, capabilities (--template: its chat template)
 //   run MODEL [PROMPT...]   a chat in the terminal, streamed; with a prompt, one answer and exit
-// --url (LLMHOST_URL, default http://127.0.0.1:8000) and --api-key (LLMHOST_API_KEY).
+// --url (LLMHOST_URL, default http://127.0.0.1:8000; https:// too) and --api-key (LLMHOST_API_KEY).
 #include <unistd.h>
 
 #include <cstdio>
@@ -198,18 +198,13 @@ bool Turn(const ClientOptions& o, const std::string& model, const Json& messages
     }
     return true;
   };
-  std::string error_body;  // a refused request's body
   Result<HttpReply> r = HttpCall(o.url, "POST", "/v1/chat/completions", body.dump(), o.api_key,
-                                 [&](std::string_view piece) {
-                                   error_body.append(piece.substr(0, 65536 - std::min<size_t>(error_body.size(), 65536)));
-                                   on_data(piece.data(), piece.size());
-                                   return true;
-                                 });
+                                 [&](std::string_view piece) { return on_data(piece.data(), piece.size()); });
   if (in_reasoning && tty) std::printf("\x1b[0m");
   std::printf("\n");
   if (!r.ok()) return Report(o, r);
   if (r->status != 200) {
-    std::fprintf(stderr, "llmhost: %d: %s\n", r->status, ErrorText(error_body).c_str());
+    std::fprintf(stderr, "llmhost: %d: %s\n", r->status, ErrorText(r->body).c_str());
     return false;
   }
   if (!error.empty()) {

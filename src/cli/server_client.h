@@ -1,7 +1,6 @@
-// A plain HTTP/1.1 client for the commands that talk to a running
-// `llmhost serve` (ls, ps, show, run): one request per connection
-// (Connection: close), Content-Length, chunked or read-to-close bodies,
-// delivered as they arrive. No TLS: the server speaks plain HTTP.
+// Requests to a running `llmhost serve` for the commands that talk to one
+// (ls, ps, show, run), over util/http_client.h: the server given as
+// http(s)://HOST[:PORT], JSON bodies, a bearer key, streamed bodies.
 #pragma once
 
 #include <functional>
@@ -14,12 +13,12 @@ namespace llmhost::cli {
 
 struct HttpReply {
   int status = 0;
-  std::string body;  // empty when `on_body` took it
+  std::string body;  // a 2xx body `on_body` took stays empty; an error body is always here
 };
 
-// `base`: "http://HOST[:PORT]" (port 80 by default). `on_body` (optional)
-// gets the body's bytes as they arrive; returning false stops reading.
-// IOError when the server cannot be reached or the reply is not HTTP.
+// `on_body` (optional) gets a 2xx body's bytes as they arrive; returning
+// false stops reading. IOError when the server cannot be reached,
+// InvalidArgument for a `base` that is not http(s)://HOST[:PORT].
 Result<HttpReply> HttpCall(const std::string& base, const std::string& method, const std::string& path,
                            const std::string& body, const std::string& bearer_token,
                            const std::function<bool(std::string_view)>& on_body = {});

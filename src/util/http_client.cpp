@@ -96,19 +96,25 @@ Status ReadBody(NetStream& stream, const HttpResponseHead& head, std::string pen
 }
 
 std::string BuildRequest(const Url& url, const HttpGetOptions& options, bool send_credentials) {
-  std::string req = "GET " + url.target + " HTTP/1.1\r\nHost: " + url.Authority() +
+  std::string req = options.method + " " + url.target + " HTTP/1.1\r\nHost: " + url.Authority() +
                     "\r\nUser-Agent: llmhost/" + std::string(kVersion) +
                     "\r\nAccept: */*\r\nAccept-Encoding: identity\r\nConnection: close\r\n";
   for (const auto& [k, v] : options.headers) req += k + ": " + v + "\r\n";
   if (send_credentials) {
     for (const auto& [k, v] : options.credentials) req += k + ": " + v + "\r\n";
   }
-  return req + "\r\n";
+  if (options.method != "GET" || !options.body.empty()) {
+    req += "Content-Length: " + std::to_string(options.body.size()) + "\r\n";
+  }
+  return req + "\r\n" + options.body;
 }
 
 }  // namespace
 
 Result<HttpGetResult> HttpGet(const std::string& url_text, const HttpGetOptions& options, const HttpBodySink& sink) {
+  if (options.method.empty() || HasLineBreak(options.method) || options.method.find(' ') != std::string::npos) {
+    return Status::InvalidArgument("HTTP method '" + options.method + "'");
+  }
   for (const auto& list : {options.headers, options.credentials}) {
     for (const auto& [k, v] : list) {
       if (HasLineBreak(k) || HasLineBreak(v) || k.empty()) {
@@ -134,7 +140,7 @@ Result<HttpGetResult> HttpGet(const std::string& url_text, const HttpGetOptions&
       head = std::move(parsed).value();
     } while (head.status >= 100 && head.status < 200);
 
-    if (IsRedirect(head.status) && head.HasHeader("Location")) {
+    if (options.method == "GET" && IsRedirect(head.status) && head.HasHeader("Location")) {
       if (result.redirects >= options.max_redirects) {
         return Status::InvalidArgument(url_text + ": more than " + std::to_string(options.max_redirects) +
                                        " redirects");

@@ -1,4 +1,4 @@
-// A small HTTP/1.1 client for GET requests over plain TCP or TLS
+// A small HTTP/1.1 client for GET (and simple POST) requests over plain TCP or TLS
 // (util/net_stream.h): redirects followed (301, 302, 303, 307, 308; relative
 // or absolute Location, to other hosts), chunked and Content-Length bodies,
 // bodies streamed to a callback. One connection per request (Connection:
@@ -20,6 +20,10 @@
 namespace llmhost {
 
 struct HttpGetOptions {
+  // Another method with a body (Content-Length) is sent as is, and its
+  // redirects are not followed (the caller sees the 3xx).
+  std::string method = "GET";
+  std::string body;
   std::vector<std::pair<std::string, std::string>> headers;  // sent on every hop
   // Sent only to the host of the first URL: a redirect to another host (a
   // CDN) must not carry credentials. E.g. {"Authorization", "Bearer hf_..."}.

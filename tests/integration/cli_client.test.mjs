@@ -72,7 +72,7 @@ test('errors: an unknown model, no server, a bad URL', () => {
   const none = llmhost(['ls', '--url', 'http://127.0.0.1:9']);
   assert.equal(none.status, 1);
   assert.match(none.stderr, /no llmhost server answers at http:\/\/127\.0\.0\.1:9/);
-  const bad = llmhost(['ps', '--url', 'https://example.com']);
+  const bad = llmhost(['ps', '--url', 'ftp://example.com']);
   assert.equal(bad.status, 1);
-  assert.match(bad.stderr, /not an http:\/\/ URL/);
+  assert.match(bad.stderr, /give the server as http:\/\/HOST\[:PORT\]/);
 });

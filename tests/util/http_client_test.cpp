@@ -25,6 +25,14 @@ namespace {
 // nothing and keeps the connection open until the server stops.
 constexpr char kHang[] = "\x01hang";
 
+// The head's size plus its Content-Length (0 when it has none).
+size_t RequestSize(const std::string& req) {
+  const size_t head = req.find("\r\n\r\n") + 4;
+  const size_t at = req.find("Content-Length: ");
+  if (at == std::string::npos || at > head) return head;
+  return head + std::stoul(req.substr(at + 16));
+}
+
 class CannedServer {
  public:
   using Handler = std::function<std::string(const std::string& request)>;
@@ -64,7 +72,7 @@ class CannedServer {
       if (c < 0) continue;
       std::string req;
       char buf[4096];
-      while (req.find("\r\n\r\n") == std::string::npos) {
+      while (req.find("\r\n\r\n") == std::string::npos || req.size() < RequestSize(req)) {
         ssize_t n = recv(c, buf, sizeof buf, 0);
         if (n <= 0) break;
         req.append(buf, static_cast<size_t>(n));
@@ -154,6 +162,29 @@ TEST(HttpClientTest, FollowsRedirectsAndKeepsCredentialsToTheFirstHost) {
     EXPECT_NE(reqs[i].find("X-Test: 1"), std::string::npos) << reqs[i];
     EXPECT_NE(reqs[i].find("Host: localhost:"), std::string::npos) << reqs[i];
   }
+}
+
+TEST(HttpClientTest, PostSendsItsBodyAndDoesNotFollowRedirects) {
+  CannedServer server([](const std::string& req) -> std::string {
+    if (StartsWith(req, "POST /echo ")) {
+      const std::string body = req.substr(req.find("\r\n\r\n") + 4);
+      return "HTTP/1.1 200 OK\r\nContent-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
+    }
+    return "HTTP/1.1 307 Again\r\nLocation: /echo\r\nContent-Length: 0\r\n\r\n";
+  });
+  HttpGetOptions o;
+  o.method = "POST";
+  o.body = R"({"a": 1})";
+  auto r = Get(server.url() + "/echo", o);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->second, R"({"a": 1})");
+  EXPECT_NE(server.requests()[0].find("Content-Length: 8\r\n"), std::string::npos) << server.requests()[0];
+  auto moved = Get(server.url() + "/elsewhere", o);
+  ASSERT_TRUE(moved.ok()) << moved.status().ToString();
+  EXPECT_EQ(moved->first.head.status, 307) << "a POST's redirect is the caller's to follow";
+  EXPECT_EQ(moved->first.redirects, 0);
+  o.method = "GET\r\nX: y";
+  EXPECT_FALSE(Get(server.url() + "/echo", o).ok()) << "no line break in the method";
 }
 
 TEST(HttpClientTest, RedirectLoopIsAnError) {
