@@ -142,8 +142,7 @@ int RunPull(const PullCliOptions& opt) {
   o.filter.exclude = opt.exclude;
   o.retries = opt.retries;
   o.jobs = opt.jobs;
-  if (const char* e = std::getenv("HF_ENDPOINT"); e != nullptr && *e != '\0') o.endpoint = e;
-  if (const char* t = std::getenv("HF_TOKEN"); t != nullptr && *t != '\0') o.token = t;
+  ApplyHubEnvironment(&o);
   auto printer = std::make_shared<ProgressPrinter>(isatty(STDERR_FILENO) == 1);
   o.progress = [printer](const HubPullProgress& p) { (*printer)(p); };
 

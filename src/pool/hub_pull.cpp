@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cerrno>
+#include <cstdlib>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -340,6 +341,11 @@ class Puller {
 };
 
 }  // namespace
+
+void ApplyHubEnvironment(HubPullOptions* options) {
+  if (const char* e = std::getenv("HF_ENDPOINT"); e != nullptr && *e != '\0') options->endpoint = e;
+  if (const char* t = std::getenv("HF_TOKEN"); t != nullptr && *t != '\0') options->token = t;
+}
 
 Result<HubPullResult> PullFromHub(const HubPullOptions& options) {
   if (options.model_dir.empty()) return Status::InvalidArgument("no model directory to pull into");

@@ -82,4 +82,8 @@ struct HubPullResult {
 // file and saying that a new pull resumes.
 Result<HubPullResult> PullFromHub(const HubPullOptions& options);
 
+// HF_ENDPOINT and HF_TOKEN, where set, into `options` (the CLI and the
+// server's pull routes read them the same way).
+void ApplyHubEnvironment(HubPullOptions* options);
+
 }  // namespace llmhost

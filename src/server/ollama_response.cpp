@@ -84,9 +84,12 @@ class OllamaFormatter final : public ResponseFormatter {
           break;
       }
     }
-    content_ += content;
-    thinking_ += thinking;
-    if (!stream_ || (content.empty() && thinking.empty() && finished.empty())) return "";
+    if (!stream_) {  // the whole body comes from End()
+      content_ += content;
+      thinking_ += thinking;
+      return "";
+    }
+    if (content.empty() && thinking.empty() && finished.empty()) return "";
     Json line = Head();
     if (chat_) {
       Json message = {{"role", "assistant"}, {"content", content}};

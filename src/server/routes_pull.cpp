@@ -9,7 +9,6 @@
 // the transport's; a client that hangs up, or the server stopping, cancels
 // it (the partial files stay for the next pull).
 #include <chrono>
-#include <cstdlib>
 
 #include <nlohmann/json.hpp>
 
@@ -85,8 +84,7 @@ void HandlePull(ApiServer& server, const HttpRequest& request, const std::shared
   if (server.settings().model_dirs.empty()) return fail(500, "the server has no model directory to pull into");
 
   HubPullOptions o;
-  if (const char* v = std::getenv("HF_ENDPOINT"); v && *v) o.endpoint = v;
-  if (const char* v = std::getenv("HF_TOKEN"); v && *v) o.token = v;
+  ApplyHubEnvironment(&o);
   o.model_dir = server.settings().model_dirs.front();
   o.ref = *ref;
   const bool streamed = stream.value_or(true);
