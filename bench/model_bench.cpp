@@ -31,7 +31,8 @@
 //                    [--steps N] [--no-int8] [--long-context N (0: skipped)]
 //                    [--precisions auto,fast,fast-int8,fast-bf16 (this order, every format)]
 //                    [--device cpu|cuda|cuda:N (default cpu)]
-//                    [--prefix NAME (llama1b)] [--batch N (8)]
+//                    [--prefix NAME (llama1b)] [--batch N (8)] [--prompt N (16: decode runs' prompts)]
+//                    [--kv-dtype auto|f32|bf16|f16 (auto: the model's 16-bit type, as serve's)]
 //                    [--phases decode1,decode-batch,long,prefill (all; fewer for a profiler)]
 //   DIR holds NAME-bf16, NAME-mlx8, NAME-mlx4 (run_model_bench.sh writes llama1b-*).
 //
@@ -91,6 +92,7 @@ struct Options {
   int prompt = 16;
   int long_context = 0;
   int batch = 8;
+  std::string kv_dtype = "auto";  // --kv-dtype: the KV cache's type (auto: the model's 16-bit type, as serve's)
   bool int8 = true;
   std::string prefix = "llama1b";
   bool matmul_shapes = false;
@@ -121,6 +123,7 @@ double CpuSeconds() {
 
 struct Figures {
   Rate prefill, decode1, decode8, decode_long;
+  Rate long_prompt;  // the long-context run's prompt pass: prefill of --long-context tokens in one Forward
   uint64_t weight_bytes = 0, rss_load = 0, rss_end = 0, rss_before = 0;
   ModelSpec spec;  // of the model run (--matmul-shapes takes its shapes)
 };
@@ -155,7 +158,7 @@ void Check(const Status& s, const char* what) {
 // `batch` sequences, each prefilled with its own `prompt`-token prompt, then
 // `reps` timed runs of `steps` decode steps (one Forward per step with every
 // sequence); the best run's tokens per second.
-Rate Decode(Model& model, KvCache& cache, int batch, int prompt, const Options& o) {
+Rate Decode(Model& model, KvCache& cache, int batch, int prompt, const Options& o, Rate* prompt_rate = nullptr) {
   const int64_t vocab = model.vocab_size();
   std::vector<KvSequence> seqs(static_cast<size_t>(batch));
   std::vector<std::vector<int32_t>> prompts;
@@ -164,7 +167,9 @@ Rate Decode(Model& model, KvCache& cache, int batch, int prompt, const Options& 
   ForwardOutput out;
   for (int b = 0; b < batch; ++b) prompts.push_back(PromptIds(prompt, vocab, 100 + b));
   for (int b = 0; b < batch; ++b) items.push_back({&seqs[b], prompts[b], LogitsRows::kLast, prompt});
+  const double p0 = Now(), pc0 = CpuSeconds();
   Check(model.Forward(items, cache, &out), "decode prompt");
+  if (prompt_rate) prompt_rate->Add(static_cast<double>(batch) * prompt, Now() - p0, CpuSeconds() - pc0, ThreadPool::Default().size());
   auto step = [&] {
     for (int b = 0; b < batch; ++b) next[b] = ArgMax(out.Row(b, 0), out.vocab);
     for (int b = 0; b < batch; ++b) items[b].tokens = {&next[b], 1};
@@ -322,12 +327,14 @@ Figures Run(const std::string& dir, Precision precision, const Options& o) {
       {(o.prefill + kDefaultKvBlockSize - 1) / kDefaultKvBlockSize,
        o.batch * ((per_seq + kDefaultKvBlockSize - 1) / kDefaultKvBlockSize),
        (long_seq + kDefaultKvBlockSize - 1) / kDefaultKvBlockSize});
-  auto cache = (*model)->CreateKvCache(blocks);
+  auto kv = ParseKvDtype(o.kv_dtype);
+  Check(kv.status(), "--kv-dtype");
+  auto cache = (*model)->CreateKvCache(blocks, kDefaultKvBlockSize, kv->value_or((*model)->Native16BitType()));
   Check(cache.status(), "kv cache");
   // Decode first: its prompt pass also faults the mapped weights in.
   if (RunsPhase(o, "decode1")) f.decode1 = Decode(**model, **cache, 1, o.prompt, o);
   if (RunsPhase(o, "decode-batch")) f.decode8 = Decode(**model, **cache, o.batch, o.prompt, o);
-  if (o.long_context > 0 && RunsPhase(o, "long")) f.decode_long = Decode(**model, **cache, 1, o.long_context, o);
+  if (o.long_context > 0 && RunsPhase(o, "long")) f.decode_long = Decode(**model, **cache, 1, o.long_context, o, &f.long_prompt);
   if (RunsPhase(o, "prefill")) f.prefill = Prefill(**model, **cache, o);
   f.rss_end = ResidentBytes();
   return f;
@@ -362,6 +369,10 @@ int Main(int argc, char** argv) {
         if (e > b) o.precisions.push_back(list.substr(b, e - b));
         b = e + 1;
       }
+    } else if (a == "--kv-dtype") {
+      o.kv_dtype = value();
+    } else if (a == "--prompt") {
+      o.prompt = std::max(1, std::atoi(value().c_str()));
     } else if (a == "--long-context") {
       o.long_context = std::max(0, std::atoi(value().c_str()));
     } else if (a == "--device") {
@@ -379,7 +390,7 @@ int Main(int argc, char** argv) {
                    "usage: model_bench --models DIR [--formats bf16,mlx8,mlx4] [--reps N] "
                    "[--prefill-reps N] [--prefill-tokens N] [--steps N] [--no-int8] "
                    "[--long-context N] [--precisions LIST] [--device cpu|cuda|cuda:N] [--prefix NAME] "
-                   "[--batch N] [--matmul-shapes]\n");
+                   "[--batch N] [--prompt N] [--kv-dtype auto|f32|bf16|f16] [--matmul-shapes]\n");
       return 1;
     }
   }
@@ -401,8 +412,8 @@ int Main(int argc, char** argv) {
     std::printf("read bandwidth at start (1 GiB, %d threads, best of 5): %.1f GB/s\n", pool.size(), bw0);
   }
   std::printf("prefill %d tokens (best of %d); decode after a %d-token prompt, %d steps (best of %d); "
-              "batch 1 and %d\n\n",
-              o.prefill, o.prefill_reps, o.prompt, o.steps, o.reps, o.batch);
+              "batch 1 and %d; K/V %s\n\n",
+              o.prefill, o.prefill_reps, o.prompt, o.steps, o.reps, o.batch, o.kv_dtype.c_str());
   std::fflush(stdout);
 
   struct Row {
@@ -449,8 +460,10 @@ int Main(int argc, char** argv) {
                   r.f.rss_load / 1048576.0, r.f.rss_end / 1048576.0, r.f.weight_bytes / 1048576.0,
                   bench::LoadAverage().c_str());
       if (o.long_context > 0) {
-        std::printf("%s: decode b1 after a %d-token prompt %.2f tok/s (by CPU time x threads: %.2f)\n",
-                    r.label.c_str(), o.long_context, r.f.decode_long.wall, r.f.decode_long.cpu);
+        std::printf("%s: decode b1 after a %d-token prompt %.2f tok/s (by CPU time x threads: %.2f); that "
+                    "prompt's prefill %.1f tok/s (one pass, cold)\n",
+                    r.label.c_str(), o.long_context, r.f.decode_long.wall, r.f.decode_long.cpu,
+                    r.f.long_prompt.wall);
       }
       std::fflush(stdout);
       rows.push_back(std::move(r));

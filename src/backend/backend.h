@@ -140,17 +140,21 @@ struct AttentionParams {
   DType kv_dtype = DType::kF32;  // of the cache's K and V rows: F32, BF16 or F16
   int64_t n_rows = 0;       // q rows of the batch (Σ n_new): a GPU sizes its launch by it
   int64_t max_kv_len = 0;   // the largest kv_len of the batch: a GPU sizes its launch by it
+  int64_t n_generated_rows = 0;  // rows at or past their sequence's generated_from (RowKind::kGenerated)
 };
 
 // One sequence of an attention batch. Its new tokens are q rows
 // [q_row, q_row + n_new) at positions [kv_len - n_new, kv_len); the cache
 // already holds the K/V of positions [0, kv_len) (the new ones included).
 // block_table: device int32[ceil(kv_len / block_size)], physical block ids.
+// Rows at positions >= generated_from are generated tokens, the others the
+// prompt's (RowKind: a backend may compute the two kinds differently).
 struct AttentionSeq {
   int64_t q_row = 0;
   int64_t n_new = 0;
   int64_t kv_len = 0;
   const int32_t* block_table = nullptr;
+  int64_t generated_from = INT64_MAX;
 };
 
 class Backend {

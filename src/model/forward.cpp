@@ -289,6 +289,7 @@ void ForwardPass::UploadMetadata() {
     as.n_new = n;
     as.kv_len = new_len_[i];
     as.block_table = p_.tables + tables.size();
+    as.generated_from = it.generated_from;
     seqs.push_back(as);
     for (int64_t b = 0; b < cache_.BlocksFor(new_len_[i]); ++b) tables.push_back(sq.block_table[b]);
     for (int64_t j = 0; j < n; ++j) {
@@ -440,6 +441,7 @@ void ForwardPass::Layer(int64_t li) {
   ap.kv_dtype = cache_.dtype();
   ap.n_rows = N;
   ap.max_kv_len = KvLenBucket();
+  ap.n_generated_rows = std::count(row_kind_.begin(), row_kind_.end(), RowKind::kGenerated);
   b_.Attention(p_.q, cache_.k(li), cache_.v(li), p_.seqs, static_cast<int64_t>(items_.size()), ap,
                p_.attn);
   MatMulRuns(w.o, p_.attn, p_.t, token_runs_);

@@ -21,12 +21,14 @@
 #include "backend/cpu/cpu_features.h"
 #include "backend/device.h"
 #include "formats/dtype.h"
+#include "device_buffers.h"
 #include "quant_test_util.h"
 #include "util/thread_pool.h"
 
 namespace llmhost {
 namespace {
 
+using testing::Device;
 using testing::FormatSpec;
 
 struct Candidate {
@@ -67,53 +69,6 @@ std::vector<Candidate> Candidates() {
   return c;
 }
 
-// Device buffers of one backend for one case; freed at the end.
-class Device {
- public:
-  explicit Device(Backend& b) : b_(b) {}
-  ~Device() {
-    for (DeviceBuffer& buf : bufs_) b_.Free(buf);
-  }
-  template <typename T>
-  T* Put(const std::vector<T>& host) {
-    T* p = Alloc<T>(static_cast<int64_t>(host.size()));
-    if (!host.empty()) b_.CopyToDevice(bufs_.back(), 0, host.data(), host.size() * sizeof(T));
-    return p;
-  }
-  template <typename T>
-  T* Alloc(int64_t n) {
-    auto buf = b_.Allocate(std::max<size_t>(1, static_cast<size_t>(n) * sizeof(T)), "backend_ops");
-    EXPECT_TRUE(buf.ok()) << buf.status().ToString();
-    bufs_.push_back(*buf);
-    return buf->as<T>();
-  }
-  template <typename T>
-  std::vector<T> Get(const T* dev, int64_t n) {
-    const Status synced = b_.Synchronize();
-    EXPECT_TRUE(synced.ok()) << synced.ToString();
-    std::vector<T> host(static_cast<size_t>(n));
-    for (const DeviceBuffer& buf : bufs_) {
-      const char* base = buf.as<char>();
-      const char* p = reinterpret_cast<const char*>(dev);
-      if (p >= base && p + n * sizeof(T) <= base + buf.bytes) {
-        b_.CopyToHost(host.data(), buf, static_cast<size_t>(p - base), host.size() * sizeof(T));
-        return host;
-      }
-    }
-    ADD_FAILURE() << "not a buffer of this case";
-    return host;
-  }
-  // Raw bytes (a KV cache of any dtype).
-  void* AllocBytes(size_t bytes) { return Alloc<uint8_t>(static_cast<int64_t>(bytes)); }
-  std::vector<uint8_t> GetBytes(const void* dev, size_t bytes) {
-    return Get(static_cast<const uint8_t*>(dev), static_cast<int64_t>(bytes));
-  }
-  Backend& backend() { return b_; }
-
- private:
-  Backend& b_;
-  std::vector<DeviceBuffer> bufs_;
-};
 
 std::vector<float> Random(int64_t n, std::mt19937& rng, float scale = 1) {
   std::uniform_real_distribution<float> u(-scale, scale);
@@ -494,6 +449,11 @@ TEST_P(BackendOpsTest, StoreKvAndAttention) {
       as.n_new = Uniform(rng, 0, 1) ? 1 : Uniform(rng, 1, std::min<int64_t>(as.kv_len, 40));
       as.q_row = rows;
       rows += as.n_new;
+      // Now and then the last rows are generated tokens (RowKind::kGenerated).
+      if (Uniform(rng, 0, 2) == 0) {
+        as.generated_from = as.kv_len - Uniform(rng, 1, as.n_new);
+        ap.n_generated_rows += as.kv_len - as.generated_from;
+      }
       const int64_t nb = (as.kv_len + ap.block_size - 1) / ap.block_size;
       tables.emplace_back(static_cast<size_t>(nb));
       blocks += nb;

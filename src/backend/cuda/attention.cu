@@ -1,4 +1,5 @@
 #include "backend/cuda/attention.cuh"
+#include "backend/cuda/attention_rows.cuh"
 #include "backend/cuda/common.cuh"
 
 namespace llmhost::cuda {
@@ -7,21 +8,6 @@ namespace {
 constexpr int kThreads = 128;
 constexpr int kWarps = kThreads / 32;
 constexpr int kKeysAhead = 4;  // keys a warp loads before it reduces them
-
-// The q row's sequence (a short scan: a batch holds at most a few hundred).
-__device__ __forceinline__ bool FindSeq(const AttentionSeq* seqs, int64_t n_seqs, int64_t row, AttentionSeq* out) {
-  int64_t s = 0;
-  while (s + 1 < n_seqs && !(row >= seqs[s].q_row && row < seqs[s].q_row + seqs[s].n_new)) ++s;
-  *out = seqs[s];
-  return row >= out->q_row && row < out->q_row + out->n_new;
-}
-
-// The keys row `row` sees: [lo, pos].
-__device__ __forceinline__ void KeyRange(const AttentionSeq& seq, int64_t row, int64_t window, int64_t* lo,
-                                         int64_t* pos) {
-  *pos = seq.kv_len - seq.n_new + (row - seq.q_row);
-  *lo = window > 0 && *pos - window + 1 > 0 ? *pos - window + 1 : 0;
-}
 
 // One chunk of kAttentionChunk keys (aligned to absolute positions) for one
 // q row and the `group` query heads of one KV head: each head's chunk max m,
@@ -36,7 +22,7 @@ __device__ __forceinline__ void KeyRange(const AttentionSeq& seq, int64_t row, i
 template <Elem E, int kPerLane>
 __global__ void ChunkKernel(const float* q, const void* k_cache, const void* v_cache, const AttentionSeq* seqs,
                             int64_t n_seqs, AttentionParams p, int64_t row0, int64_t n_chunks, float* part,
-                            float* final) {
+                            float* final, bool generated_only) {
   WaitForPriorGrid();
   extern __shared__ float smem[];
   const int64_t chunk = blockIdx.x, kv_head = blockIdx.y, row = row0 + blockIdx.z;
@@ -44,6 +30,7 @@ __global__ void ChunkKernel(const float* q, const void* k_cache, const void* v_c
   if (!FindSeq(seqs, n_seqs, row, &seq)) return;
   int64_t lo, pos;
   KeyRange(seq, row, p.window, &lo, &pos);
+  if (generated_only && pos < seq.generated_from) return;  // a prompt row: the tensor cores' (prompt_attention)
   const int64_t first = chunk * kAttentionChunk;
   if (first > pos || first + kAttentionChunk <= lo) return;  // keys this row does not see
   const int64_t k_lo = lo > first ? lo - first : 0;                              // local, inclusive
@@ -138,13 +125,14 @@ __global__ void ChunkKernel(const float* q, const void* k_cache, const void* v_c
 // Merges a (row, head)'s chunk partials in chunk order: o = Σ_c exp(m_c - M)
 // acc_c / Σ_c exp(m_c - M) l_c. grid (rows, n_heads).
 __global__ void MergeKernel(const float* part, const AttentionSeq* seqs, int64_t n_seqs, AttentionParams p,
-                            int64_t row0, int64_t n_chunks, float* out) {
+                            int64_t row0, int64_t n_chunks, float* out, bool generated_only) {
   WaitForPriorGrid();
   const int64_t row = row0 + blockIdx.x, h = blockIdx.y;
   AttentionSeq seq;
   if (!FindSeq(seqs, n_seqs, row, &seq)) return;
   int64_t lo, pos;
   KeyRange(seq, row, p.window, &lo, &pos);
+  if (generated_only && pos < seq.generated_from) return;
   const int d = static_cast<int>(p.head_dim);
   const int64_t c_lo = lo / kAttentionChunk, c_hi = pos / kAttentionChunk;
   const float* base = part + (blockIdx.x * p.n_heads + h) * n_chunks * (d + 2);
@@ -172,7 +160,7 @@ size_t AttentionScratchPerRow(const AttentionParams& p) {
 
 void LaunchAttention(const float* q, const void* k_cache, const void* v_cache, const AttentionSeq* seqs,
                      int64_t n_seqs, const AttentionParams& p, float* out, float* scratch, int64_t rows_per_launch,
-                     cudaStream_t s) {
+                     bool generated_only, cudaStream_t s) {
   if (p.n_rows <= 0 || n_seqs <= 0 || p.n_heads <= 0 || p.max_kv_len <= 0) return;
   const int64_t n_chunks = AttentionChunks(p.max_kv_len);
   const int group = static_cast<int>(p.n_heads / p.n_kv_heads);
@@ -188,7 +176,7 @@ void LaunchAttention(const float* q, const void* k_cache, const void* v_cache, c
           cudaFuncSetAttribute(ChunkKernel<E, PL>, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem));
         }
         LaunchPdl(ChunkKernel<E, PL>, grid, kThreads, smem, s, q, k_cache, v_cache, seqs, n_seqs, p, r0, n_chunks,
-                  scratch, n_chunks == 1 ? out : nullptr);
+                  scratch, n_chunks == 1 ? out : nullptr, generated_only);
       };
       if (p.head_dim <= 128) {
         launch.template operator()<4>();
@@ -200,7 +188,7 @@ void LaunchAttention(const float* q, const void* k_cache, const void* v_cache, c
     });
     if (n_chunks == 1) continue;  // the chunk kernel wrote the rows
     LaunchPdl(MergeKernel, dim3(static_cast<unsigned>(rows), static_cast<unsigned>(p.n_heads)), kThreads, 0, s,
-        scratch, seqs, n_seqs, p, r0, n_chunks, out);
+        scratch, seqs, n_seqs, p, r0, n_chunks, out, generated_only);
   }
 }
 

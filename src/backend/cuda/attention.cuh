@@ -6,6 +6,8 @@
 // order. The chunking depends on positions alone, so a row's result never
 // depends on its batch. Rows are launched in groups of rows_per_launch, so
 // the partials fit `scratch` (AttentionScratchPerRow bytes per row).
+// generated_only: rows of the prompt (before their sequence's
+// generated_from) are left to prompt_attention.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -25,6 +27,6 @@ size_t AttentionScratchPerRow(const AttentionParams& p);
 
 void LaunchAttention(const float* q, const void* k_cache, const void* v_cache, const AttentionSeq* seqs,
                      int64_t n_seqs, const AttentionParams& p, float* out, float* scratch, int64_t rows_per_launch,
-                     cudaStream_t s);
+                     bool generated_only, cudaStream_t s);
 
 }  // namespace llmhost::cuda

@@ -20,6 +20,7 @@
 #include "backend/cuda/matmul.cuh"
 #include "backend/cuda/matmul_mma.cuh"
 #include "backend/cuda/matmul_tc.cuh"
+#include "backend/cuda/prompt_attention.cuh"
 #include "backend/cuda/moe.cuh"
 #include "backend/cuda/rms_norm.cuh"
 #include "backend/cuda/rope.cuh"
@@ -761,6 +762,17 @@ void CudaBackend::Attention(const float* q, const void* k_cache, const void* v_c
   }
   if (n_seqs <= 0) return;
   Use();
+  // Prompt rows on the tensor cores (with the prompt rows' MatMul rounding),
+  // generated rows by the chunk kernel below (f32, split over the keys).
+  const bool prompt_tc = PromptRowsOnTensorCores() && cuda::PromptAttentionFits(p);
+  if (prompt_tc) {
+    cuda::LaunchPromptAttention(q, k_cache, v_cache, seqs, n_seqs, p, precision_ == Precision::kAuto, out,
+                                S(stream_));
+    if (p.n_generated_rows <= 0) {
+      CheckLaunch("Attention");
+      return;
+    }
+  }
   // The chunk partials: a scratch buffer for up to kAttentionScratchBytes
   // (more rows than fit are launched in groups), grown to the largest need
   // seen and kept; counted as the backend's bytes.
@@ -770,7 +782,8 @@ void CudaBackend::Attention(const float* q, const void* k_cache, const void* v_c
   const int64_t fit = std::max<int64_t>(1, static_cast<int64_t>(kAttentionScratchBytes / per_row));
   const int64_t rows = std::min({p.n_rows, fit, kMaxRowsPerLaunch});
   if (!Scratch(&attn_scratch_, static_cast<size_t>(rows) * per_row, "attention partials")) return;
-  cuda::LaunchAttention(q, k_cache, v_cache, seqs, n_seqs, p, out, attn_scratch_.as<float>(), rows, S(stream_));
+  cuda::LaunchAttention(q, k_cache, v_cache, seqs, n_seqs, p, out, attn_scratch_.as<float>(), rows, prompt_tc,
+                        S(stream_));
   CheckLaunch("Attention");
 }
 

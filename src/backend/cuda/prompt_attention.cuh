@@ -1,0 +1,33 @@
+// Causal paged attention of prompt rows on the tensor cores (flash-attention
+// style): a block takes 64 (position, query head) rows of one KV head, keeps
+// their q in shared memory as 16-bit terms, and walks the keys in tiles of 64
+// absolute positions (K/V tiles copied from the paged cache in its own 16-bit
+// type), with a running max and sum per row (online softmax) and the output
+// summed by m16n8k16 MMAs with f32 accumulators. q is one 16-bit term
+// (split_q false: fast-bf16) or two (hi + the rounding rest, ~16 bits: auto),
+// and so are the probabilities multiplied into V.
+//
+// Batch invariance: a row's arithmetic depends on its own q, its keys and
+// their tiles at absolute positions, never on the other rows of its block
+// (an MMA row's sums do not depend on the other rows) or on the batch; a key
+// tile that a row does not see changes none of its bits (its probabilities
+// are 0, its scale factor exactly 1), so which tiles a block walks does not
+// matter either.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include "backend/backend.h"
+
+namespace llmhost::cuda {
+
+// Whether this shape's prompt rows can go to the tensor cores: 16-bit K/V,
+// head_dim a multiple of 16 up to 256, a GQA group that divides 64.
+bool PromptAttentionFits(const AttentionParams& p);
+
+// Writes the output rows of the prompt rows (positions before their
+// sequence's generated_from) and no others.
+void LaunchPromptAttention(const float* q, const void* k_cache, const void* v_cache, const AttentionSeq* seqs,
+                           int64_t n_seqs, const AttentionParams& p, bool split_q, float* out, cudaStream_t s);
+
+}  // namespace llmhost::cuda
