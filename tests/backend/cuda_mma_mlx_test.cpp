@@ -1,4 +1,4 @@
-// Generated rows of MLX 4-bit weights on the tensor cores
+// Generated rows of MLX 4- and 8-bit weights on the tensor cores
 // (cuda/matmul_mma_mlx.cuh), at kAuto (x as hi + lo bf16 terms) and
 // kFastBf16 (x rounded once): a token's row is the same bits alone, at any
 // place in batches of every tile count, and fused with other weights; and it
@@ -117,19 +117,22 @@ class CudaMmaMlxTest : public ::testing::Test {
 
 // Odd row counts (partial 15-row tiles, a single row), the smallest cols.
 TEST_F(CudaMmaMlxTest, SmallShapes) {
-  for (int group : {32, 64}) {
-    for (auto [rows, cols] : {std::pair<int64_t, int64_t>{1, 128}, {37, 128}, {300, 1024}, {46, 384}}) {
-      Check(testing::Mlx(4, group), rows, cols);
+  for (int bits : {4, 8}) {
+    for (int group : {32, 64}) {
+      for (auto [rows, cols] : {std::pair<int64_t, int64_t>{1, 128}, {37, 128}, {300, 1024}, {46, 384}}) {
+        Check(testing::Mlx(bits, group), rows, cols);
+      }
     }
+    Check(testing::Mlx(bits, 64, DType::kF16), 300, 1024);
   }
-  Check(testing::Mlx(4, 64, DType::kF16), 300, 1024);
+  Check(testing::Mlx(8, 32), 20, 192);  // 8-bit rows need cols a multiple of 64 only
 }
 
-// The Llama-3-8B shapes: q / o, gate / up, down.
+// The Llama-3-8B shapes: q / o, gate / up, down (8-bit at group 64, MLX's default).
 TEST_F(CudaMmaMlxTest, Llama8bShapes) {
-  for (int group : {32, 64}) {
+  for (auto [bits, group] : {std::pair<int, int>{4, 32}, {4, 64}, {8, 64}}) {
     for (auto [rows, cols] : {std::pair<int64_t, int64_t>{4096, 4096}, {14336, 4096}, {4096, 14336}}) {
-      Check(testing::Mlx(4, group), rows, cols);
+      Check(testing::Mlx(bits, group), rows, cols);
     }
   }
 }

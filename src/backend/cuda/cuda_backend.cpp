@@ -582,7 +582,7 @@ bool CudaBackend::PromptRowsOnTensorCores() const {
   return precision_ == Precision::kAuto || precision_ == Precision::kFastBf16;
 }
 
-// Generated rows of bf16 and MLX 4-bit weights at the precisions that round
+// Generated rows of bf16 and MLX 4/8-bit weights at the precisions that round
 // prompt rows to 16 bits: the batch-invariant MMA kernels (matmul_mma.cuh),
 // chosen by the weight and the precision alone.
 bool CudaBackend::GeneratedRowsOnTensorCores(const cuda::DevWeight& d) const {

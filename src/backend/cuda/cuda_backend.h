@@ -12,7 +12,7 @@
 // At kAuto (`serve`'s default) and kFastBf16, prompt rows' MatMuls run on
 // the tensor cores with activations (scaled per row by a power of two) and
 // weights rounded to f16, f32 sums (cuda/matmul_tc.cuh), and generated rows
-// of bf16 and MLX 4-bit weights go to the batch-invariant MMA kernels
+// of bf16 and MLX 4/8-bit weights go to the batch-invariant MMA kernels
 // (cuda/matmul_mma.cuh); other generated rows, MoE experts and router logits
 // stay f32. Every op's reduction order is fixed per row, so a token's result
 // never depends on its batch. Weights are uploaded as stored and read in

@@ -24,7 +24,7 @@
 namespace llmhost::cuda {
 
 // Whether `w`'s generated rows can go through LaunchMmaMatMul: bf16 rows
-// whose columns are a multiple of 64, or MLX 4-bit rows (MmaMlxRows,
+// whose columns are a multiple of 64, or MLX 4/8-bit rows (MmaMlxRows,
 // matmul_mma_mlx.cuh) — a property of the weight alone.
 bool MmaRows(const DevWeight& w);
 

@@ -7,10 +7,18 @@ namespace {
 
 constexpr int kWarps = 8;          // a block's warps deal the steps of its rows among them
 constexpr int kTileRows = 15;      // weight rows of a 16-row MMA tile; row 15 is the ones row
-constexpr int kStepCols = 128;     // columns per step: 64 bytes of a row, 16 per lane
 constexpr int kMaxWeights = 4;
 constexpr int64_t kMinBlocks = 128;  // about one per SM of an H100 / H200
-constexpr uint32_t kOnes = 0x11111111u;  // eight codes of 1: the ones row's words
+
+// A step is 64 bytes of a row (16 a lane, four 32-bit words): 128 columns
+// of 4-bit codes or 64 of 8-bit ones.
+template <int Bits>
+struct Layout {
+  static constexpr int kWordCols = 32 / Bits;
+  static constexpr int kStepCols = 16 * kWordCols;
+  static constexpr int kPairs = kWordCols / 2;  // bf16 pairs of a word; an MMA takes two
+  static constexpr uint32_t kOnes = Bits == 4 ? 0x11111111u : 0x01010101u;  // codes of 1: the ones row
+};
 
 struct MlxWeights {
   DevWeight w[kMaxWeights];
@@ -19,14 +27,57 @@ struct MlxWeights {
   int count = 0;
 };
 
-// The eight codes of `word` (column i at bits 4i) as bf16 pairs (q_i,
-// q_{i+4}), i = 0..3, exact: q in the mantissa of 128 (0x4300 | q is 128 + q),
-// then 128 subtracted by one bf16x2 fma.
-__device__ __forceinline__ void Codes(uint32_t word, uint32_t (&p)[4]) {
+// The codes of `word` (column i at bits Bits * i) as exact bf16 pairs.
+// 4-bit: (q_i, q_{i+4}), i = 0..3: q in the mantissa of 128 (0x4300 | q is
+// 128 + q), then 128 subtracted by one bf16x2 fma. 8-bit: (q_2i, q_2i+1),
+// i = 0..1: each byte an f32 (2^23 + q, minus 2^23), then packed (q < 256
+// has 8 significant bits: exact in bf16).
+template <int Bits>
+__device__ __forceinline__ void Codes(uint32_t word, uint32_t (&p)[Layout<Bits>::kPairs]) {
+  if constexpr (Bits == 4) {
 #pragma unroll
-  for (int i = 0; i < 4; ++i) {
-    const uint32_t biased = ((word >> (4 * i)) & 0x000F000Fu) | 0x43004300u;
-    asm("fma.rn.bf16x2 %0, %1, %2, %3;" : "=r"(p[i]) : "r"(biased), "r"(0x3F803F80u), "r"(0xC300C300u));
+    for (int i = 0; i < 4; ++i) {
+      const uint32_t biased = ((word >> (4 * i)) & 0x000F000Fu) | 0x43004300u;
+      asm("fma.rn.bf16x2 %0, %1, %2, %3;" : "=r"(p[i]) : "r"(biased), "r"(0x3F803F80u), "r"(0xC300C300u));
+    }
+  } else {
+    float q[4];
+#pragma unroll
+    for (int k = 0; k < 4; ++k) q[k] = __uint_as_float(0x4B000000u | ((word >> (8 * k)) & 0xFFu)) - 8388608.0f;
+    p[0] = PackBf16(q[0], q[1]);
+    p[1] = PackBf16(q[2], q[3]);
+  }
+}
+
+// x's columns of a word's codes, paired as Codes pairs them: split into bf16
+// terms (hi, and lo with Split) once for every row tile.
+template <int Bits, bool Split>
+__device__ __forceinline__ void XTerms(const float* p, bool valid, bool xvec, uint32_t (&h)[Layout<Bits>::kPairs],
+                                       uint32_t (&l)[Layout<Bits>::kPairs]) {
+  constexpr int kCols = Layout<Bits>::kWordCols;
+  float v[kCols];
+  if (!valid) {
+#pragma unroll
+    for (int k = 0; k < kCols; ++k) v[k] = 0.0f;
+  } else if (xvec) {
+#pragma unroll
+    for (int k = 0; k < kCols; k += 4) {
+      const float4 a = __ldg(reinterpret_cast<const float4*>(p + k));
+      v[k] = a.x, v[k + 1] = a.y, v[k + 2] = a.z, v[k + 3] = a.w;
+    }
+  } else {
+#pragma unroll
+    for (int k = 0; k < kCols; ++k) v[k] = __ldg(p + k);
+  }
+#pragma unroll
+  for (int i = 0; i < Layout<Bits>::kPairs; ++i) {
+    const float x0 = Bits == 4 ? v[i] : v[2 * i], x1 = Bits == 4 ? v[i + 4] : v[2 * i + 1];
+    if constexpr (Split) {
+      SplitPair(x0, x1, &h[i], &l[i]);
+    } else {
+      h[i] = PackBf16(x0, x1);
+      l[i] = 0;
+    }
   }
 }
 
@@ -48,20 +99,23 @@ __device__ __forceinline__ void Exchange(uint32_t (&v)[4], int c) {
   }
 }
 
-// Lane c loads bytes [16c, 16c + 16) of a row's 64-byte step (columns
-// [32c, 32c + 32)); an MMA takes its k from all four lanes of a row, so the
+// Lane c loads bytes [16c, 16c + 16) of a row's 64-byte step; an MMA takes
+// its k from all four lanes of a row, so where a step holds G groups the
 // words are regrouped until word slot j of the four lanes lies in one group:
-// group j of 32 columns (a full transpose), or group j / 2 of 64.
-template <int GS>
+// group j of 4 (a full transpose), j / 2 of 2, or as loaded for 1.
+template <int G>
 __device__ __forceinline__ void Regroup(uint32_t (&v)[4], int c) {
-  Exchange<1>(v, c);
-  if constexpr (GS == 32) Exchange<0>(v, c);
+  if constexpr (G >= 2) Exchange<1>(v, c);
+  if constexpr (G == 4) Exchange<0>(v, c);
 }
 
-// The first of the 8 columns (within the step) of slot j on lane c after Regroup<GS>.
-template <int GS>
+// The first column (within the step) of slot j on lane c after Regroup<G>,
+// for words of W columns.
+template <int G, int W>
 __device__ __forceinline__ int SlotCol(int c, int j) {
-  return GS == 32 ? 32 * j + 8 * c : 32 * ((j & 2) | (c & 1)) + 8 * ((c & 2) | (j & 1));
+  if constexpr (G == 4) return 4 * W * j + W * c;
+  if constexpr (G == 2) return 4 * W * ((j & 2) | (c & 1)) + W * ((c & 2) | (j & 1));
+  return 4 * W * c + W * j;
 }
 
 // A group's scale or bias among the packed 16-bit values of a step.
@@ -71,10 +125,13 @@ __device__ __forceinline__ float ParamAt(const uint32_t (&words)[PW], int group,
   return t == Elem::kBF16 ? Bf16ToF32(h) : F16ToF32(h);
 }
 
-// The 16-bit scales (or biases) of one row's groups in step s: GPS values, packed two a word.
-template <int PW>
-__device__ __forceinline__ void LoadParams(const uint16_t* row_params, int64_t s, bool valid, uint32_t (&out)[PW]) {
-  if constexpr (PW == 1) {
+// The 16-bit scales (or biases) of one row's G groups in step s, packed two a word.
+template <int G>
+__device__ __forceinline__ void LoadParams(const uint16_t* row_params, int64_t s, bool valid,
+                                           uint32_t (&out)[(G + 1) / 2]) {
+  if constexpr (G == 1) {
+    out[0] = valid ? __ldg(row_params + s) : 0u;
+  } else if constexpr (G == 2) {
     out[0] = valid ? __ldg(reinterpret_cast<const uint32_t*>(row_params + 2 * s)) : 0u;
   } else {
     const uint2 v = valid ? __ldg(reinterpret_cast<const uint2*>(row_params + 4 * s)) : make_uint2(0, 0);
@@ -87,19 +144,23 @@ __device__ __forceinline__ void LoadParams(const uint16_t* row_params, int64_t s
 // NT tiles of 8 tokens. Warp w takes the steps s = w, w + 8, ... of every row
 // tile: lane (g, c) loads bytes [64 s + 16 c, +16) of rows g and g + 8 of
 // each tile (the four lanes of a row read 64 contiguous bytes; lane group 7's
-// row g + 8 is the ones row), regroups them (Regroup), and takes the same 8
-// columns of x of its token g of each token tile for each word slot, split
-// into bf16 terms once for the RT row tiles. A word's codes pair columns
-// (i, i + 4) and so do x's terms: the MMAs' k order is a permutation of the
-// columns, the same for A and B. Each group's sums start from zero and are
-// added to the row's total as scale · Σ q·x + bias · Σ x. A token's sum is
-// the same whatever NT, RT and U are: each warp's steps in order, its slots
-// in order, then the warps in order. (Groups of 32 hold twice the scales
-// and biases in registers: one block an SM where two would spill.)
-template <int NT, int RT, int U, int GS, bool Split>
-__global__ void __launch_bounds__(kWarps * 32, RT * NT >= 4 || (GS == 32 && U * RT >= 4) ? 1 : 2)
+// row g + 8 is the ones row), regroups them (Regroup), and takes the same
+// columns of x (a word's 8 or 4) of its token g of each token tile for each
+// word slot, split into bf16 terms once for the RT row tiles. x's terms are
+// paired as the codes are (XTerms, Codes): the MMAs' k order is a
+// permutation of the columns, the same for A and B. Each group's sums start
+// from zero and are added to the row's total as scale · Σ q·x + bias · Σ x.
+// A token's sum is the same whatever NT, RT and U are: each warp's steps in
+// order, its slots in order, then the warps in order. (Four groups a step
+// hold twice the scales and biases in registers: one block an SM where two
+// would spill.)
+template <int NT, int RT, int U, int Bits, int GS, bool Split>
+__global__ void __launch_bounds__(kWarps * 32,
+                                  RT * NT >= 4 || (Layout<Bits>::kStepCols / GS == 4 && U * RT >= 4) ? 1 : 2)
     MmaMlxKernel(MlxWeights ws, const float* x, int64_t n, bool xvec) {
-  constexpr int kGroups = kStepCols / GS, kSlotsPerGroup = GS / 32, kParamWords = kGroups / 2;
+  using L = Layout<Bits>;
+  constexpr int kStepCols = L::kStepCols, kGroups = kStepCols / GS, kSlotsPerGroup = 4 / kGroups;
+  constexpr int kParamWords = (kGroups + 1) / 2, kPairs = L::kPairs;
   WaitForPriorGrid();
   int i = 0;
   while (i + 1 < ws.count && blockIdx.y >= ws.first[i + 1]) ++i;
@@ -109,8 +170,9 @@ __global__ void __launch_bounds__(kWarps * 32, RT * NT >= 4 || (GS == 32 && U * 
   const int64_t cols = w.cols, steps = cols / kStepCols, groups = cols / GS;
   const Elem param_type = w.scale_type;
   const uint4* row[RT][2];
-  const uint16_t* scale_row[RT][2];
-  const uint16_t* bias_row[RT][2];
+  const uint16_t* scales = static_cast<const uint16_t*>(w.scales);
+  const uint16_t* biases = static_cast<const uint16_t*>(w.biases);
+  int64_t params[RT][2];  // the row's first group
   bool rv[RT][2];
 #pragma unroll
   for (int rt = 0; rt < RT; ++rt) {
@@ -121,11 +183,10 @@ __global__ void __launch_bounds__(kWarps * 32, RT * NT >= 4 || (GS == 32 && U * 
       rv[rt][half] = f < kTileRows && r < w.rows;
       const int64_t rr = rv[rt][half] ? r : 0;
       row[rt][half] = reinterpret_cast<const uint4*>(static_cast<const char*>(w.data) + rr * w.row_bytes) + c;
-      scale_row[rt][half] = static_cast<const uint16_t*>(w.scales) + rr * groups;
-      bias_row[rt][half] = static_cast<const uint16_t*>(w.biases) + rr * groups;
+      params[rt][half] = rr * groups;
     }
   }
-  const uint4 padding = g == 7 ? make_uint4(kOnes, kOnes, kOnes, kOnes) : make_uint4(0, 0, 0, 0);
+  const uint4 padding = g == 7 ? make_uint4(L::kOnes, L::kOnes, L::kOnes, L::kOnes) : make_uint4(0, 0, 0, 0);
   const float* xt[NT];
   bool tv[NT];
 #pragma unroll
@@ -155,8 +216,8 @@ __global__ void __launch_bounds__(kWarps * 32, RT * NT >= 4 || (GS == 32 && U * 
           const bool ld = s < steps && rv[rt][half];
           const uint4 v = ld ? __ldg(row[rt][half] + 4 * s) : half == 1 ? padding : make_uint4(0, 0, 0, 0);
           wv[u][rt][half][0] = v.x, wv[u][rt][half][1] = v.y, wv[u][rt][half][2] = v.z, wv[u][rt][half][3] = v.w;
-          LoadParams<kParamWords>(scale_row[rt][half], s, ld, sw[u][rt][half]);
-          LoadParams<kParamWords>(bias_row[rt][half], s, ld, bw[u][rt][half]);
+          LoadParams<kGroups>(scales + params[rt][half], s, ld, sw[u][rt][half]);
+          LoadParams<kGroups>(biases + params[rt][half], s, ld, bw[u][rt][half]);
         }
       }
     }
@@ -166,16 +227,16 @@ __global__ void __launch_bounds__(kWarps * 32, RT * NT >= 4 || (GS == 32 && U * 
       if (s >= steps) break;  // the same for the whole warp: the shuffles below see every lane
 #pragma unroll
       for (int rt = 0; rt < RT; ++rt) {
-        Regroup<GS>(wv[u][rt][0], c);
-        Regroup<GS>(wv[u][rt][1], c);
+        Regroup<kGroups>(wv[u][rt][0], c);
+        Regroup<kGroups>(wv[u][rt][1], c);
       }
 #pragma unroll
       for (int j = 0; j < 4; ++j) {
-        uint32_t a[RT][2][4];  // [row tile][row g / g + 8][pair (q_i, q_i+4)]
+        uint32_t a[RT][2][kPairs];  // [row tile][row g / g + 8][pair]
 #pragma unroll
         for (int rt = 0; rt < RT; ++rt) {
-          Codes(wv[u][rt][0][j], a[rt][0]);
-          Codes(wv[u][rt][1][j], a[rt][1]);
+          Codes<Bits>(wv[u][rt][0][j], a[rt][0]);
+          Codes<Bits>(wv[u][rt][1][j], a[rt][1]);
         }
         if (j % kSlotsPerGroup == 0) {
 #pragma unroll
@@ -184,30 +245,20 @@ __global__ void __launch_bounds__(kWarps * 32, RT * NT >= 4 || (GS == 32 && U * 
             for (int t = 0; t < NT; ++t) part[rt][t][0] = part[rt][t][1] = part[rt][t][2] = part[rt][t][3] = 0.0f;
           }
         }
-        const int col = SlotCol<GS>(c, j);
+        const int col = SlotCol<kGroups, L::kWordCols>(c, j);
 #pragma unroll
         for (int t = 0; t < NT; ++t) {
-          float xv[8];
-          const float* p = xt[t] + s * kStepCols + col;
-          xvec ? LoadX8<true>(p, tv[t], xv) : LoadX8<false>(p, tv[t], xv);
-          uint32_t h[4], l[4];  // terms of the pairs (x_i, x_i+4), as the codes pair
-#pragma unroll
-          for (int k = 0; k < 4; ++k) {
-            if constexpr (Split) {
-              SplitPair(xv[k], xv[k + 4], &h[k], &l[k]);
-            } else {
-              h[k] = PackBf16(xv[k], xv[k + 4]);
-              l[k] = 0;
-            }
-          }
+          uint32_t h[kPairs], l[kPairs];
+          XTerms<Bits, Split>(xt[t] + s * kStepCols + col, tv[t], xvec, h, l);
 #pragma unroll
           for (int rt = 0; rt < RT; ++rt) {
-            const uint32_t(&ag)[4] = a[rt][0];
-            const uint32_t(&ag8)[4] = a[rt][1];
-            Mma(part[rt][t], ag[0], ag8[0], ag[1], ag8[1], h[0], h[1]);
-            if constexpr (Split) Mma(part[rt][t], ag[0], ag8[0], ag[1], ag8[1], l[0], l[1]);
-            Mma(part[rt][t], ag[2], ag8[2], ag[3], ag8[3], h[2], h[3]);
-            if constexpr (Split) Mma(part[rt][t], ag[2], ag8[2], ag[3], ag8[3], l[2], l[3]);
+            const uint32_t(&ag)[kPairs] = a[rt][0];
+            const uint32_t(&ag8)[kPairs] = a[rt][1];
+#pragma unroll
+            for (int m = 0; m < kPairs; m += 2) {  // an MMA: pairs m (k 2c, 2c + 1) and m + 1 (k 2c + 8, 2c + 9)
+              Mma(part[rt][t], ag[m], ag8[m], ag[m + 1], ag8[m + 1], h[m], h[m + 1]);
+              if constexpr (Split) Mma(part[rt][t], ag[m], ag8[m], ag[m + 1], ag8[m + 1], l[m], l[m + 1]);
+            }
           }
         }
         if (j % kSlotsPerGroup == kSlotsPerGroup - 1) {
@@ -278,7 +329,7 @@ __global__ void __launch_bounds__(kWarps * 32, RT * NT >= 4 || (GS == 32 && U * 
 // many row tiles as leave enough blocks to fill the GPU (x is split into
 // bf16 terms once for a block's row tiles: at one token that split costs as
 // much as the codes), with fewer steps in flight as the tiles' registers grow.
-template <int GS, bool Split>
+template <int Bits, int GS, bool Split>
 void LaunchShape(MlxWeights ws, int64_t n, const float* x, bool xvec, cudaStream_t s) {
   const int nt = n <= 8 ? 1 : n <= 16 ? 2 : 4;
   const int64_t token_tiles = (n + nt * 8 - 1) / (nt * 8);
@@ -293,13 +344,13 @@ void LaunchShape(MlxWeights ws, int64_t n, const float* x, bool xvec, cudaStream
   const dim3 grid(static_cast<unsigned>(token_tiles), static_cast<unsigned>(ws.first[ws.count]));
   constexpr int kThreads = kWarps * 32;
   switch (nt * 8 + rt) {
-    case 1 * 8 + 1: LaunchPdl(MmaMlxKernel<1, 1, 4, GS, Split>, grid, kThreads, 0, s, ws, x, n, xvec); break;
-    case 1 * 8 + 2: LaunchPdl(MmaMlxKernel<1, 2, 2, GS, Split>, grid, kThreads, 0, s, ws, x, n, xvec); break;
-    case 1 * 8 + 4: LaunchPdl(MmaMlxKernel<1, 4, 1, GS, Split>, grid, kThreads, 0, s, ws, x, n, xvec); break;
-    case 2 * 8 + 1: LaunchPdl(MmaMlxKernel<2, 1, 2, GS, Split>, grid, kThreads, 0, s, ws, x, n, xvec); break;
-    case 2 * 8 + 2: LaunchPdl(MmaMlxKernel<2, 2, 1, GS, Split>, grid, kThreads, 0, s, ws, x, n, xvec); break;
-    case 4 * 8 + 1: LaunchPdl(MmaMlxKernel<4, 1, 1, GS, Split>, grid, kThreads, 0, s, ws, x, n, xvec); break;
-    default: LaunchPdl(MmaMlxKernel<4, 2, 1, GS, Split>, grid, kThreads, 0, s, ws, x, n, xvec); break;
+    case 1 * 8 + 1: LaunchPdl(MmaMlxKernel<1, 1, 4, Bits, GS, Split>, grid, kThreads, 0, s, ws, x, n, xvec); break;
+    case 1 * 8 + 2: LaunchPdl(MmaMlxKernel<1, 2, 2, Bits, GS, Split>, grid, kThreads, 0, s, ws, x, n, xvec); break;
+    case 1 * 8 + 4: LaunchPdl(MmaMlxKernel<1, 4, 1, Bits, GS, Split>, grid, kThreads, 0, s, ws, x, n, xvec); break;
+    case 2 * 8 + 1: LaunchPdl(MmaMlxKernel<2, 1, 2, Bits, GS, Split>, grid, kThreads, 0, s, ws, x, n, xvec); break;
+    case 2 * 8 + 2: LaunchPdl(MmaMlxKernel<2, 2, 1, Bits, GS, Split>, grid, kThreads, 0, s, ws, x, n, xvec); break;
+    case 4 * 8 + 1: LaunchPdl(MmaMlxKernel<4, 1, 1, Bits, GS, Split>, grid, kThreads, 0, s, ws, x, n, xvec); break;
+    default: LaunchPdl(MmaMlxKernel<4, 2, 1, Bits, GS, Split>, grid, kThreads, 0, s, ws, x, n, xvec); break;
   }
 }
 
@@ -308,8 +359,9 @@ bool Aligned(const void* p, uintptr_t bytes) { return (reinterpret_cast<uintptr_
 }  // namespace
 
 bool MmaMlxRows(const DevWeight& w) {
-  return w.fmt == WFmt::kMlx && w.bits == 4 && (w.group_size == 32 || w.group_size == 64) && w.rows > 0 &&
-         w.cols % kStepCols == 0 && w.row_bytes == w.cols / 2 &&
+  const int step = w.bits == 4 ? Layout<4>::kStepCols : Layout<8>::kStepCols;
+  return w.fmt == WFmt::kMlx && (w.bits == 4 || w.bits == 8) && (w.group_size == 32 || w.group_size == 64) &&
+         w.rows > 0 && w.cols % step == 0 && w.row_bytes == w.cols * w.bits / 8 &&
          (w.scale_type == Elem::kBF16 || w.scale_type == Elem::kF16) && Aligned(w.data, 16) &&
          Aligned(w.scales, 8) && Aligned(w.biases, 8);
 }
@@ -325,10 +377,17 @@ void LaunchMmaMlxMatMul(const DevWeight* w, float* const* y, int count, const fl
   }
   // x rows are cols * 4 bytes apart, a multiple of 512 here: aligned rows when the first is.
   const bool xvec = Aligned(x, 16);
-  if (w[0].group_size == 32) {
-    split ? LaunchShape<32, true>(ws, n, x, xvec, s) : LaunchShape<32, false>(ws, n, x, xvec, s);
+  const bool g32 = w[0].group_size == 32;
+  if (w[0].bits == 4) {
+    if (g32) {
+      split ? LaunchShape<4, 32, true>(ws, n, x, xvec, s) : LaunchShape<4, 32, false>(ws, n, x, xvec, s);
+    } else {
+      split ? LaunchShape<4, 64, true>(ws, n, x, xvec, s) : LaunchShape<4, 64, false>(ws, n, x, xvec, s);
+    }
+  } else if (g32) {
+    split ? LaunchShape<8, 32, true>(ws, n, x, xvec, s) : LaunchShape<8, 32, false>(ws, n, x, xvec, s);
   } else {
-    split ? LaunchShape<64, true>(ws, n, x, xvec, s) : LaunchShape<64, false>(ws, n, x, xvec, s);
+    split ? LaunchShape<8, 64, true>(ws, n, x, xvec, s) : LaunchShape<8, 64, false>(ws, n, x, xvec, s);
   }
 }
 

@@ -1,7 +1,7 @@
 // The pieces of the tensor-core GEMVs (matmul_mma.cu: bf16 weights,
-// matmul_mma_mlx.cu: MLX 4-bit) that both kernels compute with, so that x
+// matmul_mma_mlx.cu: MLX 4/8-bit) that both kernels compute with, so that x
 // becomes the same bf16 terms in either: the m16n8k16 MMA, bf16 packing and
-// the hi + rest split of f32 activations, and 8 columns of x.
+// the hi + rest split of f32 activations; and 8 columns of x.
 #pragma once
 
 #include <cuda_bf16.h>
