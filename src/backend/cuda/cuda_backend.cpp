@@ -583,9 +583,9 @@ bool CudaBackend::PromptRowsOnTensorCores() const {
   return precision_ == Precision::kAuto || precision_ == Precision::kFastBf16;
 }
 
-// Generated rows of bf16 weights at the precisions that round prompt rows
-// to bf16: the batch-invariant MMA kernel (matmul_mma.cuh), chosen by the
-// weight and the precision alone.
+// Generated rows of bf16 and MLX 4/8-bit weights at the precisions that round
+// prompt rows to 16 bits: the batch-invariant MMA kernels (matmul_mma.cuh),
+// chosen by the weight and the precision alone.
 bool CudaBackend::GeneratedRowsOnTensorCores(const cuda::DevWeight& d) const {
   return PromptRowsOnTensorCores() && cuda::MmaRows(d);
 }
@@ -653,7 +653,7 @@ void CudaBackend::MatMuls(std::span<const MatMulJob> jobs, const float* x, int64
   Use();
   if (GeneratedRowsOnTensorCores(d[0])) {
     bool same = true;
-    for (size_t i = 0; i < jobs.size(); ++i) same = same && GeneratedRowsOnTensorCores(d[i]) && d[i].cols == d[0].cols;
+    for (size_t i = 0; i < jobs.size(); ++i) same = same && cuda::MmaFusable(d[0], d[i]);
     if (same) {
       cuda::LaunchMmaMatMul(d, ys, static_cast<int>(jobs.size()), x, n, precision_ == Precision::kAuto, S(stream_));
       CheckLaunch("MatMul");

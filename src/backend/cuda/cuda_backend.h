@@ -11,8 +11,10 @@
 // CPU reference computes it, so that `--precision f32` holds the goldens.
 // At kAuto (`serve`'s default) and kFastBf16, prompt rows' MatMuls run on
 // the tensor cores with activations (scaled per row by a power of two) and
-// weights rounded to f16, f32 sums (cuda/matmul_tc.cuh); generated rows, MoE
-// experts and router logits stay f32. Every op's reduction order is fixed per row, so a token's result
+// weights rounded to f16, f32 sums (cuda/matmul_tc.cuh), and generated rows
+// of bf16 and MLX 4/8-bit weights go to the batch-invariant MMA kernels
+// (cuda/matmul_mma.cuh); other generated rows, MoE experts and router logits
+// stay f32. Every op's reduction order is fixed per row, so a token's result
 // never depends on its batch. Weights are uploaded as stored and read in
 // place (f32 / f16 / bf16, MLX affine at every bit width, GGUF Q8_0, Q4_0,
 // Q4_K, Q6_K), dequantized in the kernels with the reference's exact f32

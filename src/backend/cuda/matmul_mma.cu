@@ -1,7 +1,7 @@
-#include <cuda_bf16.h>
-
 #include "backend/cuda/common.cuh"
 #include "backend/cuda/matmul_mma.cuh"
+#include "backend/cuda/matmul_mma_mlx.cuh"
+#include "backend/cuda/mma_bf16.cuh"
 
 namespace llmhost::cuda {
 namespace {
@@ -18,43 +18,6 @@ struct MmaWeights {
   int64_t first[kMaxWeights + 1];  // weight i's first block
   int count = 0;
 };
-
-// D += A · B, m16n8k16, bf16 in, f32 accumulate.
-__device__ __forceinline__ void Mma(float (&d)[4], uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3, uint32_t b0,
-                                    uint32_t b1) {
-  asm volatile(
-      "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
-      "{%0,%1,%2,%3};\n"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-      : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
-}
-
-__device__ __forceinline__ uint32_t PackBf16(float lo_half, float hi_half) {
-  const __nv_bfloat162 p = __floats2bfloat162_rn(lo_half, hi_half);
-  return *reinterpret_cast<const uint32_t*>(&p);
-}
-
-// The two bf16 terms of x0, x1 as packed pairs: hi = rn(x), lo = rn(x - hi).
-__device__ __forceinline__ void SplitPair(float x0, float x1, uint32_t* hi, uint32_t* lo) {
-  *hi = PackBf16(x0, x1);
-  const __nv_bfloat162 h = *reinterpret_cast<const __nv_bfloat162*>(hi);
-  *lo = PackBf16(x0 - __low2float(h), x1 - __high2float(h));
-}
-
-// x's 8 columns at p (16-byte aligned with XVec), or zeros for a padding token.
-template <bool XVec>
-__device__ __forceinline__ void LoadX8(const float* p, bool valid, float (&v)[8]) {
-  if (!valid) {
-#pragma unroll
-    for (int j = 0; j < 8; ++j) v[j] = 0.0f;
-  } else if constexpr (XVec) {
-    const float4 a = __ldg(reinterpret_cast<const float4*>(p)), b = __ldg(reinterpret_cast<const float4*>(p) + 1);
-    v[0] = a.x, v[1] = a.y, v[2] = a.z, v[3] = a.w, v[4] = b.x, v[5] = b.y, v[6] = b.z, v[7] = b.w;
-  } else {
-#pragma unroll
-    for (int j = 0; j < 8; ++j) v[j] = __ldg(p + j);
-  }
-}
 
 // One 16-byte chunk of rows g and g + 8 (wa, wb) against the same 8 columns
 // of x (its bf16 terms h, and l with Split): the chunk's columns 0-3 are k
@@ -225,13 +188,23 @@ void LaunchShape(MmaWeights ws, int64_t n, const float* x, cudaStream_t s) {
 }  // namespace
 
 bool MmaRows(const DevWeight& w) {
+  if (w.fmt == WFmt::kMlx) return MmaMlxRows(w);
   return w.fmt == WFmt::kBF16 && w.cols % kStepCols == 0 && w.row_bytes % 16 == 0 &&
          (reinterpret_cast<uintptr_t>(w.data) & 15u) == 0;
+}
+
+bool MmaFusable(const DevWeight& a, const DevWeight& b) {
+  return MmaRows(a) && MmaRows(b) && a.fmt == b.fmt && a.cols == b.cols &&
+         (a.fmt != WFmt::kMlx || (a.bits == b.bits && a.group_size == b.group_size));
 }
 
 void LaunchMmaMatMul(const DevWeight* w, float* const* y, int count, const float* x, int64_t n, bool split,
                      cudaStream_t s) {
   if (n <= 0 || count < 1 || count > kMaxWeights) return;
+  if (w[0].fmt == WFmt::kMlx) {
+    LaunchMmaMlxMatMul(w, y, count, x, n, split, s);
+    return;
+  }
   MmaWeights ws;
   ws.count = count;
   for (int k = 0; k < count; ++k) {

@@ -24,11 +24,16 @@
 namespace llmhost::cuda {
 
 // Whether `w`'s generated rows can go through LaunchMmaMatMul: bf16 rows
-// whose columns are a multiple of 64 (a property of the weight alone).
+// whose columns are a multiple of 64, or MLX 4/8-bit rows (MmaMlxRows,
+// matmul_mma_mlx.cuh) — a property of the weight alone.
 bool MmaRows(const DevWeight& w);
 
-// y[i] = x · w[i]ᵀ for `count` (≤ 4) weights of the same cols, in one launch;
-// each y[i] is what a launch of w[i] alone gives, bit for bit.
+// Whether a and b can share one launch (the same kernel: format, cols, MLX
+// bits and group size).
+bool MmaFusable(const DevWeight& a, const DevWeight& b);
+
+// y[i] = x · w[i]ᵀ for `count` (≤ 4) weights that are MmaFusable with w[0],
+// in one launch; each y[i] is what a launch of w[i] alone gives, bit for bit.
 void LaunchMmaMatMul(const DevWeight* w, float* const* y, int count, const float* x, int64_t n, bool split,
                      cudaStream_t s);
 
