@@ -8,8 +8,9 @@
 //   engine  the Engine: its executor thread, events through an EventStream read here
 // Per generated token (after kWarmSteps untimed ones): wall ms, the forward
 // pass's ms inside it (timed around StepModel::Forward), and the host's µs
-// outside the forward pass; "vs bare" is the step minus bare's. Each figure is the best of --reps runs. Settings:
-// greedy, and temperature 1 with top_p 0.95 (seeded). --store attaches a hot-only
+// outside the forward pass; "vs bare" is the step minus bare's. Each figure is
+// the best of --reps runs. Settings: greedy, and temperature 1 with top_p 0.95
+// (seeded). --store attaches a hot-only
 // block store of 4 GiB, as serve's default hot tier: the prompt's full blocks are
 // then copied out of the cache by the block saver while the decode steps run
 // (each run's prompt is new, so every run saves).
@@ -116,7 +117,7 @@ struct Bench {
     return std::move(*cache);
   }
 
-  // A scheduler as Engine::Create builds one for serve (prefix caching on, no block store).
+  // A scheduler as Engine::Create builds one for serve (prefix caching on; the block store with --store).
   std::unique_ptr<Scheduler> MakeScheduler(TimedStep** timed) const {
     auto step = std::make_unique<TimedStep>(model);
     *timed = step.get();
