@@ -10,7 +10,8 @@ and its completion tokens (usage). Figures:
   decode tok/s     sum(tokens - 1) / (last end - first first-token): the
                    rate once every stream has started
   TTFT             median and worst over the C streams
-The model is loaded and warmed (one request) before the first timed run.
+The model is loaded and warmed (one request of the same prompt length, so that
+the decode steps' device graphs exist) before the first timed run.
 
 Usage: serve_decode_bench.py LLMHOST MODELS_DIR [--model ID] [--device cuda]
                              [--concurrency 1,8,32,128] [--max-tokens 64] [--prompt-tokens 16]
@@ -117,7 +118,9 @@ def main():
         with urllib.request.urlopen(url + "/v1/models", timeout=60) as r:
             ids = [x["id"] for x in json.loads(r.read())["data"]]
         model = a.model or ids[0]
-        run(url, model, 1, 4, a.vocab, 0)  # loads the model, warms its kernels
+        # Loads the model and warms its kernels, at the timed prompts' length: the
+        # device graphs of that context bucket are recorded before the timing.
+        run(url, model, 1, 4, a.vocab, 0, a.prompt_tokens)
         print("serve_decode_bench: %s on %s, %d tokens per stream, %d-token prompts"
               % (model, a.device, a.max_tokens, a.prompt_tokens))
         print("| streams | generated tok/s | decode tok/s | TTFT median / max ms |")

@@ -67,6 +67,8 @@ Sampler::Sampler(const SamplingParams& params, std::span<const int32_t> prompt, 
     : params_(params), vocab_(vocab), rng_(params.seed ? *params.seed : FreshSeed()) {
   repetition_ = params_.repetition_penalty != 1.0;
   additive_ = params_.presence_penalty != 0.0 || params_.frequency_penalty != 0.0;
+  plain_greedy_ = params_.temperature <= 0 && !repetition_ && !additive_ && params_.logit_bias.empty() &&
+                  !params_.logprobs && params_.top_logprobs == 0;
   const size_t v = static_cast<size_t>(vocab_);
   if (repetition_) {
     seen_.assign(v, 0);
@@ -313,6 +315,16 @@ void Sampler::FillLogprobs(const float* logits, SampledToken* out) {
 
 SampledToken Sampler::Sample(const float* logits, std::span<const uint32_t> allowed) {
   // NaN / +inf rows (a broken model) must not break the orderings below.
+  if (plain_greedy_ && allowed.empty()) {
+    // The argmax of the raw row is the cleaned row's where its largest is
+    // finite; otherwise (+inf, or nothing but -inf and NaN) the path below.
+    if (const int64_t id = cpu::FiniteArgMax(logits, vocab_); id >= 0) {
+      SampledToken out;
+      out.id = static_cast<int32_t>(id);
+      Accept(out.id);
+      return out;
+    }
+  }
   const bool want_logprobs = params_.logprobs || params_.top_logprobs > 0;
   const size_t v = static_cast<size_t>(vocab_);
   z_.resize(v);

@@ -13,7 +13,8 @@
 // the draw walks the kept tokens in id order (in likelihood order after
 // top_k). bench/sampler_bench.cpp measures it.
 // Temperature 0 is greedy: the argmax of the penalised logits, the lowest id
-// on ties. Every draw comes from the request's own generator, seeded by
+// on ties (without penalties, bias, mask or logprobs: one read of the row, no
+// cleaned copy). Every draw comes from the request's own generator, seeded by
 // `seed` (or from std::random_device when unset), so a seeded request gives
 // the same tokens whatever else runs beside it.
 //
@@ -108,6 +109,7 @@ class Sampler {
   int64_t vocab_;
   std::mt19937_64 rng_;
   bool repetition_ = false, additive_ = false;
+  bool plain_greedy_ = false;         // greedy, no penalty, bias or logprobs: Sample reads the row once
   std::vector<uint8_t> seen_;         // [vocab] prompt or output contains the id
   std::vector<int32_t> seen_ids_;     // the ids with seen_ set
   std::vector<int32_t> out_count_;    // [vocab] occurrences in the output

@@ -88,20 +88,19 @@ class ForwardPass {
   void DenseMlp(const LayerWeights& w);
   void MoeMlp(const LayerWeights& w);
   // Per-step host data goes through the backend's staging memory (pinned on
-  // a GPU), which nothing rewrites before Run's Synchronize. Reserve the
-  // bytes of every upload first, then Upload each.
-  static size_t Staged(size_t bytes) { return (bytes + 63) / 64 * 64; }
+  // a GPU), which nothing rewrites before Run's Synchronize. The staging
+  // mirrors the workspace's metadata arrays (Layout puts them first): Stage
+  // writes each at its array's offset, and one copy sends them all.
   template <typename T>
-  void Upload(const T* dev, const std::vector<T>& host) {
+  void Stage(const T* dev, const std::vector<T>& host) {
     if (host.empty()) return;
+    const size_t at = static_cast<size_t>(reinterpret_cast<const char*>(dev) - m_.workspace_.as<char>());
     const size_t bytes = host.size() * sizeof(T);
-    assert(staged_ + Staged(bytes) <= m_.staging_.bytes);  // Prepare sized it
-    char* stage = m_.staging_.as<char>() + staged_;
-    std::memcpy(stage, host.data(), bytes);
-    staged_ += Staged(bytes);
-    b_.CopyToDevice(m_.workspace_, reinterpret_cast<const char*>(dev) - m_.workspace_.as<char>(), stage, bytes);
+    assert(at + bytes <= m_.staging_.bytes);  // Prepare sized it
+    std::memcpy(m_.staging_.as<char>() + at, host.data(), bytes);
+    staged_ = std::max(staged_, at + bytes);
   }
-  size_t staged_ = 0;
+  size_t staged_ = 0;  // the staged span's end
 
   Model& m_;
   const ModelSpec& s_;
@@ -143,6 +142,7 @@ void ForwardPass::Layout(Arena& a) {
   const int64_t N = BatchBucket(n_), H = s_.hidden, S = BatchBucket(static_cast<int64_t>(items_.size()));
   const int64_t table_entries = BatchBucket(table_entries_), n_rows = BatchBucket(n_rows_);
   const int64_t qd = s_.q_dim(), kvd = s_.kv_dim();
+  // The step's metadata first, ids to dyn_rope: UploadMetadata sends it in one copy.
   p_.ids = a.Take<int32_t>(N);
   p_.pos = a.Take<int32_t>(N);
   p_.token_seq = a.Take<int32_t>(N);
@@ -254,12 +254,8 @@ Status ForwardPass::Prepare() {
   }
   Arena arena(m_.workspace_.as<char>());
   Layout(arena);
-  // Staging for UploadMetadata's arrays (their sizes are known by now).
-  const size_t s_bucket = static_cast<size_t>(BatchBucket(static_cast<int64_t>(items_.size())));
-  const size_t n = static_cast<size_t>(n_);
-  const size_t staging = 4 * Staged(n * 4) + Staged(static_cast<size_t>(table_entries_) * 4) +
-                         Staged(static_cast<size_t>(n_rows_) * 4) + Staged(items_.size() * sizeof(AttentionSeq)) +
-                         Staged(static_cast<size_t>(n_dyn_) * s_bucket * static_cast<size_t>(half_) * 4);
+  // Staging for UploadMetadata's arrays: the workspace up to the first activation array.
+  const size_t staging = static_cast<size_t>(reinterpret_cast<char*>(p_.x) - m_.workspace_.as<char>());
   if (m_.staging_.bytes < staging) {
     // The last step synchronized: nothing reads the old buffer any more.
     const size_t grown = std::max(staging, 2 * m_.staging_.bytes);
@@ -315,14 +311,17 @@ void ForwardPass::UploadMetadata() {
     }
   }
   staged_ = 0;
-  Upload(p_.ids, ids);
-  Upload(p_.pos, pos);
-  Upload(p_.token_seq, token_seq);
-  Upload(p_.slots, slots);
-  Upload(p_.tables, tables);
-  Upload(p_.logit_rows, logit_rows);
-  Upload(p_.seqs, seqs);
-  Upload(p_.dyn_rope, dyn);
+  Stage(p_.ids, ids);
+  Stage(p_.pos, pos);
+  Stage(p_.token_seq, token_seq);
+  Stage(p_.slots, slots);
+  Stage(p_.tables, tables);
+  Stage(p_.logit_rows, logit_rows);
+  Stage(p_.seqs, seqs);
+  Stage(p_.dyn_rope, dyn);
+  // One copy instead of one per array (each a driver call on a GPU); the gaps
+  // between the arrays land in their buckets' unused tails.
+  b_.CopyToDevice(m_.workspace_, 0, m_.staging_.as<char>(), staged_);
 }
 
 void ForwardPass::ApplyRope(float* x, int64_t heads, int64_t stride, int rope_index) {
@@ -490,12 +489,14 @@ Status ForwardPass::Run(ForwardOutput* out) {
     row += n;
   }
   out->logits.resize(static_cast<size_t>(n_rows_ * V));
-  if (Status s = b_.Synchronize(); !s.ok()) return s.WithContext("forward: the " + b_.name() + " backend failed");
+  // The copy waits for the step (one wait on a GPU); a failed step's error
+  // is sticky, so Synchronize reports it and the copied rows are dropped.
   if (n_rows_ > 0) {
     b_.CopyToHost(out->logits.data(), m_.workspace_,
                   reinterpret_cast<char*>(p_.logits) - m_.workspace_.as<char>(),
                   out->logits.size() * sizeof(float));
   }
+  if (Status s = b_.Synchronize(); !s.ok()) return s.WithContext("forward: the " + b_.name() + " backend failed");
   for (size_t i = 0; i < items_.size(); ++i) items_[i].seq->length = new_len_[i];
   return Status::OK();
 }

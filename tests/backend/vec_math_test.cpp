@@ -58,6 +58,30 @@ TEST_P(VecMathTest, SanitizeMaxAndArgMax) {
   EXPECT_EQ(ArgMax(banned.data(), 20), 0);
 }
 
+TEST_P(VecMathTest, FiniteArgMaxIsTheSanitizedRowsArgMax) {
+  for (int64_t n : {1, 7, 8, 31, 33, 1001}) {
+    for (int nans : {0, 1, 40}) {
+      std::vector<float> in = Row(n, static_cast<uint32_t>(n * 7 + nans));
+      std::mt19937 rng(static_cast<uint32_t>(nans));
+      for (int j = 0; j < nans; ++j) in[rng() % static_cast<size_t>(n)] = std::numeric_limits<float>::quiet_NaN();
+      if (n > 40) in[static_cast<size_t>(n - 3)] = in[static_cast<size_t>(n - 9)] = 100.0f;  // a tie: the lower index
+      std::vector<float> clean(in.size());
+      SanitizeLogits(in.data(), clean.data(), n);
+      const bool finite = std::isfinite(MaxValue(clean.data(), n));
+      EXPECT_EQ(FiniteArgMax(in.data(), n), finite ? ArgMax(clean.data(), n) : -1) << n << " " << nans;
+    }
+  }
+  std::vector<float> with_inf = {1, kInf, 2, 3, 4, 5, 6, 7, 8};
+  EXPECT_EQ(FiniteArgMax(with_inf.data(), 9), -1);  // the sanitized row's largest is FLT_MAX, not in the row
+  std::vector<float> nothing(17, -kInf);
+  nothing[3] = std::numeric_limits<float>::quiet_NaN();
+  EXPECT_EQ(FiniteArgMax(nothing.data(), 17), -1);
+  std::vector<float> nan_first(12, -1.0f);
+  nan_first[0] = std::numeric_limits<float>::quiet_NaN();
+  nan_first[11] = 0.5f;
+  EXPECT_EQ(FiniteArgMax(nan_first.data(), 12), 11);
+}
+
 TEST_P(VecMathTest, ExpShiftedAgreesWithExp) {
   for (int64_t n : {3, 8, 1000}) {
     std::vector<float> x = Row(n, 5);

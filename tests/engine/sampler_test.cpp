@@ -4,6 +4,7 @@
 // and validation messages.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <numeric>
@@ -284,6 +285,30 @@ TEST(SamplerTest, NonFiniteLogitsAndTinyTemperatures) {
   const int32_t id = n.Sample(none.data()).id;
   EXPECT_GE(id, 0);
   EXPECT_LT(id, 3);
+}
+
+TEST(SamplerTest, PlainGreedyPicksAsTheCleanedRowDoes) {
+  // Greedy alone reads the raw row; with logprobs on it samples the cleaned
+  // copy. Both must pick the same ids, NaN and infinities included.
+  const float inf = std::numeric_limits<float>::infinity();
+  std::mt19937 rng(3);
+  std::normal_distribution<float> d(0.0f, 2.0f);
+  SamplingParams plain;
+  plain.temperature = 0;
+  SamplingParams cleaned = plain;
+  cleaned.logprobs = true;
+  for (int trial = 0; trial < 200; ++trial) {
+    std::vector<float> l(static_cast<size_t>(1 + trial * 7));
+    for (float& x : l) x = d(rng);
+    for (int j = trial % 5; j > 0; --j) {
+      const float specials[] = {NAN, inf, -inf};
+      l[rng() % l.size()] = specials[rng() % 3];
+    }
+    if (trial % 11 == 0) std::fill(l.begin(), l.end(), -inf);
+    const auto n = static_cast<int64_t>(l.size());
+    Sampler a(plain, {}, n), b(cleaned, {}, n);
+    EXPECT_EQ(a.Sample(l.data()).id, b.Sample(l.data()).id) << "trial " << trial;
+  }
 }
 
 TEST(SamplerTest, ValidationNamesTheField) {

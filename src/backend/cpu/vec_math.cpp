@@ -38,6 +38,21 @@ int64_t ArgMax(const float* x, int64_t n) {
   return 0;
 }
 
+int64_t FiniteArgMax(const float* x, int64_t n) {
+  float m = -std::numeric_limits<float>::infinity();
+  if (UseAvx2()) {
+    m = internal::MaxIgnoringNanAvx2(x, n);
+  } else {
+    for (int64_t i = 0; i < n; ++i) m = x[i] > m ? x[i] : m;  // NaN compares false
+  }
+  if (!std::isfinite(m)) return -1;
+  if (UseAvx2()) return internal::ArgMaxAvx2(x, n, m);
+  for (int64_t i = 0; i < n; ++i) {
+    if (x[i] == m) return i;
+  }
+  return -1;
+}
+
 namespace internal {
 void TopHeap::Offer(int32_t i) {
   auto worse = [this](int32_t a, int32_t b) { return Better(a, b); };  // max-heap of the worst

@@ -20,6 +20,10 @@ void SanitizeLogits(const float* in, float* out, int64_t n);
 float MaxValue(const float* x, int64_t n);
 // The lowest index holding MaxValue(x, n).
 int64_t ArgMax(const float* x, int64_t n);
+// On a raw logits row (NaN allowed): the lowest index of its largest element
+// when that is finite, which is then ArgMax of the SanitizeLogits row, without
+// writing one; -1 when the largest is +inf or every element is -inf or NaN.
+int64_t FiniteArgMax(const float* x, int64_t n);
 
 // out[i] = exp((x[i] - shift) * scale), returning the sum (accumulated in
 // double). An element equal to `shift` weighs exactly 1 (also when scale is
@@ -56,6 +60,7 @@ int64_t ArgMaxAvx2(const float* x, int64_t n, float max);
 void CollectBandAvx2(const float* w, int64_t n, float lo, float hi, std::vector<int32_t>* out);
 double ZeroBelowAvx2(float* w, int64_t n, float lo, int64_t block, double* block_sums);
 float MaxValueAvx2(const float* x, int64_t n);
+float MaxIgnoringNanAvx2(const float* x, int64_t n);
 double ExpShiftedAvx2(const float* x, int64_t n, float shift, float scale, float* out);
 }  // namespace internal
 

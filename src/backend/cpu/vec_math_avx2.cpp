@@ -155,6 +155,26 @@ LLMHOST_VEC_AVX2 float MaxValueAvx2(const float* x, int64_t n) {
   return m;
 }
 
+LLMHOST_VEC_AVX2 float MaxIgnoringNanAvx2(const float* x, int64_t n) {
+  // max(load, acc): where the load is NaN, maxps gives its second operand, acc.
+  const __m256 low = _mm256_set1_ps(-std::numeric_limits<float>::infinity());
+  __m256 m0 = low, m1 = low, m2 = low, m3 = low;
+  int64_t i = 0;
+  for (; i + 32 <= n; i += 32) {
+    m0 = _mm256_max_ps(_mm256_loadu_ps(x + i), m0);
+    m1 = _mm256_max_ps(_mm256_loadu_ps(x + i + 8), m1);
+    m2 = _mm256_max_ps(_mm256_loadu_ps(x + i + 16), m2);
+    m3 = _mm256_max_ps(_mm256_loadu_ps(x + i + 24), m3);
+  }
+  for (; i + 8 <= n; i += 8) m0 = _mm256_max_ps(_mm256_loadu_ps(x + i), m0);
+  const __m256 v = _mm256_max_ps(_mm256_max_ps(m0, m1), _mm256_max_ps(m2, m3));
+  alignas(32) float lanes[8];
+  _mm256_store_ps(lanes, v);
+  float m = *std::max_element(lanes, lanes + 8);
+  for (; i < n; ++i) m = x[i] > m ? x[i] : m;
+  return m;
+}
+
 LLMHOST_VEC_AVX2 double ExpShiftedAvx2(const float* x, int64_t n, float shift, float scale, float* out) {
   const __m256 vs = _mm256_set1_ps(shift), vk = _mm256_set1_ps(scale), one = _mm256_set1_ps(1.0f);
   __m256d s0 = _mm256_setzero_pd(), s1 = s0;
