@@ -5,10 +5,13 @@
 // with clear errors; a released tensor is generated again identically.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <filesystem>
 
 #include "backend/cpu/cpu_backend.h"
+#include "backend/device.h"
 #include "chat/chat_template.h"
 #include "model/generate.h"
 #include "model/model.h"
@@ -56,9 +59,14 @@ std::string WriteConfig(const TempDir& dir, const std::string& stem, const OJson
 }
 
 // Logits of every position of `tokens` at the reference precision.
-std::vector<float> Logits(const std::string& path, const std::vector<int32_t>& tokens, uint64_t* weight_bytes) {
-  CpuBackend backend(&ThreadPool::Default(), Precision::kReference);
-  auto model = Model::Load(path, &backend);
+std::vector<float> Logits(const std::string& path, const std::vector<int32_t>& tokens, uint64_t* weight_bytes,
+                          const std::string& device = "cpu") {
+  auto spec = ParseDevice(device);
+  EXPECT_TRUE(spec.ok());
+  auto backend = MakeBackend(*spec, Precision::kReference, &ThreadPool::Default());
+  EXPECT_TRUE(backend.ok()) << backend.status().ToString();
+  if (!backend.ok()) return {};
+  auto model = Model::Load(path, backend->get());
   EXPECT_TRUE(model.ok()) << model.status().ToString();
   if (!model.ok()) return {};
   *weight_bytes = (*model)->weight_bytes();
@@ -229,6 +237,27 @@ TEST(RandomModelTest, AReleasedMatrixIsGeneratedAgainIdentically) {
     auto wrong = src.Matrix(m, 128, 64);
     ASSERT_FALSE(wrong.ok());
     EXPECT_NE(wrong.status().ToString().find("expected shape"), std::string::npos);
+  }
+}
+
+// On a GPU the loader frees each generated tensor once uploaded: the model
+// computes what the CPU does from the same spec (stacked MLX experts too).
+TEST(RandomModelTest, CudaLoadMatchesTheCpu) {
+  if (CudaDeviceCount() == 0) GTEST_SKIP() << (CudaBuilt() ? "no GPU here" : "built without CUDA");
+  TempDir dir;
+  const std::vector<int32_t> tokens = {1, 72, 101, 108, 256, 290};
+  for (const Case& c : std::vector<Case>{{"llama", "bf16"}, {"llama", "mlx4"}, {"qwen3_moe", "mlx8"}}) {
+    SCOPED_TRACE(c.arch + " " + c.dtype);
+    const std::string spec =
+        RandomModelSpecString(c.arch, c.dtype, 32, WriteConfig(dir, c.arch, TinyConfig(c.arch)), 9);
+    uint64_t cpu_bytes = 0, gpu_bytes = 0;
+    const std::vector<float> cpu = Logits(spec, tokens, &cpu_bytes);
+    const std::vector<float> gpu = Logits(spec, tokens, &gpu_bytes, "cuda");
+    ASSERT_EQ(gpu.size(), cpu.size());
+    EXPECT_EQ(gpu_bytes, cpu_bytes);
+    double worst = 0;
+    for (size_t i = 0; i < cpu.size(); ++i) worst = std::max(worst, std::fabs(double{gpu[i]} - cpu[i]));
+    EXPECT_LT(worst, 1e-3);
   }
 }
 
