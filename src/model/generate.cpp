@@ -65,11 +65,8 @@ std::vector<int32_t> EosTokenIds(const Model& model, const Tokenizer* tokenizer)
       ids.push_back(static_cast<int32_t>(id));
     }
   };
-  if (IsDirectory(model.path()) || IsRandomModelSpec(model.path())) {
-    auto gen = LoadModelGenerationConfig(model.path());
-    if (gen.ok()) {
-      for (int64_t id : gen->eos_token_ids) add(id);
-    }
+  if (auto gen = LoadModelGenerationConfig(model.path()); gen.ok()) {  // none for GGUF
+    for (int64_t id : gen->eos_token_ids) add(id);
   }
   for (int64_t id : model.config().eos_token_ids) add(id);
   if (ids.empty() && tokenizer && (IsDirectory(model.path()) || IsRandomModelSpec(model.path()))) {
