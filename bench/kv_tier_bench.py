@@ -192,7 +192,7 @@ def plain_read_rate(paths):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("binary")
-    ap.add_argument("model_dir", help="a folder holding the model's folder")
+    ap.add_argument("model_dir", help="a folder holding the model's folder, or a random-weights spec")
     ap.add_argument("--model", required=True, help="the model id (its folder name)")
     ap.add_argument("--tokens", type=int, default=8192)
     ap.add_argument("--vocab", type=int, default=32000)

@@ -35,6 +35,10 @@
 //                    [--kv-dtype auto|f32|bf16|f16 (auto: the model's 16-bit type, as serve's)]
 //                    [--phases decode1,decode-batch,long,prefill (all; fewer for a profiler)]
 //   DIR holds NAME-bf16, NAME-mlx8, NAME-mlx4 (run_model_bench.sh writes llama1b-*).
+//        model_bench --random-config CONFIG.json [--arch llama] [--seed N (1)] [--group-size G (64)] ...
+//   instead of --models / --prefix: each format's model generated in memory at
+//   load (model/random_model.h), the same weights synth-model writes with these
+//   options; no files.
 //
 // On a GPU (--device cuda) the bound is the GPU's own: its device-to-device
 // copy bandwidth (bytes read + written per second, 1 GiB copies, best of 5)
@@ -56,6 +60,7 @@
 #include "backend/device.h"
 #include "bench_util.h"
 #include "model/model.h"
+#include "model/random_model.h"
 #include "util/file.h"
 #include "util/thread_pool.h"
 
@@ -95,6 +100,10 @@ struct Options {
   std::string kv_dtype = "auto";  // --kv-dtype: the KV cache's type (auto: the model's 16-bit type, as serve's)
   bool int8 = true;
   std::string prefix = "llama1b";
+  std::string random_config;  // --random-config: models generated at load instead of --models
+  std::string arch = "llama";
+  uint64_t seed = 1;
+  int group_size = 64;
   bool matmul_shapes = false;
   std::string phases = "decode1,decode-batch,long,prefill";  // --phases: which runs (a profiler's window)
 };
@@ -125,6 +134,7 @@ struct Figures {
   Rate prefill, decode1, decode8, decode_long;
   Rate long_prompt;  // the long-context run's prompt pass: prefill of --long-context tokens in one Forward
   uint64_t weight_bytes = 0, rss_load = 0, rss_end = 0, rss_before = 0;
+  double load_s = 0;  // Model::Load (generation included for a random-weights model)
   ModelSpec spec;  // of the model run (--matmul-shapes takes its shapes)
 };
 
@@ -316,8 +326,10 @@ Figures Run(const std::string& dir, Precision precision, const Options& o) {
   auto backend = MakeBackend(*spec, precision, &ThreadPool::Default());
   Check(backend.status(), o.device.c_str());
   f.rss_before = ResidentBytes();
+  const double t0 = Now();
   auto model = Model::Load(dir, backend->get());
   Check(model.status(), dir.c_str());
+  f.load_s = Now() - t0;
   f.rss_load = ResidentBytes();
   f.weight_bytes = (*model)->weight_bytes();
   f.spec = (*model)->spec();
@@ -379,6 +391,14 @@ int Main(int argc, char** argv) {
       o.device = value();
     } else if (a == "--prefix") {
       o.prefix = value();
+    } else if (a == "--random-config") {
+      o.random_config = value();
+    } else if (a == "--arch") {
+      o.arch = value();
+    } else if (a == "--seed") {
+      o.seed = std::strtoull(value().c_str(), nullptr, 10);
+    } else if (a == "--group-size") {
+      o.group_size = std::atoi(value().c_str());
     } else if (a == "--batch") {
       o.batch = std::max(1, std::atoi(value().c_str()));
     } else if (a == "--matmul-shapes") {
@@ -390,12 +410,14 @@ int Main(int argc, char** argv) {
                    "usage: model_bench --models DIR [--formats bf16,mlx8,mlx4] [--reps N] "
                    "[--prefill-reps N] [--prefill-tokens N] [--steps N] [--no-int8] "
                    "[--long-context N] [--precisions LIST] [--device cpu|cuda|cuda:N] [--prefix NAME] "
-                   "[--batch N] [--prompt N] [--kv-dtype auto|f32|bf16|f16] [--matmul-shapes]\n");
+                   "[--batch N] [--prompt N] [--kv-dtype auto|f32|bf16|f16] [--matmul-shapes]\n"
+                   "       model_bench --random-config CONFIG.json [--arch llama] [--seed N] [--group-size G] "
+                   "[the options above but --models, --prefix]\n");
       return 1;
     }
   }
-  if (o.models.empty()) {
-    std::fprintf(stderr, "model_bench: --models DIR is required (see bench/run_model_bench.sh)\n");
+  if (o.models.empty() == o.random_config.empty()) {
+    std::fprintf(stderr, "model_bench: give --models DIR (see bench/run_model_bench.sh) or --random-config FILE\n");
     return 1;
   }
   ThreadPool& pool = ThreadPool::Default();
@@ -424,7 +446,9 @@ int Main(int argc, char** argv) {
   std::vector<Row> rows;
   for (const Format& fmt : Formats()) {
     if (!o.only.empty() && o.only.find("," + fmt.name + ",") == std::string::npos) continue;
-    const std::string dir = JoinPath(o.models, o.prefix + "-" + fmt.name);
+    const std::string dir =
+        o.random_config.empty() ? JoinPath(o.models, o.prefix + "-" + fmt.name)
+                                : RandomModelSpecString(o.arch, fmt.name, o.group_size, o.random_config, o.seed);
     std::vector<Precision> precisions = {Precision::kAuto, Precision::kFast};
     if (fmt.name != "bf16" && o.int8) precisions.push_back(Precision::kFastInt8);
     if (HasBf16Matmul(BestCpuIsa())) precisions.push_back(Precision::kFastBf16);
@@ -454,11 +478,11 @@ int Main(int argc, char** argv) {
       Row r{fmt.name + label, &fmt, Run(dir, p, o)};
       std::printf("%s: prefill %.1f, decode b1 %.2f, b%d %.2f tok/s (by CPU time x threads: %.1f, "
                   "%.2f, %.2f); RSS before load %.0f, after load %.0f, after the run %.0f MiB "
-                  "(weights %.0f MiB); load avg %s\n",
+                  "(weights %.0f MiB, loaded in %.1f s); load avg %s\n",
                   r.label.c_str(), r.f.prefill.wall, r.f.decode1.wall, o.batch, r.f.decode8.wall,
                   r.f.prefill.cpu, r.f.decode1.cpu, r.f.decode8.cpu, r.f.rss_before / 1048576.0,
                   r.f.rss_load / 1048576.0, r.f.rss_end / 1048576.0, r.f.weight_bytes / 1048576.0,
-                  bench::LoadAverage().c_str());
+                  r.f.load_s, bench::LoadAverage().c_str());
       if (o.long_context > 0) {
         std::printf("%s: decode b1 after a %d-token prompt %.2f tok/s (by CPU time x threads: %.2f); that "
                     "prompt's prefill %.1f tok/s (one pass, cold)\n",
@@ -487,7 +511,8 @@ int Main(int argc, char** argv) {
   std::printf("|---|---|---|---|---|---|---|---|---|---|\n");
   auto ratio = [&](double v, const char* name, double ref) {
     char out[64];
-    if (gpu || o.prefix != "llama1b") return std::string("–");  // the anchors are CPU figures of the 1B shape
+    // The anchors are CPU figures of run_model_bench.sh's 1B models.
+    if (gpu || o.prefix != "llama1b" || !o.random_config.empty()) return std::string("–");
     std::snprintf(out, sizeof(out), "%.2fx %s %.1f", v / ref, name, ref);
     return std::string(out);
   };

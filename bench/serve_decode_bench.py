@@ -94,7 +94,7 @@ def run(url, model, concurrency, max_tokens, vocab, seed, prompt_tokens=16):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("binary")
-    ap.add_argument("models_dir")
+    ap.add_argument("models_dir", help="serve's --model-dir: a folder of models or a random-weights spec")
     ap.add_argument("--model", default=None, help="model id (default: the first listed)")
     ap.add_argument("--device", default="cuda")
     ap.add_argument("--concurrency", default="1,8,32,128")

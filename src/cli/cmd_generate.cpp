@@ -19,6 +19,7 @@
 #include "cli/commands.h"
 #include "cli/model_args.h"
 #include "model/generate.h"
+#include "model/random_model.h"
 #include "tokenizer/stream_decoder.h"
 #include "tokenizer/tokenizer.h"
 #include "util/file.h"
@@ -53,7 +54,7 @@ Result<std::vector<int32_t>> PromptIds(const GenerateCliOptions& o, const Model&
   if (given != 1) return Status::InvalidArgument("give exactly one of --prompt, --chat, --ids");
   if (!o.ids.empty()) return ParseIdList(o.ids);
   if (!o.prompt.empty()) return tok.Encode(o.prompt, /*add_special=*/true);
-  ASSIGN_OR_RETURN(ModelChatTemplates t, LoadChatTemplatesAt(model.path(), tok));
+  ASSIGN_OR_RETURN(ModelChatTemplates t, LoadModelChatTemplatesAt(model.path(), tok));
   if (t.default_template.empty()) {
     return Status::NotFound(model.path() + ": the model has no chat template (use --prompt)");
   }
@@ -78,7 +79,7 @@ int RunGenerate(const GenerateCliOptions& o) {
   auto lm = LoadModelForCli(o.model, *precision, o.device, o.verbose);
   if (!lm.ok()) return Fail(lm.status().ToString());
   Model& model = *lm->model;
-  auto tok = Tokenizer::FromPath(o.model);
+  auto tok = LoadModelTokenizer(o.model);
   if (!tok.ok()) return Fail(tok.status().ToString());
   auto prompt = PromptIds(o, model, **tok);
   if (!prompt.ok()) return Fail(prompt.status().ToString());
@@ -117,7 +118,8 @@ int RunGenerate(const GenerateCliOptions& o) {
 void RegisterGenerateCommands(CLI::App& app) {
   auto opts = std::make_shared<GenerateCliOptions>();
   CLI::App* cmd = app.add_subcommand("generate", "Generate text from a model, streamed to stdout");
-  cmd->add_option("--model", opts->model, "model directory or .gguf file")->required();
+  cmd->add_option("--model", opts->model, "model directory, .gguf file or random-weights spec "
+                  "(random:ARCH:DTYPE:CONFIG.json[:SEED])")->required();
   cmd->add_option("--prompt", opts->prompt, "raw prompt text (the tokenizer adds BOS where it does)");
   cmd->add_option("--chat", opts->chat, "a user message, through the model's chat template");
   cmd->add_option("--ids", opts->ids, "prompt token ids, comma-separated");

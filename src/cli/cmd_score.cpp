@@ -64,7 +64,8 @@ void RegisterScoreCommands(CLI::App& app) {
   auto opts = std::make_shared<ScoreOptions>();
   CLI::App* cmd = app.add_subcommand(
       "score", "Write the logits of every position of a token sequence (safetensors, F32 [T, vocab])");
-  cmd->add_option("--model", opts->model, "model directory or .gguf file")->required();
+  cmd->add_option("--model", opts->model, "model directory, .gguf file or random-weights spec "
+                  "(random:ARCH:DTYPE:CONFIG.json[:SEED])")->required();
   cmd->add_option("--ids", opts->ids, "token ids, comma-separated (e.g. 1,2,3)")->required();
   cmd->add_option("--out", opts->out, "output .safetensors file")->required();
   cmd->add_option("--precision", opts->precision,

@@ -24,7 +24,7 @@ struct LoadedModel {
   std::unique_ptr<Model> model;
 };
 
-// Loads PATH (directory or .gguf) onto `device` ("cpu", "cuda", "cuda:N",
+// Loads PATH (directory, .gguf or random-weights spec) onto `device` ("cpu", "cuda", "cuda:N",
 // "auto"). With `verbose`, prints on stderr the architecture, the weight
 // bytes and the resident memory after loading.
 Result<LoadedModel> LoadModelForCli(const std::string& path, Precision precision, const std::string& device,

@@ -5,6 +5,7 @@
 
 #include "kv/fingerprint.h"
 #include "model/generate.h"
+#include "model/random_model.h"
 
 namespace llmhost {
 
@@ -40,7 +41,10 @@ Result<std::unique_ptr<Engine>> Engine::Create(Model* model, const Tokenizer* to
   ASSIGN_OR_RETURN(std::unique_ptr<KvCache> cache, model->CreateKvCache(blocks, bs, options.kv_dtype, max_blocks));
   ASSIGN_OR_RETURN(Sha256Digest fingerprint, SampledModelFingerprint(*model, bs));
   std::shared_ptr<WeightsIdentityHandle> identity = options.weights_identity;
-  if (options.block_store && options.prefix_caching && !identity) {
+  if (options.block_store && options.prefix_caching && !identity && IsRandomModelSpec(model->path())) {
+    ASSIGN_OR_RETURN(RandomModelParts r, OpenRandomModel(model->path(), nullptr));
+    identity = WeightsIdentityHandle::Ready(r.identity);
+  } else if (options.block_store && options.prefix_caching && !identity) {
     ASSIGN_OR_RETURN(WeightFiles files, ListWeightFiles(model->path()));
     ASSIGN_OR_RETURN(std::vector<Sha256Digest> digests, DigestFiles(files.files, 4));
     identity = WeightsIdentityHandle::Ready(FullWeightsIdentity(files, digests));

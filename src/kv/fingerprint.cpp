@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <vector>
 
+#include "model/random_model.h"
 #include "util/file.h"
 
 namespace llmhost {
@@ -119,6 +120,10 @@ Sha256Digest IdentityOf(std::string_view version, const WeightFiles& w, const st
 }  // namespace
 
 Result<Sha256Digest> SampledWeightsIdentity(const std::string& path) {
+  if (IsRandomModelSpec(path)) {  // no files: the spec fixes every byte
+    ASSIGN_OR_RETURN(RandomModelParts r, OpenRandomModel(path, nullptr));
+    return r.identity;
+  }
   ASSIGN_OR_RETURN(WeightFiles w, ListWeightFiles(path));
   std::vector<Sha256Digest> per_file;
   for (const std::string& f : w.files) {

@@ -45,6 +45,8 @@ struct WeightFiles {
 };
 Result<WeightFiles> ListWeightFiles(const std::string& path);
 
+// A random-weights spec (model/random_model.h) has no files: its identity is
+// the exact one of its spec.
 Result<Sha256Digest> SampledWeightsIdentity(const std::string& path);
 // `digests[i]`: the content digest of `w.files[i]` (WeightFileDigest).
 Sha256Digest FullWeightsIdentity(const WeightFiles& w, const std::vector<Sha256Digest>& digests);

@@ -5,6 +5,7 @@
 
 #include "chat/chat_template.h"
 #include "formats/generation_config.h"
+#include "model/random_model.h"
 #include "util/file.h"
 
 namespace llmhost {
@@ -64,15 +65,12 @@ std::vector<int32_t> EosTokenIds(const Model& model, const Tokenizer* tokenizer)
       ids.push_back(static_cast<int32_t>(id));
     }
   };
-  if (IsDirectory(model.path())) {
-    auto gen = LoadGenerationConfig(model.path());
-    if (gen.ok()) {
-      for (int64_t id : gen->eos_token_ids) add(id);
-    }
+  if (auto gen = LoadModelGenerationConfig(model.path()); gen.ok()) {  // none for GGUF
+    for (int64_t id : gen->eos_token_ids) add(id);
   }
   for (int64_t id : model.config().eos_token_ids) add(id);
-  if (ids.empty() && tokenizer && IsDirectory(model.path())) {
-    auto t = LoadModelChatTemplates(model.path());
+  if (ids.empty() && tokenizer && (IsDirectory(model.path()) || IsRandomModelSpec(model.path()))) {
+    auto t = LoadModelChatTemplatesAt(model.path(), *tokenizer);
     if (t.ok() && !t->eos_token.empty()) {
       if (auto id = tokenizer->TokenToId(t->eos_token)) add(*id);
     }

@@ -82,7 +82,8 @@ struct LayerWeights {
 class Model {
  public:
   // PATH: a model directory (config.json + safetensors, MLX-quantized or
-  // not) or a .gguf file. `backend` must outlive the model.
+  // not), a .gguf file or a random-weights spec ("random:...",
+  // model/random_model.h). `backend` must outlive the model.
   static Result<std::unique_ptr<Model>> Load(const std::string& path, Backend* backend);
   ~Model();
   Model(const Model&) = delete;

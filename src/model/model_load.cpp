@@ -1,4 +1,5 @@
-// Model::Load: opens the weights (safetensors directory or GGUF file), builds
+// Model::Load: opens the weights (safetensors directory, GGUF file or a
+// random-weights spec generating them in memory), builds
 // the architecture spec and binds every tensor the spec needs, checking its
 // shape. Matrices stay in the mapped files (PrepareWeight views); norms and
 // biases are converted to f32 device buffers.
@@ -9,6 +10,7 @@
 
 #include "backend/cpu/matmul.h"
 #include "model/model.h"
+#include "model/random_model.h"
 #include "model/scripted_model.h"
 #include "model/rope_freqs.h"
 #include "util/file.h"
@@ -81,7 +83,11 @@ Result<std::unique_ptr<Model>> Model::Load(const std::string& path, Backend* bac
   std::unique_ptr<WeightSource> src;
   bool interleaved = false;
   std::vector<float> freq_factors;
-  if (IsDirectory(path)) {
+  if (IsRandomModelSpec(path)) {
+    ASSIGN_OR_RETURN(RandomModelParts r, OpenRandomModel(path, &ThreadPool::Default()));
+    m->config_ = std::move(r.config);
+    src = std::move(r.weights);
+  } else if (IsDirectory(path)) {
     // Config and architecture first: an unknown architecture is reported
     // before anything about its weights.
     ASSIGN_OR_RETURN(m->config_, LoadModelConfig(path));
@@ -104,8 +110,9 @@ Result<std::unique_ptr<Model>> Model::Load(const std::string& path, Backend* bac
   m->spec_.rope_freq_factors = std::move(freq_factors);
   m->weight_bytes_ = src->TotalBytes();
   RETURN_IF_ERROR(m->Bind(*src));
-  // A backend that copied the weights needs the files no more: unmapping them
-  // gives their pages back (they would count in the process's footprint).
+  // A backend that copied the weights needs the files (or generated tensors)
+  // no more: unmapping them gives their pages back (they would count in the
+  // process's footprint).
   if (backend->kind() == DeviceKind::kCpu) m->source_ = std::move(src);
   RETURN_IF_ERROR(m->UploadRopeTables());
   return m;
@@ -125,6 +132,7 @@ Result<WeightMatrix> Model::Prepare(WeightSource& src, const std::string& module
   auto dev = backend_->PrepareWeight(host);
   if (!dev.ok()) return dev.status().WithContext(src.path() + ": " + module);
   prepared_.push_back(*dev);
+  if (backend_->kind() != DeviceKind::kCpu) src.ReleaseMatrix(module);  // the backend holds a copy
   return dev;
 }
 
@@ -210,6 +218,9 @@ Status Model::BindLayer(WeightSource& src, int64_t i, LayerWeights* w) {
           ASSIGN_OR_RETURN(*dst, backend_->PrepareWeight((*v)[static_cast<size_t>(e)]));
           prepared_.push_back(*dst);
         }
+      }
+      if (backend_->kind() != DeviceKind::kCpu) {
+        for (const char* part : {"gate_proj", "up_proj", "down_proj"}) src.ReleaseMatrix(sp + part);
       }
     } else {
       for (int64_t e = 0; e < E; ++e) {

@@ -41,11 +41,29 @@ struct Tensor {
 // under switch_mlp as mlx-lm stores them).
 std::vector<Tensor> PlanTensors(const ModelSpec& spec, SynthDType dtype, int group_size);
 
+int64_t NumElements(const SafetensorsTensorSpec& s);
 uint64_t TensorBytes(const Tensor& t);
+
+// Generates elements [first, first + count) of `t` into `out` (count x its
+// dtype's size bytes; `first` a multiple of 65536, the stream's block), the
+// blocks in parallel on `pool` (null: the calling thread). The bytes depend
+// only on (seed, t.stream, position).
+void FillElements(const Tensor& t, uint64_t seed, int64_t first, int64_t count, char* out, ThreadPool* pool);
 
 // Generates every tensor and streams model.safetensors into `path`.
 Status WriteWeights(const std::string& path, const std::vector<Tensor>& tensors, uint64_t seed,
                     ThreadPool* pool);
+
+// What SynthesizeModel writes, before any file is: the completed config.json,
+// the spec the loader builds from it and every tensor with its contents' plan.
+struct ModelPlan {
+  nlohmann::ordered_json config;
+  ModelSpec spec;
+  std::vector<Tensor> tensors;
+  uint64_t weight_bytes = 0;
+};
+// InvalidArgument / NotSupported as SynthConfig says, or for weights over 4 TiB.
+Result<ModelPlan> PlanModel(const SynthOptions& options);
 
 // Ids of the three special tokens: the last three of the vocabulary.
 struct SpecialIds {
@@ -59,6 +77,8 @@ inline constexpr int64_t kMinVocab = 259;
 std::string TokenizerJson(int64_t vocab);
 // tokenizer_config.json (ChatML chat_template).
 nlohmann::ordered_json TokenizerConfig(int64_t vocab, int64_t model_max_length);
+// generation_config.json: bos/eos/pad ids.
+nlohmann::ordered_json GenerationConfigJson(int64_t vocab);
 // The ChatML template text.
 const std::string& ChatMlTemplate();
 

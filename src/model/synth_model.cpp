@@ -227,18 +227,32 @@ Result<OJson> SynthConfig(const SynthOptions& o) {
   return c;
 }
 
-Result<SynthSummary> SynthesizeModel(const SynthOptions& o) {
-  ASSIGN_OR_RETURN(OJson config, SynthConfig(o));
-  ASSIGN_OR_RETURN(ModelSpec spec, SpecOf(config));
-  const std::vector<synth::Tensor> tensors = synth::PlanTensors(spec, o.dtype, o.group_size);
-  SynthSummary summary;
-  summary.tensors = static_cast<int64_t>(tensors.size());
-  for (const synth::Tensor& t : tensors) summary.weight_bytes += synth::TensorBytes(t);
-  if (summary.weight_bytes > kMaxWeightBytes) {
+namespace synth {
+
+Result<ModelPlan> PlanModel(const SynthOptions& o) {
+  ModelPlan plan;
+  ASSIGN_OR_RETURN(plan.config, SynthConfig(o));
+  ASSIGN_OR_RETURN(plan.spec, SpecOf(plan.config));
+  plan.tensors = PlanTensors(plan.spec, o.dtype, o.group_size);
+  for (const Tensor& t : plan.tensors) plan.weight_bytes += TensorBytes(t);
+  if (plan.weight_bytes > kMaxWeightBytes) {
     return Status::InvalidArgument("--config: the weights would take " +
-                                   std::to_string(summary.weight_bytes >> 30) + " GiB (limit " +
+                                   std::to_string(plan.weight_bytes >> 30) + " GiB (limit " +
                                    std::to_string(kMaxWeightBytes >> 30) + " GiB)");
   }
+  return plan;
+}
+
+}  // namespace synth
+
+Result<SynthSummary> SynthesizeModel(const SynthOptions& o) {
+  ASSIGN_OR_RETURN(synth::ModelPlan plan, synth::PlanModel(o));
+  const OJson& config = plan.config;
+  const ModelSpec& spec = plan.spec;
+  const std::vector<synth::Tensor>& tensors = plan.tensors;
+  SynthSummary summary;
+  summary.tensors = static_cast<int64_t>(tensors.size());
+  summary.weight_bytes = plan.weight_bytes;
   if (o.out_dir.empty()) return Status::InvalidArgument("--out: no directory given");
   std::error_code ec;
   std::filesystem::create_directories(o.out_dir, ec);
@@ -257,15 +271,11 @@ Result<SynthSummary> SynthesizeModel(const SynthOptions& o) {
     }
   }
   const int64_t vocab = spec.vocab;
-  const synth::SpecialIds sp = synth::SpecialsFor(vocab);
   RETURN_IF_ERROR(WriteJson(JoinPath(o.out_dir, "config.json"), config));
   RETURN_IF_ERROR(WriteFileAtomic(JoinPath(o.out_dir, "tokenizer.json"), synth::TokenizerJson(vocab)));
   RETURN_IF_ERROR(WriteJson(JoinPath(o.out_dir, "tokenizer_config.json"),
                             synth::TokenizerConfig(vocab, spec.max_position_embeddings)));
-  const OJson gen = {{"bos_token_id", sp.endoftext},
-                     {"eos_token_id", OJson::array({sp.im_end, sp.endoftext})},
-                     {"pad_token_id", sp.endoftext}};
-  RETURN_IF_ERROR(WriteJson(JoinPath(o.out_dir, "generation_config.json"), gen));
+  RETURN_IF_ERROR(WriteJson(JoinPath(o.out_dir, "generation_config.json"), synth::GenerationConfigJson(vocab)));
   RETURN_IF_ERROR(synth::WriteWeights(JoinPath(o.out_dir, "model.safetensors"), tensors, o.seed, o.pool));
   return summary;
 }

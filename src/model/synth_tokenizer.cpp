@@ -106,6 +106,13 @@ const std::string& ChatMlTemplate() {
   return kTemplate;
 }
 
+nlohmann::ordered_json GenerationConfigJson(int64_t vocab) {
+  const SpecialIds sp = SpecialsFor(vocab);
+  return {{"bos_token_id", sp.endoftext},
+          {"eos_token_id", nlohmann::ordered_json::array({sp.im_end, sp.endoftext})},
+          {"pad_token_id", sp.endoftext}};
+}
+
 nlohmann::ordered_json TokenizerConfig(int64_t vocab, int64_t model_max_length) {
   const SpecialIds sp = SpecialsFor(vocab);
   nlohmann::ordered_json decoder = nlohmann::ordered_json::object();

@@ -86,12 +86,6 @@ void FillBlock(const Tensor& t, uint64_t key, int64_t b, int64_t n, char* out) {
   }
 }
 
-int64_t NumElements(const SafetensorsTensorSpec& s) {
-  int64_t n = 1;
-  for (int64_t d : s.shape) n *= d;
-  return n;
-}
-
 class Planner {
  public:
   Planner(SynthDType dtype, int group_size) : dtype_(dtype), group_(group_size) {}
@@ -134,6 +128,12 @@ class Planner {
 };
 
 }  // namespace
+
+int64_t NumElements(const SafetensorsTensorSpec& s) {
+  int64_t n = 1;
+  for (int64_t d : s.shape) n *= d;
+  return n;
+}
 
 uint64_t TensorBytes(const Tensor& t) {
   return static_cast<uint64_t>(NumElements(t.spec)) * DTypeSize(t.spec.dtype);
@@ -207,6 +207,23 @@ std::vector<Tensor> PlanTensors(const ModelSpec& s, SynthDType dtype, int group_
   return p.Take();
 }
 
+void FillElements(const Tensor& t, uint64_t seed, int64_t first, int64_t count, char* out, ThreadPool* pool) {
+  const uint64_t key = StreamKey(seed, t.stream);
+  const int64_t esize = static_cast<int64_t>(DTypeSize(t.spec.dtype));
+  const int64_t b0 = first / kBlock, blocks = (count + kBlock - 1) / kBlock;
+  auto run = [&](int64_t begin, int64_t end) {
+    for (int64_t j = begin; j < end; ++j) {
+      const int64_t len = std::min(kBlock, count - j * kBlock);
+      FillBlock(t, key, b0 + j, len, out + j * kBlock * esize);
+    }
+  };
+  if (pool && blocks > 1) {
+    pool->ParallelFor(blocks, 1, run);
+  } else {
+    run(0, blocks);
+  }
+}
+
 Status WriteWeights(const std::string& path, const std::vector<Tensor>& tensors, uint64_t seed,
                     ThreadPool* pool) {
   std::vector<SafetensorsTensorSpec> specs;
@@ -220,25 +237,11 @@ Status WriteWeights(const std::string& path, const std::vector<Tensor>& tensors,
   std::string chunk;
   for (const SafetensorsTensorSpec& spec : w->layout()) {
     const Tensor& t = *by_name.at(spec.name);
-    const uint64_t key = StreamKey(seed, t.stream);
     const int64_t n = NumElements(spec);
-    const int64_t esize = static_cast<int64_t>(DTypeSize(spec.dtype));
-    for (int64_t b0 = 0; b0 * kBlock < n; b0 += kChunkBlocks) {
-      const int64_t e0 = b0 * kBlock;
+    for (int64_t e0 = 0; e0 < n; e0 += kChunkBlocks * kBlock) {
       const int64_t count = std::min(n - e0, kChunkBlocks * kBlock);
-      chunk.resize(static_cast<size_t>(count * esize));
-      const int64_t blocks = (count + kBlock - 1) / kBlock;
-      auto run = [&](int64_t begin, int64_t end) {
-        for (int64_t j = begin; j < end; ++j) {
-          const int64_t len = std::min(kBlock, count - j * kBlock);
-          FillBlock(t, key, b0 + j, len, chunk.data() + j * kBlock * esize);
-        }
-      };
-      if (pool && blocks > 1) {
-        pool->ParallelFor(blocks, 1, run);
-      } else {
-        run(0, blocks);
-      }
+      chunk.resize(static_cast<size_t>(count) * DTypeSize(spec.dtype));
+      FillElements(t, seed, e0, count, chunk.data(), pool);
       RETURN_IF_ERROR(w->Append(chunk));
     }
   }

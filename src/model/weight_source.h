@@ -44,6 +44,10 @@ class WeightSource {
   virtual Result<std::vector<float>> Vector(const std::string& name, int64_t n) const = 0;
   // Bytes of all tensor data (what a full read of the weights touches).
   virtual uint64_t TotalBytes() const = 0;
+  // The caller copied the module's matrix (its backend prepared a copy): a
+  // source that generated the bytes may free them, keeping host memory near
+  // one model's weights. Views of it are invalid afterwards.
+  virtual void ReleaseMatrix(const std::string& module) { (void)module; }
 };
 
 // Opens the safetensors of a model directory (one file or shards), plain or

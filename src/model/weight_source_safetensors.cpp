@@ -1,10 +1,11 @@
-// WeightSource over a Hugging Face model directory: config.json plus
-// safetensors (one file or shards), plain or MLX affine-quantized.
+// WeightSource over safetensors-style tensors (a TensorTable): a Hugging
+// Face model directory's files (one or shards), plain or MLX
+// affine-quantized, or a random-weights model's generated tensors.
 #include <cstring>
 
 #include "backend/cpu/matmul.h"
 #include "formats/safetensors_model.h"
-#include "model/weight_source.h"
+#include "model/tensor_table.h"
 
 namespace llmhost {
 
@@ -35,17 +36,26 @@ Result<std::vector<float>> ToF32(const TensorView& v, const std::string& name) {
   return out;
 }
 
-class SafetensorsSource final : public WeightSource {
+// The tensors of a model directory's mapped safetensors files.
+class MappedTable final : public TensorTable {
  public:
-  SafetensorsSource(std::unique_ptr<SafetensorsModel> st, std::optional<MlxQuantization> mlx,
-                    std::string path)
+  explicit MappedTable(std::unique_ptr<SafetensorsModel> st) : st_(std::move(st)) {}
+  bool Has(const std::string& name) const override { return st_->Find(name) != nullptr; }
+  Result<TensorView> Get(const std::string& name) const override { return st_->Tensor(name); }
+  uint64_t TotalBytes() const override { return st_->total_tensor_bytes(); }
+
+ private:
+  std::unique_ptr<SafetensorsModel> st_;
+};
+
+class TableSource final : public WeightSource {
+ public:
+  TableSource(std::unique_ptr<TensorTable> st, std::optional<MlxQuantization> mlx, std::string path)
       : st_(std::move(st)), mlx_(std::move(mlx)), path_(std::move(path)) {}
 
   const std::string& path() const override { return path_; }
-  bool HasMatrix(const std::string& module) const override {
-    return st_->Find(module + ".weight") != nullptr;
-  }
-  bool HasTensor(const std::string& name) const override { return st_->Find(name) != nullptr; }
+  bool HasMatrix(const std::string& module) const override { return st_->Has(module + ".weight"); }
+  bool HasTensor(const std::string& name) const override { return st_->Has(name); }
 
   Result<WeightMatrix> Matrix(const std::string& module, int64_t rows,
                               int64_t cols) const override {
@@ -66,16 +76,21 @@ class SafetensorsSource final : public WeightSource {
                                      ShapeStr(v.shape));
     }
     auto r = ToF32(v, name);
+    st_->Release(name);
     if (!r.ok()) return r.status().WithContext(path_);
     return r;
   }
 
-  uint64_t TotalBytes() const override { return st_->total_tensor_bytes(); }
+  uint64_t TotalBytes() const override { return st_->TotalBytes(); }
+
+  void ReleaseMatrix(const std::string& module) override {
+    for (const char* part : {".weight", ".scales", ".biases"}) st_->Release(module + part);
+  }
 
  private:
   Result<TensorView> Get(const std::string& name) const {
-    if (!st_->Find(name)) return Status::NotFound(path_ + ": missing tensor '" + name + "'");
-    return st_->Tensor(name);
+    if (!st_->Has(name)) return Status::NotFound(path_ + ": missing tensor '" + name + "'");
+    return st_->Get(name);
   }
 
   Status Mismatch(const std::string& name, const std::vector<int64_t>& expected,
@@ -95,7 +110,7 @@ class SafetensorsSource final : public WeightSource {
       return tail;
     };
     std::vector<WeightMatrix> out(static_cast<size_t>(count));
-    if (st_->Find(module + ".scales")) {
+    if (st_->Has(module + ".scales")) {
       std::optional<MlxQuantParams> q;
       if (mlx_) q = mlx_->ForModule(module);
       if (!q) {
@@ -167,17 +182,22 @@ class SafetensorsSource final : public WeightSource {
     return out;
   }
 
-  std::unique_ptr<SafetensorsModel> st_;
+  std::unique_ptr<TensorTable> st_;
   std::optional<MlxQuantization> mlx_;
   std::string path_;
 };
 
 }  // namespace
 
+std::unique_ptr<WeightSource> OpenTensorTableSource(std::unique_ptr<TensorTable> table,
+                                                    std::optional<MlxQuantization> mlx, std::string path) {
+  return std::make_unique<TableSource>(std::move(table), std::move(mlx), std::move(path));
+}
+
 Result<std::unique_ptr<WeightSource>> OpenSafetensorsSource(
     const std::string& dir, const std::optional<MlxQuantization>& mlx) {
   ASSIGN_OR_RETURN(std::unique_ptr<SafetensorsModel> st, SafetensorsModel::Open(dir));
-  return std::unique_ptr<WeightSource>(new SafetensorsSource(std::move(st), mlx, dir));
+  return OpenTensorTableSource(std::make_unique<MappedTable>(std::move(st)), mlx, dir);
 }
 
 }  // namespace llmhost

@@ -6,6 +6,7 @@
 #include "backend/cpu/cpu_backend.h"
 #include "backend/cpu/cpu_features.h"
 #include "model/model.h"
+#include "model/random_model.h"
 #include "formats/gguf.h"
 #include "formats/hf_config.h"
 #include "util/log.h"
@@ -65,10 +66,21 @@ class CpuLoadedEngine final : public LoadedEngine {
 
 }  // namespace
 
+namespace {
+
+// config.json of a directory, or a random-weights model's completed config.
+Result<ModelConfig> ConfigOf(const DiscoveredModel& model) {
+  if (!model.random()) return LoadModelConfig(model.path + "/config.json");
+  ASSIGN_OR_RETURN(RandomModelParts r, OpenRandomModel(model.path, nullptr));
+  return r.config;
+}
+
+}  // namespace
+
 Result<ModelShape> ReadModelShape(const DiscoveredModel& model) {
   ModelShape s;
   if (!model.gguf()) {
-    ASSIGN_OR_RETURN(ModelConfig c, LoadModelConfig(model.path + "/config.json"));
+    ASSIGN_OR_RETURN(ModelConfig c, ConfigOf(model));
     s.n_layers = c.num_hidden_layers;
     s.n_heads = c.num_attention_heads;
     s.n_kv_heads = c.num_key_value_heads > 0 ? c.num_key_value_heads : c.num_attention_heads;
@@ -138,7 +150,7 @@ EngineOptions CpuEngineFactory::EngineOptionsFor(const ModelSettings& settings) 
 }
 
 Result<uint64_t> GpuWeightBytes(const DiscoveredModel& model) {
-  if (!model.gguf()) return model.weight_bytes;  // safetensors: f32/f16/bf16 and MLX, kept as stored
+  if (!model.gguf()) return model.weight_bytes;  // safetensors or random: f32/f16/bf16 and MLX, kept as stored
   ASSIGN_OR_RETURN(std::unique_ptr<GgufFile> f, GgufFile::Open(model.path));
   uint64_t bytes = 0;
   for (const GgufTensorInfo& t : f->tensors()) {
@@ -194,10 +206,10 @@ Result<std::unique_ptr<LoadedEngine>> CpuEngineFactory::Load(const DiscoveredMod
   if (!model.ok()) return model.status().WithContext("loading model '" + entry.id + "'");
   m->model = std::move(*model);
   RETURN_IF_ERROR(aborted());
-  auto tok = Tokenizer::FromPath(entry.path);
+  auto tok = LoadModelTokenizer(entry.path);
   if (!tok.ok()) return tok.status().WithContext("loading the tokenizer of '" + entry.id + "'");
   m->tokenizer = std::move(*tok);
-  auto templates = LoadChatTemplatesAt(entry.path, *m->tokenizer);
+  auto templates = LoadModelChatTemplatesAt(entry.path, *m->tokenizer);
   if (templates.ok()) {
     m->bos_token = templates->bos_token;
     m->eos_token = templates->eos_token;
@@ -217,14 +229,20 @@ Result<std::unique_ptr<LoadedEngine>> CpuEngineFactory::Load(const DiscoveredMod
     LOG_WARN("models: " << entry.id << ": no chat template (" << templates.status().message() << ")");
   }
   if (!entry.gguf()) {
-    if (auto gen = LoadGenerationConfig(entry.path); gen.ok()) m->generation = *gen;
+    if (auto gen = LoadModelGenerationConfig(entry.path); gen.ok()) m->generation = *gen;
   }
   RETURN_IF_ERROR(aborted());
   EngineOptions eo = EngineOptionsFor(settings);
   eo.model_id = entry.id;
   eo.kv_budget = std::move(kv_budget);
   eo.kv_dtype = options_.kv_dtype.value_or(m->model->Native16BitType());
-  if (eo.block_store && options_.hasher) eo.weights_identity = options_.hasher->Identify(entry.path);
+  if (eo.block_store && entry.random()) {
+    // Generated weights have no files to hash: their spec fixes every byte.
+    auto r = OpenRandomModel(entry.path, nullptr);
+    if (r.ok()) eo.weights_identity = WeightsIdentityHandle::Ready(r->identity);
+  } else if (eo.block_store && options_.hasher) {
+    eo.weights_identity = options_.hasher->Identify(entry.path);
+  }
   auto engine = Engine::Create(m->model.get(), m->tokenizer.get(), eo);
   if (!engine.ok()) return engine.status().WithContext("starting the engine of '" + entry.id + "'");
   m->engine = std::move(*engine);

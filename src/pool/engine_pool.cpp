@@ -293,7 +293,7 @@ uint64_t EnginePool::AcquireAsync(const std::string& name, AcquireCallback done,
         now.error = *slot->load_failure;
       } else if (slot->pending_unload) {
         now.error = MakeError(PoolErrorCode::kUnloading, "the model '" + *id + "' is being unloaded");
-      } else if (slot->state == SlotState::kUnloaded && !FileExists(slot->model.path)) {
+      } else if (slot->state == SlotState::kUnloaded && !ModelStillPresent(slot->model)) {
         slots_.erase(*id);  // rule 10: the model has gone
         now.error = MakeError(PoolErrorCode::kNotFound, "the model '" + *id + "' is no longer at " +
                                                             slot->model.path);

@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "formats/gguf.h"
+#include "model/random_model.h"
 #include "util/file.h"
 #include "util/json.h"
 #include "util/log.h"
@@ -264,11 +265,42 @@ uint64_t ModelWeightBytes(const std::string& dir) {
   return total;
 }
 
+bool ModelStillPresent(const DiscoveredModel& model) { return model.random() || FileExists(model.path); }
+
+namespace {
+
+// The one model of a random-weights root; nullopt (warned) when it does not open.
+std::optional<DiscoveredModel> RandomModelRoot(const std::string& spec) {
+  auto r = ParseRandomModelSpec(spec);
+  auto parts = r.ok() ? OpenRandomModel(spec, nullptr) : Result<RandomModelParts>(r.status());
+  if (!parts.ok()) {
+    LOG_WARN("models: " << parts.status().message() << ": skipped");
+    return std::nullopt;
+  }
+  DiscoveredModel m;
+  m.id = r->name;
+  m.path = spec;
+  m.root = spec;
+  m.source = ModelSource::kRandom;
+  m.weight_bytes = parts->weight_bytes;
+  m.estimated_bytes = static_cast<uint64_t>(static_cast<double>(m.weight_bytes) * kEstimateFactor);
+  m.model_type = parts->config.model_type;
+  m.context_length = parts->config.max_position_embeddings;
+  return m;
+}
+
+}  // namespace
+
 std::vector<DiscoveredModel> DiscoverModels(const std::vector<std::string>& roots) {
   std::vector<DiscoveredModel> all;
   std::set<std::string> seen;
   std::map<FileIdentity, std::string> folders, models;
   for (const std::string& root : roots) {
+    if (IsRandomModelSpec(root)) {
+      std::optional<DiscoveredModel> m = RandomModelRoot(root);
+      if (m && seen.insert(m->id).second) all.push_back(std::move(*m));
+      continue;
+    }
     if (!IsDirectory(root)) {
       LOG_WARN("models: " << root << " is not a directory: skipped");
       continue;

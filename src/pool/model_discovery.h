@@ -10,6 +10,9 @@
 //   - a *.gguf file is a model; id = its name without ".gguf";
 //   - any other directory is an "org" folder, scanned one level deeper the
 //     same way: ids "org/Model", "org/name" (for org/name.gguf).
+// A root that is a random-weights spec ("random:ARCH:DTYPE:CONFIG.json[:SEED]",
+// model/random_model.h) is that one model; id = the config file's stem, size
+// = the weights it generates.
 // When a root yields nothing and is itself a model directory, the root is the
 // model (id = its base name). Missing roots are skipped with a warning; on a
 // duplicate id the first root wins (warning).
@@ -25,7 +28,7 @@
 
 namespace llmhost {
 
-enum class ModelSource { kDirectory, kGguf, kHfCache };
+enum class ModelSource { kDirectory, kGguf, kHfCache, kRandom };
 
 struct DiscoveredModel {
   std::string id;
@@ -37,7 +40,12 @@ struct DiscoveredModel {
   std::string model_type;        // config.json model_type ("gguf" for a GGUF file)
   int64_t context_length = 0;    // max_position_embeddings / <arch>.context_length (0: unknown)
   bool gguf() const { return source == ModelSource::kGguf; }
+  bool random() const { return source == ModelSource::kRandom; }
 };
+
+// False once a model's directory or file has gone (a random-weights model
+// never goes).
+bool ModelStillPresent(const DiscoveredModel& model);
 
 inline constexpr double kEstimateFactor = 1.05;
 

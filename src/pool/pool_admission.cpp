@@ -366,7 +366,7 @@ bool EnginePool::AdmitHead(Lock& lock, std::vector<Completion>* done) {
     return false;
   }
   const uint64_t ticket = head->ticket;
-  if (!FileExists(slot->model.path)) {
+  if (!ModelStillPresent(slot->model)) {
     slots_.erase(slot->model.id);  // rule 10: its waiters get NotFound
     return true;
   }

@@ -121,7 +121,9 @@ const std::vector<ServeFlag>& ServeFlags() {
       {"home", false, "settings, model settings and cache (default ~/.llmhost)"},
       {"host", false, "address to listen on (default 127.0.0.1)"},
       {"port", false, "port to listen on; 0 picks a free one (default 8000)"},
-      {"model-dir", true, "a directory of models; repeatable (default <home>/models)"},
+      {"model-dir", true,
+       "a directory of models, or one random-weights model (random:ARCH:DTYPE:CONFIG.json[:SEED], generated in "
+       "memory); repeatable (default <home>/models)"},
       {"max-concurrent-requests", false, "requests decoded together (default 8)"},
       {"max-queue", false, "requests waiting beyond those; more get 503 (default max(4 x concurrent, 32))"},
       {"block-size", false, "KV cache block size in tokens (default 256)"},

@@ -58,6 +58,37 @@ TEST(SynthCommandTest, WritesAModelTheOtherCommandsUse) {
   std::filesystem::remove_all(dir);
 }
 
+// The random-weights spec of the same options is the same model: the same
+// greedy text through its chat template and the same logits, with no files.
+TEST(SynthCommandTest, ARandomWeightsSpecIsTheWrittenModel) {
+  const std::string dir = testing::MakeTempDir();
+  ASSERT_TRUE(WriteFileAtomic(dir + "/shape.json", kConfig).ok());
+  const std::string out = dir + "/m";
+  auto w = Llmhost({"synth-model", "--arch", "qwen3", "--config", "@" + dir + "/shape.json", "--dtype", "mlx8",
+                    "--group-size", "32", "--seed", "3", "--out", out});
+  ASSERT_EQ(w.exit_code, 0) << w.err;
+  const std::string spec = "random:qwen3:mlx8-g32:" + dir + "/shape.json:3";
+  std::vector<std::string> texts;
+  for (const std::string& model : {out, spec}) {
+    auto g = Llmhost({"generate", "--model", model, "--chat", "Hello there", "--max-tokens", "6", "--show-special"});
+    EXPECT_EQ(g.exit_code, 0) << g.err;
+    texts.push_back(g.out);
+    auto s = Llmhost({"score", "--model", model, "--ids", "1,2,300,511", "--out", dir + "/" +
+                      std::to_string(texts.size()) + ".safetensors"});
+    EXPECT_EQ(s.exit_code, 0) << s.err;
+  }
+  EXPECT_FALSE(texts[0].empty());
+  EXPECT_EQ(texts[0], texts[1]);
+  auto a = ReadFileToString(dir + "/1.safetensors");
+  auto b = ReadFileToString(dir + "/2.safetensors");
+  ASSERT_TRUE(a.ok() && b.ok());
+  EXPECT_TRUE(*a == *b);
+  auto bad = Llmhost({"generate", "--model", "random:qwen3:fp8:" + dir + "/shape.json", "--prompt", "x"});
+  EXPECT_EQ(bad.exit_code, 1);
+  EXPECT_THAT(bad.err, HasSubstr("DTYPE 'fp8'"));
+  std::filesystem::remove_all(dir);
+}
+
 TEST(SynthCommandTest, BadOptionsExitOneWithAMessage) {
   const std::string dir = testing::MakeTempDir();
   const std::string out = dir + "/m";

@@ -4,9 +4,13 @@
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
+
 #include "engine/event_stream.h"
+#include "model/synth_model.h"
 #include "pool/engine_pool.h"
 #include "test_util.h"
+#include "util/file.h"
 
 namespace llmhost {
 namespace {
@@ -117,6 +121,66 @@ TEST(CpuEngineFactory, LoadsGeneratesReportsAndUnloads) {
   AcquireResult gg = pool->Acquire("llama-tiny-q4_0");  // the last path component resolves
   ASSERT_TRUE(gg.ok()) << gg.error.message;
   EXPECT_TRUE(gg.lease->served()->entry.gguf());
+}
+
+// A random-weights spec as a --model-dir root: one model named by its config's
+// stem, priced at the weights synth-model would write, that loads, knows its
+// chat template and stop ids, and generates.
+TEST(CpuEngineFactory, ServesARandomWeightsModel) {
+  const std::string dir = testing::MakeTempDir();
+  const nlohmann::ordered_json config = {{"hidden_size", 64},       {"num_hidden_layers", 2},
+                                         {"num_attention_heads", 4}, {"num_key_value_heads", 2},
+                                         {"intermediate_size", 128}, {"vocab_size", 300}};
+  ASSERT_TRUE(WriteFileAtomic(dir + "/shape.json", config.dump()).ok());
+  SynthOptions so;
+  so.arch = "qwen3";
+  so.config = config;
+  so.dtype = SynthDType::kMlx8;
+  so.group_size = 32;
+  so.seed = 2;
+  so.out_dir = dir + "/files";
+  auto written = SynthesizeModel(so);
+  ASSERT_TRUE(written.ok()) << written.status().ToString();
+
+  PoolOptions o;
+  o.model_dirs = {"random:qwen3:mlx8-g32:" + dir + "/shape.json:2"};
+  CpuEngineFactoryOptions fo;
+  fo.engine.kv_blocks = 8;
+  fo.engine.block_size = 16;
+  fo.precision = Precision::kReference;
+  auto pool = EnginePool::Create(o, std::make_unique<CpuEngineFactory>(fo), std::make_shared<LinuxMemoryProbe>());
+  ASSERT_TRUE(pool.ok()) << pool.status().ToString();
+  const std::vector<DiscoveredModel> models = (*pool)->Models();
+  ASSERT_EQ(models.size(), 1u);
+  EXPECT_EQ(models[0].id, "shape");
+  EXPECT_TRUE(models[0].random());
+  EXPECT_EQ(models[0].weight_bytes, written->weight_bytes);
+  EXPECT_EQ(models[0].model_type, "qwen3");
+  auto shape = ReadModelShape(models[0]);
+  ASSERT_TRUE(shape.ok()) << shape.status().ToString();
+  EXPECT_EQ(shape->n_layers, 2);
+  EXPECT_EQ(shape->vocab, 300);
+
+  AcquireResult r = (*pool)->Acquire("shape");
+  ASSERT_TRUE(r.ok()) << r.error.message;
+  const std::shared_ptr<ServedModel>& m = r.lease->served();
+  EXPECT_TRUE(m->chat_template.has_value());
+  EXPECT_EQ(m->model->weight_bytes(), written->weight_bytes);
+  EXPECT_EQ(m->engine->eos_token_ids(), (std::vector<int32_t>{299, 297}));  // generation_config.json's
+  auto events = std::make_shared<EventStream>();
+  GenerationRequest g;
+  g.prompt = m->tokenizer->Encode("<|im_start|>user\nhello<|im_end|>", true);
+  g.sampling.temperature = 0;
+  g.max_tokens = 3;
+  g.ignore_eos = true;
+  g.on_event = events->Callback();
+  ASSERT_TRUE(m->engine->Submit(std::move(g)).ok());
+  std::vector<RequestEvent> all = events->WaitAll();
+  ASSERT_FALSE(all.empty());
+  EXPECT_EQ(all.back().usage.completion_tokens, 3);
+  r.lease.reset();
+  pool->reset();
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace
