@@ -395,7 +395,6 @@ void Session::DetectTls() {
     if (ec) {
       self->CloseNow();
     } else if (!is_tls) {
-      self->keep_alive_ = false;
       self->RespondError(400, "this port speaks HTTPS only: use an https:// URL");
     } else {
       self->Handshake();
@@ -419,6 +418,12 @@ void Session::Handshake() {
                           if (self->closed_) return;
                           if (ec) {
                             LOG_DEBUG("http: TLS handshake failed: " << ec.message());
+                            self->CloseNow();
+                            return;
+                          }
+                          // The client cannot send more before the handshake ends (no early
+                          // data): bytes it did not take would be raw TLS, not HTTP.
+                          if (used != self->buffer_.size()) {
                             self->CloseNow();
                             return;
                           }
