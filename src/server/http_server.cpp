@@ -383,9 +383,9 @@ void Exchange::End() {
 
 // ---------------------------------------------------------------- Session
 
-// A TLS port: a client speaking plain HTTP is told so (400, in plain text)
-// and closed; anything else that is not a TLS handshake is closed. The
-// deadline covers the handshake too, so a silent client cannot stay.
+// A TLS port: a client whose first bytes do not open a TLS handshake (plain
+// HTTP, most likely) is told so in a plain-text 400 and closed. The deadline
+// covers the handshake too, so a silent client cannot stay.
 void Session::DetectTls() {
   stream_.expires_after(server_->opts.header_timeout);
   reading_ = true;
