@@ -1,10 +1,10 @@
 // `llmhost serve --ssl-cert --ssl-key` with a self-signed certificate made by
 // the `openssl` command at test time: the official `openai` client (through a
 // fetch that trusts the certificate) chats with and without streaming and
-// hangs up mid-stream; /health and /metrics answer over HTTPS; plain HTTP to
-// the port gets a 400; a silent client is dropped at --header-timeout; the
-// dashboard's session cookie is Secure; bad certificate or key files stop
-// the server at start with an error naming the file.
+// hangs up mid-stream; /health, /metrics and `llmhost ls` work over HTTPS;
+// plain HTTP to the port gets a 400; a silent client is dropped at
+// --header-timeout; the dashboard's session cookie is Secure; bad certificate
+// or key files stop the server at start with an error naming the file.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
@@ -103,6 +103,13 @@ test('a client that hangs up mid-stream over TLS: the engine frees its blocks', 
     return s.running === 0 && s.waiting === 0 && s.kv.blocks_used === 0 ? s : null;
   }, 'the engine to release the hung-up request');
   assert.equal(st.aborted, (before?.aborted ?? 0) + 1);
+});
+
+test("llmhost's own client reaches it with the certificate trusted (SSL_CERT_FILE)", () => {
+  const r = spawnSync(binary, ['ls', '--url', server.url, '--api-key', KEY],
+    { encoding: 'utf8', timeout: 30000, env: { ...process.env, SSL_CERT_FILE: certFile } });
+  assert.equal(r.status, 0, r.stderr);
+  assert.match(r.stdout, new RegExp(`^${MODEL} `, 'm'));
 });
 
 test('plain HTTP to the TLS port gets a 400 and the connection closes', async () => {
