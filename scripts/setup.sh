@@ -13,7 +13,7 @@ PACKAGES=(
   libgtest-dev libgmock-dev libbenchmark-dev
   clang-14 libclang-rt-14-dev   # ASan/UBSan and libFuzzer builds
   python3-jsonschema python3-rfc3987  # scripts/check_grammar_cases.py (the grammar suite's labels)
-  openssl                       # tests/integration/hub_pull.py: certificates for its TLS fake Hub
+  openssl                       # certificates for the tests: hub_pull.py's TLS fake Hub, tls.test.mjs
   prometheus                    # promtool: the /metrics test checks the exposition with it
   chromium                      # the dashboard's browser tests (playwright-core drives it)
 )

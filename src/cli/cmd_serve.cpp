@@ -4,8 +4,8 @@
 //
 // Settings: command line > environment (LLMHOST_<FLAG>) > <home>/settings.json
 // > defaults (server/serve_settings.h). Prints "llmhost: listening on
-// http://HOST:PORT" on stdout once the port is bound (with --port 0, the
-// port picked).
+// http://HOST:PORT" (https:// with --ssl-cert) on stdout once the port is
+// bound (with --port 0, the port picked).
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
@@ -21,6 +21,7 @@
 #include "pool/memory_enforcer.h"
 #include "server/api_server.h"
 #include "server/serve_settings.h"
+#include "server/tls_context.h"
 #include "util/file.h"
 #include "util/log.h"
 
@@ -58,6 +59,12 @@ int RunServe(const server::SettingValues& cli_values) {
   SetLogFormat(*ParseLogFormat(s.log_format));  // validated by ResolveServeSettings
   auto precision = ParsePrecision(s.precision);
   if (!precision.ok()) return Fail(precision.status().message());
+  std::shared_ptr<const server::TlsServerContext> tls;  // before any model loads: a bad file stops us at once
+  if (!s.ssl_cert.empty()) {
+    auto loaded = server::TlsServerContext::Load(s.ssl_cert, s.ssl_key);
+    if (!loaded.ok()) return Fail(loaded.status().message());
+    tls = std::move(*loaded);
+  }
 
   std::signal(SIGPIPE, SIG_IGN);  // a client gone mid-write is an error code, not a signal
   const uint64_t fds = server::RaiseFileDescriptorLimit();
@@ -165,9 +172,9 @@ int RunServe(const server::SettingValues& cli_values) {
   enforcer.Start();
   pool->PreloadPinned();
 
-  auto api = server::ApiServer::Create(s, pool.get(), &enforcer, /*handle_signals=*/true, store.get());
+  auto api = server::ApiServer::Create(s, pool.get(), &enforcer, /*handle_signals=*/true, store.get(), tls);
   if (!api.ok()) return Fail(api.status().message());
-  std::printf("llmhost: listening on http://%s:%d\n", s.host.c_str(), (*api)->port());
+  std::printf("llmhost: listening on %s://%s:%d\n", tls ? "https" : "http", s.host.c_str(), (*api)->port());
   std::fflush(stdout);
   (*api)->Run();  // drained; what still ran was cancelled
   enforcer.Stop();

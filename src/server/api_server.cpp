@@ -78,7 +78,8 @@ ApiServer::ApiServer(const ServeSettings& settings, EnginePool* pool, MemoryEnfo
 
 Result<std::unique_ptr<ApiServer>> ApiServer::Create(const ServeSettings& settings, EnginePool* pool,
                                                      MemoryEnforcer* enforcer, bool handle_signals,
-                                                     TieredBlockStore* kv_store) {
+                                                     TieredBlockStore* kv_store,
+                                                     std::shared_ptr<const TlsServerContext> tls) {
   std::unique_ptr<ApiServer> s(new ApiServer(settings, pool, enforcer));
   s->kv_store_ = kv_store;
   HttpServerOptions o;
@@ -90,6 +91,7 @@ Result<std::unique_ptr<ApiServer>> ApiServer::Create(const ServeSettings& settin
   o.max_connections = settings.max_connections;
   o.header_timeout = std::chrono::seconds(settings.header_timeout);
   o.handle_signals = handle_signals;
+  o.tls = std::move(tls);
   ApiServer* self = s.get();
   auto handler = [self](HttpRequest r, std::shared_ptr<ResponseWriter> w) {
     self->Handle(std::move(r), std::move(w));

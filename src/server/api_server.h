@@ -59,10 +59,12 @@ namespace llmhost::server {
 class ApiServer {
  public:
   // Binds the port. `pool` (and `enforcer` and `kv_store`, which may be
-  // null) must outlive the server.
+  // null) must outlive the server. `tls` set: HTTPS only (loaded from the
+  // settings' ssl_cert / ssl_key by the caller, so that a bad file stops it early).
   static Result<std::unique_ptr<ApiServer>> Create(const ServeSettings& settings, EnginePool* pool,
                                                    MemoryEnforcer* enforcer, bool handle_signals,
-                                                   TieredBlockStore* kv_store = nullptr);
+                                                   TieredBlockStore* kv_store = nullptr,
+                                                   std::shared_ptr<const TlsServerContext> tls = nullptr);
   ~ApiServer();
 
   int port() const { return http_->port(); }

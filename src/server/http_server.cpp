@@ -2,6 +2,8 @@
 // includes Asio/Beast (they are slow to compile).
 //
 // Per connection, one Session on its own strand. Its life:
+//   (TLS only: DetectTls — the first bytes must open a TLS handshake — then
+//    Handshake; both within header_timeout)
 //   ReadRequest (header, then body, with timeouts and limits)
 //     → hand the request to the handler (worker pool) → while it is answered,
 //       a "monitor" read watches for a hang-up (data that arrives is kept for
@@ -9,6 +11,9 @@
 //     → the response goes out through a queue of strings (one write in flight)
 //     → keep-alive: cancel the monitor and read the next request; else close.
 // Responses are formatted here as plain HTTP/1.1 text; Beast parses requests.
+// Over TLS the same code reads and writes through an asio::ssl::stream layered
+// on the session's tcp_stream (WithStream picks one), so the timeouts, the
+// hang-up monitor and the shutdown work the same for both.
 #include "server/http_server.h"
 
 #include <sys/resource.h>
@@ -23,10 +28,12 @@
 #include <unordered_map>
 
 #include <boost/asio.hpp>
+#include <boost/asio/ssl/stream.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 
 #include "server/request_id.h"
+#include "server/tls_context.h"
 #include "util/log.h"
 
 namespace llmhost::server {
@@ -35,6 +42,9 @@ namespace net = boost::asio;
 namespace beast = boost::beast;
 namespace http = beast::http;
 using tcp = net::ip::tcp;
+// TLS over the session's own tcp_stream (held by reference), whose timeouts
+// then bound every TLS read and write.
+using TlsStream = net::ssl::stream<beast::tcp_stream&>;
 
 namespace {
 
@@ -65,6 +75,14 @@ std::string ChunkFrame(const std::string& data) {
   out += data;
   out += "\r\n";
   return out;
+}
+
+// The client went away, its connection broke or timed out: no response can
+// reach it (TLS: a close without close_notify, or a failed record).
+bool IsHangUp(const beast::error_code& ec) {
+  return ec == http::error::end_of_stream || ec == net::error::eof || ec == beast::error::timeout ||
+         ec == net::error::operation_aborted || ec == net::error::connection_reset ||
+         ec == net::ssl::error::stream_truncated || ec.category() == net::error::get_ssl_category();
 }
 
 std::string Lower(std::string_view s) {
@@ -200,7 +218,13 @@ class Session : public std::enable_shared_from_this<Session> {
   ~Session() { server_->Unregister(this); }
 
   void Start() {
-    net::dispatch(stream_.get_executor(), [self = shared_from_this()] { self->ReadRequest(); });
+    net::dispatch(stream_.get_executor(), [self = shared_from_this()] {
+      if (self->server_->opts.tls) {
+        self->DetectTls();
+      } else {
+        self->ReadRequest();
+      }
+    });
   }
   // Any thread.
   void Post(std::function<void()> fn) { net::post(stream_.get_executor(), std::move(fn)); }
@@ -228,6 +252,18 @@ class Session : public std::enable_shared_from_this<Session> {
   void CloseNow();
 
  private:
+  // Calls f(stream) with what carries HTTP: the TLS stream once its handshake
+  // has begun, else the TCP stream.
+  template <class F>
+  void WithStream(F&& f) {
+    if (tls_) {
+      f(*tls_);
+    } else {
+      f(stream_);
+    }
+  }
+  void DetectTls();
+  void Handshake();
   void ReadRequest();
   void ReadHeader();
   void OnHeader(beast::error_code ec);
@@ -243,6 +279,7 @@ class Session : public std::enable_shared_from_this<Session> {
   void LingerClose();
 
   beast::tcp_stream stream_;
+  std::optional<TlsStream> tls_;  // over stream_ (declared after it: destroyed first)
   beast::flat_buffer buffer_;
   std::optional<http::request_parser<http::string_body>> parser_;
   HttpServer::Impl* server_;
@@ -346,6 +383,55 @@ void Exchange::End() {
 
 // ---------------------------------------------------------------- Session
 
+// A TLS port: a client whose first bytes do not open a TLS handshake (plain
+// HTTP, most likely) is told so in a plain-text 400 and closed. The deadline
+// covers the handshake too, so a silent client cannot stay.
+void Session::DetectTls() {
+  stream_.expires_after(server_->opts.header_timeout);
+  reading_ = true;
+  beast::async_detect_ssl(stream_, buffer_, [self = shared_from_this()](beast::error_code ec, bool is_tls) {
+    self->reading_ = false;
+    if (self->closed_) return;
+    if (ec) {
+      self->CloseNow();
+    } else if (!is_tls) {
+      self->RespondError(400, "this port speaks HTTPS only: use an https:// URL");
+    } else {
+      self->Handshake();
+    }
+  });
+}
+
+void Session::Handshake() {
+  SSL* ssl = SSL_new(server_->opts.tls->native());
+  if (!ssl) {
+    LOG_WARN("http: TLS: cannot create a connection (out of memory?)");
+    CloseNow();
+    return;
+  }
+  tls_.emplace(stream_, ssl);  // owns ssl
+  reading_ = true;
+  // The bytes DetectTls read begin the handshake.
+  tls_->async_handshake(net::ssl::stream_base::server, buffer_.data(),
+                        [self = shared_from_this()](beast::error_code ec, size_t used) {
+                          self->reading_ = false;
+                          if (self->closed_) return;
+                          if (ec) {
+                            LOG_DEBUG("http: TLS handshake failed: " << ec.message());
+                            self->CloseNow();
+                            return;
+                          }
+                          // The client cannot send more before the handshake ends (no early
+                          // data): bytes it did not take would be raw TLS, not HTTP.
+                          if (used != self->buffer_.size()) {
+                            self->CloseNow();
+                            return;
+                          }
+                          self->buffer_.consume(used);
+                          self->ReadRequest();
+                        });
+}
+
 void Session::ReadRequest() {
   if (closed_ || reading_) return;
   if (server_->shutting_down.load()) {
@@ -362,17 +448,17 @@ void Session::ReadRequest() {
   // whole keep-alive time.
   stream_.expires_after(server_->opts.idle_timeout);
   reading_ = true;
-  stream_.async_read_some(buffer_.prepare(kMonitorReadBytes),
-                          [self = shared_from_this()](beast::error_code ec, size_t n) {
-                            self->reading_ = false;
-                            if (self->closed_) return;
-                            if (ec) {
-                              self->CloseNow();  // idle timeout, hang-up
-                              return;
-                            }
-                            self->buffer_.commit(n);
-                            self->ReadHeader();
-                          });
+  auto on_read = [self = shared_from_this()](beast::error_code ec, size_t n) {
+    self->reading_ = false;
+    if (self->closed_) return;
+    if (ec) {
+      self->CloseNow();  // idle timeout, hang-up
+      return;
+    }
+    self->buffer_.commit(n);
+    self->ReadHeader();
+  };
+  WithStream([&](auto& s) { s.async_read_some(buffer_.prepare(kMonitorReadBytes), on_read); });
 }
 
 void Session::ReadHeader() {
@@ -381,19 +467,17 @@ void Session::ReadHeader() {
   parser_->header_limit(static_cast<uint32_t>(server_->opts.max_header_bytes));
   stream_.expires_after(server_->opts.header_timeout);
   reading_ = true;
-  http::async_read_header(stream_, buffer_, *parser_,
-                          [self = shared_from_this()](beast::error_code ec, size_t) {
-                            self->reading_ = false;
-                            self->OnHeader(ec);
-                          });
+  auto on_header = [self = shared_from_this()](beast::error_code ec, size_t) {
+    self->reading_ = false;
+    self->OnHeader(ec);
+  };
+  WithStream([&](auto& s) { http::async_read_header(s, buffer_, *parser_, on_header); });
 }
 
 void Session::OnHeader(beast::error_code ec) {
   if (closed_) return;
   if (ec) {
-    if (ec == http::error::end_of_stream || ec == net::error::eof ||
-        ec == beast::error::timeout || ec == net::error::operation_aborted ||
-        ec == net::error::connection_reset) {
+    if (IsHangUp(ec)) {
       CloseNow();
     } else if (ec == http::error::header_limit) {
       RespondError(431, "request headers exceed " + std::to_string(server_->opts.max_header_bytes) +
@@ -416,11 +500,11 @@ void Session::OnHeader(beast::error_code ec) {
   }
   stream_.expires_after(server_->opts.read_timeout);
   reading_ = true;
-  http::async_read(stream_, buffer_, *parser_,
-                   [self = shared_from_this()](beast::error_code ec, size_t) {
-                     self->reading_ = false;
-                     self->OnBody(ec);
-                   });
+  auto on_body = [self = shared_from_this()](beast::error_code ec, size_t) {
+    self->reading_ = false;
+    self->OnBody(ec);
+  };
+  WithStream([&](auto& s) { http::async_read(s, buffer_, *parser_, on_body); });
 }
 
 void Session::OnBody(beast::error_code ec) {
@@ -431,9 +515,7 @@ void Session::OnBody(beast::error_code ec) {
                    "request body exceeds the limit of " + std::to_string(server_->opts.max_body_bytes) +
                        " bytes (--max-body-size)",
                    parser_->get()["X-Request-Id"]);
-    } else if (ec == http::error::end_of_stream || ec == net::error::eof ||
-               ec == beast::error::timeout || ec == net::error::connection_reset ||
-               ec == net::error::operation_aborted) {
+    } else if (IsHangUp(ec)) {
       CloseNow();
     } else {
       RespondError(400, "malformed HTTP request: " + ec.message());
@@ -463,6 +545,7 @@ void Session::Dispatch() {
   beast::error_code ec;
   auto ep = stream_.socket().remote_endpoint(ec);
   if (!ec) r.remote = ep.address().to_string() + ":" + std::to_string(ep.port());
+  r.tls = tls_.has_value();
   r.request_id = RequestIdFor(r.Header("x-request-id"));
 
   exchange_ = std::make_shared<Exchange>(shared_from_this(), req.version(), req.method() == http::verb::head,
@@ -490,11 +573,11 @@ void Session::StartMonitor() {
   if (closed_ || reading_ || !exchange_ || buffer_.size() >= kMaxPipelinedBytes) return;
   stream_.expires_never();
   reading_ = true;
-  stream_.async_read_some(buffer_.prepare(kMonitorReadBytes),
-                          [self = shared_from_this()](beast::error_code ec, size_t n) {
-                            self->reading_ = false;
-                            self->OnMonitor(ec, n);
-                          });
+  auto on_read = [self = shared_from_this()](beast::error_code ec, size_t n) {
+    self->reading_ = false;
+    self->OnMonitor(ec, n);
+  };
+  WithStream([&](auto& s) { s.async_read_some(buffer_.prepare(kMonitorReadBytes), on_read); });
 }
 
 void Session::OnMonitor(beast::error_code ec, size_t n) {
@@ -524,11 +607,11 @@ void Session::DoWrite() {
   }
   // With a read pending this sets the write timer only (Beast keeps one per direction).
   stream_.expires_after(server_->opts.write_timeout);
-  net::async_write(stream_, net::buffer(out_.front()),
-                   [self = shared_from_this()](beast::error_code ec, size_t n) {
-                     self->writing_ = false;
-                     self->OnWrite(ec, n);
-                   });
+  auto on_write = [self = shared_from_this()](beast::error_code ec, size_t n) {
+    self->writing_ = false;
+    self->OnWrite(ec, n);
+  };
+  WithStream([&](auto& s) { net::async_write(s, net::buffer(out_.front()), on_write); });
 }
 
 void Session::OnWrite(beast::error_code ec, size_t n) {
@@ -585,11 +668,12 @@ void Session::RespondError(int status, const std::string& message, std::string_v
 
 // After an error response with unread input (an oversized body): half-close
 // and discard what the client still sends for a short while, so the client
-// reads the response instead of a connection reset.
+// reads the response instead of a connection reset. Over TLS the TCP stream
+// stays open for the discarding reads (TLS records need both directions).
 void Session::LingerClose() {
   if (closed_) return;
   beast::error_code ignored;
-  stream_.socket().shutdown(tcp::socket::shutdown_send, ignored);
+  if (!tls_) stream_.socket().shutdown(tcp::socket::shutdown_send, ignored);
   if (reading_) {
     stream_.socket().cancel(ignored);
     return;  // the pending read's handler runs; CloseNow follows below on its error
@@ -599,15 +683,15 @@ void Session::LingerClose() {
     stream_.expires_after(std::chrono::seconds(2));  // for all the discarding, not per read
   }
   reading_ = true;
-  stream_.async_read_some(net::buffer(discard_),
-                          [self = shared_from_this()](beast::error_code ec, size_t) {
-                            self->reading_ = false;
-                            if (ec) {
-                              self->CloseNow();
-                            } else {
-                              self->LingerClose();  // discard and read again
-                            }
-                          });
+  auto on_read = [self = shared_from_this()](beast::error_code ec, size_t) {
+    self->reading_ = false;
+    if (ec) {
+      self->CloseNow();
+    } else {
+      self->LingerClose();  // discard and read again
+    }
+  };
+  WithStream([&](auto& s) { s.async_read_some(net::buffer(discard_), on_read); });
 }
 
 void Session::CloseNow() {
@@ -683,7 +767,8 @@ void HttpServer::Impl::Accept() {
 }
 
 // Over --max-connections: a short 503 (it fits the socket's send buffer, so
-// the write does not block), then close.
+// the write does not block), then close. A TLS port closes at once (a TLS
+// client could not read plain bytes).
 void HttpServer::Impl::RefuseConnection(tcp::socket socket) {
   const int64_t refused = ++connections_refused;
   const auto now = std::chrono::steady_clock::now();
@@ -691,6 +776,11 @@ void HttpServer::Impl::RefuseConnection(tcp::socket socket) {
     last_refusal_log = now;
     LOG_WARN("http: " << opts.max_connections << " connections are open (--max-connections): refusing new ones ("
                       << refused << " refused so far)");
+  }
+  beast::error_code ignored;
+  if (opts.tls) {
+    socket.close(ignored);
+    return;
   }
   HttpResponse r = error_responder(503, "too many open connections (the server's --max-connections is " +
                                             std::to_string(opts.max_connections) + "); retry later",
@@ -703,7 +793,6 @@ void HttpServer::Impl::RefuseConnection(tcp::socket socket) {
   AppendHeader(out, "Connection", "close");
   out += "\r\n";
   out += r.body;
-  beast::error_code ignored;
   socket.non_blocking(true, ignored);
   socket.write_some(net::buffer(out), ignored);
   socket.shutdown(tcp::socket::shutdown_both, ignored);

@@ -9,6 +9,11 @@
 // is answered, the connection is watched for a hang-up, which fires the
 // writer's OnClose so the work can be cancelled.
 //
+// With `tls` set the port speaks HTTPS only: each connection must open with a
+// TLS handshake, finished within `header_timeout`; a plain-HTTP request is
+// answered 400 and closed. Requests then flow exactly as over plain HTTP, with
+// HttpRequest::tls set.
+//
 // Shutdown (Shutdown(), or SIGINT/SIGTERM when handle_signals): stop
 // accepting, close idle connections, let requests in flight finish for up to
 // `drain_timeout`, then close the rest and return from Run().
@@ -25,6 +30,8 @@
 
 namespace llmhost::server {
 
+class TlsServerContext;  // server/tls_context.h
+
 struct HttpServerOptions {
   std::string host = "127.0.0.1";
   int port = 8000;  // 0: an ephemeral port (see port())
@@ -33,12 +40,14 @@ struct HttpServerOptions {
   size_t max_body_bytes = 32u << 20;
   size_t max_header_bytes = 64u << 10;
   std::chrono::seconds idle_timeout{300};    // keep-alive: waiting for a request's first byte
-  std::chrono::seconds header_timeout{30};   // from a request's first byte to the end of its headers
+  std::chrono::seconds header_timeout{30};   // from a request's first byte to the end of its headers;
+                                             // from accepting a TLS connection to the end of its handshake
   std::chrono::seconds read_timeout{60};     // a request's body
   std::chrono::seconds write_timeout{120};   // one write to a client that does not read
   std::chrono::seconds drain_timeout{30};
   int max_connections = 10000;               // beyond it a new connection gets 503 and is closed
   bool handle_signals = false;               // SIGINT/SIGTERM start the shutdown
+  std::shared_ptr<const TlsServerContext> tls;  // set: HTTPS only
 };
 
 struct HttpServerStats {

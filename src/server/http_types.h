@@ -24,6 +24,7 @@ struct HttpRequest {
   HeaderList headers;
   std::string body;
   std::string remote;  // peer address, for logs
+  bool tls = false;    // came over HTTPS
   // X-Request-Id of the exchange (server/request_id.h): the client's when
   // sane, else generated; the transport sends it back on every response.
   std::string request_id;

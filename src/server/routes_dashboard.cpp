@@ -22,9 +22,6 @@ namespace {
 using Json = nlohmann::ordered_json;
 
 constexpr size_t kMaxKeyBytes = 4096;
-// No TLS listener yet: cookies never get Secure. When --ssl-cert lands, pass
-// whether the request came over TLS here (a field of HttpRequest).
-constexpr bool kOverTls = false;
 
 // The page loads only its own files and talks only to its own server.
 constexpr const char* kContentSecurityPolicy =
@@ -79,7 +76,7 @@ void Login(ApiServer& server, const HttpRequest& request, const std::shared_ptr<
   const int64_t now = UnixNow();
   const DashboardSession s = server.sessions().Create(now);
   HttpResponse r;
-  r.headers = {{"Set-Cookie", SessionCookie(s.token, s.expires_at - now, kOverTls)}, {"Cache-Control", "no-store"}};
+  r.headers = {{"Set-Cookie", SessionCookie(s.token, s.expires_at - now, /*secure=*/request.tls)}, {"Cache-Control", "no-store"}};
   r.body = Json{{"auth", "key"}, {"signed_in", true}, {"csrf", s.csrf}, {"expires_at", s.expires_at}}.dump();
   writer->Send(std::move(r));
 }
@@ -90,7 +87,7 @@ void Logout(ApiServer& server, const HttpRequest& request, const std::shared_ptr
     server.sessions().Remove(s->id);
   }
   HttpResponse r;
-  r.headers = {{"Set-Cookie", ClearedSessionCookie(kOverTls)}};
+  r.headers = {{"Set-Cookie", ClearedSessionCookie(/*secure=*/request.tls)}};
   r.body = Json{{"signed_in", false}}.dump();
   writer->Send(std::move(r));
 }

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cstdlib>
+#include <utility>
 
 #include <nlohmann/json.hpp>
 
@@ -135,9 +136,13 @@ const std::vector<ServeFlag>& ServeFlags() {
        "Host names a loopback server without --api-key answers besides localhost and loopback addresses "
        "('*': any); repeatable (default none)"},
       {"max-connections", false, "open client connections; more are answered 503 and closed (default 10000)"},
-      {"header-timeout", false, "seconds a client may take to send a request's headers (default 30)"},
+      {"header-timeout", false,
+       "seconds a client may take to send a request's headers, or to finish a TLS handshake (default 30)"},
       {"drain-timeout", false, "seconds to let requests finish on SIGTERM/SIGINT (default 30)"},
       {"io-threads", false, "HTTP I/O threads (default 2)"},
+      {"ssl-cert", false,
+       "serve HTTPS (TLS 1.2+) only, with this PEM certificate (chain: the server's first); needs --ssl-key"},
+      {"ssl-key", false, "the PEM private key (unencrypted) of --ssl-cert"},
       {"precision", false,
        "CPU matmul precision: auto (default: int8 activations for quantized weights, AMX-BF16 prompts where the "
        "CPU has it), fast, fast-int8, fast-bf16 (AMX) or f32"},
@@ -281,6 +286,7 @@ Result<ServeSettings> ResolveServeSettings(const SettingValues& cli, const EnvLo
   };
 
   std::string guard_source;  // where --memory-guard came from, for errors
+  std::pair<std::string, std::string> tls_sources;  // where --ssl-cert and --ssl-key came from
   for (const ServeFlag& f : ServeFlags()) {
     const std::string name = f.name;
     if (name == "home") continue;
@@ -328,6 +334,12 @@ Result<ServeSettings> ResolveServeSettings(const SettingValues& cli, const EnvLo
       ASSIGN_OR_RETURN(s.drain_timeout, ParseInt(*v, 0, 3600));
     } else if (name == "io-threads") {
       ASSIGN_OR_RETURN(s.io_threads, ParseInt(*v, 1, 64));
+    } else if (name == "ssl-cert") {
+      s.ssl_cert = last;
+      tls_sources.first = v->source;
+    } else if (name == "ssl-key") {
+      s.ssl_key = last;
+      tls_sources.second = v->source;
     } else if (name == "memory-guard") {
       auto tier = ParseGuardTier(last);
       if (!tier.ok()) return Status::InvalidArgument(v->source + ": " + tier.status().message());
@@ -396,6 +408,11 @@ Result<ServeSettings> ResolveServeSettings(const SettingValues& cli, const EnvLo
   }
   if (s.memory_guard == "custom" && s.memory_guard_gb <= 0) {
     return Status::InvalidArgument(guard_source + ": the custom tier needs --memory-guard-gb (the ceiling in GiB)");
+  }
+  if (s.ssl_cert.empty() != s.ssl_key.empty()) {
+    return Status::InvalidArgument(s.ssl_cert.empty()
+                                       ? tls_sources.second + " needs --ssl-cert too (the certificate of the key)"
+                                       : tls_sources.first + " needs --ssl-key too (the certificate's private key)");
   }
   if (s.model_dirs.empty()) s.model_dirs.push_back(JoinPath(s.home, "models"));
   if (s.cache_dir.empty()) s.cache_dir = JoinPath(s.home, "cache");

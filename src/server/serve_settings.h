@@ -43,6 +43,8 @@ struct ServeSettings {
   int header_timeout = 30;              // seconds for a request's headers
   int drain_timeout = 30;               // seconds
   int io_threads = 2;
+  std::string ssl_cert;                 // both set: HTTPS (server/tls_context.h); both empty: plain HTTP
+  std::string ssl_key;
   std::string precision = "auto";       // CPU matmul precision: auto, fast, fast-int8, fast-bf16, f32
   std::string kv_dtype = "auto";        // KV cache element type: auto, f32, bf16, f16
   std::string device = "auto";          // where models compute: auto, cpu, cuda, cuda:0

@@ -1,13 +1,16 @@
 // Starts a real `llmhost serve` on 127.0.0.1 (port 0: the server picks one
 // and prints it) with a temporary --home, and stops it with SIGTERM,
-// checking that it exits 0 after draining.
+// checking that it exits 0 after draining. With --ssl-cert its url is https://
+// (fetchTrusting: a fetch for it).
 //
 // Environment: LLMHOST_BIN (the binary), LLMHOST_SOURCE_DIR (the repository),
 // LLMHOST_SHARED_DIR (../shared; optional).
 import { spawn, spawnSync } from 'node:child_process';
 import { mkdtempSync, existsSync, writeFileSync } from 'node:fs';
+import https from 'node:https';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { Readable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
@@ -38,20 +41,22 @@ export async function startServer(args = [], env = {}, home = null) {
   let stderr = '';
   proc.stderr.on('data', (d) => { stderr += d; });
   const exited = new Promise((resolve) => proc.on('exit', (code, signal) => resolve({ code, signal })));
+  let scheme = 'http';
   const port = await new Promise((resolve, reject) => {
     let out = '';
     const timer = setTimeout(() => reject(new Error('server did not start: ' + stderr)), 60000);
     proc.stdout.on('data', (d) => {
       out += d;
-      const m = out.match(/listening on http:\/\/[^:]+:(\d+)/);
+      const m = out.match(/listening on (https?):\/\/[^:]+:(\d+)/);
       if (m) {
         clearTimeout(timer);
-        resolve(Number(m[1]));
+        scheme = m[1];
+        resolve(Number(m[2]));
       }
     });
     exited.then(({ code }) => reject(new Error(`server exited (${code}) before listening: ${stderr}`)));
   });
-  const url = `http://127.0.0.1:${port}`;
+  const url = `${scheme}://127.0.0.1:${port}`;
   return {
     port,
     url,
@@ -65,9 +70,10 @@ export async function startServer(args = [], env = {}, home = null) {
   };
 }
 
-// POST/GET helper over fetch. Returns {status, headers, text, json}.
-export async function http(url, method = 'GET', body = undefined, headers = {}) {
-  const res = await fetch(url, {
+// POST/GET helper over fetch (or `fetchFn`, e.g. fetchTrusting's). Returns
+// {status, headers, text, json}.
+export async function http(url, method = 'GET', body = undefined, headers = {}, fetchFn = fetch) {
+  const res = await fetchFn(url, {
     method,
     headers: body === undefined ? headers : { 'content-type': 'application/json', ...headers },
     body: body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body),
@@ -76,6 +82,26 @@ export async function http(url, method = 'GET', body = undefined, headers = {}) 
   let json = null;
   try { json = JSON.parse(text); } catch { /* not JSON */ }
   return { status: res.status, headers: res.headers, text, json };
+}
+
+// A fetch() over node:https that trusts the PEM certificate `ca` alone (Node's
+// own fetch takes no CA but from NODE_EXTRA_CA_CERTS at start): for SDKs'
+// `fetch` option. Bodies are strings or bytes; `signal` aborts.
+export function fetchTrusting(ca) {
+  const agent = new https.Agent({ ca, keepAlive: true });
+  return (input, init = {}) => new Promise((resolve, reject) => {
+    const url = new URL(typeof input === 'string' || input instanceof URL ? input : input.url);
+    const method = init.method || 'GET';
+    const headers = Object.fromEntries(new Headers(init.headers));
+    const req = https.request(url, { method, headers, agent, signal: init.signal }, (res) => {
+      const h = new Headers();
+      for (let i = 0; i < res.rawHeaders.length; i += 2) h.append(res.rawHeaders[i], res.rawHeaders[i + 1]);
+      const empty = method === 'HEAD' || res.statusCode === 204 || res.statusCode === 304;
+      resolve(new Response(empty ? null : Readable.toWeb(res), { status: res.statusCode, headers: h }));
+    });
+    req.on('error', reject);
+    req.end(init.body ?? undefined);
+  });
 }
 
 // Parses an SSE body into [{event, data}] (comments as event ':').

@@ -59,6 +59,27 @@ TEST(ServeSettings, ConnectionFlags) {
   EXPECT_NE(bad.status().message().find("--max-connections"), std::string::npos);
 }
 
+// --ssl-cert and --ssl-key: both (from any source) or neither.
+TEST(ServeSettings, TlsFilesComeInPairs) {
+  FakeEnv env;
+  env.vars["HOME"] = "/tmp";
+  auto plain = ResolveServeSettings({}, env.lookup());
+  ASSERT_TRUE(plain.ok());
+  EXPECT_TRUE(plain->ssl_cert.empty());
+  EXPECT_TRUE(plain->ssl_key.empty());
+  env.vars["LLMHOST_SSL_KEY"] = "/etc/llmhost/key.pem";
+  auto both = ResolveServeSettings({{"ssl-cert", {"/etc/llmhost/cert.pem"}}}, env.lookup());
+  ASSERT_TRUE(both.ok()) << both.status().ToString();
+  EXPECT_EQ(both->ssl_cert, "/etc/llmhost/cert.pem");
+  EXPECT_EQ(both->ssl_key, "/etc/llmhost/key.pem");
+  auto key_only = ResolveServeSettings({}, env.lookup());
+  ASSERT_FALSE(key_only.ok());
+  EXPECT_EQ(key_only.status().message(), "LLMHOST_SSL_KEY needs --ssl-cert too (the certificate of the key)");
+  auto cert_only = ResolveServeSettings({{"ssl-cert", {"c.pem"}}}, FakeEnv{{{"HOME", "/tmp"}}}.lookup());
+  ASSERT_FALSE(cert_only.ok());
+  EXPECT_EQ(cert_only.status().message(), "--ssl-cert needs --ssl-key too (the certificate's private key)");
+}
+
 TEST(ServeSettings, LogFormat) {
   FakeEnv env;
   env.vars["HOME"] = "/tmp";
