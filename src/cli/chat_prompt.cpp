@@ -15,7 +15,7 @@ Result<ChatPrompt> ChatPromptIds(const std::string& path, const Tokenizer& tok, 
   in.eos_token = t.eos_token;
   ASSIGN_OR_RETURN(std::string text, tmpl.Render(in));
   ChatPrompt out;
-  ASSIGN_OR_RETURN(out.ids, tok.Encode(text, /*add_special=*/false));
+  out.ids = tok.Encode(text, /*add_special=*/false);
   out.template_source = std::move(t.default_template);
   return out;
 }

@@ -11,6 +11,7 @@
 // A warm-up request first loads the model. Prompts start with a random word,
 // so no earlier run's cache helps. A table, or JSON with --json.
 // Without a server it says so: the numbers that matter are the server's.
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <random>
@@ -52,7 +53,7 @@ struct Sample {
 // About `words` tokens of text: common words (one token each in most
 // vocabularies) after a random one that keeps caches from matching.
 std::string PromptText(int64_t words, std::mt19937_64& rng) {
-  static const char* kWords[] = {"the", "time", "people", "water", "year", "way", "day", "man", "thing", "world",
+  static constexpr const char* kWords[] = {"the", "time", "people", "water", "year", "way", "day", "man", "thing", "world",
                                  "life", "hand", "part", "child", "eye", "place", "work", "week", "case", "point"};
   std::ostringstream out;
   out << "bench" << rng() % 1000000;

@@ -1,7 +1,9 @@
 #include "pool/model_removal.h"
 
 #include <algorithm>
+#include <cctype>
 #include <filesystem>
+#include <iterator>
 #include <set>
 
 #include "util/file.h"
