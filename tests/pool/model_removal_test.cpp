@@ -90,7 +90,7 @@ TEST(ModelRemoval, HubSnapshotKeepsBlobsAnotherSnapshotSharesThenTheRepoGoesWith
   EXPECT_FALSE(Exists(repo + "/snapshots/bbb222"));
   EXPECT_FALSE(Exists(repo + "/refs/main"));
   EXPECT_FALSE(Exists(repo + "/blobs/weights-new"));
-  EXPECT_EQ(r->bytes, 200u);  // the links count nothing; the shared blob stays
+  EXPECT_EQ(r->bytes, 200u + 6u);  // the blob and refs/main; links count nothing; the shared blob stays
   EXPECT_TRUE(Exists(repo + "/blobs/cfg"));
   EXPECT_TRUE(Exists(repo + "/blobs/weights-old"));
   EXPECT_TRUE(Exists(repo + "/refs/v1"));
@@ -119,7 +119,7 @@ TEST(ModelRemoval, HubGgufSnapshotGoesWithItsBlob) {
   ASSERT_NE(m, nullptr);
   auto r = RemoveModelFiles(*m);
   ASSERT_TRUE(r.ok()) << r.status().ToString();
-  EXPECT_EQ(r->bytes, 64u);
+  EXPECT_EQ(r->bytes, 64u + 6u);  // the blob and refs/main
   EXPECT_FALSE(Exists(repo));
 }
 
