@@ -8,8 +8,9 @@
 //                  first / time between the first and the last
 //   concurrency    for each level of --concurrency, that many such requests
 //                  at once: generated tokens / wall time, mean TTFT
-// A warm-up request first loads the model. Prompts start with a random word,
-// so no earlier run's cache helps. A table, or JSON with --json.
+// A warm-up request first loads the model and measures tokens per word, so
+// that the prefill prompt has about --prompt-tokens tokens. Prompts start
+// with a random word, so no earlier run's cache helps. A table, or JSON with --json.
 // Without a server it says so: the numbers that matter are the server's.
 #include <algorithm>
 #include <chrono>
@@ -154,7 +155,8 @@ int Fail(const std::string& what, const std::string& message) {
 
 int RunBench(const BenchOptions& o) {
   std::mt19937_64 rng(std::random_device{}());
-  Sample warm = Stream(o, PromptText(8, rng), 1);
+  constexpr int64_t kWarmWords = 64;
+  Sample warm = Stream(o, PromptText(kWarmWords, rng), 1);
   if (!warm.error.empty()) {
     Result<HttpReply> probe = HttpCall(o.client.url, "GET", "/health", "", o.client.api_key);
     if (!probe.ok() && NoServerListening(probe.status())) {
@@ -164,7 +166,10 @@ int RunBench(const BenchOptions& o) {
     }
     return Fail("the warm-up request", warm.error);
   }
-  const std::string long_prompt = PromptText(o.prompt_tokens, rng);
+  // Words for --prompt-tokens tokens, at the warm-up prompt's tokens per word.
+  const double tokens_per_word = static_cast<double>(std::max<int64_t>(warm.prompt_tokens, 1)) / kWarmWords;
+  const int64_t words = std::max<int64_t>(8, static_cast<int64_t>(static_cast<double>(o.prompt_tokens) / tokens_per_word));
+  const std::string long_prompt = PromptText(words, rng);
   const Sample prefill = Stream(o, long_prompt, 1);
   if (!prefill.error.empty()) return Fail("prefill", prefill.error);
   const Sample cached = Stream(o, long_prompt, 1);
