@@ -4,7 +4,8 @@
 
 namespace llmhost::cli {
 
-Result<ChatPrompt> ChatPromptIds(const std::string& path, const Tokenizer& tok, const nlohmann::ordered_json& messages) {
+Result<ChatPrompt> ChatPromptIds(const std::string& path, const Tokenizer& tok,
+                                 const nlohmann::ordered_json& messages) {
   ASSIGN_OR_RETURN(ModelChatTemplates t, LoadChatTemplatesAt(path, tok));
   if (t.default_template.empty()) return Status::NotFound(path + ": the model has no chat template");
   ASSIGN_OR_RETURN(ChatTemplate tmpl, ChatTemplate::Parse(t.default_template));

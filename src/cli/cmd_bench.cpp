@@ -45,17 +45,18 @@ struct BenchOptions {
 
 // One streamed request's figures.
 struct Sample {
-  double ttft_s = 0;   // to the first generated text
-  double decode_s = 0; // from the first generated text to the last
+  double ttft_s = 0;    // to the first generated text
+  double decode_s = 0;  // from the first generated text to the last
   int64_t prompt_tokens = 0, cached_tokens = 0, completion_tokens = 0;
-  std::string error;   // "" when it succeeded
+  std::string error;  // "" when it succeeded
 };
 
 // About `words` tokens of text: common words (one token each in most
 // vocabularies) after a random one that keeps caches from matching.
 std::string PromptText(int64_t words, std::mt19937_64& rng) {
-  static constexpr const char* kWords[] = {"the", "time", "people", "water", "year", "way", "day", "man", "thing", "world",
-                                 "life", "hand", "part", "child", "eye", "place", "work", "week", "case", "point"};
+  static constexpr const char* kWords[] = {"the", "time",  "people", "water", "year", "way",  "day",
+                                           "man", "thing", "world",  "life",  "hand", "part", "child",
+                                           "eye", "place", "work",   "week",  "case", "point"};
   std::ostringstream out;
   out << "bench" << rng() % 1000000;
   for (int64_t i = 1; i < words; ++i) out << ' ' << kWords[rng() % (sizeof kWords / sizeof *kWords)];
@@ -63,9 +64,12 @@ std::string PromptText(int64_t words, std::mt19937_64& rng) {
 }
 
 Sample Stream(const BenchOptions& o, const std::string& prompt, int64_t max_tokens) {
-  const Json body = {{"model", o.model},        {"prompt", prompt},
-                     {"max_tokens", max_tokens}, {"temperature", 0},
-                     {"ignore_eos", true},       {"stream", true},
+  const Json body = {{"model", o.model},
+                     {"prompt", prompt},
+                     {"max_tokens", max_tokens},
+                     {"temperature", 0},
+                     {"ignore_eos", true},
+                     {"stream", true},
                      {"stream_options", {{"include_usage", true}}}};
   Sample s;
   std::string pending;
@@ -168,7 +172,8 @@ int RunBench(const BenchOptions& o) {
   }
   // Words for --prompt-tokens tokens, at the warm-up prompt's tokens per word.
   const double tokens_per_word = static_cast<double>(std::max<int64_t>(warm.prompt_tokens, 1)) / kWarmWords;
-  const int64_t words = std::max<int64_t>(8, static_cast<int64_t>(static_cast<double>(o.prompt_tokens) / tokens_per_word));
+  const int64_t words =
+      std::max<int64_t>(8, static_cast<int64_t>(static_cast<double>(o.prompt_tokens) / tokens_per_word));
   const std::string long_prompt = PromptText(words, rng);
   const Sample prefill = Stream(o, long_prompt, 1);
   if (!prefill.error.empty()) return Fail("prefill", prefill.error);
@@ -183,7 +188,8 @@ int RunBench(const BenchOptions& o) {
     if (!error.empty()) return Fail("concurrency " + std::to_string(c), error);
   }
 
-  const double prefill_rate = PerSecond(static_cast<double>(prefill.prompt_tokens - prefill.cached_tokens), prefill.ttft_s);
+  const double prefill_rate =
+      PerSecond(static_cast<double>(prefill.prompt_tokens - prefill.cached_tokens), prefill.ttft_s);
   const double decode_rate = PerSecond(static_cast<double>(decode.completion_tokens - 1), decode.decode_s);
   if (o.json) {
     Json sweep = Json::array();
@@ -194,15 +200,19 @@ int RunBench(const BenchOptions& o) {
                        {"tokens_per_s", PerSecond(static_cast<double>(l.generated), l.wall_s)},
                        {"mean_ttft_ms", l.mean_ttft_s * 1000}});
     }
-    const Json out = {
-        {"model", o.model},
-        {"url", o.client.url},
-        {"prefill", {{"prompt_tokens", prefill.prompt_tokens}, {"cached_tokens", prefill.cached_tokens},
-                     {"ttft_ms", prefill.ttft_s * 1000}, {"tokens_per_s", prefill_rate}}},
-        {"cached_prefix", {{"prompt_tokens", cached.prompt_tokens}, {"cached_tokens", cached.cached_tokens},
-                           {"ttft_ms", cached.ttft_s * 1000}}},
-        {"decode", {{"generated_tokens", decode.completion_tokens}, {"tokens_per_s", decode_rate}}},
-        {"concurrency", std::move(sweep)}};
+    const Json out = {{"model", o.model},
+                      {"url", o.client.url},
+                      {"prefill",
+                       {{"prompt_tokens", prefill.prompt_tokens},
+                        {"cached_tokens", prefill.cached_tokens},
+                        {"ttft_ms", prefill.ttft_s * 1000},
+                        {"tokens_per_s", prefill_rate}}},
+                      {"cached_prefix",
+                       {{"prompt_tokens", cached.prompt_tokens},
+                        {"cached_tokens", cached.cached_tokens},
+                        {"ttft_ms", cached.ttft_s * 1000}}},
+                      {"decode", {{"generated_tokens", decode.completion_tokens}, {"tokens_per_s", decode_rate}}},
+                      {"concurrency", std::move(sweep)}};
     std::printf("%s\n", out.dump(2).c_str());
     return 0;
   }
@@ -225,7 +235,8 @@ int RunBench(const BenchOptions& o) {
     for (size_t i = 0; i < row.size(); ++i) width[i] = std::max(width[i], row[i].size());
   for (const auto& row : rows) {
     std::string line;
-    for (size_t i = 0; i < row.size(); ++i) line += row[i] + std::string(i + 1 < row.size() ? width[i] - row[i].size() + 3 : 0, ' ');
+    for (size_t i = 0; i < row.size(); ++i)
+      line += row[i] + std::string(i + 1 < row.size() ? width[i] - row[i].size() + 3 : 0, ' ');
     std::printf("%s\n", line.c_str());
   }
   return 0;
