@@ -26,6 +26,7 @@
 #include "cli/client_options.h"
 #include "cli/commands.h"
 #include "cli/server_client.h"
+#include "cli/text_table.h"
 
 namespace llmhost::cli {
 
@@ -230,15 +231,7 @@ int RunBench(const BenchOptions& o) {
                     Fixed(l.mean_ttft_s * 1000, 1) + " (mean)",
                     Fixed(PerSecond(static_cast<double>(l.generated), l.wall_s), 1) + " (all streams)"});
   }
-  std::vector<size_t> width(rows[0].size(), 0);
-  for (const auto& row : rows)
-    for (size_t i = 0; i < row.size(); ++i) width[i] = std::max(width[i], row[i].size());
-  for (const auto& row : rows) {
-    std::string line;
-    for (size_t i = 0; i < row.size(); ++i)
-      line += row[i] + std::string(i + 1 < row.size() ? width[i] - row[i].size() + 3 : 0, ' ');
-    std::printf("%s\n", line.c_str());
-  }
+  PrintTable(rows);
   return 0;
 }
 

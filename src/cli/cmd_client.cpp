@@ -24,6 +24,7 @@
 #include "cli/local_chat.h"
 #include "cli/local_models.h"
 #include "cli/server_client.h"
+#include "cli/text_table.h"
 #include "cli/turn_printer.h"
 #include "pool/memory_limits.h"
 #include "pool/model_removal.h"
@@ -55,23 +56,6 @@ std::optional<Json> GetJson(const ClientOptions& o, const std::string& path, con
     return std::nullopt;
   }
   return j;
-}
-
-void PrintTable(const std::vector<std::vector<std::string>>& rows) {
-  std::vector<size_t> width;
-  for (const auto& row : rows)
-    for (size_t i = 0; i < row.size(); ++i) {
-      if (width.size() <= i) width.push_back(0);
-      width[i] = std::max(width[i], row[i].size());
-    }
-  for (const auto& row : rows) {
-    std::string line;
-    for (size_t i = 0; i < row.size(); ++i) {
-      line += row[i];
-      if (i + 1 < row.size()) line += std::string(width[i] - row[i].size() + 3, ' ');
-    }
-    std::printf("%s\n", line.c_str());
-  }
 }
 
 std::string Bytes(const Json& v) { return v.is_number() && v.get<uint64_t>() > 0 ? FormatBytes(v.get<uint64_t>()) : "-"; }
