@@ -38,7 +38,8 @@ using Json = nlohmann::json;
 // The exchange's outcome on stderr when it failed; false then.
 bool Report(const ClientOptions& o, const Result<HttpReply>& r) {
   if (!r.ok()) {
-    std::fprintf(stderr, "llmhost: no llmhost server answers at %s (%s): start one with `llmhost serve`, or pass --url\n",
+    std::fprintf(stderr,
+                 "llmhost: no llmhost server answers at %s (%s): start one with `llmhost serve`, or pass --url\n",
                  o.url.c_str(), r.status().message().c_str());
     return false;
   }
@@ -58,7 +59,9 @@ std::optional<Json> GetJson(const ClientOptions& o, const std::string& path, con
   return j;
 }
 
-std::string Bytes(const Json& v) { return v.is_number() && v.get<uint64_t>() > 0 ? FormatBytes(v.get<uint64_t>()) : "-"; }
+std::string Bytes(const Json& v) {
+  return v.is_number() && v.get<uint64_t>() > 0 ? FormatBytes(v.get<uint64_t>()) : "-";
+}
 
 int Ls(const ClientOptions& o) {
   std::optional<Json> j = GetJson(o, "/v1/models/status");
@@ -103,9 +106,8 @@ int Show(const ClientOptions& o, const std::string& model, bool template_only) {
     return 0;
   }
   const Json details = j->value("details", Json::object());
-  std::vector<std::vector<std::string>> rows = {{"model", model},
-                                                {"format", details.value("format", "")},
-                                                {"family", details.value("family", "")}};
+  std::vector<std::vector<std::string>> rows = {
+      {"model", model}, {"format", details.value("format", "")}, {"family", details.value("family", "")}};
   const Json info = j->value("model_info", Json::object());
   for (const auto& [k, v] : info.items()) {
     if (k.size() > 15 && k.substr(k.size() - 15) == ".context_length") rows.push_back({"context", v.dump()});
@@ -160,7 +162,9 @@ bool ServerTurn(const RunOptions& o, const Json& messages, TurnPrinter* printer)
         if (delta.contains("reasoning_content") && delta["reasoning_content"].is_string()) {
           printer->Reasoning(delta["reasoning_content"].get<std::string>());
         }
-        if (delta.contains("content") && delta["content"].is_string()) printer->Content(delta["content"].get<std::string>());
+        if (delta.contains("content") && delta["content"].is_string()) {
+          printer->Content(delta["content"].get<std::string>());
+        }
       }
     }
     return true;
@@ -181,7 +185,8 @@ bool ServerTurn(const RunOptions& o, const Json& messages, TurnPrinter* printer)
 
 // The conversation: one turn for a prompt given on the command line, else one
 // per line of stdin (until /bye or its end). `turn` answers the messages.
-int Converse(const RunOptions& o, const std::string& where, const std::function<bool(const Json&, TurnPrinter*)>& turn) {
+int Converse(const RunOptions& o, const std::string& where,
+             const std::function<bool(const Json&, TurnPrinter*)>& turn) {
   Json messages = Json::array();
   if (!o.prompt.empty()) {
     std::string prompt;
@@ -191,7 +196,10 @@ int Converse(const RunOptions& o, const std::string& where, const std::function<
     return turn(messages, &printer) ? 0 : 1;
   }
   const bool tty = isatty(fileno(stdin));
-  if (tty) std::printf("Chatting with %s %s. /bye (or end of input) leaves, /clear forgets.\n", o.model.c_str(), where.c_str());
+  if (tty) {
+    std::printf("Chatting with %s %s. /bye (or end of input) leaves, /clear forgets.\n", o.model.c_str(),
+                where.c_str());
+  }
   for (std::string line;;) {
     if (tty) std::printf(">>> "), std::fflush(stdout);
     if (!std::getline(std::cin, line)) break;
@@ -256,7 +264,8 @@ int Rm(const ClientOptions& client, const LocalModelOptions& local, const std::v
       }
       Result<std::vector<DiscoveredModel>> found = LocalModels(local);
       if (!found.ok()) {
-        std::fprintf(stderr, "llmhost: no server at %s, and %s\n", client.url.c_str(), found.status().message().c_str());
+        std::fprintf(stderr, "llmhost: no server at %s, and %s\n", client.url.c_str(),
+                     found.status().message().c_str());
         return 1;
       }
       models = std::move(*found);
@@ -325,8 +334,8 @@ void RegisterClientCommands(CLI::App& app) {
     std::vector<std::string> models;
   };
   auto rm_args = std::make_shared<RmArgs>();
-  CLI::App* rm = app.add_subcommand(
-      "rm", "Delete models' files: through the running server, else in the model directories");
+  CLI::App* rm =
+      app.add_subcommand("rm", "Delete models' files: through the running server, else in the model directories");
   AddClientOptions(rm, &rm_args->client);
   AddLocalModelOptions(rm, &rm_args->local);
   rm->add_option("models", rm_args->models, "The models' names")->required();

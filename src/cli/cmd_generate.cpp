@@ -53,7 +53,8 @@ Result<std::vector<int32_t>> PromptIds(const GenerateCliOptions& o, const Model&
   if (given != 1) return Status::InvalidArgument("give exactly one of --prompt, --chat, --ids");
   if (!o.ids.empty()) return ParseIdList(o.ids);
   if (!o.prompt.empty()) return tok.Encode(o.prompt, /*add_special=*/true);
-  auto chat = ChatPromptIds(model.path(), tok, nlohmann::ordered_json::array({{{"role", "user"}, {"content", o.chat}}}));
+  const auto messages = nlohmann::ordered_json::array({{{"role", "user"}, {"content", o.chat}}});
+  auto chat = ChatPromptIds(model.path(), tok, messages);
   if (!chat.ok() && chat.status().code() == StatusCode::kNotFound) {
     return Status::NotFound(chat.status().message() + " (use --prompt)");
   }

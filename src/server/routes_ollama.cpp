@@ -121,7 +121,9 @@ MaybeError ModelName(const HttpRequest& request, std::string* name) {
   MaybeError e = ReadString(body, "model", "", &value);
   if (!e && !value) e = ReadString(body, "name", "", &value);
   if (e) return e;
-  if (!value || value->empty()) return BadRequest("'model' is required: a model name (GET /api/tags lists them)", "model");
+  if (!value || value->empty()) {
+    return BadRequest("'model' is required: a model name (GET /api/tags lists them)", "model");
+  }
   *name = *value;
   return std::nullopt;
 }
