@@ -2,21 +2,32 @@
 //   ls            every model: state, memory (or its estimate), context
 //   ps            the loaded models: memory, where, requests, when they expire
 //   show MODEL    one model: format, family, context, capabilities (--template: its chat template)
-//   run MODEL [PROMPT...]   a chat in the terminal, streamed; with a prompt, one answer and exit
+//   run MODEL [PROMPT...]   a chat in the terminal, streamed; with a prompt, one answer and exit;
+//                 with no server listening, the model runs in this process (local_chat.h)
+//   rm MODEL...   deletes models' files: through the server (DELETE /api/delete), or, with no
+//                 server listening, in the model directories (pool/model_removal.h)
 // --url (LLMHOST_URL, default http://127.0.0.1:8000; https:// too) and --api-key (LLMHOST_API_KEY).
 #include <unistd.h>
 
 #include <cstdio>
 #include <cstdlib>
+#include <functional>
 #include <iostream>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
+#include "cli/client_options.h"
 #include "cli/commands.h"
+#include "cli/local_chat.h"
+#include "cli/local_models.h"
 #include "cli/server_client.h"
+#include "cli/text_table.h"
+#include "cli/turn_printer.h"
 #include "pool/memory_limits.h"
+#include "pool/model_removal.h"
 
 namespace llmhost::cli {
 
@@ -24,36 +35,11 @@ namespace {
 
 using Json = nlohmann::json;
 
-struct ClientOptions {
-  std::string url;
-  std::string api_key;
-};
-
-void AddClientOptions(CLI::App* cmd, ClientOptions* o) {
-  const char* env_url = std::getenv("LLMHOST_URL");
-  o->url = env_url && *env_url ? env_url : "http://127.0.0.1:8000";
-  const char* env_key = std::getenv("LLMHOST_API_KEY");
-  // LLMHOST_API_KEY may list several keys (serve's form): the first is ours.
-  if (env_key && *env_key) o->api_key = std::string(env_key).substr(0, std::string(env_key).find(','));
-  cmd->add_option("--url", o->url, "The server (LLMHOST_URL)")->capture_default_str();
-  cmd->add_option("--api-key", o->api_key, "Its API key (LLMHOST_API_KEY)");
-}
-
-// The server's error text from a reply body (OpenAI's, Anthropic's or Ollama's shape).
-std::string ErrorText(const std::string& body) {
-  Json j = Json::parse(body, nullptr, false);
-  if (j.is_object() && j.contains("error")) {
-    const Json& e = j["error"];
-    if (e.is_string()) return e.get<std::string>();
-    if (e.is_object() && e.contains("message") && e["message"].is_string()) return e["message"].get<std::string>();
-  }
-  return body;
-}
-
 // The exchange's outcome on stderr when it failed; false then.
 bool Report(const ClientOptions& o, const Result<HttpReply>& r) {
   if (!r.ok()) {
-    std::fprintf(stderr, "llmhost: no llmhost server answers at %s (%s): start one with `llmhost serve`, or pass --url\n",
+    std::fprintf(stderr,
+                 "llmhost: no llmhost server answers at %s (%s): start one with `llmhost serve`, or pass --url\n",
                  o.url.c_str(), r.status().message().c_str());
     return false;
   }
@@ -73,24 +59,9 @@ std::optional<Json> GetJson(const ClientOptions& o, const std::string& path, con
   return j;
 }
 
-void PrintTable(const std::vector<std::vector<std::string>>& rows) {
-  std::vector<size_t> width;
-  for (const auto& row : rows)
-    for (size_t i = 0; i < row.size(); ++i) {
-      if (width.size() <= i) width.push_back(0);
-      width[i] = std::max(width[i], row[i].size());
-    }
-  for (const auto& row : rows) {
-    std::string line;
-    for (size_t i = 0; i < row.size(); ++i) {
-      line += row[i];
-      if (i + 1 < row.size()) line += std::string(width[i] - row[i].size() + 3, ' ');
-    }
-    std::printf("%s\n", line.c_str());
-  }
+std::string Bytes(const Json& v) {
+  return v.is_number() && v.get<uint64_t>() > 0 ? FormatBytes(v.get<uint64_t>()) : "-";
 }
-
-std::string Bytes(const Json& v) { return v.is_number() && v.get<uint64_t>() > 0 ? FormatBytes(v.get<uint64_t>()) : "-"; }
 
 int Ls(const ClientOptions& o) {
   std::optional<Json> j = GetJson(o, "/v1/models/status");
@@ -135,9 +106,8 @@ int Show(const ClientOptions& o, const std::string& model, bool template_only) {
     return 0;
   }
   const Json details = j->value("details", Json::object());
-  std::vector<std::vector<std::string>> rows = {{"model", model},
-                                                {"format", details.value("format", "")},
-                                                {"family", details.value("family", "")}};
+  std::vector<std::vector<std::string>> rows = {
+      {"model", model}, {"format", details.value("format", "")}, {"family", details.value("family", "")}};
   const Json info = j->value("model_info", Json::object());
   for (const auto& [k, v] : info.items()) {
     if (k.size() > 15 && k.substr(k.size() - 15) == ".context_length") rows.push_back({"context", v.dump()});
@@ -157,16 +127,24 @@ int Show(const ClientOptions& o, const std::string& model, bool template_only) {
   return 0;
 }
 
-// One assistant turn, streamed to stdout (reasoning dimmed on a terminal);
-// the answer's text in `reply`. False when the exchange failed.
-bool Turn(const ClientOptions& o, const std::string& model, const Json& messages, std::string* reply) {
-  const Json body = {{"model", model}, {"messages", messages}, {"stream", true}};
-  const bool tty = isatty(fileno(stdout));
+struct RunOptions {
+  ClientOptions client;
+  LocalModelOptions local;
+  std::string model;
+  std::vector<std::string> prompt;
+  int64_t max_tokens = 0;  // 0: the server's default (in this process: 1024)
+  std::string device = "cpu";
+};
+
+// One assistant turn from the server, streamed through `printer`. False when
+// the exchange failed (the reason on stderr).
+bool ServerTurn(const RunOptions& o, const Json& messages, TurnPrinter* printer) {
+  Json body = {{"model", o.model}, {"messages", messages}, {"stream", true}};
+  if (o.max_tokens > 0) body["max_tokens"] = o.max_tokens;
   std::string pending;  // a partial SSE line
-  bool in_reasoning = false;
   std::string error;
-  auto on_data = [&](const char* data, size_t n) {
-    pending.append(data, n);
+  auto on_data = [&](std::string_view piece) {
+    pending.append(piece);
     for (size_t nl; (nl = pending.find('\n')) != std::string::npos;) {
       std::string line = pending.substr(0, nl);
       pending.erase(0, nl + 1);
@@ -182,27 +160,18 @@ bool Turn(const ClientOptions& o, const std::string& model, const Json& messages
       for (const Json& choice : j.value("choices", Json::array())) {
         const Json delta = choice.value("delta", Json::object());
         if (delta.contains("reasoning_content") && delta["reasoning_content"].is_string()) {
-          if (!in_reasoning) std::printf("%s", tty ? "\x1b[2m" : "Thinking: ");
-          in_reasoning = true;
-          std::printf("%s", delta["reasoning_content"].get<std::string>().c_str());
+          printer->Reasoning(delta["reasoning_content"].get<std::string>());
         }
         if (delta.contains("content") && delta["content"].is_string()) {
-          if (in_reasoning) std::printf("%s", tty ? "\x1b[0m\n\n" : "\n\n");
-          in_reasoning = false;
-          const std::string text = delta["content"].get<std::string>();
-          *reply += text;
-          std::printf("%s", text.c_str());
+          printer->Content(delta["content"].get<std::string>());
         }
       }
-      std::fflush(stdout);
     }
     return true;
   };
-  Result<HttpReply> r = HttpCall(o.url, "POST", "/v1/chat/completions", body.dump(), o.api_key,
-                                 [&](std::string_view piece) { return on_data(piece.data(), piece.size()); });
-  if (in_reasoning && tty) std::printf("\x1b[0m");
-  std::printf("\n");
-  if (!r.ok()) return Report(o, r);
+  Result<HttpReply> r = HttpCall(o.client.url, "POST", "/v1/chat/completions", body.dump(), o.client.api_key, on_data);
+  printer->Finish();
+  if (!r.ok()) return Report(o.client, r);
   if (r->status != 200) {
     std::fprintf(stderr, "llmhost: %d: %s\n", r->status, ErrorText(r->body).c_str());
     return false;
@@ -214,17 +183,23 @@ bool Turn(const ClientOptions& o, const std::string& model, const Json& messages
   return true;
 }
 
-int Run(const ClientOptions& o, const std::string& model, const std::vector<std::string>& prompt_words) {
+// The conversation: one turn for a prompt given on the command line, else one
+// per line of stdin (until /bye or its end). `turn` answers the messages.
+int Converse(const RunOptions& o, const std::string& where,
+             const std::function<bool(const Json&, TurnPrinter*)>& turn) {
   Json messages = Json::array();
-  std::string reply;
-  if (!prompt_words.empty()) {
+  if (!o.prompt.empty()) {
     std::string prompt;
-    for (const std::string& w : prompt_words) prompt += (prompt.empty() ? "" : " ") + w;
+    for (const std::string& w : o.prompt) prompt += (prompt.empty() ? "" : " ") + w;
     messages.push_back({{"role", "user"}, {"content", prompt}});
-    return Turn(o, model, messages, &reply) ? 0 : 1;
+    TurnPrinter printer;
+    return turn(messages, &printer) ? 0 : 1;
   }
   const bool tty = isatty(fileno(stdin));
-  if (tty) std::printf("Chatting with %s at %s. /bye (or end of input) leaves, /clear forgets.\n", model.c_str(), o.url.c_str());
+  if (tty) {
+    std::printf("Chatting with %s %s. /bye (or end of input) leaves, /clear forgets.\n", o.model.c_str(),
+                where.c_str());
+  }
   for (std::string line;;) {
     if (tty) std::printf(">>> "), std::fflush(stdout);
     if (!std::getline(std::cin, line)) break;
@@ -235,11 +210,84 @@ int Run(const ClientOptions& o, const std::string& model, const std::vector<std:
     }
     if (line.empty()) continue;
     messages.push_back({{"role", "user"}, {"content", line}});
-    reply.clear();
-    if (!Turn(o, model, messages, &reply)) return 1;
-    messages.push_back({{"role", "assistant"}, {"content", reply}});
+    TurnPrinter printer;
+    if (!turn(messages, &printer)) return 1;
+    messages.push_back({{"role", "assistant"}, {"content", printer.reply()}});
   }
   return 0;
+}
+
+// With no server listening: the model in this process.
+int RunLocal(const RunOptions& o) {
+  Result<std::string> path = LocalModelPath(o.local, o.model);
+  if (!path.ok()) {
+    std::fprintf(stderr, "llmhost: no server at %s, and %s\n", o.client.url.c_str(), path.status().message().c_str());
+    return 1;
+  }
+  std::fprintf(stderr, "llmhost: no server at %s: running %s in this process\n", o.client.url.c_str(), path->c_str());
+  Result<std::unique_ptr<LocalChat>> chat = LocalChat::Load(*path, o.device);
+  if (!chat.ok()) {
+    std::fprintf(stderr, "llmhost: %s\n", chat.status().ToString().c_str());
+    return 1;
+  }
+  LocalTurnOptions turn_options;
+  if (o.max_tokens > 0) turn_options.max_tokens = o.max_tokens;
+  return Converse(o, "in this process", [&](const Json& messages, TurnPrinter* printer) {
+    Status s = (*chat)->Reply(nlohmann::ordered_json::parse(messages.dump()), turn_options, printer);
+    printer->Finish();
+    if (!s.ok()) std::fprintf(stderr, "llmhost: %s\n", s.ToString().c_str());
+    return s.ok();
+  });
+}
+
+int Run(const RunOptions& o) {
+  Result<HttpReply> probe = HttpCall(o.client.url, "GET", "/health", "", o.client.api_key);
+  if (!probe.ok() && NoServerListening(probe.status())) return RunLocal(o);
+  return Converse(o, "at " + o.client.url,
+                  [&](const Json& messages, TurnPrinter* printer) { return ServerTurn(o, messages, printer); });
+}
+
+// Deletes through the server; with none listening, in the model directories.
+int Rm(const ClientOptions& client, const LocalModelOptions& local, const std::vector<std::string>& names) {
+  int failures = 0;
+  std::optional<std::vector<DiscoveredModel>> models;  // discovered once no server answered
+  for (const std::string& name : names) {
+    if (!models) {
+      Result<HttpReply> r = HttpCall(client.url, "DELETE", "/api/delete", Json{{"model", name}}.dump(), client.api_key);
+      if (r.ok() && r->status == 200) {
+        std::printf("deleted '%s' (through the server at %s)\n", name.c_str(), client.url.c_str());
+        continue;
+      }
+      if (r.ok() || !NoServerListening(r.status())) {
+        failures += !Report(client, r);
+        continue;
+      }
+      Result<std::vector<DiscoveredModel>> found = LocalModels(local);
+      if (!found.ok()) {
+        std::fprintf(stderr, "llmhost: no server at %s, and %s\n", client.url.c_str(),
+                     found.status().message().c_str());
+        return 1;
+      }
+      models = std::move(*found);
+    }
+    const DiscoveredModel* m = FindModelByName(*models, name);
+    if (!m) {
+      std::fprintf(stderr, "llmhost: model '%s' not found (no server at %s; looked in the model directories)\n",
+                   name.c_str(), client.url.c_str());
+      ++failures;
+      continue;
+    }
+    Result<ModelRemoval> removed = RemoveModelFiles(*m);
+    if (!removed.ok()) {
+      std::fprintf(stderr, "llmhost: %s: %s\n", m->id.c_str(), removed.status().message().c_str());
+      ++failures;
+      continue;
+    }
+    std::printf("deleted '%s' (no server at %s: %s from %s)\n", m->id.c_str(), client.url.c_str(),
+                FormatBytes(removed->bytes).c_str(), m->path.c_str());
+    models->erase(models->begin() + (m - models->data()));
+  }
+  return failures == 0 ? 0 : 1;
 }
 
 }  // namespace
@@ -267,17 +315,35 @@ void RegisterClientCommands(CLI::App& app) {
   show->add_flag("--template", show_args->template_only, "Print its chat template only");
   show->callback([show_args] { ExitCode() = Show(show_args->client, show_args->model, show_args->template_only); });
 
-  struct RunArgs {
-    ClientOptions client;
-    std::string model;
-    std::vector<std::string> prompt;
-  };
-  auto run_args = std::make_shared<RunArgs>();
-  CLI::App* run = app.add_subcommand("run", "Chat with a model of a running server (one answer when a prompt is given)");
+  auto run_args = std::make_shared<RunOptions>();
+  CLI::App* run = app.add_subcommand(
+      "run", "Chat with a model (one answer when a prompt is given): on the running server, else in this process");
   AddClientOptions(run, &run_args->client);
-  run->add_option("model", run_args->model, "The model's name")->required();
+  AddLocalModelOptions(run, &run_args->local);
+  run->add_option("model", run_args->model, "The model's name (without a server: or its folder or .gguf file)")
+      ->required();
   run->add_option("prompt", run_args->prompt, "A prompt: answered once, then the command exits");
-  run->callback([run_args] { ExitCode() = Run(run_args->client, run_args->model, run_args->prompt); });
+  run->add_option("--max-tokens", run_args->max_tokens, "tokens per answer at most (default: the server's; 1024)")
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
+  run->add_option("--device", run_args->device, "without a server: cpu (default), cuda, cuda:N or auto");
+  run->callback([run_args] { ExitCode() = Run(*run_args); });
+
+  struct RmArgs {
+    ClientOptions client;
+    LocalModelOptions local;
+    std::vector<std::string> models;
+  };
+  auto rm_args = std::make_shared<RmArgs>();
+  CLI::App* rm =
+      app.add_subcommand("rm", "Delete models' files: through the running server, else in the model directories");
+  AddClientOptions(rm, &rm_args->client);
+  AddLocalModelOptions(rm, &rm_args->local);
+  rm->add_option("models", rm_args->models, "The models' names")->required();
+  rm->footer(
+      "A server unloads an idle loaded model first, and refuses (409) a pinned one or one serving or awaited by\n"
+      "requests. Only the model's own files go: its folder, its .gguf file, or its Hugging Face cache snapshot\n"
+      "with the blobs no other snapshot shares; links are removed, never followed.");
+  rm->callback([rm_args] { ExitCode() = Rm(rm_args->client, rm_args->local, rm_args->models); });
 }
 
 }  // namespace llmhost::cli

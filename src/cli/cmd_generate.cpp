@@ -15,7 +15,7 @@
 #include <random>
 #include <string>
 
-#include "chat/chat_template.h"
+#include "cli/chat_prompt.h"
 #include "cli/commands.h"
 #include "cli/model_args.h"
 #include "model/generate.h"
@@ -54,20 +54,13 @@ Result<std::vector<int32_t>> PromptIds(const GenerateCliOptions& o, const Model&
   if (given != 1) return Status::InvalidArgument("give exactly one of --prompt, --chat, --ids");
   if (!o.ids.empty()) return ParseIdList(o.ids);
   if (!o.prompt.empty()) return tok.Encode(o.prompt, /*add_special=*/true);
-  ASSIGN_OR_RETURN(ModelChatTemplates t, LoadModelChatTemplatesAt(model.path(), tok));
-  if (t.default_template.empty()) {
-    return Status::NotFound(model.path() + ": the model has no chat template (use --prompt)");
+  const auto messages = nlohmann::ordered_json::array({{{"role", "user"}, {"content", o.chat}}});
+  auto chat = ChatPromptIds(model.path(), tok, messages);
+  if (!chat.ok() && chat.status().code() == StatusCode::kNotFound) {
+    return Status::NotFound(chat.status().message() + " (use --prompt)");
   }
-  ASSIGN_OR_RETURN(ChatTemplate tmpl, ChatTemplate::Parse(t.default_template));
-  ChatTemplateInput in;
-  in.messages = nlohmann::ordered_json::array({{{"role", "user"}, {"content", o.chat}}});
-  in.add_generation_prompt = true;
-  in.bos_token = t.bos_token;
-  in.eos_token = t.eos_token;
-  ASSIGN_OR_RETURN(std::string text, tmpl.Render(in));
-  // The template writes BOS itself where the family has one (as transformers'
-  // apply_chat_template, which encodes without adding special tokens).
-  return tok.Encode(text, /*add_special=*/false);
+  if (!chat.ok()) return chat.status();
+  return std::move(chat->ids);
 }
 
 int RunGenerate(const GenerateCliOptions& o) {

@@ -17,7 +17,8 @@ void RegisterSynthCommands(CLI::App& app);      // synth-model
 void RegisterParseOutputCommands(CLI::App& app);  // parse-output
 void RegisterGrammarCheckCommands(CLI::App& app);  // grammar-check
 void RegisterPullCommands(CLI::App& app);         // pull
-void RegisterClientCommands(CLI::App& app);        // ls, ps, show, run (against a running server)
+void RegisterClientCommands(CLI::App& app);        // ls, ps, show, run, rm (a running server; run, rm without)
+void RegisterBenchCommands(CLI::App& app);         // bench (against a running server)
 
 // Sub-commands set this from their callbacks; main() returns it.
 int& ExitCode();

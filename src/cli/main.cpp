@@ -21,6 +21,7 @@ int main(int argc, char** argv) {
   llmhost::cli::RegisterGrammarCheckCommands(app);
   llmhost::cli::RegisterPullCommands(app);
   llmhost::cli::RegisterClientCommands(app);
+  llmhost::cli::RegisterBenchCommands(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -44,4 +44,8 @@ Result<HttpReply> HttpCall(const std::string& base, const std::string& method, c
   return reply;
 }
 
+bool NoServerListening(const Status& status) {
+  return status.code() == StatusCode::kIOError && status.message().find("Connection refused") != std::string::npos;
+}
+
 }  // namespace llmhost::cli

@@ -1,5 +1,5 @@
 // Requests to a running `llmhost serve` for the commands that talk to one
-// (ls, ps, show, run), over util/http_client.h: the server given as
+// (ls, ps, show, run, rm, bench), over util/http_client.h: the server given as
 // http(s)://HOST[:PORT], JSON bodies, a bearer key, streamed bodies.
 #pragma once
 
@@ -22,5 +22,9 @@ struct HttpReply {
 Result<HttpReply> HttpCall(const std::string& base, const std::string& method, const std::string& path,
                            const std::string& body, const std::string& bearer_token,
                            const std::function<bool(std::string_view)>& on_body = {});
+
+// True when `HttpCall` failed because nothing listens at the address
+// (connection refused): the commands that can work without a server do.
+bool NoServerListening(const Status& status);
 
 }  // namespace llmhost::cli

@@ -56,6 +56,7 @@
 #include "pool/memory_limits.h"
 #include "pool/memory_probe.h"
 #include "pool/model_discovery.h"
+#include "pool/model_removal.h"
 #include "pool/model_settings.h"
 #include "pool/pool_types.h"
 
@@ -105,6 +106,13 @@ struct AcquireResult {
   bool ok() const { return lease != nullptr; }
 };
 using AcquireCallback = std::function<void(AcquireResult)>;
+
+struct DeleteResult {
+  PoolError error;  // kNotFound; kBusy when refused (pinned, loading, serving)
+  std::string id;   // the model deleted
+  ModelRemoval removal;
+  bool ok() const { return error.ok(); }
+};
 
 struct GpuTarget {
   int cuda_index = 0;
@@ -186,6 +194,11 @@ class EnginePool {
   Result<ModelSettings> UpdateSettings(const std::string& id, const nlohmann::json& patch);
   Result<ModelSettings> Settings(const std::string& id) const;
   Result<ModelSettings> SetPinned(const std::string& id, bool pinned);
+  // Deletes the model's files (model_removal.h) and forgets it
+  // (pool_delete.cpp). A loaded idle model is unloaded first; a pinned one,
+  // or one loading, serving or awaited by requests, is refused (kBusy):
+  // deleting never cuts a request short or drops a model kept on purpose.
+  DeleteResult DeleteModel(const std::string& name);
   // Re-runs discovery and merges (rule 4).
   void Rediscover();
   // Loads every pinned model (rule 20); a failure is logged and skipped.

@@ -39,6 +39,7 @@ constexpr RouteEntry kRoutes[] = {
     {"GET", "/admin/api/models/", Route::kAdmin},
     {"POST", "/admin/api/models/", Route::kAdmin},
     {"PUT", "/admin/api/models/", Route::kAdmin},
+    {"DELETE", "/admin/api/models/", Route::kAdmin},
     {"POST", "/admin/api/reload", Route::kAdmin},
     {"GET", "/admin/api/cache", Route::kAdmin},
     {"POST", "/admin/api/cache/", Route::kAdmin},  // clear-hot, clear-ssd
@@ -50,6 +51,7 @@ constexpr RouteEntry kRoutes[] = {
     {"GET", "/api/tags", Route::kOllama},
     {"GET", "/api/ps", Route::kOllama},
     {"POST", "/api/show", Route::kOllama},
+    {"DELETE", "/api/delete", Route::kOllama},
     {"POST", "/api/pull", Route::kPull},
     // The dashboard (routes_dashboard.cpp); last, so /admin/api/... above wins.
     {"GET", "/admin", Route::kDashboard},

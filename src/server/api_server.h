@@ -14,9 +14,9 @@
 //   GET  /api/status                     memory, models, requests, HTTP and engine statistics
 //   POST /api/pull, /admin/api/models/pull  a model from the Hugging Face Hub (routes_pull.cpp)
 //   POST /api/chat, /api/generate        Ollama (NDJSON streams); GET /api/version, /api/tags,
-//                                        /api/ps, POST /api/show (routes_ollama.cpp)
+//                                        /api/ps, POST /api/show, DELETE /api/delete (routes_ollama.cpp)
 //   /admin/api/...                       models (list, load, unload, unload-if-idle, pin,
-//                                        unpin, settings), reload (routes_admin.cpp)
+//                                        unpin, settings, DELETE), reload (routes_admin.cpp)
 //   GET  /admin, /admin/<file>; POST /admin/login, /admin/logout; GET /admin/api/session
 //                                        the web dashboard and its sign-in (routes_dashboard.cpp)
 //   OPTIONS *                            CORS preflight

@@ -8,8 +8,8 @@ namespace {
 
 bool IsSpace(char c) { return c == ' ' || c == '\n' || c == '\t' || c == '\r'; }
 
-// The special tokens whose text is (part of) one of the format's markers:
-// the detokenizer would drop them, and the parser must see them.
+}  // namespace
+
 std::vector<int32_t> MarkupSpecialIds(const Tokenizer& tok, const FormatMarkers& markers) {
   std::vector<int32_t> ids;
   for (const AddedTokenInfo& a : tok.AddedTokens()) {
@@ -23,8 +23,6 @@ std::vector<int32_t> MarkupSpecialIds(const Tokenizer& tok, const FormatMarkers&
   }
   return ids;
 }
-
-}  // namespace
 
 bool ThinkingEnabled(const nlohmann::ordered_json& kwargs) {
   if (!kwargs.is_object()) return true;

@@ -30,6 +30,10 @@ OutputPlan PlanOutput(const InferenceRequest& request, const ServedModel& model,
 
 // Thinking is on unless the template variables turn it off
 // (enable_thinking / thinking false).
+// The tokenizer's special ids whose text is part of a marker: decoded even
+// when special tokens are skipped, so that the output parser sees them.
+std::vector<int32_t> MarkupSpecialIds(const Tokenizer& tok, const FormatMarkers& markers);
+
 bool ThinkingEnabled(const nlohmann::ordered_json& kwargs);
 
 // The prompt ends inside an open think block: its last `open` comes after

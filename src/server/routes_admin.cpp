@@ -7,6 +7,8 @@
 //   POST /admin/api/models/{id}/pin, /unpin     the settings after the change
 //   GET  /admin/api/models/{id}/settings        per-model settings
 //   PUT  /admin/api/models/{id}/settings        a patch (null removes a field), applied now
+//   DELETE /admin/api/models/{id}               deletes its files: {"status":"deleted","id","bytes",
+//                                               "removed":[paths]}; 409 when pinned or in use
 //   POST /admin/api/reload                      re-runs model discovery
 //   GET  /admin/api/cache, POST .../clear-hot|clear-ssd   the KV cache tiers (routes_cache.cpp)
 //   POST /v1/models/{id}/unload                 as the admin unload
@@ -97,6 +99,15 @@ void ModelAction(ApiServer& server, const HttpRequest& request, const std::strin
     }
     LOG_INFO("admin: settings of " << id << " changed: " << patch->dump());
     return SendJson(writer, SettingsJson(id, *s));
+  }
+  if (action.empty() && m == "DELETE") {
+    DeleteResult d = pool.DeleteModel(id);
+    if (!d.ok()) return SendError(writer, PoolApiError(d.error));
+    LOG_INFO("admin: deleted " << d.id);
+    Json removed = Json::array();
+    for (const std::string& p : d.removal.removed) removed.push_back(p);
+    return SendJson(writer, Json{{"status", "deleted"}, {"id", d.id}, {"bytes", d.removal.bytes},
+                                 {"removed", std::move(removed)}});
   }
   if (m != "POST") {
     return SendError(writer, ErrorWithStatus(405, "Method " + m + " is not allowed on " + request.path));

@@ -1,5 +1,7 @@
 // Ollama's model routes: GET /api/version, /api/tags (the models),
-// /api/ps (the loaded ones), POST /api/show (one model's details).
+// /api/ps (the loaded ones), POST /api/show (one model's details),
+// DELETE /api/delete (a model's files: EnginePool::DeleteModel; 200 with an
+// empty body, 404 "model 'x' not found", 409 when pinned or in use).
 // /api/chat and /api/generate run through routes_inference.cpp.
 //
 // Ollama names a model by a digest of its manifest; llmhost's models are
@@ -15,8 +17,10 @@
 #include "chat/output_format.h"
 #include "server/api_server.h"
 #include "server/json_fields.h"
+#include "server/pool_errors.h"
 #include "server/pool_json.h"
 #include "server/response_format.h"
+#include "util/log.h"
 #include "util/sha256.h"
 #include "util/version.h"
 
@@ -109,19 +113,29 @@ Json Capabilities(const DetectedOutputFormat& f) {
   return caps;
 }
 
-void Show(ApiServer& server, const HttpRequest& request, const std::shared_ptr<ResponseWriter>& writer) {
+// The model named by "model" (or the older "name") of a JSON body.
+MaybeError ModelName(const HttpRequest& request, std::string* name) {
   OJson body;
-  if (MaybeError e = ParseJsonObject(request.body, &body)) return SendOllamaError(writer, e->status, e->message);
-  std::optional<std::string> name;
-  MaybeError e = ReadString(body, "model", "", &name);
-  if (!e && !name) e = ReadString(body, "name", "", &name);  // the older field
-  if (e) return SendOllamaError(writer, e->status, e->message);
-  if (!name || name->empty()) return SendOllamaError(writer, 400, "'model' is required: a model name (GET /api/tags lists them)");
-  Result<std::string> id = server.pool().Resolve(*name);
+  if (MaybeError e = ParseJsonObject(request.body, &body)) return e;
+  std::optional<std::string> value;
+  MaybeError e = ReadString(body, "model", "", &value);
+  if (!e && !value) e = ReadString(body, "name", "", &value);
+  if (e) return e;
+  if (!value || value->empty()) {
+    return BadRequest("'model' is required: a model name (GET /api/tags lists them)", "model");
+  }
+  *name = *value;
+  return std::nullopt;
+}
+
+void Show(ApiServer& server, const HttpRequest& request, const std::shared_ptr<ResponseWriter>& writer) {
+  std::string name;
+  if (MaybeError e = ModelName(request, &name)) return SendOllamaError(writer, e->status, e->message);
+  Result<std::string> id = server.pool().Resolve(name);
   if (!id.ok()) return SendOllamaError(writer, 404, id.status().message());
   const std::vector<DiscoveredModel> found = server.pool().Models();
   const DiscoveredModel* m = Find(found, *id);
-  if (!m) return SendOllamaError(writer, 404, "model '" + *name + "' not found");
+  if (!m) return SendOllamaError(writer, 404, "model '" + name + "' not found");
   // A loaded model's template as it serves it; otherwise read from its folder.
   std::string template_source;
   DetectedOutputFormat format;
@@ -146,6 +160,21 @@ void Show(ApiServer& server, const HttpRequest& request, const std::shared_ptr<R
                         {"modified_at", ModifiedAt(m->path)}});
 }
 
+void Delete(ApiServer& server, const HttpRequest& request, const std::shared_ptr<ResponseWriter>& writer) {
+  std::string name;
+  if (MaybeError e = ModelName(request, &name)) return SendOllamaError(writer, e->status, e->message);
+  DeleteResult d = server.pool().DeleteModel(name);
+  if (d.error.code == PoolErrorCode::kNotFound) return SendOllamaError(writer, 404, "model '" + name + "' not found");
+  if (!d.ok()) {
+    const ApiError e = PoolApiError(d.error);
+    return SendOllamaError(writer, e.status, e.message);
+  }
+  LOG_INFO("ollama: deleted " << d.id);
+  HttpResponse r;
+  r.content_type = "";
+  writer->Send(std::move(r));
+}
+
 }  // namespace
 
 void HandleOllama(ApiServer& server, const HttpRequest& request, const std::shared_ptr<ResponseWriter>& writer) {
@@ -153,6 +182,7 @@ void HandleOllama(ApiServer& server, const HttpRequest& request, const std::shar
   if (request.path == "/api/tags") return Tags(server, writer);
   if (request.path == "/api/ps") return Ps(server, writer);
   if (request.path == "/api/show") return Show(server, request, writer);
+  if (request.path == "/api/delete") return Delete(server, request, writer);
   SendOllamaError(writer, 404, "Unknown route: " + request.method + " " + request.path);
 }
 

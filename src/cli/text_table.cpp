@@ -1,0 +1,25 @@
+#include "cli/text_table.h"
+
+#include <algorithm>
+#include <cstdio>
+
+namespace llmhost::cli {
+
+void PrintTable(const std::vector<std::vector<std::string>>& rows) {
+  std::vector<size_t> width;
+  for (const auto& row : rows)
+    for (size_t i = 0; i < row.size(); ++i) {
+      if (width.size() <= i) width.push_back(0);
+      width[i] = std::max(width[i], row[i].size());
+    }
+  for (const auto& row : rows) {
+    std::string line;
+    for (size_t i = 0; i < row.size(); ++i) {
+      line += row[i];
+      if (i + 1 < row.size()) line += std::string(width[i] - row[i].size() + 3, ' ');
+    }
+    std::printf("%s\n", line.c_str());
+  }
+}
+
+}  // namespace llmhost::cli
