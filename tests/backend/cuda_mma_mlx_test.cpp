@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -23,12 +24,14 @@ class CudaMmaMlxTest : public ::testing::Test {
  protected:
   void SetUp() override {
     if (CudaDeviceCount() == 0) GTEST_SKIP() << (CudaBuilt() ? "no GPU here" : "built without CUDA");
+    setenv("LLMHOST_CUDA_MLX_MMA", "on", 1);  // the path is opt-in (matmul_mma.cu)
     DeviceSpec d;
     d.kind = DeviceKind::kCuda;
     auto b = MakeBackend(d, Precision::kAuto, nullptr);
     ASSERT_TRUE(b.ok()) << b.status().ToString();
     b_ = std::move(*b);
   }
+  void TearDown() override { unsetenv("LLMHOST_CUDA_MLX_MMA"); }
 
   // y[n, rows] of `w` over x's rows [first, first + n), copied to the host.
   std::vector<float> Run(const WeightMatrix& w, const DeviceBuffer& x, int64_t first, int64_t n,

@@ -187,8 +187,15 @@ void LaunchShape(MmaWeights ws, int64_t n, const float* x, cudaStream_t s) {
 
 }  // namespace
 
+// MLX rows on the tensor cores await their first run on a GPU: opt-in until
+// then (LLMHOST_CUDA_MLX_MMA=on), read at each choice so a test can turn it on.
+bool MlxMmaEnabled() {
+  const char* v = std::getenv("LLMHOST_CUDA_MLX_MMA");
+  return v != nullptr && std::strcmp(v, "on") == 0;
+}
+
 bool MmaRows(const DevWeight& w) {
-  if (w.fmt == WFmt::kMlx) return MmaMlxRows(w);
+  if (w.fmt == WFmt::kMlx) return MlxMmaEnabled() && MmaMlxRows(w);
   return w.fmt == WFmt::kBF16 && w.cols % kStepCols == 0 && w.row_bytes % 16 == 0 &&
          (reinterpret_cast<uintptr_t>(w.data) & 15u) == 0;
 }
