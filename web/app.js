@@ -4,12 +4,19 @@ import { $ } from './dom.js';
 import { showStatus, stopStatus } from './status.js';
 import { refreshModels } from './models.js';
 import { setUpChat, showChat } from './chat.js';
+import { setUpLogs, showLogs, stopLogs } from './logs.js';
 
-const pages = { status: showStatus, models: refreshModels, chat: showChat };
+const pages = { status: showStatus, models: refreshModels, chat: showChat, logs: showLogs };
+
+// Stops what the shown page polls or streams.
+function stopPages() {
+  stopStatus();
+  stopLogs();
+}
 
 function showTab(name) {
   if (!pages[name]) name = 'status';
-  stopStatus();
+  stopPages();
   for (const section of document.querySelectorAll('[data-page]')) section.hidden = section.id !== name;
   for (const b of document.querySelectorAll('#tabs button')) b.classList.toggle('active', b.dataset.tab === name);
   if (location.hash !== `#${name}`) history.replaceState(null, '', `#${name}`);
@@ -17,7 +24,7 @@ function showTab(name) {
 }
 
 function showSignIn() {
-  stopStatus();
+  stopPages();
   setCsrf('');
   for (const section of document.querySelectorAll('[data-page]')) section.hidden = true;
   $('#tabs').hidden = true;
@@ -61,6 +68,7 @@ async function start() {
   $('#sign-out').addEventListener('click', signOut);
   window.addEventListener('hashchange', () => { if (!$('#tabs').hidden) showTab(location.hash.slice(1)); });
   setUpChat();
+  setUpLogs();
   whenSignedOut(showSignIn);
   const session = await api('/admin/api/session');
   if (session.auth === 'open' || session.signed_in) showApp(session);

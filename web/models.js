@@ -1,5 +1,6 @@
 // Models: every discovered model (GET /v1/models/status) with load / unload /
-// pin / unpin (POST /admin/api/models/{id}/...).
+// pin / unpin (POST /admin/api/models/{id}/...) and its idle TTL
+// (PUT /admin/api/models/{id}/settings {"ttl_seconds"}; empty: the server's --idle-ttl).
 import { api } from './client.js';
 import { $, el, formatBytes } from './dom.js';
 
@@ -8,12 +9,14 @@ function stateOf(m) {
   return m.loaded ? 'loaded' : 'not loaded';
 }
 
-async function act(id, action) {
+const modelPath = (id, action) => `/admin/api/models/${id.split('/').map(encodeURIComponent).join('/')}/${action}`;
+
+async function act(id, action, request = { method: 'POST' }) {
   const out = $('#models-result');
   out.className = '';
   out.textContent = `${action} ${id}…`;
   try {
-    const r = await api(`/admin/api/models/${id.split('/').map(encodeURIComponent).join('/')}/${action}`, { method: 'POST' });
+    const r = await api(modelPath(id, action === 'ttl' ? 'settings' : action), request);
     out.textContent = `${action} ${id}: ${r.status || 'ok'}`;
   } catch (e) {
     out.className = 'error';
@@ -28,11 +31,16 @@ function row(m) {
     b.addEventListener('click', () => act(m.id, action));
     return b;
   };
+  const ttl = el('input', { type: 'number', min: 1, class: 'ttl', placeholder: 'never', title: 'idle seconds before unloading',
+    value: m.ttl_seconds ?? '' });
+  const setTtl = el('button', { type: 'button', class: 'small', 'data-action': 'ttl' }, 'Set');
+  setTtl.addEventListener('click', () => act(m.id, 'ttl',
+    { method: 'PUT', body: { ttl_seconds: ttl.value === '' ? null : Number(ttl.value) } }));
   return el('tr', { 'data-model': m.id },
     el('td', {}, m.alias ? `${m.alias} (${m.id})` : m.id),
     el('td', { class: `state ${m.loaded ? 'on' : ''}` }, stateOf(m)),
     el('td', { class: 'num' }, m.loaded ? formatBytes(m.memory_bytes) : `~${formatBytes(m.estimated_bytes)}`),
-    el('td', { class: 'num' }, m.ttl_seconds === null ? 'never' : `${m.ttl_seconds} s`),
+    el('td', { class: 'ttl-cell' }, ttl, ' s ', setTtl),
     el('td', {}, m.pinned ? 'yes' : 'no'),
     el('td', { class: 'actions' },
       button('load', 'Load', !m.loaded && !m.loading), button('unload', 'Unload', m.loaded),

@@ -1,5 +1,7 @@
-// Status: GET /api/status every 2 s while the page is shown.
+// Status: GET /api/status and /admin/api/history (the charts) every 2 s
+// while the page is shown.
 import { api } from './client.js';
+import { lineChart } from './charts.js';
 import { $, el, fillList, formatBytes, formatCount } from './dom.js';
 
 const kPollMs = 2000;
@@ -66,9 +68,31 @@ function render(s) {
   }
 }
 
+const rate = (v) => (v >= 1000 ? `${(v / 1000).toFixed(1)}k` : v.toFixed(v >= 10 ? 0 : 1));
+const ms = (v) => (v >= 1 ? `${v.toFixed(1)} s` : `${Math.round(v * 1000)} ms`);
+
+function renderCharts(h) {
+  const samples = h.samples || [];
+  const at = (f) => samples.map((x) => [x.time_ms, f(x)]);
+  const budgets = [...new Set(samples.flatMap((x) => x.memory.map((b) => b.name)))];
+  $('#charts').replaceChildren(
+    lineChart({ id: 'throughput', title: 'Throughput (tokens/s)', format: rate, series: [
+      { name: 'generated', points: at((x) => x.generated_tps) },
+      { name: 'prompt', points: at((x) => x.prompt_tps) }] }),
+    lineChart({ id: 'ttft', title: 'Time to first token (mean)', format: ms, series: [
+      { name: 'TTFT', points: at((x) => x.ttft_mean_s) }] }),
+    lineChart({ id: 'memory', title: 'Memory usage', format: formatBytes, series: budgets.map((name) => ({
+      name, points: at((x) => (x.memory.find((b) => b.name === name) || {}).usage_bytes ?? null) })) }));
+  $('#charts-note').textContent = samples.length
+    ? `${samples.length} samples, one every ${h.interval_s} s (the last hour)`
+    : `The first sample comes ${h.interval_s} s after the server starts.`;
+}
+
 async function poll() {
   try {
-    render(await api('/api/status'));
+    const [status, history] = await Promise.all([api('/api/status'), api('/admin/api/history')]);
+    render(status);
+    renderCharts(history);
     $('#status-error').textContent = '';
   } catch (e) {
     $('#status-error').textContent = `Status: ${e.message}`;

@@ -44,6 +44,8 @@ constexpr RouteEntry kRoutes[] = {
     {"GET", "/admin/api/cache", Route::kAdmin},
     {"POST", "/admin/api/cache/", Route::kAdmin},  // clear-hot, clear-ssd
     {"GET", "/admin/api/status", Route::kStatus},
+    {"GET", "/admin/api/history", Route::kAdmin},
+    {"GET", "/admin/api/logs", Route::kAdmin},
     // Ollama's API (errors as {"error": "..."}: FlavorForPath).
     {"POST", "/api/chat", Route::kInference},
     {"POST", "/api/generate", Route::kInference},
@@ -76,7 +78,7 @@ std::string NormalizePath(std::string path) {
 ApiServer::ApiServer(const ServeSettings& settings, EnginePool* pool, MemoryEnforcer* enforcer)
     : settings_(settings), pool_(pool), enforcer_(enforcer), auth_(settings.api_keys), cors_(settings.cors_origins),
       host_guard_(settings.host, auth_.open(), settings.allowed_hosts, &cors_),
-      started_(std::chrono::steady_clock::now()) {}
+      started_(std::chrono::steady_clock::now()), history_(settings.stats_interval) {}
 
 Result<std::unique_ptr<ApiServer>> ApiServer::Create(const ServeSettings& settings, EnginePool* pool,
                                                      MemoryEnforcer* enforcer, bool handle_signals,
@@ -141,6 +143,7 @@ int64_t ApiServer::uptime_s() const {
 }
 
 void ApiServer::Run() {
+  history_.Record(ReadStats(*this));  // the charts' baseline: what comes later counts
   ticker_ = std::thread([this] { TickerLoop(); });
   http_->Run();
   CancelAllRelays();
@@ -158,6 +161,13 @@ void ApiServer::TickerLoop() {
     const auto now = std::chrono::steady_clock::now();
     for (auto& r : live) r->Tick(now);
     live.clear();
+    if (history_.Due(std::chrono::duration<double>(now.time_since_epoch()).count())) history_.Record(ReadStats(*this));
+    // Log tails end when the drain starts, so that they do not hold it up.
+    if (http_->shutting_down()) {
+      log_streams_.EndAll();
+    } else {
+      log_streams_.Pump();
+    }
     lock.lock();
   }
 }

@@ -17,6 +17,8 @@
 //                                        /api/ps, POST /api/show, DELETE /api/delete (routes_ollama.cpp)
 //   /admin/api/...                       models (list, load, unload, unload-if-idle, pin,
 //                                        unpin, settings, DELETE), reload (routes_admin.cpp)
+//   GET  /admin/api/history              the last hour's throughput, TTFT and memory (routes_history.cpp)
+//   GET  /admin/api/logs                 a live tail of the log over SSE (log_streams.h)
 //   GET  /admin, /admin/<file>; POST /admin/login, /admin/logout; GET /admin/api/session
 //                                        the web dashboard and its sign-in (routes_dashboard.cpp)
 //   OPTIONS *                            CORS preflight
@@ -51,8 +53,10 @@
 #include "server/host_guard.h"
 #include "server/metrics.h"
 #include "server/http_server.h"
+#include "server/log_streams.h"
 #include "server/response_store.h"
 #include "server/serve_settings.h"
+#include "server/stats_history.h"
 
 namespace llmhost::server {
 
@@ -74,6 +78,7 @@ class ApiServer {
   // --- For the route handlers (routes_*.cpp) ---
   struct Counters {
     std::atomic<int64_t> generations{0}, prompt_tokens{0}, cached_tokens{0}, completion_tokens{0};
+    std::atomic<int64_t> first_tokens{0}, ttft_us{0};  // generations with a first token, their TTFT sum
   };
   const ServeSettings& settings() const { return settings_; }
   EnginePool& pool() { return *pool_; }
@@ -84,6 +89,8 @@ class ApiServer {
   ServerMetrics& metrics() { return metrics_; }
   const ApiKeyAuth& auth() const { return auth_; }
   DashboardSessions& sessions() { return sessions_; }
+  const StatsHistory& history() const { return history_; }
+  LogStreams& log_streams() { return log_streams_; }
   HttpServerStats http_stats() const { return http_->stats(); }
   int64_t uptime_s() const;
   // Runs `fn` on a thread of its own (a model pull): when the server stops
@@ -114,6 +121,8 @@ class ApiServer {
   ResponseStore responses_;  // the Responses API's stored responses
   ServerMetrics metrics_;
   DashboardSessions sessions_;  // dashboard sign-ins
+  StatsHistory history_;        // the dashboard's charts, sampled by the ticker
+  LogStreams log_streams_;      // the dashboard's live log tails, pumped by the ticker
 
   mutable std::mutex mu_;
   std::condition_variable cv_;
@@ -153,6 +162,9 @@ void HandleOllama(ApiServer& server, const HttpRequest& request,
 // routes_dashboard.cpp: the web dashboard's page, files and sign-in.
 void HandleDashboard(ApiServer& server, const HttpRequest& request,
                      const std::shared_ptr<ResponseWriter>& writer);
+// routes_history.cpp: GET /admin/api/history, and the readings it is made of.
+void HandleHistory(ApiServer& server, const HttpRequest& request, const std::shared_ptr<ResponseWriter>& writer);
+StatsReading ReadStats(ApiServer& server);
 // routes_cache.cpp: GET /admin/api/cache, POST /admin/api/cache/clear-hot|clear-ssd.
 void HandleCache(ApiServer& server, const HttpRequest& request,
                  const std::shared_ptr<ResponseWriter>& writer);

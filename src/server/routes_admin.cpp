@@ -10,6 +10,8 @@
 //   DELETE /admin/api/models/{id}               deletes its files: {"status":"deleted","id","bytes",
 //                                               "removed":[paths]}; 409 when pinned or in use
 //   POST /admin/api/reload                      re-runs model discovery
+//   GET  /admin/api/history                     the dashboard's charts (routes_history.cpp)
+//   GET  /admin/api/logs                        a live log tail over SSE (log_streams.h)
 //   GET  /admin/api/cache, POST .../clear-hot|clear-ssd   the KV cache tiers (routes_cache.cpp)
 //   POST /v1/models/{id}/unload                 as the admin unload
 // Model ids may contain '/': the action is the last path segment.
@@ -152,6 +154,8 @@ void HandleAdmin(ApiServer& server, const HttpRequest& request, const std::share
   if (request.path == "/admin/api/cache" || request.path.rfind("/admin/api/cache/", 0) == 0) {
     return HandleCache(server, request, writer);
   }
+  if (request.path == "/admin/api/history") return HandleHistory(server, request, writer);
+  if (request.path == "/admin/api/logs") return server.log_streams().Start(request, writer);
   if (request.path == "/admin/api/reload") {
     server.pool().Rediscover();
     LOG_INFO("admin: models rediscovered");

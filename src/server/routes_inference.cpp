@@ -170,6 +170,10 @@ void ContinueInference(ApiServer& server, const std::string& path, InferenceRequ
     c.prompt_tokens += s.prompt_tokens;
     c.cached_tokens += s.cached_tokens;
     c.completion_tokens += s.completion_tokens;
+    if (o.ttft_s) {
+      c.first_tokens++;
+      c.ttft_us += static_cast<int64_t>(*o.ttft_s * 1e6);
+    }
     const double ms =
         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     LogFields f{{"path", path},

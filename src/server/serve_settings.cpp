@@ -140,6 +140,7 @@ const std::vector<ServeFlag>& ServeFlags() {
        "seconds a client may take to send a request's headers, or to finish a TLS handshake (default 30)"},
       {"drain-timeout", false, "seconds to let requests finish on SIGTERM/SIGINT (default 30)"},
       {"io-threads", false, "HTTP I/O threads (default 2)"},
+      {"stats-interval", false, "seconds between the dashboard's chart samples, kept for an hour (default 5)"},
       {"ssl-cert", false,
        "serve HTTPS (TLS 1.2+) only, with this PEM certificate (chain: the server's first); needs --ssl-key"},
       {"ssl-key", false, "the PEM private key (unencrypted) of --ssl-cert"},
@@ -334,6 +335,8 @@ Result<ServeSettings> ResolveServeSettings(const SettingValues& cli, const EnvLo
       ASSIGN_OR_RETURN(s.drain_timeout, ParseInt(*v, 0, 3600));
     } else if (name == "io-threads") {
       ASSIGN_OR_RETURN(s.io_threads, ParseInt(*v, 1, 64));
+    } else if (name == "stats-interval") {
+      ASSIGN_OR_RETURN(s.stats_interval, ParseInt(*v, 1, 60));
     } else if (name == "ssl-cert") {
       s.ssl_cert = last;
       tls_sources.first = v->source;

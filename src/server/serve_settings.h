@@ -43,6 +43,7 @@ struct ServeSettings {
   int header_timeout = 30;              // seconds for a request's headers
   int drain_timeout = 30;               // seconds
   int io_threads = 2;
+  int stats_interval = 5;               // seconds between samples of the dashboard's charts (stats_history.h)
   std::string ssl_cert;                 // both set: HTTPS (server/tls_context.h); both empty: plain HTTP
   std::string ssl_key;
   std::string precision = "auto";       // CPU matmul precision: auto, fast, fast-int8, fast-bf16, f32

@@ -9,6 +9,7 @@
 #include <mutex>
 
 #include "util/log_json.h"
+#include "util/log_tail.h"
 
 namespace llmhost {
 
@@ -55,6 +56,7 @@ void LogLine(LogLevel level, const std::string& message, const LogFields& fields
           : TextLine(level, message);
   std::lock_guard<std::mutex> lock(g_mu);
   std::fprintf(stderr, "%s\n", line.c_str());
+  ProcessLogTail().Append(level, line);  // under g_mu: the tail keeps stderr's order
 }
 
 const std::string& CurrentRequestId() { return t_request_id; }

@@ -1,7 +1,9 @@
 // The web dashboard (/admin) in Debian's Chromium, driven by playwright-core
 // (which never downloads a browser): every page loads without console
-// errors, Status shows the memory bars and the loaded model, Models unloads
-// and loads, Chat streams the scripted model's reply with its reasoning
+// errors, Status shows the memory bars, the loaded model and the last hour's
+// charts (sampled every second here: --stats-interval 1), Models unloads,
+// loads, pins and sets the TTL, Logs tails the server's log with a level
+// filter, Chat streams the scripted model's reply with its reasoning
 // apart, sign-in with an API key sets the session cookie and POSTs need the
 // CSRF token. Screenshots of every page go to $LLMHOST_SCREENSHOT_DIR (or a
 // new temporary folder; the path is printed). Skipped without /usr/bin/chromium
@@ -41,7 +43,9 @@ before(async () => {
   dir = mkdtempSync(path.join(tmpdir(), 'llmhost-dashboard-'));
   mkdirSync(path.join(dir, 'open'));
   mkdirSync(path.join(dir, 'locked'));
-  open = await startScriptedServer(path.join(dir, 'open'), MODEL, SCRIPT);
+  // Info lines for the Logs page; a sample a second for the charts.
+  open = await startScriptedServer(path.join(dir, 'open'), MODEL, SCRIPT, ['--stats-interval', '1'],
+    { LLMHOST_LOG_LEVEL: 'info' });
   locked = await startScriptedServer(path.join(dir, 'locked'), MODEL, SCRIPT, ['--api-key', KEY]);
   if (!skipBrowser) {
     browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox'] });
@@ -119,6 +123,27 @@ test('status: memory bars and the loaded model after a request', { skip: skipBro
   assert.match(await host.locator('.figures').innerText(), /usage .* ceiling \d/);
   await page.locator(`#loaded-models tr[data-model="${MODEL}"]`).waitFor();
   assert.match(await page.locator('#totals').innerText(), /Generations\s+1\b/);
+
+  // The charts: the request shows as a rise of generated tokens/s and a TTFT point.
+  const history = await waitFor(async () => {
+    const h = (await http(`${open.url}/admin/api/history`)).json;
+    const ready = h.samples.some((x) => x.generated_tps > 0) && h.samples.some((x) => x.ttft_mean_s !== null);
+    return ready && h.samples.length >= 2 && h;
+  }, 'samples with generated tokens and a TTFT');
+  assert.equal(history.interval_s, 1);
+  const busy = history.samples.find((x) => x.ttft_mean_s !== null);
+  assert.ok(busy.ttft_mean_s > 0 && busy.ttft_mean_s < 60, `TTFT ${busy.ttft_mean_s}`);
+  assert.equal(busy.memory[0].name, 'Host');
+  assert.ok(busy.memory[0].usage_bytes > 0);
+  const generated = page.locator('#charts [data-chart="throughput"] [data-series="generated"] polyline');
+  await generated.waitFor();
+  // Some point lies above the zero line (y grows downwards; zero is the lowest grid line).
+  const zeroY = Number(await page.locator('#charts [data-chart="throughput"] line.grid').first().getAttribute('y1'));
+  await waitFor(async () => (await generated.getAttribute('points')).split(' ').some((p) => Number(p.split(',')[1]) < zeroY - 1),
+    'the throughput chart to rise');
+  assert.ok(await page.locator('#charts [data-chart="ttft"] [data-series="TTFT"] :is(polyline, circle)').count() >= 1);
+  await page.locator('#charts [data-chart="memory"] [data-series="Host"] polyline').waitFor();
+  assert.match(await page.locator('#charts-note').innerText(), /one every 1 s/);
   await screenshot(page, 'status');
   assert.deepEqual(page.errors, []);
   await page.context().close();
@@ -144,6 +169,40 @@ test('models: unload and load a model from the table', { skip: skipBrowser }, as
   await row.locator('button[data-action="unpin"]').click();
   await row.locator('button[data-action="pin"]').waitFor();
   assert.equal((await modelStatus(open)).pinned, false);
+
+  // TTL: set, shown back after the refresh, then cleared (the server's --idle-ttl: none).
+  await row.locator('input.ttl').fill('600');
+  await row.locator('button[data-action="ttl"]').click();
+  await page.locator('#models-result', { hasText: 'ttl scripted: ok' }).waitFor();
+  assert.equal((await modelStatus(open)).ttl_seconds, 600);
+  assert.equal(await row.locator('input.ttl').inputValue(), '600');
+  await row.locator('input.ttl').fill('');
+  await row.locator('button[data-action="ttl"]').click();
+  await waitFor(async () => (await modelStatus(open)).ttl_seconds === null, 'the TTL to clear');
+  assert.deepEqual(page.errors, []);
+  await page.context().close();
+});
+
+test('logs: a live tail of the server log, filtered by level', { skip: skipBrowser }, async () => {
+  const page = await newPage();
+  await page.goto(`${open.url}/admin#logs`);
+  await page.locator('#logs-state', { hasText: 'live' }).waitFor();
+  // A request logged while the page is open arrives live.
+  const r = await http(`${open.url}/v1/chat/completions`, 'POST',
+    { model: MODEL, messages: [{ role: 'user', content: 'logged request' }] });
+  assert.equal(r.status, 200, r.text);
+  const line = page.locator('#log-lines .log-line.level-info', { hasText: '/v1/chat/completions: prompt' });
+  await line.last().waitFor();
+  await screenshot(page, 'logs');
+  // warn and above: the same backlog without its info lines.
+  await page.locator('#log-level').selectOption('warn');
+  await page.locator('#logs-state', { hasText: 'live' }).waitFor();
+  await new Promise((resolve) => setTimeout(resolve, 300));
+  assert.equal(await page.locator('#log-lines .log-line.level-info').count(), 0);
+  await page.locator('#log-level').selectOption('info');
+  await line.first().waitFor();
+  // The stream over plain HTTP: a bad level is refused.
+  assert.equal((await http(`${open.url}/admin/api/logs?level=loud`)).status, 400);
   assert.deepEqual(page.errors, []);
   await page.context().close();
 });

@@ -23,13 +23,13 @@ export const sharedDir = existsSync(sharedCandidate) ? sharedCandidate : null;
 // `home`: a --home to start in again (default: a new temporary one).
 // Writes the scripted test model `name` (its replies: `script`) under
 // dir/models and starts a server on that folder (with `args` besides).
-export async function startScriptedServer(dir, name, script, args = []) {
+export async function startScriptedServer(dir, name, script, args = [], env = {}) {
   const file = path.join(dir, 'script.json');
   writeFileSync(file, JSON.stringify(script));
   const r = spawnSync(binary, ['synth-model', '--arch', 'scripted', '--script', file, '--out',
     path.join(dir, 'models', name)], { encoding: 'utf8' });
   if (r.status !== 0) throw new Error('synth-model --arch scripted: ' + r.stderr);
-  return startServer(['--model-dir', path.join(dir, 'models'), ...args]);
+  return startServer(['--model-dir', path.join(dir, 'models'), ...args], env);
 }
 
 export async function startServer(args = [], env = {}, home = null) {
