@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <random>
@@ -41,6 +42,7 @@ class PromptAttentionTest : public ::testing::Test {
  protected:
   void SetUp() override {
     if (CudaDeviceCount() == 0) GTEST_SKIP() << (CudaBuilt() ? "no GPU here" : "built without CUDA");
+    setenv("LLMHOST_CUDA_PROMPT_ATTENTION", "on", 1);  // opt-in (prompt_attention.cuh)
     DeviceSpec d;
     d.kind = DeviceKind::kCuda;
     auto b = MakeBackend(d, Precision::kAuto, nullptr);

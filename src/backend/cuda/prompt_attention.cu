@@ -3,6 +3,9 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
+#include <cstdlib>
+#include <cstring>
+
 #include "backend/cuda/attention_rows.cuh"
 #include "backend/cuda/common.cuh"
 
@@ -355,6 +358,11 @@ void LaunchFor(const float* q, const void* k_cache, const void* v_cache, const A
 }
 
 }  // namespace
+
+bool PromptAttentionEnabled() {
+  const char* v = std::getenv("LLMHOST_CUDA_PROMPT_ATTENTION");
+  return v != nullptr && std::strcmp(v, "on") == 0;
+}
 
 bool PromptAttentionFits(const AttentionParams& p) {
   if (p.kv_dtype != DType::kBF16 && p.kv_dtype != DType::kF16) return false;

@@ -21,6 +21,10 @@
 
 namespace llmhost::cuda {
 
+// Opt-in until the kernel's fix for rows past their positions has run on a
+// GPU (LLMHOST_CUDA_PROMPT_ATTENTION=on; read at each call so tests can set it).
+bool PromptAttentionEnabled();
+
 // Whether this shape's prompt rows can go to the tensor cores: 16-bit K/V,
 // head_dim a multiple of 16 up to 256, a GQA group that divides 64.
 bool PromptAttentionFits(const AttentionParams& p);
