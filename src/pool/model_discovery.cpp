@@ -12,6 +12,7 @@
 
 #include "formats/gguf.h"
 #include "model/random_model.h"
+#include "pool/hf_cache_revisions.h"
 #include "util/file.h"
 #include "util/json.h"
 #include "util/log.h"
@@ -188,6 +189,34 @@ struct Scan {
     if (ggufs.size() == 1) AddGguf(id, ggufs[0]);
   }
 
+  // A snapshot: a model directory, or the GGUF model it holds.
+  void AddSnapshot(const std::string& id, const fs::path& snap) {
+    if (FileExists((snap / "config.json").string())) {
+      AddDirectory(id, snap, ModelSource::kHfCache);
+    } else {
+      AddSnapshotGguf(id, snap);
+    }
+  }
+
+  // Every revision of a Hugging Face cache folder. A ref naming a snapshot
+  // that another ref named already (a tag on main's commit) is the same
+  // model under its own id, so that each pulled name can be requested.
+  void AddHfCache(const std::string& repo, const fs::path& folder) {
+    std::map<std::string, size_t> added;  // snapshot → its entry in `out`
+    for (const HfCacheRevision& r : HfCacheRevisions(folder.string())) {
+      const std::string id = HfCacheRevisionId(repo, r.revision);
+      if (auto it = added.find(r.snapshot); it != added.end()) {
+        DiscoveredModel copy = (*out)[it->second];
+        copy.id = id;
+        out->push_back(std::move(copy));
+        continue;
+      }
+      const size_t before = out->size();
+      AddSnapshot(id, r.snapshot);
+      if (out->size() > before) added.emplace(r.snapshot, before);
+    }
+  }
+
   // One level: models directly in `dir`; `prefix` ("" or "org/") names them.
   // Returns the folders that are none of the above (org candidates).
   std::vector<fs::path> Level(const fs::path& dir, const std::string& prefix) {
@@ -199,12 +228,7 @@ struct Scan {
       if (IsDir(e.path())) {
         const std::string hf = HfCacheModelId(name);
         if (!hf.empty()) {
-          const std::string snap = HfCacheSnapshot(e.path().string());
-          if (!snap.empty() && FileExists(snap + "/config.json")) {
-            AddDirectory(hf, snap, ModelSource::kHfCache);
-          } else if (!snap.empty()) {
-            AddSnapshotGguf(hf, snap);
-          }
+          AddHfCache(hf, e.path());
         } else if (name.rfind("datasets--", 0) == 0 || name.rfind("spaces--", 0) == 0) {
           continue;  // other Hugging Face cache entries
         } else if (FileExists((e.path() / "config.json").string())) {
@@ -234,21 +258,8 @@ std::string HfCacheModelId(const std::string& folder) {
 }
 
 std::string HfCacheSnapshot(const std::string& folder_path) {
-  const fs::path folder(folder_path);
-  auto ref = ReadFileToString((folder / "refs" / "main").string());
-  if (ref.ok()) {
-    std::string commit = *ref;
-    while (!commit.empty() && std::isspace(static_cast<unsigned char>(commit.back()))) commit.pop_back();
-    // A commit hash: no path separators or dots that could leave snapshots/.
-    const bool safe = !commit.empty() && commit.size() <= 128 &&
-                      commit.find_first_not_of("0123456789abcdefABCDEF") == std::string::npos;
-    if (safe && IsDir(folder / "snapshots" / commit)) return (folder / "snapshots" / commit).string();
-  }
-  std::vector<fs::path> snaps;
-  for (const auto& e : Children(folder / "snapshots")) {
-    if (IsDir(e.path()) && !Hidden(e.path().filename().string())) snaps.push_back(e.path());
-  }
-  return snaps.size() == 1 ? snaps[0].string() : "";
+  const std::vector<HfCacheRevision> revisions = HfCacheRevisions(folder_path);
+  return !revisions.empty() && revisions[0].revision == "main" ? revisions[0].snapshot : "";
 }
 
 uint64_t ModelWeightBytes(const std::string& dir) {
