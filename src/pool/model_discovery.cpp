@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "formats/gguf.h"
+#include "formats/gguf_split.h"
 #include "model/random_model.h"
 #include "pool/hf_cache_revisions.h"
 #include "util/file.h"
@@ -100,6 +101,28 @@ void ReadConfigInfo(const fs::path& dir, DiscoveredModel* m) {
   }
 }
 
+// Parts 2.. of a split GGUF model: listed through part 1.
+bool LaterSplitPart(const std::string& name) {
+  const std::optional<GgufSplitName> split = ParseGgufSplitName(name);
+  return split && split->no > 1;
+}
+
+// "m.gguf" → "m"; a split's "m-00001-of-00003.gguf" → "m".
+std::string GgufModelName(const std::string& name) {
+  const std::optional<GgufSplitName> split = ParseGgufSplitName(name);
+  return split && split->count > 1 ? split->prefix : name.substr(0, name.size() - 5);
+}
+
+// Bytes of a GGUF model: the file, or every part of a split that is there
+// (a missing part fails at load time, naming it).
+uint64_t GgufModelBytes(const fs::path& file) {
+  const std::optional<GgufSplitName> split = ParseGgufSplitName(file.string());
+  if (!split || split->count == 1) return SizeOf(file);
+  uint64_t total = 0;
+  for (int no = 1; no <= split->count; ++no) total += SizeOf(GgufSplitPartPath(split->prefix, no, split->count));
+  return total;
+}
+
 // <arch>.context_length of a GGUF file (headers only), 0 when absent.
 int64_t GgufContextLength(const fs::path& file) {
   auto f = GgufFile::Open(file.string());
@@ -164,7 +187,7 @@ struct Scan {
   }
 
   void AddGguf(const std::string& id, const fs::path& file) {
-    const uint64_t size = SizeOf(file);
+    const uint64_t size = GgufModelBytes(file);
     if (size == 0) return;
     if (!FirstVisit(file, "model file")) return;
     DiscoveredModel m;
@@ -179,12 +202,13 @@ struct Scan {
     out->push_back(std::move(m));
   }
 
-  // A snapshot without config.json holding exactly one .gguf file (what
-  // `llmhost pull ORG/NAME:QUANT` leaves) is that GGUF model.
+  // A snapshot without config.json holding exactly one GGUF model (what
+  // `llmhost pull ORG/NAME:QUANT` leaves; a split model counts once) is it.
   void AddSnapshotGguf(const std::string& id, const fs::path& snap) {
     std::vector<fs::path> ggufs;
     for (const auto& e : Children(snap)) {
-      if (EndsWith(Lower(e.path().filename().string()), ".gguf") && IsFile(e.path())) ggufs.push_back(e.path());
+      const std::string name = e.path().filename().string();
+      if (EndsWith(Lower(name), ".gguf") && !LaterSplitPart(name) && IsFile(e.path())) ggufs.push_back(e.path());
     }
     if (ggufs.size() == 1) AddGguf(id, ggufs[0]);
   }
@@ -236,8 +260,8 @@ struct Scan {
         } else {
           others.push_back(e.path());
         }
-      } else if (EndsWith(Lower(name), ".gguf") && IsFile(e.path())) {
-        AddGguf(prefix + name.substr(0, name.size() - 5), e.path());
+      } else if (EndsWith(Lower(name), ".gguf") && !LaterSplitPart(name) && IsFile(e.path())) {
+        AddGguf(prefix + GgufModelName(name), e.path());
       }
     }
     return others;

@@ -9,7 +9,9 @@
 //     ref's "Org/Name@REV" (also when it names main's commit: each pulled
 //     name stays requestable); a snapshot without config.json but with
 //     exactly one *.gguf file is that GGUF model;
-//   - a *.gguf file is a model; id = its name without ".gguf";
+//   - a *.gguf file is a model; id = its name without ".gguf"; a split
+//     model (formats/gguf_split.h) is listed once, by its first part, with
+//     id = the name without "-00001-of-0000N.gguf" and the parts' sizes;
 //   - any other directory is an "org" folder, scanned one level deeper the
 //     same way: ids "org/Model", "org/name" (for org/name.gguf).
 // A root that is a random-weights spec ("random:ARCH:DTYPE:CONFIG.json[:SEED]",
