@@ -133,6 +133,20 @@ TEST(ModelDiscovery, HuggingFaceCacheWithoutMainRef) {
   EXPECT_EQ(Ids(DiscoverModels({root})), (std::vector<std::string>{"Org/N", "Org/N@v1"}));
 }
 
+// A split GGUF model is listed once, by its first part, named without the
+// part suffix and sized by every part.
+TEST(ModelDiscovery, SplitGgufListedOnce) {
+  const std::string root = testing::MakeTempDir();
+  Touch(root + "/big-00001-of-00003.gguf", std::string(10, 'g'));
+  Touch(root + "/big-00002-of-00003.gguf", std::string(20, 'g'));
+  Touch(root + "/big-00003-of-00003.gguf", std::string(30, 'g'));
+  Touch(root + "/org/one-00001-of-00001.gguf", std::string(5, 'g'));
+  auto found = DiscoverModels({root});
+  EXPECT_EQ(Ids(found), (std::vector<std::string>{"big", "org/one-00001-of-00001"}));
+  EXPECT_EQ(Find(found, "big")->path, root + "/big-00001-of-00003.gguf");
+  EXPECT_EQ(Find(found, "big")->weight_bytes, 60u);
+}
+
 TEST(ModelDiscovery, WeightSizeFallbacks) {
   const std::string root = testing::MakeTempDir();
   // *.bin when there is no safetensors, without optimizer / training states.
