@@ -232,7 +232,7 @@ def main():
 
         # 5. GGUF choice
         out = pull.run("test-org/tiny-gguf", expect_rc=1)
-        check("2 GGUF files" in out and "tiny-Q8_0.gguf" in out, "several GGUF files refused:\n" + out)
+        check("2 GGUF models" in out and "tiny-Q8_0.gguf" in out, "several GGUF files refused:\n" + out)
         out = pull.run("test-org/tiny-gguf:q4_0")
         snap = os.path.join(folder(model_dir, "test-org/tiny-gguf"), "snapshots", gguf_repo.commit)
         check(os.listdir(snap) == ["tiny-Q4_0.gguf"], "only the Q4_0 file: %s" % os.listdir(snap))
