@@ -55,7 +55,8 @@ class WeightSource {
 Result<std::unique_ptr<WeightSource>> OpenSafetensorsSource(
     const std::string& dir, const std::optional<MlxQuantization>& mlx);
 
-// Opens a GGUF file: its hyperparameters become *config (as a config.json
+// Opens a GGUF file (a split model by its first part, all parts read as
+// one): its hyperparameters become *config (as a config.json
 // would say them), *interleaved_rope tells how RoPE pairs dimensions for its
 // architecture (llama: interleaved, Q/K stored permuted for it), and
 // *rope_freq_factors holds the rope_freqs tensor when the file has one.

@@ -8,13 +8,16 @@
 // weights are used as stored, with interleaved RoPE (no copy, no
 // un-permute). qwen2/qwen3 files are not permuted and use half-split RoPE,
 // as llama.cpp's NEOX mode.
+//
+// A split model (formats/gguf_split.h) is opened by its first part and read
+// as one file: metadata from the first part, tensors from whichever holds them.
 #include <cstring>
 #include <map>
 
 #include <nlohmann/json.hpp>
 
 #include "backend/cpu/matmul.h"
-#include "formats/gguf.h"
+#include "formats/gguf_split.h"
 #include "model/weight_source.h"
 
 namespace llmhost {
@@ -68,7 +71,7 @@ std::string ToGgufName(const std::string& hf) {
 
 class GgufSource final : public WeightSource {
  public:
-  explicit GgufSource(std::unique_ptr<GgufFile> f) : f_(std::move(f)), path_(f_->path()) {}
+  explicit GgufSource(std::unique_ptr<GgufModelFiles> f) : f_(std::move(f)), path_(f_->first().path()) {}
 
   const std::string& path() const override { return path_; }
   bool HasMatrix(const std::string& module) const override { return HasTensor(module + ".weight"); }
@@ -145,11 +148,11 @@ class GgufSource final : public WeightSource {
 
   uint64_t TotalBytes() const override {
     uint64_t b = 0;
-    for (const GgufTensorInfo& t : f_->tensors()) b += t.n_bytes;
+    for (const GgufTensorInfo* t : f_->tensors()) b += t->n_bytes;
     return b;
   }
 
-  const GgufFile& file() const { return *f_; }
+  const GgufModelFiles& files() const { return *f_; }
 
  private:
   Result<const GgufTensorInfo*> Find(const std::string& hf_name) const {
@@ -162,12 +165,13 @@ class GgufSource final : public WeightSource {
     return t;
   }
 
-  std::unique_ptr<GgufFile> f_;
+  std::unique_ptr<GgufModelFiles> f_;
   std::string path_;
 };
 
-// The config.json a GGUF file's metadata describes.
-Result<Json> ConfigFromGguf(const GgufFile& f) {
+// The config.json a GGUF model's metadata (its first part) describes.
+Result<Json> ConfigFromGguf(const GgufModelFiles& files) {
+  const GgufFile& f = files.first();
   ASSIGN_OR_RETURN(std::string arch, f.GetString("general.architecture"));
   if (arch != "llama" && arch != "qwen2" && arch != "qwen3") {
     return Status::NotSupported(f.path() + ": GGUF architecture '" + arch +
@@ -223,13 +227,13 @@ Result<Json> ConfigFromGguf(const GgufFile& f) {
     }
   }
   c["rope_parameters"] = rope;
-  const GgufTensorInfo* emb = f.FindTensor("token_embd.weight");
+  const GgufTensorInfo* emb = files.FindTensor("token_embd.weight");
   if (!emb || emb->shape.size() != 2) {
     return Status::InvalidArgument(f.path() + ": missing 2-D tensor 'token_embd.weight'");
   }
   c["vocab_size"] = static_cast<int64_t>(emb->shape[1]);
-  c["tie_word_embeddings"] = f.FindTensor("output.weight") == nullptr;
-  c["attention_bias"] = f.FindTensor("blk.0.attn_q.bias") != nullptr && arch != "qwen2";
+  c["tie_word_embeddings"] = files.FindTensor("output.weight") == nullptr;
+  c["attention_bias"] = files.FindTensor("blk.0.attn_q.bias") != nullptr && arch != "qwen2";
   c["hidden_act"] = "silu";
   if (f.Has("tokenizer.ggml.bos_token_id")) c["bos_token_id"] = f.GetInt("tokenizer.ggml.bos_token_id").value();
   if (f.Has("tokenizer.ggml.eos_token_id")) c["eos_token_id"] = f.GetInt("tokenizer.ggml.eos_token_id").value();
@@ -241,13 +245,13 @@ Result<Json> ConfigFromGguf(const GgufFile& f) {
 Result<std::unique_ptr<WeightSource>> OpenGgufSource(const std::string& path, ModelConfig* config,
                                                      bool* interleaved_rope,
                                                      std::vector<float>* rope_freq_factors) {
-  ASSIGN_OR_RETURN(std::unique_ptr<GgufFile> f, GgufFile::Open(path));
+  ASSIGN_OR_RETURN(std::unique_ptr<GgufModelFiles> f, GgufModelFiles::Open(path));
   ASSIGN_OR_RETURN(Json cj, ConfigFromGguf(*f));
   ASSIGN_OR_RETURN(*config, ParseModelConfigJson(cj, path));
   *interleaved_rope = config->model_type == "llama";
   rope_freq_factors->clear();
   auto src = std::make_unique<GgufSource>(std::move(f));
-  if (const GgufTensorInfo* rf = src->file().FindTensor("rope_freqs.weight")) {
+  if (const GgufTensorInfo* rf = src->files().FindTensor("rope_freqs.weight")) {
     ASSIGN_OR_RETURN(*rope_freq_factors, src->ToF32(*rf, static_cast<int64_t>(rf->n_elements)));
   }
   return std::unique_ptr<WeightSource>(std::move(src));

@@ -8,6 +8,7 @@
 #include "model/model.h"
 #include "model/random_model.h"
 #include "formats/gguf.h"
+#include "formats/gguf_split.h"
 #include "formats/hf_config.h"
 #include "util/log.h"
 
@@ -151,13 +152,13 @@ EngineOptions CpuEngineFactory::EngineOptionsFor(const ModelSettings& settings) 
 
 Result<uint64_t> GpuWeightBytes(const DiscoveredModel& model) {
   if (!model.gguf()) return model.weight_bytes;  // safetensors or random: f32/f16/bf16 and MLX, kept as stored
-  ASSIGN_OR_RETURN(std::unique_ptr<GgufFile> f, GgufFile::Open(model.path));
+  ASSIGN_OR_RETURN(std::unique_ptr<GgufModelFiles> f, GgufModelFiles::Open(model.path));
   uint64_t bytes = 0;
-  for (const GgufTensorInfo& t : f->tensors()) {
-    if (CudaReadsGgmlInPlace(t.type)) {
-      bytes += t.n_bytes;
+  for (const GgufTensorInfo* t : f->tensors()) {
+    if (CudaReadsGgmlInPlace(t->type)) {
+      bytes += t->n_bytes;
     } else {
-      bytes += 4 * t.n_elements;
+      bytes += 4 * t->n_elements;
     }
   }
   return bytes;

@@ -4,6 +4,9 @@
 
 #include <algorithm>
 #include <cctype>
+#include <set>
+
+#include "formats/gguf_split.h"
 
 namespace llmhost {
 
@@ -43,6 +46,34 @@ std::string ListPaths(const std::vector<HubFile>& files) {
   return out;
 }
 
+// The model a GGUF file belongs to: a split's parts share one (the path
+// without "-0000K-of-0000N.gguf"), any other file is its own.
+std::string GgufModelKey(const std::string& path) {
+  const std::optional<GgufSplitName> split = ParseGgufSplitName(path);
+  return split ? split->prefix + "-of-" + std::to_string(split->count) : path;
+}
+
+std::set<std::string> GgufModels(const std::vector<HubFile>& ggufs) {
+  std::set<std::string> out;
+  for (const HubFile& f : ggufs) out.insert(GgufModelKey(f.path));
+  return out;
+}
+
+// All parts of a split model (`ggufs` holds one model's files) are listed.
+Status CheckSplitComplete(const std::vector<HubFile>& ggufs) {
+  if (ggufs.empty()) return Status::OK();
+  const std::optional<GgufSplitName> split = ParseGgufSplitName(ggufs[0].path);
+  if (!split) return Status::OK();
+  for (int no = 1; no <= split->count; ++no) {
+    const std::string part = GgufSplitPartPath(split->prefix, no, split->count);
+    if (std::none_of(ggufs.begin(), ggufs.end(), [&](const HubFile& f) { return f.path == part; })) {
+      return Status::InvalidArgument("the split GGUF model " + split->prefix + " lacks part " + part +
+                                     " (in the repository, or through --include/--exclude)");
+    }
+  }
+  return Status::OK();
+}
+
 }  // namespace
 
 bool GlobMatch(std::string_view pattern, std::string_view path) {
@@ -77,17 +108,23 @@ Result<std::vector<HubFile>> SelectHubFiles(const std::vector<HubFile>& files, c
     for (const HubFile& f : ggufs) {
       if (Lower(Base(f.path)).find(q) != std::string::npos) picked.push_back(f);
     }
-    if (picked.size() != 1) {
+    const std::set<std::string> models = GgufModels(picked);
+    if (models.size() != 1) {
       return Status::InvalidArgument(
           (picked.empty() ? "no GGUF file of the repository has '" + filter.quant + "' in its name"
-                          : "several GGUF files have '" + filter.quant + "' in their names: " + ListPaths(picked)) +
+                          : "several GGUF models have '" + filter.quant + "' in their names: " + ListPaths(picked)) +
           (ggufs.empty() ? " (the repository has no GGUF files)" : "; the GGUF files: " + ListPaths(ggufs)));
     }
-    std::erase_if(chosen, [&](const HubFile& f) { return is_gguf(f) && f.path != picked[0].path; });
-  } else if (ggufs.size() > 1) {
-    return Status::InvalidArgument("the repository has " + std::to_string(ggufs.size()) +
-                                   " GGUF files; choose one with ORG/NAME:QUANT (e.g. :Q4_K_M) or --include: " +
+    RETURN_IF_ERROR(CheckSplitComplete(picked));
+    std::erase_if(chosen, [&](const HubFile& f) {
+      return is_gguf(f) && std::none_of(picked.begin(), picked.end(), [&](const HubFile& p) { return p.path == f.path; });
+    });
+  } else if (GgufModels(ggufs).size() > 1) {
+    return Status::InvalidArgument("the repository has " + std::to_string(GgufModels(ggufs).size()) +
+                                   " GGUF models; choose one with ORG/NAME:QUANT (e.g. :Q4_K_M) or --include: " +
                                    ListPaths(ggufs));
+  } else {
+    RETURN_IF_ERROR(CheckSplitComplete(ggufs));
   }
   if (chosen.empty()) {
     return Status::InvalidArgument("no file of the repository matches the patterns; its files: " + ListPaths(files));

@@ -6,9 +6,12 @@
 // then drop files. Patterns are shell globs matched against the whole path
 // ('*' crosses '/', as huggingface_hub's allow_patterns do); a pattern
 // ending in '/' means everything under that folder.
-// GGUF: with a quantization (":Q4_K_M") exactly one .gguf file must hold it
-// in its name (case-insensitive) and the other .gguf files are dropped;
-// without one, several .gguf files are an error that lists them.
+// GGUF: with a quantization (":Q4_K_M") exactly one GGUF model must hold it
+// in its file names (case-insensitive) and the other .gguf files are
+// dropped; without one, several GGUF models are an error that lists them.
+// A split model (NAME-00001-of-0000N.gguf …, formats/gguf_split.h) is one
+// model: all its parts are chosen, and a part missing from the list is an
+// error.
 // "consolidated*.safetensors" (Mistral's original checkpoint, a copy of the
 // weights) is skipped by default when other safetensors weights exist.
 #pragma once

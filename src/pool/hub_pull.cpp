@@ -18,6 +18,7 @@
 #include <utility>
 #include <vector>
 
+#include "pool/hf_cache_revisions.h"
 #include "pool/hub_cache.h"
 #include "pool/hub_model_info.h"
 #include "util/file.h"
@@ -139,7 +140,7 @@ class Puller {
 
     RETURN_IF_ERROR(WriteHubRef(folder_, o_.ref.revision, commit_));
     HubPullResult result;
-    result.model_id = o_.ref.repo;
+    result.model_id = HfCacheRevisionId(o_.ref.repo, o_.ref.revision);
     result.commit = commit_;
     result.snapshot_dir = HubSnapshotDir(folder_, commit_);
     result.files = files_.size();

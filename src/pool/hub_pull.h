@@ -66,7 +66,7 @@ struct HubPullOptions {
 };
 
 struct HubPullResult {
-  std::string model_id;      // "ORG/NAME", as model discovery names it
+  std::string model_id;      // "ORG/NAME" or "ORG/NAME@REV", as model discovery names it
   std::string commit;
   std::string snapshot_dir;  // <model_dir>/models--ORG--NAME/snapshots/<commit>
   size_t files = 0;          // chosen

@@ -11,7 +11,9 @@
 #include <nlohmann/json.hpp>
 
 #include "formats/gguf.h"
+#include "formats/gguf_split.h"
 #include "model/random_model.h"
+#include "pool/hf_cache_revisions.h"
 #include "util/file.h"
 #include "util/json.h"
 #include "util/log.h"
@@ -99,6 +101,28 @@ void ReadConfigInfo(const fs::path& dir, DiscoveredModel* m) {
   }
 }
 
+// Parts 2.. of a split GGUF model: listed through part 1.
+bool LaterSplitPart(const std::string& name) {
+  const std::optional<GgufSplitName> split = ParseGgufSplitName(name);
+  return split && split->no > 1;
+}
+
+// "m.gguf" → "m"; a split's "m-00001-of-00003.gguf" → "m".
+std::string GgufModelName(const std::string& name) {
+  const std::optional<GgufSplitName> split = ParseGgufSplitName(name);
+  return split && split->count > 1 ? split->prefix : name.substr(0, name.size() - 5);
+}
+
+// Bytes of a GGUF model: the file, or every part of a split that is there
+// (a missing part fails at load time, naming it).
+uint64_t GgufModelBytes(const fs::path& file) {
+  const std::optional<GgufSplitName> split = ParseGgufSplitName(file.string());
+  if (!split || split->count == 1) return SizeOf(file);
+  uint64_t total = 0;
+  for (int no = 1; no <= split->count; ++no) total += SizeOf(GgufSplitPartPath(split->prefix, no, split->count));
+  return total;
+}
+
 // <arch>.context_length of a GGUF file (headers only), 0 when absent.
 int64_t GgufContextLength(const fs::path& file) {
   auto f = GgufFile::Open(file.string());
@@ -163,7 +187,7 @@ struct Scan {
   }
 
   void AddGguf(const std::string& id, const fs::path& file) {
-    const uint64_t size = SizeOf(file);
+    const uint64_t size = GgufModelBytes(file);
     if (size == 0) return;
     if (!FirstVisit(file, "model file")) return;
     DiscoveredModel m;
@@ -178,14 +202,43 @@ struct Scan {
     out->push_back(std::move(m));
   }
 
-  // A snapshot without config.json holding exactly one .gguf file (what
-  // `llmhost pull ORG/NAME:QUANT` leaves) is that GGUF model.
+  // A snapshot without config.json holding exactly one GGUF model (what
+  // `llmhost pull ORG/NAME:QUANT` leaves; a split model counts once) is it.
   void AddSnapshotGguf(const std::string& id, const fs::path& snap) {
     std::vector<fs::path> ggufs;
     for (const auto& e : Children(snap)) {
-      if (EndsWith(Lower(e.path().filename().string()), ".gguf") && IsFile(e.path())) ggufs.push_back(e.path());
+      const std::string name = e.path().filename().string();
+      if (EndsWith(Lower(name), ".gguf") && !LaterSplitPart(name) && IsFile(e.path())) ggufs.push_back(e.path());
     }
     if (ggufs.size() == 1) AddGguf(id, ggufs[0]);
+  }
+
+  // A snapshot: a model directory, or the GGUF model it holds.
+  void AddSnapshot(const std::string& id, const fs::path& snap) {
+    if (FileExists((snap / "config.json").string())) {
+      AddDirectory(id, snap, ModelSource::kHfCache);
+    } else {
+      AddSnapshotGguf(id, snap);
+    }
+  }
+
+  // Every revision of a Hugging Face cache folder. A ref naming a snapshot
+  // that another ref named already (a tag on main's commit) is the same
+  // model under its own id, so that each pulled name can be requested.
+  void AddHfCache(const std::string& repo, const fs::path& folder) {
+    std::map<std::string, size_t> added;  // snapshot → its entry in `out`
+    for (const HfCacheRevision& r : HfCacheRevisions(folder.string())) {
+      const std::string id = HfCacheRevisionId(repo, r.revision);
+      if (auto it = added.find(r.snapshot); it != added.end()) {
+        DiscoveredModel copy = (*out)[it->second];
+        copy.id = id;
+        out->push_back(std::move(copy));
+        continue;
+      }
+      const size_t before = out->size();
+      AddSnapshot(id, r.snapshot);
+      if (out->size() > before) added.emplace(r.snapshot, before);
+    }
   }
 
   // One level: models directly in `dir`; `prefix` ("" or "org/") names them.
@@ -199,12 +252,7 @@ struct Scan {
       if (IsDir(e.path())) {
         const std::string hf = HfCacheModelId(name);
         if (!hf.empty()) {
-          const std::string snap = HfCacheSnapshot(e.path().string());
-          if (!snap.empty() && FileExists(snap + "/config.json")) {
-            AddDirectory(hf, snap, ModelSource::kHfCache);
-          } else if (!snap.empty()) {
-            AddSnapshotGguf(hf, snap);
-          }
+          AddHfCache(hf, e.path());
         } else if (name.rfind("datasets--", 0) == 0 || name.rfind("spaces--", 0) == 0) {
           continue;  // other Hugging Face cache entries
         } else if (FileExists((e.path() / "config.json").string())) {
@@ -212,8 +260,8 @@ struct Scan {
         } else {
           others.push_back(e.path());
         }
-      } else if (EndsWith(Lower(name), ".gguf") && IsFile(e.path())) {
-        AddGguf(prefix + name.substr(0, name.size() - 5), e.path());
+      } else if (EndsWith(Lower(name), ".gguf") && !LaterSplitPart(name) && IsFile(e.path())) {
+        AddGguf(prefix + GgufModelName(name), e.path());
       }
     }
     return others;
@@ -234,21 +282,8 @@ std::string HfCacheModelId(const std::string& folder) {
 }
 
 std::string HfCacheSnapshot(const std::string& folder_path) {
-  const fs::path folder(folder_path);
-  auto ref = ReadFileToString((folder / "refs" / "main").string());
-  if (ref.ok()) {
-    std::string commit = *ref;
-    while (!commit.empty() && std::isspace(static_cast<unsigned char>(commit.back()))) commit.pop_back();
-    // A commit hash: no path separators or dots that could leave snapshots/.
-    const bool safe = !commit.empty() && commit.size() <= 128 &&
-                      commit.find_first_not_of("0123456789abcdefABCDEF") == std::string::npos;
-    if (safe && IsDir(folder / "snapshots" / commit)) return (folder / "snapshots" / commit).string();
-  }
-  std::vector<fs::path> snaps;
-  for (const auto& e : Children(folder / "snapshots")) {
-    if (IsDir(e.path()) && !Hidden(e.path().filename().string())) snaps.push_back(e.path());
-  }
-  return snaps.size() == 1 ? snaps[0].string() : "";
+  const std::vector<HfCacheRevision> revisions = HfCacheRevisions(folder_path);
+  return !revisions.empty() && revisions[0].revision == "main" ? revisions[0].snapshot : "";
 }
 
 uint64_t ModelWeightBytes(const std::string& dir) {

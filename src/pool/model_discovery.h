@@ -3,11 +3,15 @@
 // Under each root, in name order, hidden entries (".name") skipped:
 //   - a directory holding config.json (and no adapter_config.json: LoRA
 //     adapters are skipped) is a model; id = its name;
-//   - a Hugging Face cache folder `models--Org--Name` resolves through
-//     refs/main to snapshots/<commit> (the only snapshot when refs/main is
-//     missing); id = "Org/Name"; a snapshot without config.json but with
+//   - a Hugging Face cache folder `models--Org--Name` is a model per
+//     revision (pool/hf_cache_revisions.h): refs/main's snapshot (the only
+//     snapshot when refs/main is missing) has id "Org/Name", every other
+//     ref's "Org/Name@REV" (also when it names main's commit: each pulled
+//     name stays requestable); a snapshot without config.json but with
 //     exactly one *.gguf file is that GGUF model;
-//   - a *.gguf file is a model; id = its name without ".gguf";
+//   - a *.gguf file is a model; id = its name without ".gguf"; a split
+//     model (formats/gguf_split.h) is listed once, by its first part, with
+//     id = the name without "-00001-of-0000N.gguf" and the parts' sizes;
 //   - any other directory is an "org" folder, scanned one level deeper the
 //     same way: ids "org/Model", "org/name" (for org/name.gguf).
 // A root that is a random-weights spec ("random:ARCH:DTYPE:CONFIG.json[:SEED]",
@@ -57,7 +61,7 @@ uint64_t ModelWeightBytes(const std::string& dir);
 
 // "models--Org--Name" → "Org/Name"; "" when `folder` is not one.
 std::string HfCacheModelId(const std::string& folder);
-// The snapshot directory of a Hugging Face cache folder, "" when none.
+// The main snapshot directory of a Hugging Face cache folder, "" when none.
 std::string HfCacheSnapshot(const std::string& folder_path);
 
 }  // namespace llmhost

@@ -4,8 +4,10 @@
 #include <cctype>
 #include <filesystem>
 #include <iterator>
+#include <optional>
 #include <set>
 
+#include "formats/gguf_split.h"
 #include "util/file.h"
 #include "util/log.h"
 
@@ -179,6 +181,12 @@ Result<ModelRemoval> RemoveModelFiles(const DiscoveredModel& m) {
   }
   if (!Exists(path)) return Status::NotFound(m.path + ": no such file or folder");
   RETURN_IF_ERROR(RemovePath(path, &out));
+  // A split GGUF model's other parts, named after the first.
+  const std::optional<GgufSplitName> split = m.gguf() ? ParseGgufSplitName(path.string()) : std::nullopt;
+  for (int no = 2; split && split->no == 1 && no <= split->count; ++no) {
+    const fs::path part = GgufSplitPartPath(split->prefix, no, split->count);
+    if (Exists(part)) RETURN_IF_ERROR(RemovePath(part, &out));
+  }
   return out;
 }
 

@@ -1,7 +1,8 @@
 // Deleting a discovered model's files (`llmhost rm`, DELETE /api/delete),
 // only what belongs to it and never anything outside its --model-dir:
 //   - a model folder (root/NAME, root/ORG/NAME): the folder;
-//   - a GGUF file (root/NAME.gguf, root/ORG/NAME.gguf): the file;
+//   - a GGUF file (root/NAME.gguf, root/ORG/NAME.gguf): the file (a split
+//     model: every part there is);
 //   - a Hugging Face cache repo (root/[ORG/]models--ORG--NAME): the served
 //     snapshot (snapshots/<commit>), the refs naming that commit, then the
 //     blobs no other snapshot links to; the whole repo folder (and its

@@ -10,7 +10,8 @@ Speaks the endpoints `llmhost pull` uses:
       answers with a chunked body and an ETag
   GET /cdn/SHA256    the content, with Range support (206 + Content-Range)
 
-Faults, set per (repo, path): `drop_once` sends the headers and half the
+`add_revision` gives a repo another branch or tag with its own files and
+commit. Faults, set per (repo, path): `drop_once` sends the headers and half the
 bytes of the first request, then closes the connection; `corrupt` serves
 the content with one byte flipped. `requests` logs (path, headers) of every
 request; `cdn_saw_authorization` turns true if a credential reached the CDN;
@@ -46,7 +47,8 @@ class FakeHub:
         self.corrupt = set()
         self.requests = []
         self.cdn_saw_authorization = False
-        self.by_sha = {}  # sha256 -> (repo, path)
+        self.by_sha = {}  # sha256 -> (repo name, Repo, path)
+        self.revisions = {}  # repo name -> {branch or tag: Repo}
         self.lock = threading.Lock()
         self.server = None
         # Repos whose CDN requests wait until this many are in flight (proof
@@ -60,9 +62,25 @@ class FakeHub:
         self.repos[name] = repo
         if gated:
             self.gated.add(name)
-        for p in repo.lfs:
-            self.by_sha[hashlib.sha256(files[p]).hexdigest()] = (name, p)
+        self.index_lfs(name, repo)
         return repo
+
+    def add_revision(self, name, revision, files, lfs_suffixes=(".safetensors", ".gguf")):
+        repo = Repo(files, lfs_suffixes, {})
+        self.revisions.setdefault(name, {})[revision] = repo
+        self.index_lfs(name, repo)
+        return repo
+
+    def index_lfs(self, name, repo):
+        for p in repo.lfs:
+            self.by_sha[hashlib.sha256(repo.files[p]).hexdigest()] = (name, repo, p)
+
+    def at_commit(self, name, commit):
+        """The repo's files at a commit, None when it has no such commit."""
+        for repo in [self.repos[name]] + list(self.revisions.get(name, {}).values()):
+            if repo.commit == commit:
+                return repo
+        return None
 
     def start(self, ssl_context=None):
         """Serves on 127.0.0.1 (a random port), over TLS with `ssl_context`."""
@@ -136,8 +154,10 @@ class FakeHub:
             return self.send(h, 404, b"Not Found")
         if not self.check_access(h, name):
             return
-        repo = self.repos[name]
-        if revision not in ("main", repo.commit):
+        repo = self.revisions.get(name, {}).get(revision) or self.at_commit(name, revision)
+        if revision == "main":
+            repo = self.repos[name]
+        if repo is None:
             return self.send(h, 404, b'{"error":"Invalid rev id"}', {"X-Error-Code": "RevisionNotFound"})
         siblings = []
         for path, data in sorted(repo.files.items()):
@@ -152,8 +172,8 @@ class FakeHub:
     def resolve(self, h, name, commit, path):
         if not self.check_access(h, name):
             return
-        repo = self.repos[name]
-        if commit != repo.commit or path not in repo.files:
+        repo = self.at_commit(name, commit)
+        if repo is None or path not in repo.files:
             return self.send(h, 404, b"Entry not found", {"X-Error-Code": "EntryNotFound"})
         data = repo.files[path]
         if path in repo.lfs:
@@ -167,7 +187,7 @@ class FakeHub:
                                     "X-Repo-Commit": repo.commit})
 
     def raw(self, h, name, commit, path):
-        data = self.repos[name].files[path]
+        data = self.at_commit(name, commit).files[path]
         h.send_response(200)
         h.send_header("Transfer-Encoding", "chunked")
         h.send_header("ETag", '"%s"' % git_blob_id(data))
@@ -184,13 +204,13 @@ class FakeHub:
             self.cdn_saw_authorization = True
         if sha not in self.by_sha:
             return self.send(h, 404, b"no such object")
-        name, path = self.by_sha[sha]
+        name, repo, path = self.by_sha[sha]
         if name in self.barrier_repos:
             try:
                 self.barrier.wait(timeout=5)
             except threading.BrokenBarrierError:
                 self.concurrent_met = False
-        data = self.repos[name].files[path]
+        data = repo.files[path]
         if (name, path) in self.corrupt:
             data = bytes([data[0] ^ 0xFF]) + data[1:]
         start = 0

@@ -18,12 +18,18 @@ served on 127.0.0.1 (a random port) with LFS files behind a redirect to a
                  one without HF_TOKEN (says to set it) and with it (pulls), a
                  listed size beyond the free disk (no space left), an unknown
                  revision
-  5. gguf        two GGUF files: refused without a choice; ":q4_0" picks one
+  5. gguf        two GGUF files: refused without a choice; ":q4_0" picks one;
+                 a split GGUF model (two parts, cut by gguf_split.py) pulled
+                 whole by ":Q4_0"; a split with a part missing refused
+     revision    ORG/NAME@v2 (a tag with other files) pulled beside main:
+                 refs/v2 names its commit
   6. tls         HTTPS to a fake Hub with a self-signed certificate: refused
                  with the system store, pulled with SSL_CERT_FILE, refused for a
                  certificate naming another host (skipped without `openssl`)
-  7. serve       `llmhost serve --model-dir DIR` lists both pulled models
-                 (GET /v1/models) and generates a few tokens with each
+  7. serve       `llmhost serve --model-dir DIR` lists the pulled models
+                 (GET /v1/models, /api/tags, `llmhost ls`; the v2 revision as
+                 ORG/NAME@v2, the split model once) and generates a few tokens
+                 with each
 Also: --jobs 4 downloads three files at once (the fake CDN holds each answer
 until all three are asked for).
 Usage: hub_pull.py LLMHOST_BINARY [--work DIR] [--keep]. Exit 0 on success, 1
@@ -36,6 +42,7 @@ import os
 import re
 import shutil
 import ssl
+import struct
 import subprocess
 import sys
 import tempfile
@@ -43,6 +50,7 @@ import threading
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from fake_hub import FakeHub, git_blob_id  # noqa: E402
+from gguf_split import split_gguf  # noqa: E402
 from llmhost_http import http  # noqa: E402
 
 SRC = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
@@ -224,11 +232,39 @@ def main():
 
         # 5. GGUF choice
         out = pull.run("test-org/tiny-gguf", expect_rc=1)
-        check("2 GGUF files" in out and "tiny-Q8_0.gguf" in out, "several GGUF files refused:\n" + out)
+        check("2 GGUF models" in out and "tiny-Q8_0.gguf" in out, "several GGUF files refused:\n" + out)
         out = pull.run("test-org/tiny-gguf:q4_0")
         snap = os.path.join(folder(model_dir, "test-org/tiny-gguf"), "snapshots", gguf_repo.commit)
         check(os.listdir(snap) == ["tiny-Q4_0.gguf"], "only the Q4_0 file: %s" % os.listdir(snap))
         print("ok: GGUF quantization choice")
+
+        # A split GGUF model: all parts of the chosen quantization, or a clear refusal.
+        n_tensors = struct.unpack_from("<Q", q4, 8)[0]
+        parts = split_gguf(q4, [3, n_tensors - 3])
+        split_repo = hub.add_repo("test-org/split-gguf", {"tiny-Q4_0-00001-of-00002.gguf": parts[0],
+                                                          "tiny-Q4_0-00002-of-00002.gguf": parts[1],
+                                                          "tiny-Q8_0.gguf": b"GGUF not really"})
+        pull.run("test-org/split-gguf:Q4_0")
+        check_layout(model_dir, "test-org/split-gguf", split_repo,
+                     ["tiny-Q4_0-00001-of-00002.gguf", "tiny-Q4_0-00002-of-00002.gguf"])
+        hub.add_repo("test-org/split-gap", {"m-Q4_0-00001-of-00003.gguf": parts[0] + b"g",
+                                            "m-Q4_0-00003-of-00003.gguf": parts[1] + b"g"})
+        out = pull.run("test-org/split-gap:Q4_0", expect_rc=1)
+        check("lacks part m-Q4_0-00002-of-00003.gguf" in out, "a split with a part missing is refused:\n" + out)
+        print("ok: split GGUF pulled whole; a missing part refused")
+
+        # A revision other than main, pulled beside it.
+        rev_files = {k: qwen[k] for k in wanted}
+        rev_main = hub.add_repo("test-org/rev", rev_files)
+        rev_v2 = hub.add_revision("test-org/rev", "v2", dict(rev_files, **{"README.md": b"# v2\n"}))
+        pull.run("test-org/rev")
+        out = pull.run("test-org/rev@v2")
+        check("pulled test-org/rev@v2 " in out, "the revision's id is reported:\n" + out)
+        rf = folder(model_dir, "test-org/rev")
+        check(open(os.path.join(rf, "refs", "v2")).read() == rev_v2.commit, "refs/v2 names v2's commit")
+        check(open(os.path.join(rf, "refs", "main")).read() == rev_main.commit, "refs/main is kept")
+        check(rev_v2.commit != rev_main.commit, "v2 is another commit")
+        print("ok: revision v2 pulled beside main")
 
         # 6. TLS
         tls_scenario(args.binary, work, qwen)
@@ -310,9 +346,16 @@ def serve_models(binary, work, model_dir, hub, served):
         url = m.group(1)
         st, j = http(url + "/v1/models")
         ids = sorted(d["id"] for d in j["data"]) if st == 200 else []
-        for want in ("test-org/qwen3-tiny", "test-org/tiny-gguf"):
+        wanted = ("test-org/qwen3-tiny", "test-org/tiny-gguf", "test-org/split-gguf", "test-org/rev", "test-org/rev@v2")
+        for want in wanted:
             check(want in ids, "GET /v1/models lists %s: %s" % (want, ids))
-        for model in ("test-org/qwen3-tiny", "test-org/tiny-gguf"):
+        check(not any("00002-of" in i for i in ids), "a split model is listed once: %s" % ids)
+        st, j = http(url + "/api/tags")
+        tags = [m["name"] for m in j["models"]] if st == 200 else []
+        check("test-org/rev@v2" in tags and "test-org/split-gguf" in tags, "GET /api/tags lists them: %s" % tags)
+        ls = subprocess.run([binary, "ls", "--url", url], capture_output=True, text=True, timeout=60)
+        check(ls.returncode == 0 and "test-org/rev@v2" in ls.stdout, "llmhost ls lists the revision:\n" + ls.stdout)
+        for model in wanted:
             st, j = http(url + "/v1/completions", {"model": model, "prompt": "Hello", "max_tokens": 4,
                                                    "temperature": 0}, timeout=120)
             check(st == 200 and j["usage"]["completion_tokens"] > 0, "%s generates: %s %s" % (model, st, j))

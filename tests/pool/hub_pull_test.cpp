@@ -151,6 +151,34 @@ TEST(HubFileSelectTest, GgufNeedsAChoiceAmongSeveral) {
   EXPECT_EQ(single->size(), 1u);
 }
 
+// A split GGUF model is one choice: all its parts, and only when all are there.
+TEST(HubFileSelectTest, SplitGgufIsOneModel) {
+  auto files = Files({"Q4_K_M/m-Q4_K_M-00001-of-00002.gguf", "Q4_K_M/m-Q4_K_M-00002-of-00002.gguf",
+                      "m-Q8_0.gguf", "config.json"});
+  HubFileFilter f;
+  f.quant = "Q4_K_M";
+  auto picked = SelectHubFiles(files, f);
+  ASSERT_TRUE(picked.ok()) << picked.status().ToString();
+  EXPECT_EQ(Paths(*picked), (std::vector<std::string>{"Q4_K_M/m-Q4_K_M-00001-of-00002.gguf",
+                                                      "Q4_K_M/m-Q4_K_M-00002-of-00002.gguf", "config.json"}));
+  f.quant = "Q8_0";
+  auto q8 = SelectHubFiles(files, f);
+  ASSERT_TRUE(q8.ok());
+  EXPECT_EQ(Paths(*q8), (std::vector<std::string>{"m-Q8_0.gguf", "config.json"}));
+  // Only the split: no choice needed.
+  auto only = SelectHubFiles(Files({"m-00001-of-00002.gguf", "m-00002-of-00002.gguf"}), {});
+  ASSERT_TRUE(only.ok()) << only.status().ToString();
+  EXPECT_EQ(only->size(), 2u);
+  // Still two models without a quantization.
+  EXPECT_FALSE(SelectHubFiles(files, {}).ok());
+  // A part missing from the repository (or excluded).
+  f.quant = "Q4_0";
+  auto gap = SelectHubFiles(Files({"m-Q4_0-00001-of-00003.gguf", "m-Q4_0-00003-of-00003.gguf"}), f);
+  ASSERT_FALSE(gap.ok());
+  EXPECT_NE(gap.status().message().find("lacks part m-Q4_0-00002-of-00003.gguf"), std::string::npos)
+      << gap.status().ToString();
+}
+
 TEST(HubCacheTest, LayoutMatchesHuggingFaceHub) {
   EXPECT_EQ(HubRepoFolder("/m", "Qwen/Qwen3-0.6B"), "/m/models--Qwen--Qwen3-0.6B");
   EXPECT_EQ(HubBlobPath("/m/models--a--b", "abc"), "/m/models--a--b/blobs/abc");
@@ -187,10 +215,12 @@ TEST(HubCacheTest, LinksAndRefsAreWhatDiscoveryServes) {
 
   EXPECT_EQ(HfCacheSnapshot(folder), snap);
   auto models = DiscoverModels({dir});
-  ASSERT_EQ(models.size(), 1u);
+  ASSERT_EQ(models.size(), 2u);  // main, and the PR ref under its own id
   EXPECT_EQ(models[0].id, "test-org/tiny");
   EXPECT_EQ(models[0].path, snap);
   EXPECT_GT(models[0].weight_bytes, 0u);
+  EXPECT_EQ(models[1].id, "test-org/tiny@refs/pr/1");
+  EXPECT_EQ(models[1].path, snap);
 }
 
 TEST(HubCacheTest, ASnapshotWithOneGgufIsServedAsIt) {
@@ -205,6 +235,23 @@ TEST(HubCacheTest, ASnapshotWithOneGgufIsServedAsIt) {
   EXPECT_EQ(models[0].id, "test-org/tiny-gguf");
   EXPECT_TRUE(models[0].gguf());
   EXPECT_EQ(models[0].path, HubSnapshotDir(folder, kCommit) + "/tiny-Q4_0.gguf");
+}
+
+// A split GGUF snapshot is one model, by its first part, sized by all parts.
+TEST(HubCacheTest, ASnapshotWithASplitGgufIsServedOnce) {
+  const std::string dir = testing::MakeTempDir();
+  const std::string folder = HubRepoFolder(dir, "test-org/split");
+  fs::create_directories(folder + "/blobs");
+  ASSERT_TRUE(WriteFileAtomic(HubBlobPath(folder, "p1"), std::string(100, 'a')).ok());
+  ASSERT_TRUE(WriteFileAtomic(HubBlobPath(folder, "p2"), std::string(50, 'b')).ok());
+  ASSERT_TRUE(LinkHubSnapshotFile(folder, kCommit, "s-Q4_0-00001-of-00002.gguf", "p1").ok());
+  ASSERT_TRUE(LinkHubSnapshotFile(folder, kCommit, "s-Q4_0-00002-of-00002.gguf", "p2").ok());
+  ASSERT_TRUE(WriteHubRef(folder, "main", kCommit).ok());
+  auto models = DiscoverModels({dir});
+  ASSERT_EQ(models.size(), 1u);
+  EXPECT_EQ(models[0].id, "test-org/split");
+  EXPECT_EQ(models[0].path, HubSnapshotDir(folder, kCommit) + "/s-Q4_0-00001-of-00002.gguf");
+  EXPECT_EQ(models[0].weight_bytes, 150u);
 }
 
 }  // namespace

@@ -96,6 +96,57 @@ TEST(ModelDiscovery, HuggingFaceCacheFoldersResolveThroughRefsMain) {
   EXPECT_EQ(HfCacheModelId("model--x"), "");
 }
 
+// Every ref of a cache folder is a model: main as "Org/Name", the others as
+// "Org/Name@REV" (nested refs included); a ref on main's commit is its own
+// id for the same snapshot; refs naming no snapshot are skipped.
+TEST(ModelDiscovery, HuggingFaceCacheRefsAreModelsEach) {
+  const std::string root = testing::MakeTempDir();
+  const std::string hf = root + "/models--Org--M";
+  Touch(hf + "/refs/main", "aaaa");
+  Touch(hf + "/refs/v2", "bbbb\n");
+  Touch(hf + "/refs/same-as-main", "aaaa");
+  Touch(hf + "/refs/pr/1", "cccc");
+  Touch(hf + "/refs/gone", "dddd");         // no snapshot
+  Touch(hf + "/refs/escape", "../../x");    // not a commit
+  Model(hf + "/snapshots/aaaa", 11);
+  Model(hf + "/snapshots/bbbb", 22);
+  Touch(hf + "/snapshots/cccc/m-Q4_K_M.gguf", std::string(33, 'g'));
+  auto found = DiscoverModels({root});
+  EXPECT_EQ(Ids(found), (std::vector<std::string>{"Org/M", "Org/M@pr/1", "Org/M@same-as-main", "Org/M@v2"}));
+  EXPECT_EQ(Find(found, "Org/M")->weight_bytes, 11u);
+  EXPECT_EQ(Find(found, "Org/M@v2")->path, hf + "/snapshots/bbbb");
+  EXPECT_EQ(Find(found, "Org/M@v2")->weight_bytes, 22u);
+  EXPECT_EQ(Find(found, "Org/M@same-as-main")->path, hf + "/snapshots/aaaa");
+  EXPECT_EQ(Find(found, "Org/M@same-as-main")->model_type, "qwen3");
+  const DiscoveredModel* pr = Find(found, "Org/M@pr/1");
+  ASSERT_NE(pr, nullptr);
+  EXPECT_TRUE(pr->gguf());
+  EXPECT_EQ(pr->path, hf + "/snapshots/cccc/m-Q4_K_M.gguf");
+}
+
+// Without refs/main but with another ref, the only snapshot is still main.
+TEST(ModelDiscovery, HuggingFaceCacheWithoutMainRef) {
+  const std::string root = testing::MakeTempDir();
+  const std::string hf = root + "/models--Org--N";
+  Touch(hf + "/refs/v1", "abab");
+  Model(hf + "/snapshots/abab");
+  EXPECT_EQ(Ids(DiscoverModels({root})), (std::vector<std::string>{"Org/N", "Org/N@v1"}));
+}
+
+// A split GGUF model is listed once, by its first part, named without the
+// part suffix and sized by every part.
+TEST(ModelDiscovery, SplitGgufListedOnce) {
+  const std::string root = testing::MakeTempDir();
+  Touch(root + "/big-00001-of-00003.gguf", std::string(10, 'g'));
+  Touch(root + "/big-00002-of-00003.gguf", std::string(20, 'g'));
+  Touch(root + "/big-00003-of-00003.gguf", std::string(30, 'g'));
+  Touch(root + "/org/one-00001-of-00001.gguf", std::string(5, 'g'));
+  auto found = DiscoverModels({root});
+  EXPECT_EQ(Ids(found), (std::vector<std::string>{"big", "org/one-00001-of-00001"}));
+  EXPECT_EQ(Find(found, "big")->path, root + "/big-00001-of-00003.gguf");
+  EXPECT_EQ(Find(found, "big")->weight_bytes, 60u);
+}
+
 TEST(ModelDiscovery, WeightSizeFallbacks) {
   const std::string root = testing::MakeTempDir();
   // *.bin when there is no safetensors, without optimizer / training states.

@@ -70,6 +70,21 @@ TEST(ModelRemoval, FolderAndGgufFileGoAndNothingElse) {
   EXPECT_EQ(left, (std::vector<std::string>{"keep", "org/Other"}));
 }
 
+// A split GGUF model goes with all its parts; another split's stay.
+TEST(ModelRemoval, SplitGgufGoesWithEveryPart) {
+  const std::string root = testing::MakeTempDir();
+  Touch(root + "/big-00001-of-00002.gguf", std::string(10, 'g'));
+  Touch(root + "/big-00002-of-00002.gguf", std::string(20, 'g'));
+  Touch(root + "/other-00001-of-00002.gguf", std::string(10, 'g'));
+  Touch(root + "/other-00002-of-00002.gguf", std::string(20, 'g'));
+  const auto found = DiscoverModels({root});
+  auto r = RemoveModelFiles(*Find(found, "big"));
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->removed, (std::vector<std::string>{root + "/big-00001-of-00002.gguf", root + "/big-00002-of-00002.gguf"}));
+  EXPECT_EQ(r->bytes, 30u);
+  EXPECT_TRUE(Exists(root + "/other-00002-of-00002.gguf"));
+}
+
 TEST(ModelRemoval, HubSnapshotKeepsBlobsAnotherSnapshotSharesThenTheRepoGoesWithTheLast) {
   const std::string root = testing::MakeTempDir();
   const std::string repo = root + "/models--org--Model";
