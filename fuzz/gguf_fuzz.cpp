@@ -1,15 +1,26 @@
 // libFuzzer target: GgufFile::Parse on arbitrary bytes, then every metadata
-// key read through every getter and every tensor's data range touched.
+// key read through every getter and every tensor's data range touched; the
+// same bytes as a file name for the split-part parser (a parsed name must
+// spell back to itself).
 #include <cstddef>
 #include <cstdint>
 
 #include "formats/gguf.h"
+#include "formats/gguf_split.h"
 
 using namespace llmhost;
 
 static volatile size_t g_sink;  // keeps the reads from being optimized away
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  const std::string_view name(reinterpret_cast<const char*>(data), size);
+  if (auto split = ParseGgufSplitName(name)) {
+    if (split->no < 1 || split->no > split->count || split->count > kMaxGgufSplitParts) __builtin_trap();
+    auto again = ParseGgufSplitName(GgufSplitPartPath(split->prefix, split->no, split->count));
+    if (!again || again->prefix != split->prefix || again->no != split->no || again->count != split->count) {
+      __builtin_trap();
+    }
+  }
   auto r = GgufFile::Parse(data, size, "fuzz.gguf");
   if (!r.ok()) return 0;
   const GgufFile& g = **r;
