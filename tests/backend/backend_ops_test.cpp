@@ -425,7 +425,7 @@ TEST_P(BackendOpsTest, MoeFfnMatchesEachTokensExpertsComposed) {
 // soft-capping, 16-bit K/V, q rows inside wider (fused) rows; now and then a
 // context past the CPU's 1,024-key attention segments.
 TEST_P(BackendOpsTest, StoreKvAndAttention) {
-  setenv("LLMHOST_CUDA_PROMPT_ATTENTION", "on", 1);  // a GPU's prompt rows on the tensor cores (opt-in)
+  setenv("LLMHOST_CUDA_PROMPT_ATTENTION", "on", 1);  // the default, whatever the environment says
   std::mt19937 rng(5);
   for (int c = 0; c < kCases; ++c) {
     const DType dtypes[] = {DType::kF32, DType::kBF16, DType::kF16};

@@ -24,7 +24,7 @@ class CudaMmaMlxTest : public ::testing::Test {
  protected:
   void SetUp() override {
     if (CudaDeviceCount() == 0) GTEST_SKIP() << (CudaBuilt() ? "no GPU here" : "built without CUDA");
-    setenv("LLMHOST_CUDA_MLX_MMA", "on", 1);  // the path is opt-in (matmul_mma.cu)
+    setenv("LLMHOST_CUDA_MLX_MMA", "on", 1);  // the default, whatever the environment says
     DeviceSpec d;
     d.kind = DeviceKind::kCuda;
     auto b = MakeBackend(d, Precision::kAuto, nullptr);

@@ -42,7 +42,7 @@ class PromptAttentionTest : public ::testing::Test {
  protected:
   void SetUp() override {
     if (CudaDeviceCount() == 0) GTEST_SKIP() << (CudaBuilt() ? "no GPU here" : "built without CUDA");
-    setenv("LLMHOST_CUDA_PROMPT_ATTENTION", "on", 1);  // opt-in (prompt_attention.cuh)
+    setenv("LLMHOST_CUDA_PROMPT_ATTENTION", "on", 1);  // the default, whatever the environment says
     DeviceSpec d;
     d.kind = DeviceKind::kCuda;
     auto b = MakeBackend(d, Precision::kAuto, nullptr);

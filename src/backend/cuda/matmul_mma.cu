@@ -187,11 +187,11 @@ void LaunchShape(MmaWeights ws, int64_t n, const float* x, cudaStream_t s) {
 
 }  // namespace
 
-// MLX rows on the tensor cores await their first run on a GPU: opt-in until
-// then (LLMHOST_CUDA_MLX_MMA=on), read at each choice so a test can turn it on.
+// MLX rows on the tensor cores unless LLMHOST_CUDA_MLX_MMA=off (read at each
+// choice, so a test or a speed comparison can turn it off without a rebuild).
 bool MlxMmaEnabled() {
   const char* v = std::getenv("LLMHOST_CUDA_MLX_MMA");
-  return v != nullptr && std::strcmp(v, "on") == 0;
+  return v == nullptr || std::strcmp(v, "off") != 0;
 }
 
 bool MmaRows(const DevWeight& w) {

@@ -361,7 +361,7 @@ void LaunchFor(const float* q, const void* k_cache, const void* v_cache, const A
 
 bool PromptAttentionEnabled() {
   const char* v = std::getenv("LLMHOST_CUDA_PROMPT_ATTENTION");
-  return v != nullptr && std::strcmp(v, "on") == 0;
+  return v == nullptr || std::strcmp(v, "off") != 0;
 }
 
 bool PromptAttentionFits(const AttentionParams& p) {

@@ -21,8 +21,8 @@
 
 namespace llmhost::cuda {
 
-// Opt-in until the kernel's fix for rows past their positions has run on a
-// GPU (LLMHOST_CUDA_PROMPT_ATTENTION=on; read at each call so tests can set it).
+// On unless LLMHOST_CUDA_PROMPT_ATTENTION=off (read at each call, so a test or
+// a user comparing speeds can turn it off without a rebuild).
 bool PromptAttentionEnabled();
 
 // Whether this shape's prompt rows can go to the tensor cores: 16-bit K/V,
