@@ -289,6 +289,7 @@ uint64_t EnginePool::AcquireAsync(const std::string& name, AcquireCallback done,
       Waiter w;
       w.ticket = next_ticket_++;
       w.id = *id;
+      w.request_id = CurrentRequestId();
       if (slot->load_failure) {
         now.error = *slot->load_failure;
       } else if (slot->pending_unload) {

@@ -52,6 +52,7 @@ struct EnginePool::Slot {
 struct EnginePool::Waiter {
   uint64_t ticket = 0;
   std::string id;
+  std::string request_id;  // the asking thread's, for the manager's log lines about this wait
   std::chrono::steady_clock::time_point deadline;
   AcquireCallback done;
 };

@@ -366,6 +366,9 @@ bool EnginePool::AdmitHead(Lock& lock, std::vector<Completion>* done) {
     return false;
   }
   const uint64_t ticket = head->ticket;
+  // The admission and the load it starts are logged as the head's request's
+  // work (LoadSlot unlocks: `head` may not outlive it, the copy does).
+  ScopedRequestId scope(head->request_id);
   if (!ModelStillPresent(slot->model)) {
     slots_.erase(slot->model.id);  // rule 10: its waiters get NotFound
     return true;
