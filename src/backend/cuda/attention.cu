@@ -1,4 +1,5 @@
 #include "backend/cuda/attention.cuh"
+#include "backend/cuda/attention_keys.cuh"
 #include "backend/cuda/attention_rows.cuh"
 #include "backend/cuda/common.cuh"
 
@@ -166,8 +167,18 @@ void LaunchAttention(const float* q, const void* k_cache, const void* v_cache, c
   const int group = static_cast<int>(p.n_heads / p.n_kv_heads);
   const size_t smem = static_cast<size_t>(group) * (p.head_dim + kAttentionChunk) * sizeof(float) +
                       kAttentionChunk * sizeof(int64_t);
+  const bool key_lanes = KeyLanesEnabled() && KeyLanesFit(p, k_cache, v_cache);
   for (int64_t r0 = 0; r0 < p.n_rows; r0 += rows_per_launch) {
     const int64_t rows = p.n_rows - r0 < rows_per_launch ? p.n_rows - r0 : rows_per_launch;
+    if (key_lanes) {
+      LaunchKeyLanesChunks(q, k_cache, v_cache, seqs, n_seqs, p, r0, rows, n_chunks, scratch,
+                           n_chunks == 1 ? out : nullptr, generated_only, s);
+      if (n_chunks > 1) {
+        LaunchPdl(MergeKernel, dim3(static_cast<unsigned>(rows), static_cast<unsigned>(p.n_heads)), kThreads, 0, s,
+                  scratch, seqs, n_seqs, p, r0, n_chunks, out, generated_only);
+      }
+      continue;
+    }
     const dim3 grid(static_cast<unsigned>(n_chunks), static_cast<unsigned>(p.n_kv_heads), static_cast<unsigned>(rows));
     ForElem(ElemOf(p.kv_dtype), [&]<Elem E>() {
       // Columns per lane by head_dim: registers for the keys loaded ahead.

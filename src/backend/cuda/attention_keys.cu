@@ -1,0 +1,210 @@
+#include "backend/cuda/attention.cuh"
+#include "backend/cuda/attention_keys.cuh"
+#include "backend/cuda/attention_rows.cuh"
+#include "backend/cuda/common.cuh"
+
+namespace llmhost::cuda {
+namespace {
+
+constexpr int kThreads = 128;  // one key of the chunk a thread
+static_assert(kAttentionChunk == kThreads, "a thread per key of a chunk");
+constexpr int kHeadTile = 4;   // query heads summed at once (registers: 4 dots, 4 x 8 outputs)
+
+// Elements [i, i + 8) of a K/V cache as f32 (i a multiple of 8: 16-byte
+// aligned for 16-bit types, 32 for f32).
+template <Elem E>
+__device__ __forceinline__ void Load8(const void* base, int64_t i, float (&v)[8]) {
+  if constexpr (E == Elem::kF32) {
+    const float4* p = reinterpret_cast<const float4*>(static_cast<const float*>(base) + i);
+    const float4 a = p[0], b = p[1];
+    v[0] = a.x, v[1] = a.y, v[2] = a.z, v[3] = a.w, v[4] = b.x, v[5] = b.y, v[6] = b.z, v[7] = b.w;
+  } else {
+    const uint4 w = *reinterpret_cast<const uint4*>(static_cast<const uint16_t*>(base) + i);
+    const uint32_t words[4] = {w.x, w.y, w.z, w.w};
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      const uint16_t lo = static_cast<uint16_t>(words[j]), hi = static_cast<uint16_t>(words[j] >> 16);
+      v[2 * j] = E == Elem::kBF16 ? Bf16ToF32(lo) : F16ToF32(lo);
+      v[2 * j + 1] = E == Elem::kBF16 ? Bf16ToF32(hi) : F16ToF32(hi);
+    }
+  }
+}
+
+// grid (chunks, n_kv_heads, rows), kThreads threads; dynamic shared memory:
+// q [group][D], scores [group][128], the key lanes' outputs [KL][kHeadTile][D]
+// floats, then the chunk's 128 slots. Sums run in fixed orders that depend
+// on absolute key positions and D alone: a row's partials never depend on
+// its batch.
+template <Elem E, int D>
+__global__ void __launch_bounds__(kThreads) KeyLanesKernel(const float* q, const void* k_cache, const void* v_cache,
+                                                           const AttentionSeq* seqs, int64_t n_seqs, AttentionParams p,
+                                                           int64_t row0, int64_t n_chunks, float* part, float* final,
+                                                           bool generated_only) {
+  constexpr int kColGroups = D / 8, kKeyLanes = kThreads / kColGroups;
+  WaitForPriorGrid();
+  extern __shared__ float smem[];
+  const int64_t chunk = blockIdx.x, kv_head = blockIdx.y, row = row0 + blockIdx.z;
+  AttentionSeq seq;
+  if (!FindSeq(seqs, n_seqs, row, &seq)) return;
+  int64_t lo, pos;
+  KeyRange(seq, row, p.window, &lo, &pos);
+  if (generated_only && pos < seq.generated_from) return;  // a prompt row: the tensor cores'
+  const int64_t first = chunk * kAttentionChunk;
+  if (first > pos || first + kAttentionChunk <= lo) return;
+  const int k_lo = static_cast<int>(lo > first ? lo - first : 0);  // local, inclusive
+  const int k_hi = static_cast<int>(pos - first < kAttentionChunk ? pos - first : kAttentionChunk - 1);
+  const int group = static_cast<int>(p.n_heads / p.n_kv_heads);
+  const int64_t kv_dim = p.n_kv_heads * D;
+  float* qs = smem;                                 // [group][D]
+  float* sc = qs + group * D;                       // [group][128]
+  float* red = sc + group * kAttentionChunk;        // [kKeyLanes][kHeadTile][D]
+  int64_t* slot = reinterpret_cast<int64_t*>(red + kKeyLanes * kHeadTile * D);  // [128]
+  const int t = threadIdx.x, lane = t & 31, warp = t >> 5;
+
+  for (int i = t; i < group * D; i += kThreads) {
+    qs[i] = q[row * p.q_stride + (kv_head * group) * D + i];
+  }
+  const bool mine = t >= k_lo && t <= k_hi;
+  if (mine) {
+    const int64_t j = first + t;
+    slot[t] = (static_cast<int64_t>(seq.block_table[j / p.block_size]) * p.block_size + j % p.block_size) * kv_dim +
+              kv_head * D;
+  }
+  __syncthreads();
+
+  // Scores: this thread's key against each head, columns in order.
+  if (mine) {
+    const int64_t ks = slot[t];
+    for (int g0 = 0; g0 < group; g0 += kHeadTile) {
+      float dot[kHeadTile] = {0.0f, 0.0f, 0.0f, 0.0f};
+#pragma unroll
+      for (int c = 0; c < D; c += 8) {
+        float kv[8];
+        Load8<E>(k_cache, ks + c, kv);
+#pragma unroll
+        for (int gi = 0; gi < kHeadTile; ++gi) {
+          if (g0 + gi < group) {
+            const float* qg = qs + (g0 + gi) * D + c;
+#pragma unroll
+            for (int j = 0; j < 8; ++j) dot[gi] = fmaf(qg[j], kv[j], dot[gi]);
+          }
+        }
+      }
+#pragma unroll
+      for (int gi = 0; gi < kHeadTile; ++gi) {
+        if (g0 + gi >= group) break;
+        float s = __fmul_rn(dot[gi], p.scale);
+        if (p.softcap > 0) s = __fmul_rn(p.softcap, tanhf(__fdiv_rn(s, p.softcap)));
+        sc[(g0 + gi) * kAttentionChunk + t] = s;
+      }
+    }
+  }
+  __syncthreads();
+
+  // Per head: the chunk's max, then exp(score - max) in place and their sum.
+  float* out = part + ((blockIdx.z * p.n_heads + kv_head * group) * n_chunks + chunk) * (D + 2);
+  for (int g = warp; g < group; g += kThreads / 32) {
+    float* s = sc + g * kAttentionChunk;
+    float mx = -INFINITY;
+    for (int k = k_lo + lane; k <= k_hi; k += 32) mx = fmaxf(mx, s[k]);
+    for (int o = 16; o > 0; o >>= 1) mx = fmaxf(mx, __shfl_xor_sync(0xFFFFFFFFu, mx, o));
+    float l = 0.0f;
+    for (int k = k_lo + lane; k <= k_hi; k += 32) {
+      const float e = expf(s[k] - mx);
+      s[k] = e;
+      l += e;
+    }
+    l = WarpSum(l);
+    if (lane == 0) {
+      float* o = out + g * n_chunks * (D + 2);
+      o[0] = mx;
+      o[1] = l;
+    }
+  }
+  __syncthreads();
+
+  // Outputs: thread (key lane kl, 8 columns cg) sums the keys k ≡ kl (mod
+  // kKeyLanes) in order; the lanes' sums are then added in lane order.
+  const int cg = t % kColGroups, kl = t / kColGroups;
+  const int k_first = k_lo + ((kl - k_lo % kKeyLanes) + kKeyLanes) % kKeyLanes;
+  for (int g0 = 0; g0 < group; g0 += kHeadTile) {
+    float acc[kHeadTile][8] = {};
+#pragma unroll 4
+    for (int k = k_first; k <= k_hi; k += kKeyLanes) {
+      float v[8];
+      Load8<E>(v_cache, slot[k] + cg * 8, v);
+#pragma unroll
+      for (int gi = 0; gi < kHeadTile; ++gi) {
+        if (g0 + gi < group) {
+          const float e = sc[(g0 + gi) * kAttentionChunk + k];
+#pragma unroll
+          for (int j = 0; j < 8; ++j) acc[gi][j] = fmaf(e, v[j], acc[gi][j]);
+        }
+      }
+    }
+#pragma unroll
+    for (int gi = 0; gi < kHeadTile; ++gi) {
+#pragma unroll
+      for (int j = 0; j < 8; ++j) red[(kl * kHeadTile + gi) * D + cg * 8 + j] = acc[gi][j];
+    }
+    __syncthreads();
+    for (int i = t; i < kHeadTile * D; i += kThreads) {
+      const int gi = i / D, c = i % D, g = g0 + gi;
+      if (g >= group) continue;
+      float a = red[gi * D + c];
+      for (int l = 1; l < kKeyLanes; ++l) a += red[(l * kHeadTile + gi) * D + c];
+      if (final != nullptr) {  // one chunk: the merge's arithmetic for it (exp(0) = 1), as the other kernel
+        const float inv = __fdiv_rn(1.0f, fmaf(1.0f, out[g * n_chunks * (D + 2) + 1], 0.0f));
+        final[row * p.out_stride + (kv_head * group + g) * D + c] = __fmul_rn(fmaf(1.0f, a, 0.0f), inv);
+      } else {
+        out[g * n_chunks * (D + 2) + 2 + c] = a;
+      }
+    }
+    __syncthreads();  // red is rewritten by the next head tile
+  }
+}
+
+size_t SharedBytes(const AttentionParams& p) {
+  const int64_t d = p.head_dim, group = p.n_heads / p.n_kv_heads, lanes = kThreads / (d / 8);
+  return static_cast<size_t>(group * d + group * kAttentionChunk + lanes * kHeadTile * d) * sizeof(float) +
+         kAttentionChunk * sizeof(int64_t);
+}
+
+}  // namespace
+
+bool KeyLanesEnabled() {
+  const char* v = std::getenv("LLMHOST_CUDA_DECODE_ATTENTION");
+  return v != nullptr && std::strcmp(v, "keys") == 0;
+}
+
+bool KeyLanesFit(const AttentionParams& p, const void* k_cache, const void* v_cache) {
+  const bool dim = p.head_dim == 64 || p.head_dim == 128 || p.head_dim == 256;
+  const auto aligned = [](const void* a) { return (reinterpret_cast<uintptr_t>(a) & 31u) == 0; };
+  return dim && p.n_kv_heads > 0 && p.n_heads % p.n_kv_heads == 0 && aligned(k_cache) && aligned(v_cache) &&
+         SharedBytes(p) <= 160 * 1024;
+}
+
+void LaunchKeyLanesChunks(const float* q, const void* k_cache, const void* v_cache, const AttentionSeq* seqs,
+                          int64_t n_seqs, const AttentionParams& p, int64_t row0, int64_t rows, int64_t n_chunks,
+                          float* part, float* final, bool generated_only, cudaStream_t s) {
+  const dim3 grid(static_cast<unsigned>(n_chunks), static_cast<unsigned>(p.n_kv_heads), static_cast<unsigned>(rows));
+  const size_t smem = SharedBytes(p);
+  ForElem(ElemOf(p.kv_dtype), [&]<Elem E>() {
+    auto launch = [&]<int D>() {
+      if (smem > 48 * 1024) {
+        cudaFuncSetAttribute(KeyLanesKernel<E, D>, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem));
+      }
+      LaunchPdl(KeyLanesKernel<E, D>, grid, kThreads, smem, s, q, k_cache, v_cache, seqs, n_seqs, p, row0, n_chunks,
+                part, final, generated_only);
+    };
+    if (p.head_dim == 64) {
+      launch.template operator()<64>();
+    } else if (p.head_dim == 128) {
+      launch.template operator()<128>();
+    } else {
+      launch.template operator()<256>();
+    }
+  });
+}
+
+}  // namespace llmhost::cuda

@@ -1,0 +1,91 @@
+// The key-per-thread chunk kernel of attention (cuda/attention_keys.cuh,
+// LLMHOST_CUDA_DECODE_ATTENTION=keys) against the CPU reference and the
+// warp-per-key kernel: generated rows and f32-path prompt rows stay within
+// the f32 path's bound, a row's bits do not depend on its batch (other
+// sequences beside it, its place, prompt chunks), and contexts that span one
+// and several chunks, windows, soft-capping, GQA groups 1-8 and every K/V
+// type are covered. Skipped where there is no GPU.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "gpu_attention_fixture.h"
+
+namespace llmhost {
+namespace {
+
+using testing::GpuAttentionTest;
+using testing::Part;
+using testing::Shape;
+using testing::WorstRowError;
+
+class KeyLanesAttentionTest : public GpuAttentionTest {
+ protected:
+  void SetUp() override {
+    GpuAttentionTest::SetUp();
+    if (IsSkipped()) return;
+    // Prompt rows take the f32 path too (the kernel under test), at `auto`.
+    setenv("LLMHOST_CUDA_PROMPT_ATTENTION", "off", 1);
+  }
+  void TearDown() override {
+    unsetenv("LLMHOST_CUDA_PROMPT_ATTENTION");
+    unsetenv("LLMHOST_CUDA_DECODE_ATTENTION");
+  }
+  static void KeyLanes(bool on) {
+    if (on) {
+      setenv("LLMHOST_CUDA_DECODE_ATTENTION", "keys", 1);
+    } else {
+      unsetenv("LLMHOST_CUDA_DECODE_ATTENTION");
+    }
+  }
+};
+
+TEST_F(KeyLanesAttentionTest, RowsAreBatchInvariantAndMatchTheReference) {
+  const Shape shapes[] = {
+      {32, 8, 128, 0, 0.0f, DType::kBF16},  // Llama-3-8B's
+      {4, 4, 64, 50, 0.0f, DType::kF16},    // no GQA, a window
+      {16, 2, 256, 0, 30.0f, DType::kBF16}, // group 8, soft-capping
+      {12, 4, 128, 0, 0.0f, DType::kF32},   // group 3, f32 K/V
+      {10, 2, 64, 200, 0.0f, DType::kF32},  // group 5 (two head tiles), a window across chunks
+  };
+  std::mt19937 rng(33);
+  for (const Shape& s : shapes) {
+    devs_.clear();
+    caches_.clear();
+    tables_.clear();
+    q_.clear();
+    SCOPED_TRACE("heads " + std::to_string(s.heads) + "/" + std::to_string(s.kv_heads) + " d " +
+                 std::to_string(s.head_dim) + " kv " + DTypeName(s.kv));
+    // Sequence 0: 300 positions (three chunks); 1: 77 (one); 2: 130 (two).
+    Build(s, {300, 77, 130}, rng);
+    const int64_t w = s.heads * s.head_dim, n = 40;
+    // Decodes of all three, and 40 prompt rows of sequence 0 ahead of them.
+    const std::vector<Part> decodes = {{0, 1, 300, 299}, {1, 1, 77, 76}, {2, 1, 130, 129}};
+    const std::vector<Part> mixed = {{0, n, 260}, {1, 1, 77, 76}, {2, 1, 130, 129}, {0, 1, 300, 299}};
+    KeyLanes(false);
+    const std::vector<float> warp_rows = Run(mixed, 0);
+    KeyLanes(true);
+    const std::vector<float> got = Run(mixed, 0), ref = Run(mixed, 1);
+    EXPECT_LE(WorstRowError(got, ref, s.head_dim), 1e-4) << "against the reference";
+    EXPECT_LE(WorstRowError(got, warp_rows, s.head_dim), 1e-4) << "against the warp-per-key kernel";
+    // Each decode alone, and all three together, give the same bits as in the mixed batch.
+    const std::vector<float> together = Run(decodes, 0);
+    for (int i = 0; i < 3; ++i) {
+      const std::vector<float> alone = Run({decodes[static_cast<size_t>(i)]}, 0);
+      const int64_t in_mixed = i == 0 ? n + 2 : n + i - 1;
+      EXPECT_EQ(0, std::memcmp(alone.data(), Rows(got, in_mixed, 1).data(), w * 4)) << "decode " << i << " in a batch";
+      EXPECT_EQ(0, std::memcmp(alone.data(), Rows(together, i, 1).data(), w * 4)) << "decode " << i << " beside decodes";
+    }
+    // The prompt rows in two chunks of the prompt.
+    const std::vector<float> c1 = Run({{0, 15, 235}}, 0), c2 = Run({{0, n - 15, 260}}, 0);
+    EXPECT_EQ(0, std::memcmp(c1.data(), got.data(), c1.size() * 4)) << "first prompt chunk";
+    EXPECT_EQ(0, std::memcmp(c2.data(), Rows(got, 15, n - 15).data(), c2.size() * 4)) << "second prompt chunk";
+  }
+}
+
+}  // namespace
+}  // namespace llmhost
