@@ -94,6 +94,14 @@ class CudaMmaMlxTest : public ::testing::Test {
           }
         }
       }
+      // One token tile with its loads pipelined (LLMHOST_CUDA_MLX_PIPELINE=on): the same bits.
+      setenv("LLMHOST_CUDA_MLX_PIPELINE", "on", 1);
+      for (int64_t m : {int64_t{1}, int64_t{3}, int64_t{8}}) {
+        const std::vector<float> piped = Run(*dw, *dx, kTokens - m, m, *dy);
+        EXPECT_EQ(0, std::memcmp(piped.data(), batch.data() + (kTokens - m) * rows, m * rows * 4))
+            << "pipelined, n " << m;
+      }
+      unsetenv("LLMHOST_CUDA_MLX_PIPELINE");
       // Fused with a second weight (as q/k/v or gate/up): each y as MatMul's.
       const std::vector<float> alone2 = Run(*dw2, *dx, 0, kTokens, *dy2);
       for (int64_t m : {int64_t{1}, int64_t{17}}) {

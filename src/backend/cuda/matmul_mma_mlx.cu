@@ -154,7 +154,10 @@ __device__ __forceinline__ void LoadParams(const uint16_t* row_params, int64_t s
 // order, its slots in order, then the warps in order. (Four groups a step
 // hold twice the scales and biases in registers: one block an SM where two
 // would spill.)
-template <int NT, int RT, int U, int Bits, int GS, bool Split>
+// With Pipe, a warp loads its next U steps before it sums the current ones
+// (two register buffers), so that weight bytes stay in flight while it
+// computes; the sums are the same, in the same order.
+template <int NT, int RT, int U, int Bits, int GS, bool Split, bool Pipe>
 __global__ void __launch_bounds__(kWarps * 32,
                                   RT * NT >= 4 || (Layout<Bits>::kStepCols / GS == 4 && U * RT >= 4) ? 1 : 2)
     MmaMlxKernel(MlxWeights ws, const float* x, int64_t n, bool xvec) {
@@ -202,9 +205,9 @@ __global__ void __launch_bounds__(kWarps * 32,
     for (int t = 0; t < NT; ++t) total[rt][t][0] = total[rt][t][1] = total[rt][t][2] = total[rt][t][3] = 0.0f;
   }
 
-  for (int64_t base = 0; base < steps; base += kWarps * U) {
-    uint32_t wv[U][RT][2][4];  // [step][row tile][row g / g + 8][word]
-    uint32_t sw[U][RT][2][kParamWords], bw[U][RT][2][kParamWords];
+  using Words = uint32_t[U][RT][2][4];  // [step][row tile][row g / g + 8][word]
+  using Params = uint32_t[U][RT][2][kParamWords];
+  auto load = [&](int64_t base, Words& wv, Params& sw, Params& bw) {
 #pragma unroll
     for (int u = 0; u < U; ++u) {
       const int64_t s = base + u * kWarps + warp;
@@ -221,6 +224,8 @@ __global__ void __launch_bounds__(kWarps * 32,
         }
       }
     }
+  };
+  auto sum = [&](int64_t base, Words& wv, const Params& sw, const Params& bw) {
 #pragma unroll
     for (int u = 0; u < U; ++u) {
       const int64_t s = base + u * kWarps + warp;
@@ -291,6 +296,26 @@ __global__ void __launch_bounds__(kWarps * 32,
         }
       }
     }
+  };
+  constexpr int64_t kStride = kWarps * U;
+  if constexpr (Pipe) {
+    Words wa, wb;
+    Params sa, ba, sb, bb;
+    load(0, wa, sa, ba);
+    for (int64_t base = 0; base < steps; base += 2 * kStride) {
+      load(base + kStride, wb, sb, bb);
+      sum(base, wa, sa, ba);
+      if (base + kStride >= steps) break;
+      load(base + 2 * kStride, wa, sa, ba);
+      sum(base + kStride, wb, sb, bb);
+    }
+  } else {
+    for (int64_t base = 0; base < steps; base += kStride) {
+      Words wv;
+      Params sw, bw;
+      load(base, wv, sw, bw);
+      sum(base, wv, sw, bw);
+    }
   }
 
   // The warps' partial sums, added in warp order by warp 0, a row tile at a time.
@@ -343,20 +368,31 @@ void LaunchShape(MlxWeights ws, int64_t n, const float* x, bool xvec, cudaStream
   }
   const dim3 grid(static_cast<unsigned>(token_tiles), static_cast<unsigned>(ws.first[ws.count]));
   constexpr int kThreads = kWarps * 32;
-  switch (nt * 8 + rt) {
-    case 1 * 8 + 1: LaunchPdl(MmaMlxKernel<1, 1, 4, Bits, GS, Split>, grid, kThreads, 0, s, ws, x, n, xvec); break;
-    case 1 * 8 + 2: LaunchPdl(MmaMlxKernel<1, 2, 2, Bits, GS, Split>, grid, kThreads, 0, s, ws, x, n, xvec); break;
-    case 1 * 8 + 4: LaunchPdl(MmaMlxKernel<1, 4, 1, Bits, GS, Split>, grid, kThreads, 0, s, ws, x, n, xvec); break;
-    case 2 * 8 + 1: LaunchPdl(MmaMlxKernel<2, 1, 2, Bits, GS, Split>, grid, kThreads, 0, s, ws, x, n, xvec); break;
-    case 2 * 8 + 2: LaunchPdl(MmaMlxKernel<2, 2, 1, Bits, GS, Split>, grid, kThreads, 0, s, ws, x, n, xvec); break;
-    case 4 * 8 + 1: LaunchPdl(MmaMlxKernel<4, 1, 1, Bits, GS, Split>, grid, kThreads, 0, s, ws, x, n, xvec); break;
-    default: LaunchPdl(MmaMlxKernel<4, 2, 1, Bits, GS, Split>, grid, kThreads, 0, s, ws, x, n, xvec); break;
+  // One token tile (the latency-bound case) may pipeline its loads: half the
+  // steps a buffer, two buffers (U does not change the sums).
+  const bool pipe = nt == 1 && MlxPipelineEnabled();
+  switch (nt * 8 + rt + (pipe ? 64 : 0)) {
+    case 1 * 8 + 1: LaunchPdl(MmaMlxKernel<1, 1, 4, Bits, GS, Split, false>, grid, kThreads, 0, s, ws, x, n, xvec); break;
+    case 1 * 8 + 2: LaunchPdl(MmaMlxKernel<1, 2, 2, Bits, GS, Split, false>, grid, kThreads, 0, s, ws, x, n, xvec); break;
+    case 1 * 8 + 4: LaunchPdl(MmaMlxKernel<1, 4, 1, Bits, GS, Split, false>, grid, kThreads, 0, s, ws, x, n, xvec); break;
+    case 64 + 1 * 8 + 1: LaunchPdl(MmaMlxKernel<1, 1, 2, Bits, GS, Split, true>, grid, kThreads, 0, s, ws, x, n, xvec); break;
+    case 64 + 1 * 8 + 2: LaunchPdl(MmaMlxKernel<1, 2, 1, Bits, GS, Split, true>, grid, kThreads, 0, s, ws, x, n, xvec); break;
+    case 64 + 1 * 8 + 4: LaunchPdl(MmaMlxKernel<1, 4, 1, Bits, GS, Split, true>, grid, kThreads, 0, s, ws, x, n, xvec); break;
+    case 2 * 8 + 1: LaunchPdl(MmaMlxKernel<2, 1, 2, Bits, GS, Split, false>, grid, kThreads, 0, s, ws, x, n, xvec); break;
+    case 2 * 8 + 2: LaunchPdl(MmaMlxKernel<2, 2, 1, Bits, GS, Split, false>, grid, kThreads, 0, s, ws, x, n, xvec); break;
+    case 4 * 8 + 1: LaunchPdl(MmaMlxKernel<4, 1, 1, Bits, GS, Split, false>, grid, kThreads, 0, s, ws, x, n, xvec); break;
+    default: LaunchPdl(MmaMlxKernel<4, 2, 1, Bits, GS, Split, false>, grid, kThreads, 0, s, ws, x, n, xvec); break;
   }
 }
 
 bool Aligned(const void* p, uintptr_t bytes) { return (reinterpret_cast<uintptr_t>(p) & (bytes - 1)) == 0; }
 
 }  // namespace
+
+bool MlxPipelineEnabled() {
+  const char* v = std::getenv("LLMHOST_CUDA_MLX_PIPELINE");
+  return v != nullptr && std::strcmp(v, "on") == 0;
+}
 
 bool MmaMlxRows(const DevWeight& w) {
   const int step = w.bits == 4 ? Layout<4>::kStepCols : Layout<8>::kStepCols;

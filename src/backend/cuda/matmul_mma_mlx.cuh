@@ -25,6 +25,11 @@ namespace llmhost::cuda {
 // weight.
 bool MmaMlxRows(const DevWeight& w);
 
+// One token tile's rows load a warp's next steps while it sums the current
+// ones (the same sums): opt-in until it has run on a GPU
+// (LLMHOST_CUDA_MLX_PIPELINE=on; read at each launch).
+bool MlxPipelineEnabled();
+
 // LaunchMmaMatMul for weights that are all MmaMlxRows and MmaFusable.
 void LaunchMmaMlxMatMul(const DevWeight* w, float* const* y, int count, const float* x, int64_t n, bool split,
                         cudaStream_t s);
