@@ -55,8 +55,11 @@ __device__ __forceinline__ void SplitX8(const float (&xv)[8], uint32_t (&h)[4], 
 // MMAs' k order is a permutation of those columns: a sum over k does not
 // care, as long as A and B agree. A token's sum is the same whatever NT, RT
 // and U are: each warp's steps in order, then the warps in order.
-template <int NT, int RT, int U, bool Split, bool XVec>
-__global__ void __launch_bounds__(kWarps * 32, RT >= 4 ? 1 : 2) MmaRowsKernel(MmaWeights ws, const float* x, int64_t n) {
+// With Pipe, a warp loads its next U steps' weights before it sums the
+// current ones (two register buffers): the same sums in the same order.
+template <int NT, int RT, int U, bool Split, bool XVec, bool Pipe>
+__global__ void __launch_bounds__(kWarps * 32, RT >= 4 || (Pipe && NT * RT >= 8) ? 1 : 2)
+    MmaRowsKernel(MmaWeights ws, const float* x, int64_t n) {
   WaitForPriorGrid();
   int i = 0;
   while (i + 1 < ws.count && blockIdx.y >= ws.first[i + 1]) ++i;
@@ -90,8 +93,8 @@ __global__ void __launch_bounds__(kWarps * 32, RT >= 4 ? 1 : 2) MmaRowsKernel(Mm
     for (int t = 0; t < NT; ++t) acc[rt][t][0] = acc[rt][t][1] = acc[rt][t][2] = acc[rt][t][3] = 0.0f;
   }
 
-  for (int64_t base = 0; base < steps; base += kWarps * U) {
-    uint4 wv[U][RT][2][2];  // [step][row tile][row g / g + 8][chunk]
+  using Words = uint4[U][RT][2][2];  // [step][row tile][row g / g + 8][chunk]
+  auto load = [&](int64_t base, Words& wv) {
 #pragma unroll
     for (int u = 0; u < U; ++u) {
       const int64_t s = base + u * kWarps + warp;
@@ -107,6 +110,8 @@ __global__ void __launch_bounds__(kWarps * 32, RT >= 4 ? 1 : 2) MmaRowsKernel(Mm
         }
       }
     }
+  };
+  auto sum = [&](int64_t base, const Words& wv) {
 #pragma unroll
     for (int u = 0; u < U; ++u) {
       const int64_t s = base + u * kWarps + warp;
@@ -123,6 +128,24 @@ __global__ void __launch_bounds__(kWarps * 32, RT >= 4 ? 1 : 2) MmaRowsKernel(Mm
           for (int rt = 0; rt < RT; ++rt) MmaChunk<Split>(wv[u][rt][0][ch], wv[u][rt][1][ch], h, l, acc[rt][t]);
         }
       }
+    }
+  };
+  constexpr int64_t kStride = kWarps * U;
+  if constexpr (Pipe) {
+    Words wa, wb;
+    load(0, wa);
+    for (int64_t base = 0; base < steps; base += 2 * kStride) {
+      load(base + kStride, wb);
+      sum(base, wa);
+      if (base + kStride >= steps) break;
+      load(base + 2 * kStride, wa);
+      sum(base + kStride, wb);
+    }
+  } else {
+    for (int64_t base = 0; base < steps; base += kStride) {
+      Words wv;
+      load(base, wv);
+      sum(base, wv);
     }
   }
 
@@ -174,14 +197,23 @@ void LaunchShape(MmaWeights ws, int64_t n, const float* x, cudaStream_t s) {
   ws.first[0] = 0;
   for (int k = 0; k < ws.count; ++k) ws.first[k + 1] = ws.first[k] + (ws.w[k].rows + kRows * rt - 1) / (kRows * rt);
   const dim3 grid(static_cast<unsigned>(token_tiles), static_cast<unsigned>(ws.first[ws.count]));
-  const int shape = nt * 8 + rt;
+  // Pipelined loads (opt-in): half the steps a buffer, two buffers (U does
+  // not change the sums).
+  const int shape = nt * 8 + rt + (MmaPipelineEnabled() ? 64 : 0);
+  constexpr int kT = kWarps * 32;
   switch (shape) {
-    case 1 * 8 + 1: LaunchPdl(MmaRowsKernel<1, 1, 4, Split, XVec>, grid, kWarps * 32, 0, s, ws, x, n); break;
-    case 2 * 8 + 1: LaunchPdl(MmaRowsKernel<2, 1, 4, Split, XVec>, grid, kWarps * 32, 0, s, ws, x, n); break;
-    case 2 * 8 + 2: LaunchPdl(MmaRowsKernel<2, 2, 2, Split, XVec>, grid, kWarps * 32, 0, s, ws, x, n); break;
-    case 4 * 8 + 1: LaunchPdl(MmaRowsKernel<4, 1, 2, Split, XVec>, grid, kWarps * 32, 0, s, ws, x, n); break;
-    case 4 * 8 + 2: LaunchPdl(MmaRowsKernel<4, 2, 1, Split, XVec>, grid, kWarps * 32, 0, s, ws, x, n); break;
-    default: LaunchPdl(MmaRowsKernel<4, 4, 1, Split, XVec>, grid, kWarps * 32, 0, s, ws, x, n); break;
+    case 1 * 8 + 1: LaunchPdl(MmaRowsKernel<1, 1, 4, Split, XVec, false>, grid, kT, 0, s, ws, x, n); break;
+    case 2 * 8 + 1: LaunchPdl(MmaRowsKernel<2, 1, 4, Split, XVec, false>, grid, kT, 0, s, ws, x, n); break;
+    case 2 * 8 + 2: LaunchPdl(MmaRowsKernel<2, 2, 2, Split, XVec, false>, grid, kT, 0, s, ws, x, n); break;
+    case 4 * 8 + 1: LaunchPdl(MmaRowsKernel<4, 1, 2, Split, XVec, false>, grid, kT, 0, s, ws, x, n); break;
+    case 4 * 8 + 2: LaunchPdl(MmaRowsKernel<4, 2, 1, Split, XVec, false>, grid, kT, 0, s, ws, x, n); break;
+    case 4 * 8 + 4: LaunchPdl(MmaRowsKernel<4, 4, 1, Split, XVec, false>, grid, kT, 0, s, ws, x, n); break;
+    case 64 + 1 * 8 + 1: LaunchPdl(MmaRowsKernel<1, 1, 2, Split, XVec, true>, grid, kT, 0, s, ws, x, n); break;
+    case 64 + 2 * 8 + 1: LaunchPdl(MmaRowsKernel<2, 1, 2, Split, XVec, true>, grid, kT, 0, s, ws, x, n); break;
+    case 64 + 2 * 8 + 2: LaunchPdl(MmaRowsKernel<2, 2, 1, Split, XVec, true>, grid, kT, 0, s, ws, x, n); break;
+    case 64 + 4 * 8 + 1: LaunchPdl(MmaRowsKernel<4, 1, 1, Split, XVec, true>, grid, kT, 0, s, ws, x, n); break;
+    case 64 + 4 * 8 + 2: LaunchPdl(MmaRowsKernel<4, 2, 1, Split, XVec, true>, grid, kT, 0, s, ws, x, n); break;
+    default: LaunchPdl(MmaRowsKernel<4, 4, 1, Split, XVec, true>, grid, kT, 0, s, ws, x, n); break;
   }
 }
 
@@ -189,6 +221,11 @@ void LaunchShape(MmaWeights ws, int64_t n, const float* x, cudaStream_t s) {
 
 // MLX rows on the tensor cores unless LLMHOST_CUDA_MLX_MMA=off (read at each
 // choice, so a test or a speed comparison can turn it off without a rebuild).
+bool MmaPipelineEnabled() {
+  const char* v = std::getenv("LLMHOST_CUDA_MMA_PIPELINE");
+  return v != nullptr && std::strcmp(v, "on") == 0;
+}
+
 bool MlxMmaEnabled() {
   const char* v = std::getenv("LLMHOST_CUDA_MLX_MMA");
   return v == nullptr || std::strcmp(v, "off") != 0;

@@ -28,6 +28,11 @@ namespace llmhost::cuda {
 // matmul_mma_mlx.cuh) — a property of the weight alone.
 bool MmaRows(const DevWeight& w);
 
+// bf16 rows with a warp's next steps loaded while it sums the current ones
+// (the same sums): opt-in until it has run on a GPU
+// (LLMHOST_CUDA_MMA_PIPELINE=on; read at each launch).
+bool MmaPipelineEnabled();
+
 // Whether a and b can share one launch (the same kernel: format, cols, MLX
 // bits and group size).
 bool MmaFusable(const DevWeight& a, const DevWeight& b);
