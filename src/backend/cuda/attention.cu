@@ -87,24 +87,7 @@ __global__ void ChunkKernel(const float* q, const void* k_cache, const void* v_c
   // Per head: the chunk's max, then exp(score - max) in place and their sum
   // (lane-strided, then the butterfly).
   float* out = part + ((blockIdx.z * p.n_heads + kv_head * group) * n_chunks + chunk) * (d + 2);
-  for (int g = warp; g < group; g += kWarps) {
-    float* s = sc + g * kAttentionChunk;
-    float mx = -INFINITY;
-    for (int64_t k = k_lo + lane; k <= k_hi; k += 32) mx = fmaxf(mx, s[k]);
-    for (int o = 16; o > 0; o >>= 1) mx = fmaxf(mx, __shfl_xor_sync(0xFFFFFFFFu, mx, o));
-    float l = 0.0f;
-    for (int64_t k = k_lo + lane; k <= k_hi; k += 32) {
-      const float e = expf(s[k] - mx);
-      s[k] = e;
-      l += e;
-    }
-    l = WarpSum(l);
-    if (lane == 0) {
-      float* o = out + g * n_chunks * (d + 2);
-      o[0] = mx;
-      o[1] = l;
-    }
-  }
+  ChunkSoftmax<kAttentionChunk>(sc, group, k_lo, k_hi, out, n_chunks * (d + 2), kWarps);
   __syncthreads();
 
   // Outputs (head g, column c): Σ_k e_k · v_k[c] in key order.

@@ -59,7 +59,7 @@ __global__ void __launch_bounds__(kThreads) KeyLanesKernel(const float* q, const
   float* sc = qs + group * D;                       // [group][128]
   float* red = sc + group * kAttentionChunk;        // [kKeyLanes][kHeadTile][D]
   int64_t* slot = reinterpret_cast<int64_t*>(red + kKeyLanes * kHeadTile * D);  // [128]
-  const int t = threadIdx.x, lane = t & 31, warp = t >> 5;
+  const int t = threadIdx.x;
 
   for (int i = t; i < group * D; i += kThreads) {
     qs[i] = q[row * p.q_stride + (kv_head * group) * D + i];
@@ -103,24 +103,7 @@ __global__ void __launch_bounds__(kThreads) KeyLanesKernel(const float* q, const
 
   // Per head: the chunk's max, then exp(score - max) in place and their sum.
   float* out = part + ((blockIdx.z * p.n_heads + kv_head * group) * n_chunks + chunk) * (D + 2);
-  for (int g = warp; g < group; g += kThreads / 32) {
-    float* s = sc + g * kAttentionChunk;
-    float mx = -INFINITY;
-    for (int k = k_lo + lane; k <= k_hi; k += 32) mx = fmaxf(mx, s[k]);
-    for (int o = 16; o > 0; o >>= 1) mx = fmaxf(mx, __shfl_xor_sync(0xFFFFFFFFu, mx, o));
-    float l = 0.0f;
-    for (int k = k_lo + lane; k <= k_hi; k += 32) {
-      const float e = expf(s[k] - mx);
-      s[k] = e;
-      l += e;
-    }
-    l = WarpSum(l);
-    if (lane == 0) {
-      float* o = out + g * n_chunks * (D + 2);
-      o[0] = mx;
-      o[1] = l;
-    }
-  }
+  ChunkSoftmax<kAttentionChunk>(sc, group, k_lo, k_hi, out, n_chunks * (D + 2), kThreads / 32);
   __syncthreads();
 
   // Outputs: thread (key lane kl, 8 columns cg) sums the keys k ≡ kl (mod

@@ -5,6 +5,7 @@
 #include <cstdint>
 
 #include "backend/backend.h"
+#include "backend/cuda/common.cuh"
 
 namespace llmhost::cuda {
 
@@ -26,6 +27,33 @@ __device__ __forceinline__ void KeyRange(const AttentionSeq& seq, int64_t row, i
                                          int64_t* pos) {
   *pos = RowPosition(seq, row);
   *lo = window > 0 && *pos - window + 1 > 0 ? *pos - window + 1 : 0;
+}
+
+// For each query head g of a chunk block (warp w takes heads w, w + n_warps,
+// ...): the max of its scores sc[g * kChunk + k], k in [k_lo, k_hi], then
+// exp(score - max) in place and their sum (lane-strided, then the
+// butterfly): a fixed order. (max, sum) go to out[g * head_stride + 0, 1].
+template <int kChunk>
+__device__ __forceinline__ void ChunkSoftmax(float* sc, int group, int64_t k_lo, int64_t k_hi, float* out,
+                                             int64_t head_stride, int n_warps) {
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  for (int g = warp; g < group; g += n_warps) {
+    float* s = sc + g * kChunk;
+    float mx = -INFINITY;
+    for (int64_t k = k_lo + lane; k <= k_hi; k += 32) mx = fmaxf(mx, s[k]);
+    for (int o = 16; o > 0; o >>= 1) mx = fmaxf(mx, __shfl_xor_sync(0xFFFFFFFFu, mx, o));
+    float l = 0.0f;
+    for (int64_t k = k_lo + lane; k <= k_hi; k += 32) {
+      const float e = expf(s[k] - mx);
+      s[k] = e;
+      l += e;
+    }
+    l = WarpSum(l);
+    if (lane == 0) {
+      out[g * head_stride] = mx;
+      out[g * head_stride + 1] = l;
+    }
+  }
 }
 
 }  // namespace llmhost::cuda
