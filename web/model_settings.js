@@ -6,25 +6,26 @@
 import { api, ApiError, modelPath } from './client.js';
 import { $, el } from './dom.js';
 
-// [field (sampling.x: inside "sampling"), label, kind, hint]
+// [field (sampling.x: inside "sampling"), label, kind, placeholder (what empty means), hint]
+const SAMPLING = (key, label) => [`sampling.${key}`, label, 'number', 'default', "empty: the model's default"];
 const FIELDS = [
-  ['alias', 'Alias', 'text', 'a name clients may send instead of the id'],
-  ['ttl_seconds', 'Idle TTL (s)', 'number', "empty: the server's --idle-ttl"],
-  ['max_tokens', 'Max tokens', 'number', 'when a request sets none'],
-  ['max_context_window', 'Context window', 'number', "tokens; empty: the model's own"],
-  ['sampling.temperature', 'Temperature', 'number', "empty: the model's default"],
-  ['sampling.top_p', 'Top p', 'number', "empty: the model's default"],
-  ['sampling.top_k', 'Top k', 'number', "empty: the model's default"],
-  ['sampling.min_p', 'Min p', 'number', "empty: the model's default"],
-  ['sampling.repetition_penalty', 'Repetition penalty', 'number', "empty: the model's default"],
-  ['sampling.presence_penalty', 'Presence penalty', 'number', "empty: the model's default"],
-  ['sampling.frequency_penalty', 'Frequency penalty', 'number', "empty: the model's default"],
-  ['device', 'Device', 'text', "cpu, cuda or cuda:N; empty: the server's --device"],
-  ['tool_parser', 'Tool parser', 'text', 'empty: chosen from the chat template'],
-  ['model_type_override', 'Model type', 'text', 'empty: from config.json'],
-  ['chat_template_kwargs', 'Chat template kwargs', 'json', 'a JSON object, e.g. {"enable_thinking": false}'],
-  ['default', 'Default model', 'bool', 'used when a request names no model'],
-  ['hidden', 'Hidden', 'bool', 'left out of /v1/models (still served)'],
+  ['alias', 'Alias', 'text', 'none', 'a name clients may send instead of the id'],
+  ['ttl_seconds', 'Idle TTL (s)', 'number', '--idle-ttl', "seconds idle before unloading; empty: the server's --idle-ttl"],
+  ['max_tokens', 'Max tokens', 'number', 'none', 'the cap when a request sets none'],
+  ['max_context_window', 'Context window', 'number', "model's", "tokens; empty: the model's own"],
+  SAMPLING('temperature', 'Temperature'),
+  SAMPLING('top_p', 'Top p'),
+  SAMPLING('top_k', 'Top k'),
+  SAMPLING('min_p', 'Min p'),
+  SAMPLING('repetition_penalty', 'Repetition penalty'),
+  SAMPLING('presence_penalty', 'Presence penalty'),
+  SAMPLING('frequency_penalty', 'Frequency penalty'),
+  ['device', 'Device', 'text', '--device', "cpu, cuda or cuda:N; empty: the server's --device"],
+  ['tool_parser', 'Tool parser', 'text', 'auto', 'hermes, qwen3_coder, ..., none; empty: chosen from the chat template'],
+  ['model_type_override', 'Model type', 'text', 'config.json', "an architecture name; empty: config.json's"],
+  ['chat_template_kwargs', 'Chat template kwargs', 'json', '{"enable_thinking": false}', 'a JSON object'],
+  ['default', 'Default model', 'bool', '', 'used when a request names no model'],
+  ['hidden', 'Hidden', 'bool', '', 'left out of /v1/models (still served)'],
 ];
 
 let editing = '';  // the model whose settings the form shows
@@ -57,7 +58,7 @@ function read(field, kind) {
     try {
       return JSON.parse(text);
     } catch {
-      throw new ApiError(0, `${field}: not valid JSON`, field);
+      throw new ApiError(0, `${field}: not valid JSON (nothing was sent)`, field);
     }
   }
   return text;
@@ -114,12 +115,12 @@ export async function openSettings(id) {
   form.hidden = false;
 }
 
-function field([name, label, kind, hint]) {
+function field([name, label, kind, placeholder, hint]) {
   const attrs = { name, title: hint, 'data-field': name };
   const control = kind === 'bool' ? el('input', { ...attrs, type: 'checkbox' })
-    : kind === 'json' ? el('textarea', { ...attrs, rows: 1, placeholder: hint })
-      : el('input', { ...attrs, type: 'text', inputMode: kind === 'number' ? 'decimal' : 'text', placeholder: hint });
-  return el('label', { class: `setting ${kind}` }, el('span', {}, label), control);
+    : kind === 'json' ? el('textarea', { ...attrs, rows: 1, placeholder })
+      : el('input', { ...attrs, type: 'text', inputMode: kind === 'number' ? 'decimal' : 'text', placeholder });
+  return el('label', { class: `setting ${kind}`, title: hint }, el('span', {}, label), control);
 }
 
 // `saved`: called after a save (the table shows the alias and TTL).

@@ -33,6 +33,8 @@ class Progress {
       this.files.set(line.status.slice(8), { completed: line.completed || 0, total: line.total || 0 });
     } else if (line.status?.startsWith('retrying ')) {
       this.note = `${line.status}: ${line.message}`;
+    } else if (line.status === 'success') {
+      this.note = 'done';
     } else if (line.status) {
       this.note = line.status;
     }
@@ -99,7 +101,8 @@ async function pull(model, onPulled) {
     if (last?.error) throw new Error(last.error);
     if (last?.status !== 'success') throw new Error('the download ended without a result');
     $('#pull-state').textContent = `Downloaded ${last.model}`;
-    say(`Downloaded ${last.model}: ${last.files} files (${last.downloaded} fetched, the rest were cached)`);
+    const cached = last.files - last.downloaded;
+    say(`Downloaded ${last.model}: ${last.files} files` + (cached ? ` (${cached} of them were here already).` : '.'));
     await onPulled(last.model);
   } catch (e) {
     if (e.name === 'AbortError') {
