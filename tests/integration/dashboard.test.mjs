@@ -378,9 +378,11 @@ test('models: download from the Hub with progress, a refused repo, a cancel', { 
   // Part way: the weights' row and the overall bar show some bytes, not all.
   const bar = page.locator('#pull-bar');
   const partWay = await waitFor(() => page.evaluate(() => {
+    const weights = document.querySelector('#pull-files tr[data-file="model.safetensors"] progress');
     const b = document.querySelector('#pull-bar');
-    return b.value > 0 && b.value < b.max && document.querySelector('#pull-bytes').textContent;
-  }), 'a part-way progress bar');
+    return weights?.value > 0 && weights.value < weights.max && b.value < b.max &&
+      document.querySelector('#pull-bytes').textContent;
+  }), 'part-way progress bars');
   assert.match(partWay, /^[\d.]+ (B|KiB) of 474\.7 KiB · 6 files$/);
   await screenshot(page, 'models-download');
   assert.equal(await page.locator('#pull-cancel').isVisible(), true);
