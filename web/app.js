@@ -2,7 +2,7 @@
 import { api, setCsrf, whenSignedOut } from './client.js';
 import { $ } from './dom.js';
 import { showStatus, stopStatus } from './status.js';
-import { refreshModels } from './models.js';
+import { refreshModels, setUpModels } from './models.js';
 import { setUpChat, showChat } from './chat.js';
 import { setUpLogs, showLogs, stopLogs } from './logs.js';
 
@@ -67,6 +67,7 @@ async function start() {
   $('#sign-in-form').addEventListener('submit', signIn);
   $('#sign-out').addEventListener('click', signOut);
   window.addEventListener('hashchange', () => { if (!$('#tabs').hidden) showTab(location.hash.slice(1)); });
+  setUpModels();
   setUpChat();
   setUpLogs();
   whenSignedOut(showSignIn);

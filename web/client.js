@@ -6,10 +6,12 @@ let onSignedOut = () => {};
 export function setCsrf(token) { csrfToken = token || ''; }
 export function whenSignedOut(fn) { onSignedOut = fn; }
 
+// `param`: the request field the server named as wrong (OpenAI's error.param), or ''.
 export class ApiError extends Error {
-  constructor(status, message) {
+  constructor(status, message, param = '') {
     super(message);
     this.status = status;
+    this.param = param;
   }
 }
 
@@ -18,6 +20,12 @@ export function errorMessage(status, body) {
   const e = body && body.error;
   const text = typeof e === 'string' ? e : e && e.message;
   return `${status}: ${text || 'request failed'}`;
+}
+
+// /admin/api/models/{id}/{action}: ids keep their '/' (org/Model), each part escaped.
+export function modelPath(id, action = '') {
+  const path = `/admin/api/models/${id.split('/').map(encodeURIComponent).join('/')}`;
+  return action ? `${path}/${action}` : path;
 }
 
 // fetch() with the CSRF header; the response itself (for streams).
@@ -39,6 +47,6 @@ export async function api(path, options) {
   const text = await res.text();
   let body = null;
   try { body = JSON.parse(text); } catch { /* not JSON */ }
-  if (!res.ok) throw new ApiError(res.status, errorMessage(res.status, body));
+  if (!res.ok) throw new ApiError(res.status, errorMessage(res.status, body), body?.error?.param || '');
   return body;
 }

@@ -1,15 +1,17 @@
 // Models: every discovered model (GET /v1/models/status) with load / unload /
-// pin / unpin (POST /admin/api/models/{id}/...) and its idle TTL
-// (PUT /admin/api/models/{id}/settings {"ttl_seconds"}; empty: the server's --idle-ttl).
-import { api } from './client.js';
+// pin / unpin (POST /admin/api/models/{id}/...), its idle TTL
+// (PUT /admin/api/models/{id}/settings {"ttl_seconds"}; empty: the server's
+// --idle-ttl) and a Settings button for the rest (model_settings.js); below,
+// the download from the Hub (pull.js).
+import { api, modelPath } from './client.js';
 import { $, el, formatBytes } from './dom.js';
+import { openSettings, setUpSettings } from './model_settings.js';
+import { setUpPull } from './pull.js';
 
 function stateOf(m) {
   if (m.loading) return 'loading';
   return m.loaded ? 'loaded' : 'not loaded';
 }
-
-const modelPath = (id, action) => `/admin/api/models/${id.split('/').map(encodeURIComponent).join('/')}/${action}`;
 
 async function act(id, action, request = { method: 'POST' }) {
   const out = $('#models-result');
@@ -36,6 +38,8 @@ function row(m) {
   const setTtl = el('button', { type: 'button', class: 'small', 'data-action': 'ttl' }, 'Set');
   setTtl.addEventListener('click', () => act(m.id, 'ttl',
     { method: 'PUT', body: { ttl_seconds: ttl.value === '' ? null : Number(ttl.value) } }));
+  const settings = el('button', { type: 'button', class: 'small quiet', 'data-action': 'settings' }, 'Settings');
+  settings.addEventListener('click', () => openSettings(m.id));
   return el('tr', { 'data-model': m.id },
     el('td', {}, m.alias ? `${m.alias} (${m.id})` : m.id),
     el('td', { class: `state ${m.loaded ? 'on' : ''}` }, stateOf(m)),
@@ -44,7 +48,7 @@ function row(m) {
     el('td', {}, m.pinned ? 'yes' : 'no'),
     el('td', { class: 'actions' },
       button('load', 'Load', !m.loaded && !m.loading), button('unload', 'Unload', m.loaded),
-      m.pinned ? button('unpin', 'Unpin', true) : button('pin', 'Pin', true)));
+      m.pinned ? button('unpin', 'Unpin', true) : button('pin', 'Pin', true), settings));
 }
 
 export async function refreshModels() {
@@ -60,4 +64,9 @@ export async function refreshModels() {
     $('#models-result').className = 'error';
     $('#models-result').textContent = `Models: ${e.message}`;
   }
+}
+
+export function setUpModels() {
+  setUpSettings(refreshModels);
+  setUpPull(refreshModels);
 }

@@ -5,15 +5,19 @@
 // loads, pins and sets the TTL, Logs tails the server's log with a level
 // filter, Chat streams the scripted model's reply with its reasoning
 // apart, sign-in with an API key sets the session cookie and POSTs need the
-// CSRF token. Screenshots of every page go to $LLMHOST_SCREENSHOT_DIR (or a
+// CSRF token. Models also downloads from a fake Hub (fake_hub_serve.py, the
+// server's HF_ENDPOINT) with live progress, a refused repo's message and a
+// cancel, and edits a model's alias and settings (saved, kept across a
+// reload, the server's validation errors shown). Screenshots of every page go to $LLMHOST_SCREENSHOT_DIR (or a
 // new temporary folder; the path is printed). Skipped without /usr/bin/chromium
 // (apt install chromium) or playwright-core (npm ci).
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { startScriptedServer, http, waitFor } from './harness.mjs';
+import { startScriptedServer, http, waitFor, fixtures } from './harness.mjs';
 
 const CHROMIUM = process.env.LLMHOST_CHROMIUM || '/usr/bin/chromium';
 let chromium = null;
@@ -38,14 +42,38 @@ let open;    // a server without API keys: the dashboard is open
 let locked;  // a server with --api-key: sign-in first
 let browser;
 let shots;
+let hub;     // the fake Hugging Face Hub the open server pulls from
+
+const PULLED = 'test-org/qwen3-tiny';  // 420 KiB of weights sent over 3 s: progress to see
+const STUCK = 'test-org/stuck';       // weights sent over 10 minutes: cancelled
+
+// fake_hub_serve.py on a random port: {url, stop()}.
+async function startFakeHub(args) {
+  const proc = spawn('python3', [path.join(import.meta.dirname, 'fake_hub_serve.py'), ...args],
+    { stdio: ['pipe', 'pipe', 'inherit'] });
+  const port = await new Promise((resolve, reject) => {
+    let out = '';
+    proc.stdout.on('data', (d) => {
+      out += d;
+      const m = out.match(/^port (\d+)$/m);
+      if (m) resolve(Number(m[1]));
+    });
+    proc.on('exit', (code) => reject(new Error(`fake_hub_serve.py exited (${code})`)));
+  });
+  const exited = new Promise((resolve) => proc.on('exit', resolve));
+  return { url: `http://127.0.0.1:${port}`, stop: () => { proc.stdin.end(); return exited; } };
+}
 
 before(async () => {
   dir = mkdtempSync(path.join(tmpdir(), 'llmhost-dashboard-'));
   mkdirSync(path.join(dir, 'open'));
   mkdirSync(path.join(dir, 'locked'));
+  const qwen = path.join(fixtures, 'qwen3-tiny');
+  hub = await startFakeHub(['--repo', `${PULLED}=${qwen}`, '--slow', `${PULLED}=3`,
+    '--repo', `${STUCK}=${qwen}+stuck`, '--slow', `${STUCK}=600`]);
   // Info lines for the Logs page; a sample a second for the charts.
   open = await startScriptedServer(path.join(dir, 'open'), MODEL, SCRIPT, ['--stats-interval', '1'],
-    { LLMHOST_LOG_LEVEL: 'info' });
+    { LLMHOST_LOG_LEVEL: 'info', HF_ENDPOINT: hub.url, HF_TOKEN: '' });
   locked = await startScriptedServer(path.join(dir, 'locked'), MODEL, SCRIPT, ['--api-key', KEY]);
   if (!skipBrowser) {
     browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox'] });
@@ -62,6 +90,7 @@ after(async () => {
     const { code } = await s.stop();
     assert.equal(code, 0, 'serve exits 0 on SIGTERM: ' + s.stderr);
   }
+  if (hub) await hub.stop();
   rmSync(dir, { recursive: true, force: true });
 });
 
@@ -165,7 +194,6 @@ test('models: unload and load a model from the table', { skip: skipBrowser }, as
   await row.locator('button[data-action="pin"]').click();
   await row.locator('button[data-action="unpin"]').waitFor();
   assert.equal((await modelStatus(open)).pinned, true);
-  await screenshot(page, 'models');
   await row.locator('button[data-action="unpin"]').click();
   await row.locator('button[data-action="pin"]').waitFor();
   assert.equal((await modelStatus(open)).pinned, false);
@@ -311,6 +339,20 @@ test('sign-in: a wrong key fails, the right one sets the session cookie, POSTs n
     assert.equal((await http(`${locked.url}/api/status`, 'GET', undefined, forged)).status, 401);
     await page.locator('#tabs button[data-tab="models"]').click();
     await page.locator(`#model-table tr[data-model="${MODEL}"]`).waitFor();
+    // The Models page's PUT and POST carry the token too: a setting saves, a pull reaches the server's checks.
+    await page.locator(`#model-table tr[data-model="${MODEL}"] button[data-action="settings"]`).click();
+    await page.locator('#model-settings [data-field="max_tokens"]').fill('99');
+    await page.locator('#settings-save').click();
+    await page.locator('#settings-result', { hasText: 'Saved' }).waitFor();
+    const settingsUrl = `${locked.url}/admin/api/models/${MODEL}/settings`;
+    const bearer = { authorization: `Bearer ${KEY}` };
+    assert.equal((await http(settingsUrl, 'GET', undefined, bearer)).json.settings.max_tokens, 99);
+    await http(settingsUrl, 'PUT', { max_tokens: null }, bearer);
+    await page.locator('#pull-model').fill('no-slash');
+    await page.locator('#pull-start').click();
+    await page.locator('#pull-result', { hasText: "Download failed: 400: 'model':" }).waitFor();
+    assert.deepEqual(page.errors.filter((e) => !/status of 400/.test(e)), []);
+    page.errors.length = 0;
     await page.locator('#tabs button[data-tab="chat"]').click();
     await page.locator(`#chat-model option[value="${MODEL}"]`).waitFor({ state: 'attached' });
     await page.locator('#chat-input').fill('hello');
@@ -324,3 +366,129 @@ test('sign-in: a wrong key fails, the right one sets the session cookie, POSTs n
     assert.equal((await http(`${locked.url}/api/status`, 'GET', undefined, asCookie)).status, 401);
     await page.context().close();
   });
+
+test('models: download from the Hub with progress, a refused repo, a cancel', { skip: skipBrowser }, async () => {
+  const page = await newPage();
+  await page.goto(`${open.url}/admin#models`);
+  await page.locator(`#model-table tr[data-model="${MODEL}"]`).waitFor();
+  assert.equal(await page.locator(`#model-table tr[data-model="${PULLED}"]`).count(), 0);
+
+  await page.locator('#pull-model').fill(PULLED);
+  await page.locator('#pull-start').click();
+  // Part way: the weights' row and the overall bar show some bytes, not all.
+  const bar = page.locator('#pull-bar');
+  const partWay = await waitFor(() => page.evaluate(() => {
+    const weights = document.querySelector('#pull-files tr[data-file="model.safetensors"] progress');
+    const b = document.querySelector('#pull-bar');
+    return weights?.value > 0 && weights.value < weights.max && b.value < b.max &&
+      document.querySelector('#pull-bytes').textContent;
+  }), 'part-way progress bars');
+  assert.match(partWay, /^[\d.]+ (B|KiB) of 474\.7 KiB · 6 files$/);
+  await screenshot(page, 'models-download');
+  assert.equal(await page.locator('#pull-cancel').isVisible(), true);
+  await page.locator('#pull-result', { hasText: `Downloaded ${PULLED}` }).waitFor({ timeout: 30000 });
+  assert.equal(Number(await bar.getAttribute('value')), Number(await bar.getAttribute('max')));
+  const weights = page.locator('#pull-files tr[data-file="model.safetensors"]');
+  assert.match(await weights.innerText(), /422\.6 KiB of 422\.6 KiB/);
+  assert.equal(await page.locator('#pull-files tr').count(), 6);
+  assert.match(await page.locator('#pull-result').innerText(), /^Downloaded test-org\/qwen3-tiny: 6 files\.$/);
+  await page.locator(`#model-table tr[data-model="${PULLED}"]`).waitFor();
+  assert.ok((await http(`${open.url}/v1/models`)).json.data.some((m) => m.id === PULLED));
+  assert.equal(await page.locator('#pull-cancel').isVisible(), false);
+
+  // A repository the Hub does not have: the server's message, as its API gives it.
+  const refused = await http(`${open.url}/admin/api/models/pull`, 'POST', { model: 'test-org/missing', stream: false });
+  assert.equal(refused.status, 404, refused.text);
+  await page.locator('#pull-model').fill('test-org/missing');
+  await page.locator('#pull-start').click();
+  await page.locator('#pull-result.error').waitFor();
+  assert.equal(await page.locator('#pull-result').innerText(), `Download failed: ${refused.json.error.message}`);
+  // A name that is no repository is refused before any download (400).
+  await page.locator('#pull-model').fill('no-slash');
+  await page.locator('#pull-start').click();
+  await page.locator('#pull-result', { hasText: "Download failed: 400: 'model':" }).waitFor();
+  assert.deepEqual(page.errors.filter((e) => !/status of 400/.test(e)), []);
+  page.errors.length = 0;
+
+  // Cancel hangs up; the server stops the download and lists nothing new.
+  await page.locator('#pull-model').fill(STUCK);
+  await page.locator('#pull-start').click();
+  await page.locator('#pull-files tr[data-file="model.safetensors"]').waitFor();
+  await page.locator('#pull-cancel').click();
+  await page.locator('#pull-result', { hasText: 'Cancelled' }).waitFor();
+  assert.equal(await page.locator('#pull-start').isEnabled(), true);
+  await waitFor(() => new RegExp(`pull: ${STUCK}: .*: stopped`).test(open.stderr), 'the server to cancel the pull');
+  assert.equal((await http(`${open.url}/v1/models`)).json.data.some((m) => m.id === STUCK), false);
+  assert.deepEqual(page.errors, []);
+  await page.context().close();
+});
+
+test('models: alias and settings saved, kept across a reload, bad values refused', { skip: skipBrowser }, async () => {
+  const page = await newPage();
+  await page.goto(`${open.url}/admin#models`);
+  const row = page.locator(`#model-table tr[data-model="${MODEL}"]`);
+  const form = page.locator('#model-settings');
+  const field = (name) => form.locator(`[data-field="${name}"]`);
+  const openForm = async () => {
+    await row.locator('button[data-action="settings"]').click();
+    await form.waitFor();  // shown once filled
+    assert.equal(await page.locator('#settings-model').innerText(), MODEL);
+  };
+  await openForm();
+  assert.equal(await field('alias').inputValue(), '');
+  await field('alias').fill('tiny-chat');
+  await field('sampling.temperature').fill('0.6');
+  await field('max_tokens').fill('256');
+  await field('chat_template_kwargs').fill('{"enable_thinking": false}');
+  await form.locator('#settings-save').click();
+  await page.locator('#settings-result', { hasText: `Saved the settings of ${MODEL}.` }).waitFor();
+  const saved = (await http(`${open.url}/admin/api/models/${MODEL}/settings`)).json.settings;
+  assert.deepEqual(saved, { alias: 'tiny-chat', sampling: { temperature: 0.6 },
+    chat_template_kwargs: { enable_thinking: false }, max_tokens: 256 });
+  // Clients see the alias; the table shows it beside the id.
+  const ids = (await http(`${open.url}/v1/models`)).json.data.map((m) => m.id);
+  assert.ok(ids.includes('tiny-chat') && !ids.includes(MODEL), ids.join(', '));
+  await row.locator('td', { hasText: `tiny-chat (${MODEL})` }).waitFor();
+
+  await page.reload();
+  await openForm();
+  assert.equal(await field('alias').inputValue(), 'tiny-chat');
+  assert.equal(await field('sampling.temperature').inputValue(), '0.6');
+  assert.equal(await field('max_tokens').inputValue(), '256');
+  assert.equal(await field('sampling.top_p').inputValue(), '');
+  assert.equal(await field('ttl_seconds').inputValue(), '');
+  assert.deepEqual(JSON.parse(await field('chat_template_kwargs').inputValue()), { enable_thinking: false });
+  await screenshot(page, 'models');
+
+  // Values the server refuses: its message, the field marked, nothing changed.
+  for (const [name, text, patch] of [
+    ['sampling.temperature', '500', { sampling: { temperature: 500 } }],
+    ['max_tokens', 'lots', { max_tokens: 'lots' }],
+  ]) {
+    const refused = await http(`${open.url}/admin/api/models/${MODEL}/settings`, 'PUT', patch);
+    assert.equal(refused.status, 400, refused.text);
+    await field(name).fill(text);
+    await form.locator('#settings-save').click();
+    await page.locator('#settings-result.error', { hasText: refused.json.error.message }).waitFor();
+    assert.equal(await page.locator('#settings-result').innerText(), `Not saved: 400: ${refused.json.error.message}`);
+    assert.equal(await field(name).getAttribute('aria-invalid'), 'true');
+    assert.equal(await field('alias').getAttribute('aria-invalid'), 'false');
+    if (name === 'max_tokens') await screenshot(page, 'models-settings-error');
+    await field(name).fill(name === 'max_tokens' ? '256' : '0.6');
+  }
+  // Kwargs that are no JSON cannot be sent at all: said in the page, nothing sent.
+  await field('chat_template_kwargs').fill('{"enable_thinking": fals');
+  await form.locator('#settings-save').click();
+  await page.locator('#settings-result.error', { hasText: 'chat_template_kwargs: not valid JSON' }).waitFor();
+  assert.equal(await field('chat_template_kwargs').getAttribute('aria-invalid'), 'true');
+  assert.deepEqual((await http(`${open.url}/admin/api/models/${MODEL}/settings`)).json.settings, saved);
+  assert.deepEqual(page.errors.filter((e) => !/status of 400/.test(e)), []);
+
+  // Emptied fields go back to the server's defaults.
+  for (const name of ['alias', 'sampling.temperature', 'max_tokens', 'chat_template_kwargs']) await field(name).fill('');
+  await form.locator('#settings-save').click();
+  await page.locator('#settings-result:not(.error)', { hasText: 'Saved' }).waitFor();
+  assert.deepEqual((await http(`${open.url}/admin/api/models/${MODEL}/settings`)).json.settings, {});
+  await row.locator('td', { hasText: /^scripted$/ }).waitFor();
+  await page.context().close();
+});

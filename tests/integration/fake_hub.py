@@ -15,12 +15,14 @@ commit. Faults, set per (repo, path): `drop_once` sends the headers and half the
 bytes of the first request, then closes the connection; `corrupt` serves
 the content with one byte flipped. `requests` logs (path, headers) of every
 request; `cdn_saw_authorization` turns true if a credential reached the CDN;
-the CDN requests of `barrier_repos` wait for each other at `barrier`.
+the CDN requests of `barrier_repos` wait for each other at `barrier`; the CDN
+spreads each body of a repo in `slow` over that many seconds (progress to watch).
 """
 import hashlib
 import http.server
 import json
 import threading
+import time
 import urllib.parse
 
 
@@ -56,6 +58,7 @@ class FakeHub:
         self.barrier_repos = set()
         self.barrier = None
         self.concurrent_met = True
+        self.slow = {}  # repo name -> seconds each CDN body takes
 
     def add_repo(self, name, files, lfs_suffixes=(".safetensors", ".gguf"), gated=False, listed_sizes=None):
         repo = Repo(files, lfs_suffixes, listed_sizes or {})
@@ -235,4 +238,15 @@ class FakeHub:
             h.wfile.write(body[:len(body) // 2])
             h.wfile.flush()
             return  # the handler closes the connection mid-body
+        if name in self.slow:
+            return self.send_slowly(h, body, self.slow[name])
         h.wfile.write(body)
+
+    def send_slowly(self, h, body, seconds, interval=0.05):
+        # A piece every `interval` seconds, so a client that stops reading notices soon.
+        pieces = max(1, int(seconds / interval))
+        step = max(1, -(-len(body) // pieces))
+        for i in range(0, len(body), step):
+            h.wfile.write(body[i:i + step])
+            h.wfile.flush()
+            time.sleep(interval)
