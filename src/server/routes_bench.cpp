@@ -57,9 +57,10 @@ void Start(ApiServer& server, const HttpRequest& request, const std::shared_ptr<
   bench.model = *id;
   std::optional<std::string> run = server.bench().TryBegin(bench, UnixNow());
   if (!run) {
-    const OJson state = server.bench().StateJson();
-    return SendError(writer, ErrorWithStatus(409, "a bench run is going (" + state["running"].value("id", "") +
-                                                      " on " + state["running"].value("model", "") +
+    // (The run may have ended since: then it is named as "").
+    const OJson going = server.bench().StateJson()["running"];
+    auto field = [&](const char* name) { return going.is_object() ? going.value(name, "") : std::string(); };
+    return SendError(writer, ErrorWithStatus(409, "a bench run is going (" + field("id") + " on " + field("model") +
                                                       "): one at a time; wait for it to end",
                                              "bench_busy"));
   }
