@@ -5,13 +5,15 @@ import { showStatus, stopStatus } from './status.js';
 import { refreshModels, setUpModels } from './models.js';
 import { setUpChat, showChat } from './chat.js';
 import { setUpLogs, showLogs, stopLogs } from './logs.js';
+import { setUpBench, showBench, stopBench } from './bench.js';
 
-const pages = { status: showStatus, models: refreshModels, chat: showChat, logs: showLogs };
+const pages = { status: showStatus, models: refreshModels, chat: showChat, logs: showLogs, bench: showBench };
 
 // Stops what the shown page polls or streams.
 function stopPages() {
   stopStatus();
   stopLogs();
+  stopBench();
 }
 
 function showTab(name) {
@@ -70,6 +72,7 @@ async function start() {
   setUpModels();
   setUpChat();
   setUpLogs();
+  setUpBench();
   whenSignedOut(showSignIn);
   const session = await api('/admin/api/session');
   if (session.auth === 'open' || session.signed_in) showApp(session);

@@ -4,6 +4,7 @@
 
 #include "server/dashboard_access.h"
 #include "server/status_recording_writer.h"
+#include "util/file.h"
 #include "util/log.h"
 
 namespace llmhost::server {
@@ -11,7 +12,7 @@ namespace llmhost::server {
 namespace {
 
 enum class Route { kHealth, kModels, kModelsStatus, kInference, kStoredResponse, kStatus, kAdmin, kOllama, kMetrics,
-                   kPull, kDashboard };
+                   kPull, kBench, kDashboard };
 
 struct RouteEntry {
   const char* method;
@@ -46,6 +47,10 @@ constexpr RouteEntry kRoutes[] = {
     {"GET", "/admin/api/status", Route::kStatus},
     {"GET", "/admin/api/history", Route::kAdmin},
     {"GET", "/admin/api/logs", Route::kAdmin},
+    {"GET", "/admin/api/bench", Route::kBench},
+    {"POST", "/admin/api/bench", Route::kBench},
+    {"GET", "/admin/api/bench/", Route::kBench},     // /admin/api/bench/{id}
+    {"DELETE", "/admin/api/bench/", Route::kBench},
     // Ollama's API (errors as {"error": "..."}: FlavorForPath).
     {"POST", "/api/chat", Route::kInference},
     {"POST", "/api/generate", Route::kInference},
@@ -78,7 +83,8 @@ std::string NormalizePath(std::string path) {
 ApiServer::ApiServer(const ServeSettings& settings, EnginePool* pool, MemoryEnforcer* enforcer)
     : settings_(settings), pool_(pool), enforcer_(enforcer), auth_(settings.api_keys), cors_(settings.cors_origins),
       host_guard_(settings.host, auth_.open(), settings.allowed_hosts, &cors_),
-      started_(std::chrono::steady_clock::now()), history_(settings.stats_interval) {}
+      started_(std::chrono::steady_clock::now()), history_(settings.stats_interval),
+      bench_(settings.home.empty() ? "" : JoinPath(settings.home, "bench.json")) {}
 
 Result<std::unique_ptr<ApiServer>> ApiServer::Create(const ServeSettings& settings, EnginePool* pool,
                                                      MemoryEnforcer* enforcer, bool handle_signals,
@@ -86,6 +92,9 @@ Result<std::unique_ptr<ApiServer>> ApiServer::Create(const ServeSettings& settin
                                                      std::shared_ptr<const TlsServerContext> tls) {
   std::unique_ptr<ApiServer> s(new ApiServer(settings, pool, enforcer));
   s->kv_store_ = kv_store;
+  if (Status kept = s->bench_.store().Load(); !kept.ok()) {
+    LOG_WARN("bench: earlier results not read (" << kept.message() << "); new ones replace the file");
+  }
   HttpServerOptions o;
   o.host = settings.host;
   o.port = settings.port;
@@ -280,6 +289,7 @@ void ApiServer::Handle(HttpRequest request, std::shared_ptr<ResponseWriter> raw_
     case Route::kOllama: HandleOllama(*this, request, writer); break;
     case Route::kMetrics: HandleMetrics(*this, request, writer); break;
     case Route::kPull: HandlePull(*this, request, writer); break;
+    case Route::kBench: HandleBench(*this, request, writer); break;
     case Route::kHealth:
     case Route::kDashboard: break;
   }

@@ -19,6 +19,8 @@
 //                                        unpin, settings, DELETE), reload (routes_admin.cpp)
 //   GET  /admin/api/history              the last hour's throughput, TTFT and memory (routes_history.cpp)
 //   GET  /admin/api/logs                 a live tail of the log over SSE (log_streams.h)
+//   GET, POST /admin/api/bench; GET, DELETE /admin/api/bench/{id}
+//                                        the dashboard's Bench runs and kept results (routes_bench.cpp)
 //   GET  /admin, /admin/<file>; POST /admin/login, /admin/logout; GET /admin/api/session
 //                                        the web dashboard and its sign-in (routes_dashboard.cpp)
 //   OPTIONS *                            CORS preflight
@@ -47,6 +49,7 @@
 #include "pool/engine_pool.h"
 #include "pool/memory_enforcer.h"
 #include "server/auth.h"
+#include "server/bench_runs.h"
 #include "server/cors.h"
 #include "server/dashboard_sessions.h"
 #include "server/generation_relay.h"
@@ -91,6 +94,7 @@ class ApiServer {
   DashboardSessions& sessions() { return sessions_; }
   const StatsHistory& history() const { return history_; }
   LogStreams& log_streams() { return log_streams_; }
+  BenchRuns& bench() { return bench_; }
   HttpServerStats http_stats() const { return http_->stats(); }
   int64_t uptime_s() const;
   // Runs `fn` on a thread of its own (a model pull): when the server stops
@@ -123,6 +127,7 @@ class ApiServer {
   DashboardSessions sessions_;  // dashboard sign-ins
   StatsHistory history_;        // the dashboard's charts, sampled by the ticker
   LogStreams log_streams_;      // the dashboard's live log tails, pumped by the ticker
+  BenchRuns bench_;             // the Bench page's run (on a RunBackground thread) and kept results
 
   mutable std::mutex mu_;
   std::condition_variable cv_;
@@ -165,6 +170,8 @@ void HandleDashboard(ApiServer& server, const HttpRequest& request,
 // routes_history.cpp: GET /admin/api/history, and the readings it is made of.
 void HandleHistory(ApiServer& server, const HttpRequest& request, const std::shared_ptr<ResponseWriter>& writer);
 StatsReading ReadStats(ApiServer& server);
+// routes_bench.cpp: /admin/api/bench and /admin/api/bench/{id}.
+void HandleBench(ApiServer& server, const HttpRequest& request, const std::shared_ptr<ResponseWriter>& writer);
 // routes_cache.cpp: GET /admin/api/cache, POST /admin/api/cache/clear-hot|clear-ssd.
 void HandleCache(ApiServer& server, const HttpRequest& request,
                  const std::shared_ptr<ResponseWriter>& writer);

@@ -3,7 +3,8 @@
 // `llmhost serve` (the model leaves /v1/models, /api/tags and `llmhost ls`;
 // a loaded idle model is unloaded first; a pinned one is refused with 409),
 // `rm` and `run` with no server listening (in the model directory, in this
-// process), and `bench --json` against the random-weight qwen3-tiny.
+// process), and `bench` against the random-weight qwen3-tiny, on the server
+// and in this process.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
@@ -128,12 +129,8 @@ test('run without a server: the model in this process, the same answers', () => 
   assert.match(missing.stderr, /no model 'nope' in .*\(models: .*scripted/);
 });
 
-test('bench --json: positive rates, the cached prefix reused, every concurrency level', () => {
-  // Two KV blocks of 256 positions and a part: the cached prefix is the two full blocks.
-  const r = llmhost(['bench', 'qwen3-tiny', '--json', '--prompt-tokens', '600', '--decode-tokens', '8',
-    '--concurrency', '1,3']);
-  assert.equal(r.status, 0, r.stderr);
-  const b = JSON.parse(r.stdout);
+// `bench --json --prompt-tokens 600 --decode-tokens 8 --concurrency 1,3`'s figures.
+function checkBench(b) {
   assert.equal(b.model, 'qwen3-tiny');
   assert.ok(b.prefill.prompt_tokens > 512 && b.prefill.prompt_tokens < 700, JSON.stringify(b.prefill));
   assert.ok(b.prefill.tokens_per_s > 0 && b.prefill.ttft_ms > 0, JSON.stringify(b.prefill));
@@ -146,11 +143,40 @@ test('bench --json: positive rates, the cached prefix reused, every concurrency 
     assert.equal(l.generated_tokens, 8 * l.concurrency, JSON.stringify(l));
     assert.ok(l.tokens_per_s > 0 && l.mean_ttft_ms > 0, JSON.stringify(l));
   }
+}
+const BENCH_ARGS = ['--json', '--prompt-tokens', '600', '--decode-tokens', '8', '--concurrency', '1,3'];
+const TABLE_HEAD = /^TEST\s+PROMPT\s+CACHED\s+GENERATED\s+TTFT ms\s+TOKENS\/S$/m;
+
+test('bench --json: positive rates, the cached prefix reused, every concurrency level', () => {
+  // Two KV blocks of 256 positions and a part: the cached prefix is the two full blocks.
+  const r = llmhost(['bench', 'qwen3-tiny', ...BENCH_ARGS]);
+  assert.equal(r.status, 0, r.stderr);
+  const b = JSON.parse(r.stdout);
+  checkBench(b);
+  assert.equal(b.in_process, false);
+  assert.equal(b.url, server.url);
   const table = llmhost(['bench', 'qwen3-tiny', '--prompt-tokens', '16', '--decode-tokens', '4', '--concurrency', '2']);
   assert.equal(table.status, 0, table.stderr);
-  assert.match(table.stdout, /^TEST\s+PROMPT\s+CACHED\s+GENERATED\s+TTFT ms\s+TOKENS\/S$/m);
+  assert.match(table.stdout, new RegExp(`^llmhost bench: qwen3-tiny at ${server.url}$`, 'm'));
+  assert.match(table.stdout, TABLE_HEAD);
   assert.match(table.stdout, /^concurrency 2\s/m);
-  const none = llmhost(['bench', 'qwen3-tiny'], { url: NO_SERVER });
-  assert.equal(none.status, 1);
-  assert.match(none.stderr, /bench: no server at http:\/\/127\.0\.0\.1:9: bench measures a running server/);
+});
+
+test('bench without a server: the model in this process, the same figures', () => {
+  const r = llmhost(['bench', 'qwen3-tiny', '--model-dir', models, ...BENCH_ARGS], { url: NO_SERVER });
+  assert.equal(r.status, 0, r.stderr);
+  assert.match(r.stderr, /no server at http:\/\/127\.0\.0\.1:9: benchmarking .*qwen3-tiny in this process/);
+  const b = JSON.parse(r.stdout);
+  checkBench(b);
+  assert.equal(b.in_process, true);
+  assert.equal(b.url, undefined);
+  const table = llmhost(['bench', path.join(models, 'qwen3-tiny'), '--prompt-tokens', '16', '--decode-tokens', '4',
+    '--concurrency', '2'], { url: NO_SERVER });
+  assert.equal(table.status, 0, table.stderr);
+  assert.match(table.stdout, /^llmhost bench: .*qwen3-tiny in this process$/m);
+  assert.match(table.stdout, TABLE_HEAD);
+  assert.match(table.stdout, /^concurrency 2\s+-\s+-\s+8\s/m);
+  const missing = llmhost(['bench', 'nope', '--model-dir', models], { url: NO_SERVER });
+  assert.equal(missing.status, 1);
+  assert.match(missing.stderr, /bench: no server at http:\/\/127\.0\.0\.1:9, and no model 'nope' in /);
 });
