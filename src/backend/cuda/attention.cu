@@ -28,14 +28,9 @@ __global__ void ChunkKernel(const float* q, const void* k_cache, const void* v_c
   extern __shared__ float smem[];
   const int64_t chunk = blockIdx.x, kv_head = blockIdx.y, row = row0 + blockIdx.z;
   AttentionSeq seq;
-  if (!FindSeq(seqs, n_seqs, row, &seq)) return;
-  int64_t lo, pos;
-  KeyRange(seq, row, p.window, &lo, &pos);
-  if (generated_only && pos < seq.generated_from) return;  // a prompt row: the tensor cores' (prompt_attention)
+  int64_t k_lo, k_hi;  // local, inclusive
+  if (!ChunkKeys<kAttentionChunk>(seqs, n_seqs, row, p.window, chunk, generated_only, &seq, &k_lo, &k_hi)) return;
   const int64_t first = chunk * kAttentionChunk;
-  if (first > pos || first + kAttentionChunk <= lo) return;  // keys this row does not see
-  const int64_t k_lo = lo > first ? lo - first : 0;                              // local, inclusive
-  const int64_t k_hi = pos - first < kAttentionChunk ? pos - first : kAttentionChunk - 1;
   const int d = static_cast<int>(p.head_dim);
   const int group = static_cast<int>(p.n_heads / p.n_kv_heads);
   const int64_t kv_dim = p.n_kv_heads * d;

@@ -45,14 +45,10 @@ __global__ void __launch_bounds__(kThreads) KeyLanesKernel(const float* q, const
   extern __shared__ float smem[];
   const int64_t chunk = blockIdx.x, kv_head = blockIdx.y, row = row0 + blockIdx.z;
   AttentionSeq seq;
-  if (!FindSeq(seqs, n_seqs, row, &seq)) return;
-  int64_t lo, pos;
-  KeyRange(seq, row, p.window, &lo, &pos);
-  if (generated_only && pos < seq.generated_from) return;  // a prompt row: the tensor cores'
+  int64_t lo64, hi64;
+  if (!ChunkKeys<kAttentionChunk>(seqs, n_seqs, row, p.window, chunk, generated_only, &seq, &lo64, &hi64)) return;
   const int64_t first = chunk * kAttentionChunk;
-  if (first > pos || first + kAttentionChunk <= lo) return;
-  const int k_lo = static_cast<int>(lo > first ? lo - first : 0);  // local, inclusive
-  const int k_hi = static_cast<int>(pos - first < kAttentionChunk ? pos - first : kAttentionChunk - 1);
+  const int k_lo = static_cast<int>(lo64), k_hi = static_cast<int>(hi64);  // local, inclusive
   const int group = static_cast<int>(p.n_heads / p.n_kv_heads);
   const int64_t kv_dim = p.n_kv_heads * D;
   float* qs = smem;                                 // [group][D]

@@ -29,6 +29,25 @@ __device__ __forceinline__ void KeyRange(const AttentionSeq& seq, int64_t row, i
   *lo = window > 0 && *pos - window + 1 > 0 ? *pos - window + 1 : 0;
 }
 
+// The keys of chunk `chunk` (kChunk absolute positions) that q row `row`
+// sees, as local indices [k_lo, k_hi] of the chunk; false when it sees none
+// (or, with generated_only, when the row is a prompt row: the tensor cores'
+// rows, prompt_attention). `seq` receives the row's sequence.
+template <int kChunk>
+__device__ __forceinline__ bool ChunkKeys(const AttentionSeq* seqs, int64_t n_seqs, int64_t row, int64_t window,
+                                          int64_t chunk, bool generated_only, AttentionSeq* seq, int64_t* k_lo,
+                                          int64_t* k_hi) {
+  if (!FindSeq(seqs, n_seqs, row, seq)) return false;
+  int64_t lo, pos;
+  KeyRange(*seq, row, window, &lo, &pos);
+  if (generated_only && pos < seq->generated_from) return false;
+  const int64_t first = chunk * kChunk;
+  if (first > pos || first + kChunk <= lo) return false;
+  *k_lo = lo > first ? lo - first : 0;
+  *k_hi = pos - first < kChunk ? pos - first : kChunk - 1;
+  return true;
+}
+
 // For each query head g of a chunk block (warp w takes heads w, w + n_warps,
 // ...): the max of its scores sc[g * kChunk + k], k in [k_lo, k_hi], then
 // exp(score - max) in place and their sum (lane-strided, then the
