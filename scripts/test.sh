@@ -3,7 +3,7 @@
 #   1. Release build + unit tests (ctest)
 #   2. the command-line contract against ../shared (conformance.py), when present
 #   3. ASan+UBSan build (clang-14) + unit tests
-#   4. bounded libFuzzer runs (FUZZ_SECONDS per target, default 30), built in
+#   4. bounded libFuzzer runs (FUZZ_SECONDS per target, default 20), built in
 #      the same sanitizer build (one build serves both: CI has 2 cores)
 # Env: SKIP_ASAN=1, SKIP_FUZZ=1 to skip steps locally; JOBS to set parallelism.
 set -uo pipefail
@@ -67,7 +67,7 @@ asan_tests() {
 }
 
 fuzz_runs() {
-  sanitizer_build && scripts/fuzz.sh build-asan "${FUZZ_SECONDS:-30}"
+  sanitizer_build && scripts/fuzz.sh build-asan "${FUZZ_SECONDS:-20}"
 }
 
 step "release build + unit tests" release_tests
