@@ -46,7 +46,7 @@ test('a streaming completion is listed with its progress while it runs, then gon
   assert.equal(typeof idle.running, 'number', 'the engine figures stay');
 
   const RID = 'live-status-test-1';
-  const body = { model: MODEL, prompt: 'word '.repeat(1500), max_tokens: MAX_TOKENS, ignore_eos: true,
+  const body = { model: MODEL, prompt: 'word '.repeat(300), max_tokens: MAX_TOKENS, ignore_eos: true,
     stream: true, stream_options: { include_usage: true } };
   const stream = http(`${server.url}/v1/completions`, 'POST', body, { 'x-request-id': RID });
   let done = false;
