@@ -29,9 +29,8 @@ int64_t Scheduler::CollectLive(std::vector<LiveRequest>* out, size_t max) const 
       e->request_id = s.request_id();
       e->prompt_tokens = s.prompt_tokens();
       e->prompt_done = std::min(s.cs().kv.length, s.prompt_tokens());
-      e->state = !running                       ? LiveState::kQueued
-                 : e->prompt_done < e->prompt_tokens ? LiveState::kPrefilling
-                                                     : LiveState::kGenerating;
+      e->state = !running ? LiveState::kQueued
+                 : e->prompt_done < e->prompt_tokens ? LiveState::kPrefilling : LiveState::kGenerating;
       e->generated = 0;
       e->decode_tokens = 0;
       e->arrived = s.arrived();

@@ -181,7 +181,8 @@ test('status: memory bars and the loaded model after a request', { skip: skipBro
   const stop = new AbortController();
   const res = await fetch(`${open.url}/v1/chat/completions`, { method: 'POST', signal: stop.signal,
     headers: { 'content-type': 'application/json', 'x-request-id': RID },
-    body: JSON.stringify({ model: MODEL, stream: true, messages: [{ role: 'user', content: 'Write a long essay' }] }) });
+    body: JSON.stringify({ model: MODEL, stream: true,
+      messages: [{ role: 'user', content: 'Write a long essay' }] }) });
   assert.equal(res.status, 200);
   const row = page.locator('#live-requests tr[data-state="generating"]', { hasText: RID });
   await row.waitFor();
