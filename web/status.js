@@ -3,6 +3,7 @@
 import { api } from './client.js';
 import { lineChart } from './charts.js';
 import { $, el, fillList, formatBytes, formatCount } from './dom.js';
+import { renderLiveRequests } from './live_requests.js';
 
 const kPollMs = 2000;
 let timer = null;
@@ -66,6 +67,7 @@ function render(s) {
       el('td', { class: 'num' }, formatBytes(x.kv_cache_bytes)), el('td', { class: 'num' }, formatCount(x.running)),
       el('td', { class: 'num' }, formatCount(x.waiting)), el('td', { class: 'num' }, formatCount(x.generated_tokens)))));
   }
+  renderLiveRequests(loaded);
 }
 
 const rate = (v) => (v >= 1000 ? `${(v / 1000).toFixed(1)}k` : v.toFixed(v >= 10 ? 0 : 1));

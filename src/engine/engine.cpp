@@ -131,7 +131,7 @@ Result<uint64_t> Engine::Submit(GenerationRequest request) {
                                        " requests waiting); retry later");
     }
     id = next_id_++;
-    inbox_.emplace_back(id, std::move(request));
+    inbox_.push_back(Submitted{id, std::move(request), std::chrono::steady_clock::now()});
     ++stats_.submitted;
   }
   wake_.notify_one();
@@ -165,6 +165,24 @@ EngineStats Engine::WaitIdle() const {
   return s;
 }
 
+LiveRequests Engine::Live() const {
+  LiveRequests r;
+  std::lock_guard<std::mutex> lk(mu_);
+  r.requests.reserve(std::min(live_.size() + inbox_.size(), kMaxLiveRequests));
+  r.requests.assign(live_.begin(), live_.end());
+  r.total = live_total_ + static_cast<int64_t>(inbox_.size());
+  // Submitted since the last step: queued, nothing done yet.
+  for (const Submitted& s : inbox_) {
+    if (r.requests.size() >= kMaxLiveRequests) break;
+    LiveRequest& e = r.requests.emplace_back();
+    e.id = s.id;
+    e.request_id = s.request.request_id;
+    e.prompt_tokens = static_cast<int64_t>(s.request.prompt.size());
+    e.arrived = s.arrived;
+  }
+  return r;
+}
+
 void Engine::ReleaseKvMemory() {
   {
     std::lock_guard<std::mutex> lk(mu_);
@@ -181,6 +199,7 @@ void Engine::Snapshot() {
   stats_.counters = sched_->counters();
   stats_.kv = sched_->kv_stats();
   stats_.kv_saves_in_flight = sched_->saves_in_flight();
+  live_total_ = sched_->CollectLive(&live_, kMaxLiveRequests);
 }
 
 void Engine::Run() {
@@ -223,7 +242,7 @@ void Engine::Run() {
       lk.lock();
       Snapshot();
     }
-    std::vector<std::pair<uint64_t, GenerationRequest>> inbox;
+    std::vector<Submitted> inbox;
     inbox.swap(inbox_);
     restore_done_ = false;
     std::vector<uint64_t> cancels;
@@ -233,7 +252,7 @@ void Engine::Run() {
     busy_ = true;
     lk.unlock();
     // Callbacks run here, without mu_: they may Submit or Cancel.
-    for (auto& [id, r] : inbox) sched_->Enqueue(id, std::move(r));
+    for (Submitted& s : inbox) sched_->Enqueue(s.id, std::move(s.request), s.arrived);
     for (uint64_t id : cancels) sched_->Cancel(id);
     if (stopping) {
       sched_->PollStore();  // blocks indexed before the weights' hash was known

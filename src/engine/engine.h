@@ -32,6 +32,7 @@
 #include <thread>
 #include <vector>
 
+#include "engine/live_request.h"
 #include "engine/request.h"
 #include "engine/scheduler.h"
 #include "kv/prefix_cache.h"
@@ -120,6 +121,9 @@ class Engine {
   }
   // Thread-safe snapshot, refreshed after every step.
   EngineStats Stats() const;
+  // Thread-safe: the requests held now (submitted, queued, running), as of
+  // the last step for those the scheduler has; at most kMaxLiveRequests.
+  LiveRequests Live() const;
   // Blocks until nothing is queued or running and no block is on its way to
   // the block store, and returns the stats of that moment (every finished
   // request's blocks are released in them).
@@ -148,7 +152,12 @@ class Engine {
   mutable std::mutex mu_;
   mutable std::condition_variable wake_;  // the executor: work arrived
   mutable std::condition_variable idle_;  // WaitIdle callers
-  std::vector<std::pair<uint64_t, GenerationRequest>> inbox_;
+  struct Submitted {
+    uint64_t id;
+    GenerationRequest request;
+    std::chrono::steady_clock::time_point arrived;
+  };
+  std::vector<Submitted> inbox_;
   std::vector<uint64_t> cancels_;
   uint64_t next_id_ = 1;
   bool stop_ = false;
@@ -158,6 +167,8 @@ class Engine {
   int64_t sched_waiting_ = 0;  // the scheduler's queue as of the last step
   bool busy_ = false;          // the executor is inside a step
   EngineStats stats_;
+  std::vector<LiveRequest> live_;  // the scheduler's requests as of the last step
+  int64_t live_total_ = 0;         // how many it holds (live_ is capped)
   std::mutex join_mu_;  // one Shutdown joins
   std::thread thread_;
 };

@@ -134,6 +134,9 @@ struct GenerationRequest {
   // partial one is copied when it is first written) and samples the same
   // logits on with its own generator, seeded seed + i when `seed` is set.
   int choices = 1;
+  // The HTTP request's id (util/log.h CurrentRequestId), shown with the
+  // engine's own id on the status page; "" when none.
+  std::string request_id;
   EventCallback on_event;
 };
 

@@ -119,7 +119,7 @@ Status Scheduler::Validate(const GenerationRequest& r) const {
   return Status::OK();
 }
 
-void Scheduler::Enqueue(uint64_t id, GenerationRequest request) {
+void Scheduler::Enqueue(uint64_t id, GenerationRequest request, std::chrono::steady_clock::time_point arrived) {
   const int64_t room = context_ - static_cast<int64_t>(request.prompt.size());
   const int64_t max_new = request.max_tokens ? std::min(*request.max_tokens, room) : room;
   // Choices 1.. wait inside choice 0 until its prompt is in (Step forks them).
@@ -129,9 +129,11 @@ void Scheduler::Enqueue(uint64_t id, GenerationRequest request) {
     if (r.sampling.seed) r.sampling.seed = *r.sampling.seed + static_cast<uint64_t>(c);
     forks.push_back(std::make_unique<Sequence>(id, std::move(r), vocab_, max_new, tokenizer_,
                                                &options_.eos_token_ids, c));
+    forks.back()->set_arrived(arrived);
   }
   auto s = std::make_unique<Sequence>(id, std::move(request), vocab_, max_new, tokenizer_,
                                       &options_.eos_token_ids);
+  s->set_arrived(arrived);
   s->set_forks(std::move(forks));
   auto at = std::find_if(waiting_.begin(), waiting_.end(),
                          [id](const std::unique_ptr<Sequence>& w) { return w->id() > id; });

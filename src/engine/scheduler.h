@@ -47,6 +47,7 @@
 #include "engine/request.h"
 #include "engine/sequence.h"
 #include "engine/kv_budget.h"
+#include "engine/live_request.h"
 #include "engine/mask_worker.h"
 #include "engine/step_model.h"
 #include "kv/prefix_cache.h"
@@ -122,8 +123,10 @@ class Scheduler {
   // The model's stop ids (immutable: thread-safe).
   const std::vector<int32_t>& eos_token_ids() const { return options_.eos_token_ids; }
 
-  // Queues a validated request (ids must increase with arrival).
-  void Enqueue(uint64_t id, GenerationRequest request);
+  // Queues a validated request (ids must increase with arrival); `arrived`:
+  // when it reached the engine.
+  void Enqueue(uint64_t id, GenerationRequest request,
+               std::chrono::steady_clock::time_point arrived = std::chrono::steady_clock::now());
   // Ends the request with kAbort and releases its blocks (no-op when unknown).
   void Cancel(uint64_t id);
   // Ends every request with kAbort (shutdown).
@@ -153,6 +156,12 @@ class Scheduler {
   // Step's first phase alone (the engine runs it first to publish an exact
   // queue length while the forward pass runs). Step() admits too.
   void Admit();
+
+  // The requests held now, running ones first, each by arrival: at most
+  // `max` entries written over `out`'s (their strings' memory reused, so that
+  // a snapshot after every step allocates nothing once warm), the choices of
+  // a request summed in one entry. Returns how many requests there are.
+  int64_t CollectLive(std::vector<LiveRequest>* out, size_t max) const;
 
   int64_t running() const { return static_cast<int64_t>(running_.size()); }
   int64_t waiting() const { return static_cast<int64_t>(waiting_.size()); }

@@ -131,7 +131,7 @@ void Sequence::FastForward(std::vector<RequestEvent>* events) {
 
 RequestEvent Sequence::Emit(SampledToken tok, bool logprobs) {
   const int32_t id = tok.id;
-  ++generated_;
+  if (++generated_ == 1) first_token_ = std::chrono::steady_clock::now();
   cs_.tokens.push_back(id);
   RequestEvent ev = NewEvent();
   ev.token_ids.push_back(id);

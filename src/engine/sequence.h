@@ -3,6 +3,7 @@
 // sends. Internal to src/engine (the executor thread owns every Sequence).
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <deque>
 #include <memory>
@@ -42,6 +43,12 @@ class Sequence {
   // Tokens that must still run through the model before the next sample.
   int64_t pending() const { return static_cast<int64_t>(cs_.tokens.size()) - cs_.kv.length; }
   bool finished() const { return finished_; }
+  const std::string& request_id() const { return req_.request_id; }
+  // When the request reached the engine, and when this choice's first token
+  // was sampled (the status page's age, TTFT and decode speed).
+  void set_arrived(std::chrono::steady_clock::time_point t) { arrived_ = t; }
+  std::chrono::steady_clock::time_point arrived() const { return arrived_; }
+  const std::optional<std::chrono::steady_clock::time_point>& first_token() const { return first_token_; }
 
   // Set at the first admission: prompt positions reused from the cache.
   bool admitted_once() const { return admitted_once_; }
@@ -97,6 +104,8 @@ class Sequence {
   int64_t cached_tokens_ = 0;
   bool admitted_once_ = false;
   bool finished_ = false;
+  std::chrono::steady_clock::time_point arrived_ = std::chrono::steady_clock::now();
+  std::optional<std::chrono::steady_clock::time_point> first_token_;
   Sampler sampler_;
   std::unique_ptr<StreamDecoder> decoder_;
   StopStringMatcher stops_;

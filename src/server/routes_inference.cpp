@@ -145,6 +145,7 @@ void ContinueInference(ApiServer& server, const std::string& path, InferenceRequ
   const size_t n_prompt = ids.size();
   GenerationRequest gen = MakeGenerationRequest(req, model, std::move(ids));
   gen.choices = req.choices;
+  gen.request_id = CurrentRequestId();
   OutputPlan plan = PlanOutput(req, model, lease->settings(), prompt_text, &gen);
   if (MaybeError e = AttachOutputConstraint(req, model, plan, &gen)) return fail(*e);
 

@@ -2,6 +2,7 @@
 #include <nlohmann/json.hpp>
 
 #include "server/api_server.h"
+#include "server/live_requests_json.h"
 #include "server/pool_json.h"
 
 namespace llmhost::server {
@@ -95,6 +96,9 @@ void HandleStatus(ApiServer& server, const HttpRequest&, const std::shared_ptr<R
         // The engine's statistics beside the pool's figures (no key is shared).
         const Json engine = EngineJson(served->engine->Stats());
         for (const auto& [key, value] : engine.items()) j[key] = value;
+        const LiveRequests live = served->engine->Live();
+        j["requests"] = LiveRequestsJson(live, std::chrono::steady_clock::now());
+        j["requests_total"] = live.total;  // more than the list holds when it is capped
       }
     }
     models.push_back(std::move(j));

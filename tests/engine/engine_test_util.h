@@ -39,7 +39,8 @@ class ScriptedModel : public StepModel {
       std::unique_lock<std::mutex> lk(mu_);
       ++entered_;
       cv_.notify_all();
-      cv_.wait(lk, [this] { return !held_; });
+      cv_.wait(lk, [this] { return !held_ || allowed_ > 0; });
+      if (held_) --allowed_;
       std::vector<int64_t> sizes;
       for (const ForwardItem& it : items) sizes.push_back(static_cast<int64_t>(it.tokens.size()));
       calls_.push_back(sizes);
@@ -84,6 +85,14 @@ class ScriptedModel : public StepModel {
     }
     cv_.notify_all();
   }
+  // While held, lets `n` more Forward calls through.
+  void Allow(int n) {
+    {
+      std::lock_guard<std::mutex> lk(mu_);
+      allowed_ += n;
+    }
+    cv_.notify_all();
+  }
   // Waits until `n` Forward calls have started.
   void WaitEntered(int n) {
     std::unique_lock<std::mutex> lk(mu_);
@@ -105,6 +114,7 @@ class ScriptedModel : public StepModel {
   std::mutex mu_;
   std::condition_variable cv_;
   bool held_ = false;
+  int allowed_ = 0;  // Forward calls let through while held
   int entered_ = 0;
   Status fail_;
   std::vector<std::vector<int64_t>> calls_;

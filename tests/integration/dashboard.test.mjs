@@ -1,7 +1,8 @@
 // The web dashboard (/admin) in Debian's Chromium, driven by playwright-core
 // (which never downloads a browser): every page loads without console
-// errors, Status shows the memory bars, the loaded model and the last hour's
-// charts (sampled every second here: --stats-interval 1), Models unloads,
+// errors, Status shows the memory bars, the loaded model, the last hour's
+// charts (sampled every second here: --stats-interval 1) and a streaming
+// request's live row (prefill done, tokens, tok/s, age, TTFT), Models unloads,
 // loads, pins and sets the TTL, Logs tails the server's log with a level
 // filter, Chat streams the scripted model's reply with its reasoning
 // apart, sign-in with an API key sets the session cookie and POSTs need the
@@ -173,7 +174,34 @@ test('status: memory bars and the loaded model after a request', { skip: skipBro
   assert.ok(await page.locator('#charts [data-chart="ttft"] [data-series="TTFT"] :is(polyline, circle)').count() >= 1);
   await page.locator('#charts [data-chart="memory"] [data-series="Host"] polyline').waitFor();
   assert.match(await page.locator('#charts-note').innerText(), /one every 1 s/);
+  await page.locator('#live-requests td.empty', { hasText: 'No request in progress' }).waitFor();
+
+  // A streaming request is a live row (the page's own polling brings it), gone once the client stops it.
+  const RID = 'dashboard-live-1';
+  const stop = new AbortController();
+  const res = await fetch(`${open.url}/v1/chat/completions`, { method: 'POST', signal: stop.signal,
+    headers: { 'content-type': 'application/json', 'x-request-id': RID },
+    body: JSON.stringify({ model: MODEL, stream: true,
+      messages: [{ role: 'user', content: 'Write a long essay' }] }) });
+  assert.equal(res.status, 200);
+  const row = page.locator('#live-requests tr[data-state="generating"]', { hasText: RID });
+  await row.waitFor();
+  const cells = await row.locator('td').allInnerTexts();
+  assert.equal(cells.length, 8, cells.join(' | '));
+  assert.equal(cells[0], MODEL);
+  assert.equal(cells[2], 'generating');
+  const [done, total] = cells[3].trim().split(' / ').map((x) => Number(x.replace(/,/g, '')));
+  assert.ok(total > 0 && done === total, `prefill ${cells[3]}`);
+  const bar = row.locator('progress');
+  assert.equal(Number(await bar.getAttribute('value')), Number(await bar.getAttribute('max')));
+  assert.ok(Number(cells[4].replace(/,/g, '')) > 0, `generated ${cells[4]}`);
+  assert.ok(Number(cells[5]) > 0, `tokens/s ${cells[5]}`);
+  assert.match(cells[6], /^\d+(\.\d)? m?s$/);
+  assert.match(cells[7], /^\d+(\.\d)? m?s$/);
   await screenshot(page, 'status');
+  stop.abort();
+  await page.locator('#live-requests td.empty', { hasText: 'No request in progress' }).waitFor();
+  assert.equal(await page.locator('#live-requests tr[data-request]').count(), 0);
   assert.deepEqual(page.errors, []);
   await page.context().close();
 });
