@@ -63,8 +63,10 @@ BenchSample ServerStream(const BenchOptions& o, const std::string& prompt, int64
       const Json j = Json::parse(line.substr(6), nullptr, false);
       if (!j.is_object()) continue;
       if (j.contains("error")) s.error = j["error"].is_object() ? j["error"].value("message", "") : j["error"].dump();
+      // Any choice chunk marks a token's arrival: a token whose bytes end
+      // inside a UTF-8 character streams as empty text (held for the next).
       for (const Json& c : j.value("choices", Json::array())) {
-        if (!c.contains("text") || !c["text"].is_string() || c["text"].get<std::string>().empty()) continue;
+        if (!c.is_object()) continue;
         last = Clock::now();
         if (!got_text) first = last;
         got_text = true;
@@ -86,7 +88,7 @@ BenchSample ServerStream(const BenchOptions& o, const std::string& prompt, int64
   } else if (r->status != 200) {
     s.error = std::to_string(r->status) + ": " + ErrorText(r->body);
   } else if (!got_text && s.error.empty()) {
-    s.error = "the server streamed no text";
+    s.error = "the server streamed no tokens";
   }
   if (got_text) {
     s.ttft_s = std::chrono::duration<double>(first - start).count();
