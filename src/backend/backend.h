@@ -157,6 +157,23 @@ struct AttentionSeq {
   int64_t generated_from = INT64_MAX;
 };
 
+// One sequence of an EncoderAttention batch: its tokens are rows
+// [row, row + len) of q, k, v and out.
+struct EncoderSeq {
+  int64_t row = 0;
+  int64_t len = 0;
+};
+
+struct EncoderAttentionParams {
+  int64_t n_heads = 0;
+  int64_t head_dim = 0;
+  int64_t qkv_stride = 0;  // elements between tokens in q, k and v (fused rows: 3 * hidden)
+  int64_t out_stride = 0;  // elements between tokens in out
+  float scale = 1;         // multiplies q·k (1/sqrt(head_dim))
+  int64_t n_rows = 0;      // Σ len: a GPU sizes its launch by it
+  int64_t max_len = 0;     // the longest len: a GPU sizes its launch by it
+};
+
 class Backend {
  public:
   virtual ~Backend() = default;
@@ -282,6 +299,20 @@ class Backend {
   virtual void GatedActivation(Activation act, const float* gate, int64_t gate_stride,
                                const float* up, int64_t up_stride, int64_t rows, int64_t cols,
                                float* out, int64_t out_stride) = 0;
+  // Bidirectional attention of encoders over dense q/k/v rows (no cache, no
+  // mask): row i of a sequence, head h, attends to every key of its own
+  // sequence: out = Σ_j softmax_j(scale · q_i·k_j) v_j. seqs: device
+  // EncoderSeq[n_seqs]. A row's result does not depend on the other sequences.
+  virtual void EncoderAttention(const float* q, const float* k, const float* v, const EncoderSeq* seqs,
+                                int64_t n_seqs, const EncoderAttentionParams& p, float* out) = 0;
+  // out[r, :] = (x[r, :] - mean) / sqrt(var + eps) * weight + bias over
+  // `rows` rows of `dim` values at `stride` (in and out alike); in place allowed.
+  virtual void LayerNorm(const float* x, int64_t rows, int64_t dim, int64_t stride, const float* weight,
+                         const float* bias, float eps, float* out) = 0;
+  // x[i] = 0.5 · x[i] · (1 + erf(x[i] / √2)), i < n (BERT's exact "gelu").
+  virtual void Gelu(float* x, int64_t n) = 0;
+  // x[i] = tanh(x[i]), i < n.
+  virtual void Tanh(float* x, int64_t n) = 0;
   // out[i] = a[i] + b[i], i < n (out may alias a or b).
   virtual void Add(const float* a, const float* b, int64_t n, float* out) = 0;
   // x[r, c] += bias[c] for rows of `cols` values at `stride`.

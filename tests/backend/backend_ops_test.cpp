@@ -518,6 +518,79 @@ TEST_P(BackendOpsTest, StoreKvAndAttention) {
   }
 }
 
+// The encoder ops: LayerNorm (rows at a stride), exact GELU, tanh, and
+// bidirectional attention over a batch of sequences of their own lengths
+// (q/k/v as slices of fused rows now and then). Each sequence's attention
+// alone is bit for bit its rows in the batch.
+TEST_P(BackendOpsTest, EncoderOps) {
+  std::mt19937 rng(6);
+  for (int c = 0; c < kCases; ++c) {
+    const int64_t rows = Uniform(rng, 1, 40), dim = Uniform(rng, 1, 400), stride = dim + Uniform(rng, 0, 3) * 8;
+    const std::vector<float> x = Random(rows * stride, rng, 3), w = Random(dim, rng), bias = Random(dim, rng);
+    const std::vector<float> a = Random(rows * dim, rng, 6);
+    EncoderAttentionParams ap;
+    ap.n_heads = Uniform(rng, 1, 6);
+    ap.head_dim = c % 3 == 0 ? 64 : 8 * Uniform(rng, 1, 8);
+    ap.scale = 1.0f / std::sqrt(static_cast<float>(ap.head_dim));
+    const int64_t qd = ap.n_heads * ap.head_dim;
+    const bool fused = c % 2;
+    ap.qkv_stride = fused ? 3 * qd : qd;
+    ap.out_stride = qd + (c % 3) * 4;
+    std::vector<EncoderSeq> seqs;
+    for (int64_t s = 0, n = Uniform(rng, 1, 5); s < n; ++s) {
+      const int64_t len = c == kCases - 1 && s == 0 ? 700 : Uniform(rng, 1, 60);
+      seqs.push_back({ap.n_rows, len});
+      ap.n_rows += len;
+      ap.max_len = std::max(ap.max_len, len);
+    }
+    const std::vector<float> qkv = Random(ap.n_rows * ap.qkv_stride * (fused ? 1 : 3), rng, 2);
+    SCOPED_TRACE("rows " + std::to_string(rows) + " dim " + std::to_string(dim) + " seqs " +
+                 std::to_string(seqs.size()) + " heads " + std::to_string(ap.n_heads) + " d " +
+                 std::to_string(ap.head_dim));
+    std::vector<float> norm[2], gelu[2], tanh_out[2], attn[2], alone[2];
+    Backend* bs[2] = {ref_.get(), got_.get()};
+    for (int i = 0; i < 2; ++i) {
+      Device d(*bs[i]);
+      float* dn = d.Put(x);
+      bs[i]->LayerNorm(dn, rows, dim, stride, d.Put(w), d.Put(bias), 1e-12f, dn);
+      norm[i] = d.Get(dn, rows * stride);
+      float* da = d.Put(a);
+      bs[i]->Gelu(da, rows * dim);
+      gelu[i] = d.Get(da, rows * dim);
+      float* dt = d.Put(a);
+      bs[i]->Tanh(dt, rows * dim);
+      tanh_out[i] = d.Get(dt, rows * dim);
+      const float* dqkv = d.Put(qkv);
+      // Fused: [q | k | v] in each row; else three dense blocks.
+      const float* dq = dqkv;
+      const float* dk = fused ? dqkv + qd : dqkv + ap.n_rows * qd;
+      const float* dv = fused ? dqkv + 2 * qd : dqkv + 2 * ap.n_rows * qd;
+      float* dout = d.Put(std::vector<float>(static_cast<size_t>(ap.n_rows * ap.out_stride), 0.0f));
+      bs[i]->EncoderAttention(dq, dk, dv, d.Put(seqs), static_cast<int64_t>(seqs.size()), ap, dout);
+      attn[i] = d.Get(dout, ap.n_rows * ap.out_stride);
+      float* dalone = d.Put(std::vector<float>(static_cast<size_t>(ap.n_rows * ap.out_stride), 0.0f));
+      for (const EncoderSeq& s : seqs) {
+        EncoderAttentionParams one = ap;
+        one.n_rows = s.len;
+        one.max_len = s.len;
+        bs[i]->EncoderAttention(dq, dk, dv, d.Put(std::vector<EncoderSeq>{s}), 1, one, dalone);
+      }
+      alone[i] = d.Get(dalone, ap.n_rows * ap.out_stride);
+    }
+    auto cols_of = [](const std::vector<float>& v, int64_t n_rows, int64_t row_stride, int64_t cols) {
+      std::vector<float> out;
+      for (int64_t r = 0; r < n_rows; ++r) out.insert(out.end(), v.begin() + r * row_stride, v.begin() + r * row_stride + cols);
+      return out;
+    };
+    EXPECT_LE(WorstRowError(cols_of(norm[1], rows, stride, dim), cols_of(norm[0], rows, stride, dim), dim), 1e-5)
+        << "LayerNorm";
+    EXPECT_LE(WorstRowError(gelu[1], gelu[0], dim), 1e-6) << "Gelu";
+    EXPECT_LE(WorstRowError(tanh_out[1], tanh_out[0], dim), 1e-6) << "Tanh";
+    EXPECT_LE(WorstRowError(attn[1], attn[0], ap.head_dim), kF32Tol) << "EncoderAttention";
+    for (int i = 0; i < 2; ++i) EXPECT_EQ(alone[i], attn[i]) << "EncoderAttention alone vs batched, backend " << i;
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Backends, BackendOpsTest, ::testing::ValuesIn(Candidates()),
                          [](const ::testing::TestParamInfo<Candidate>& i) { return i.param.name; });
 

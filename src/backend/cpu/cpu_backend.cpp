@@ -14,6 +14,7 @@
 #include "backend/cpu/ops_attention.h"
 #include "backend/cpu/ops_elementwise.h"
 #include "backend/cpu/ops_embedding.h"
+#include "backend/cpu/ops_encoder.h"
 #include "backend/cpu/ops_moe.h"
 #include "backend/cpu/ops_norm.h"
 #include "backend/cpu/ops_rope.h"
@@ -321,6 +322,20 @@ void CpuBackend::Scale(float* x, int64_t n, float s) { cpu::Scale(x, n, s); }
 void CpuBackend::Fill(float* x, int64_t n, float value) { std::fill(x, x + n, value); }
 
 void CpuBackend::Softcap(float* x, int64_t n, float cap) { cpu::Softcap(x, n, cap); }
+
+void CpuBackend::EncoderAttention(const float* q, const float* k, const float* v, const EncoderSeq* seqs,
+                                  int64_t n_seqs, const EncoderAttentionParams& p, float* out) {
+  cpu::EncoderAttention(q, k, v, seqs, n_seqs, p, out, pool_);
+}
+
+void CpuBackend::LayerNorm(const float* x, int64_t rows, int64_t dim, int64_t stride, const float* weight,
+                           const float* bias, float eps, float* out) {
+  cpu::LayerNorm(x, rows, dim, stride, weight, bias, eps, out, pool_);
+}
+
+void CpuBackend::Gelu(float* x, int64_t n) { cpu::Gelu(x, n, pool_); }
+
+void CpuBackend::Tanh(float* x, int64_t n) { cpu::Tanh(x, n); }
 
 void CpuBackend::TopKRouting(const float* logits, int64_t rows, int64_t n_experts, int64_t k,
                              bool renormalize, int32_t* ids, float* weights) {

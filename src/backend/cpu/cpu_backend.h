@@ -85,6 +85,12 @@ class CpuBackend : public Backend {
   void Scale(float* x, int64_t n, float s) override;
   void Fill(float* x, int64_t n, float value) override;
   void Softcap(float* x, int64_t n, float cap) override;
+  void EncoderAttention(const float* q, const float* k, const float* v, const EncoderSeq* seqs,
+                        int64_t n_seqs, const EncoderAttentionParams& p, float* out) override;
+  void LayerNorm(const float* x, int64_t rows, int64_t dim, int64_t stride, const float* weight,
+                 const float* bias, float eps, float* out) override;
+  void Gelu(float* x, int64_t n) override;
+  void Tanh(float* x, int64_t n) override;
   void TopKRouting(const float* logits, int64_t rows, int64_t n_experts, int64_t k,
                    bool renormalize, int32_t* ids, float* weights) override;
   void MoeFfn(const MoeExperts& experts, const float* x, int64_t n, const int32_t* ids, const float* weights,

@@ -14,7 +14,9 @@
 #include "backend/cuda/elem.h"
 #include "backend/cuda/elementwise.cuh"
 #include "backend/cuda/embedding.cuh"
+#include "backend/cuda/encoder_attention.cuh"
 #include "backend/cuda/gated_activation.cuh"
+#include "backend/cuda/layer_norm.cuh"
 #include "backend/cuda/graph_cache.h"
 #include "backend/cuda/lt_gemm.h"
 #include "backend/cuda/matmul.cuh"
@@ -822,6 +824,42 @@ void CudaBackend::Softcap(float* x, int64_t n, float cap) {
   Use();
   cuda::LaunchSoftcap(x, n, cap, S(stream_));
   CheckLaunch("Softcap");
+}
+
+void CudaBackend::EncoderAttention(const float* q, const float* k, const float* v, const EncoderSeq* seqs,
+                                   int64_t n_seqs, const EncoderAttentionParams& p, float* out) {
+  constexpr size_t kMaxSmem = 227 << 10;  // Hopper's opt-in shared memory per block
+  if (n_seqs > 0 && (p.n_rows <= 0 || p.max_len <= 0)) {
+    Fail(Status::InvalidArgument("cuda EncoderAttention: EncoderAttentionParams::n_rows / max_len are not set"));
+    return;
+  }
+  if (cuda::EncoderAttentionSmemBytes(p) > kMaxSmem) {
+    Fail(Status::NotSupported("cuda EncoderAttention: a sequence of " + std::to_string(p.max_len) +
+                              " tokens is longer than one block's shared memory holds"));
+    return;
+  }
+  Use();
+  cuda::LaunchEncoderAttention(q, k, v, seqs, n_seqs, p, out, S(stream_));
+  CheckLaunch("EncoderAttention");
+}
+
+void CudaBackend::LayerNorm(const float* x, int64_t rows, int64_t dim, int64_t stride, const float* weight,
+                            const float* bias, float eps, float* out) {
+  Use();
+  cuda::LaunchLayerNorm(x, rows, dim, stride, weight, bias, eps, out, S(stream_));
+  CheckLaunch("LayerNorm");
+}
+
+void CudaBackend::Gelu(float* x, int64_t n) {
+  Use();
+  cuda::LaunchGelu(x, n, S(stream_));
+  CheckLaunch("Gelu");
+}
+
+void CudaBackend::Tanh(float* x, int64_t n) {
+  Use();
+  cuda::LaunchTanh(x, n, S(stream_));
+  CheckLaunch("Tanh");
 }
 
 void CudaBackend::TopKRouting(const float* logits, int64_t rows, int64_t n_experts, int64_t k, bool renormalize,

@@ -34,6 +34,21 @@ __global__ void SoftcapKernel(float* x, int64_t n, float cap) {
   if (i < n) x[i] = static_cast<float>(cap * tanh(static_cast<double>(x[i]) / cap));
 }
 
+__global__ void GeluKernel(float* x, int64_t n) {
+  WaitForPriorGrid();
+  const int64_t i = static_cast<int64_t>(blockIdx.x) * kThreads + threadIdx.x;
+  if (i < n) {
+    const double v = x[i];
+    x[i] = static_cast<float>(0.5 * v * (1.0 + erf(v * M_SQRT1_2)));
+  }
+}
+
+__global__ void TanhKernel(float* x, int64_t n) {
+  WaitForPriorGrid();
+  const int64_t i = static_cast<int64_t>(blockIdx.x) * kThreads + threadIdx.x;
+  if (i < n) x[i] = static_cast<float>(tanh(static_cast<double>(x[i])));
+}
+
 __global__ void GatherRowsKernel(const float* src, int64_t cols, const int32_t* rows, float* dst) {
   WaitForPriorGrid();
   const int64_t c = static_cast<int64_t>(blockIdx.y) * kThreads + threadIdx.x;
@@ -63,6 +78,14 @@ void LaunchFill(float* x, int64_t n, float v, cudaStream_t s) {
 
 void LaunchSoftcap(float* x, int64_t n, float cap, cudaStream_t s) {
   if (n > 0) LaunchPdl(SoftcapKernel, Blocks(n, kThreads), kThreads, 0, s, x, n, cap);
+}
+
+void LaunchGelu(float* x, int64_t n, cudaStream_t s) {
+  if (n > 0) LaunchPdl(GeluKernel, Blocks(n, kThreads), kThreads, 0, s, x, n);
+}
+
+void LaunchTanh(float* x, int64_t n, cudaStream_t s) {
+  if (n > 0) LaunchPdl(TanhKernel, Blocks(n, kThreads), kThreads, 0, s, x, n);
 }
 
 void LaunchGatherRows(const float* src, int64_t cols, const int32_t* rows, int64_t n, float* dst, cudaStream_t s) {

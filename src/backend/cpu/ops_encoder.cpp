@@ -1,0 +1,97 @@
+#include "backend/cpu/ops_encoder.h"
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <vector>
+
+namespace llmhost::cpu {
+namespace {
+
+// Splits [0, n) over the pool when there is enough work to pay for it.
+void ForRange(int64_t n, int64_t work_per_item, ThreadPool* pool,
+              const std::function<void(int64_t, int64_t)>& body) {
+  if (pool && n > 1 && n * work_per_item >= 16384) {
+    pool->ParallelFor(n, 1, body);
+  } else {
+    body(0, n);
+  }
+}
+
+}  // namespace
+
+void LayerNorm(const float* x, int64_t rows, int64_t dim, int64_t stride, const float* weight,
+               const float* bias, float eps, float* out, ThreadPool* pool) {
+  ForRange(rows, dim, pool, [&](int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1; ++r) {
+      const float* xr = x + r * stride;
+      float* yr = out + r * stride;
+      double sum = 0;
+      for (int64_t i = 0; i < dim; ++i) sum += xr[i];
+      const double mean = sum / static_cast<double>(dim);
+      double ss = 0;
+      for (int64_t i = 0; i < dim; ++i) ss += (xr[i] - mean) * (xr[i] - mean);
+      const double inv = 1.0 / std::sqrt(ss / static_cast<double>(dim) + eps);
+      for (int64_t i = 0; i < dim; ++i) {
+        yr[i] = static_cast<float>((xr[i] - mean) * inv) * weight[i] + bias[i];
+      }
+    }
+  });
+}
+
+void Gelu(float* x, int64_t n, ThreadPool* pool) {
+  constexpr int64_t kChunk = 4096;
+  const int64_t chunks = (n + kChunk - 1) / kChunk;
+  ForRange(chunks, kChunk, pool, [&](int64_t c0, int64_t c1) {
+    const int64_t end = std::min(n, c1 * kChunk);
+    for (int64_t i = c0 * kChunk; i < end; ++i) {
+      const double v = x[i];
+      x[i] = static_cast<float>(0.5 * v * (1.0 + std::erf(v * M_SQRT1_2)));
+    }
+  });
+}
+
+void Tanh(float* x, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) x[i] = static_cast<float>(std::tanh(static_cast<double>(x[i])));
+}
+
+void EncoderAttention(const float* q, const float* k, const float* v, const EncoderSeq* seqs,
+                      int64_t n_seqs, const EncoderAttentionParams& p, float* out, ThreadPool* pool) {
+  // Work items: (sequence, head) pairs; each computes all its rows.
+  const int64_t d = p.head_dim, items = n_seqs * p.n_heads;
+  int64_t longest = 0;
+  for (int64_t s = 0; s < n_seqs; ++s) longest = std::max(longest, seqs[s].len);
+  ForRange(items, longest * longest * d, pool, [&](int64_t i0, int64_t i1) {
+    std::vector<float> scores;
+    for (int64_t item = i0; item < i1; ++item) {
+      const EncoderSeq& s = seqs[item / p.n_heads];
+      const int64_t h = item % p.n_heads;
+      scores.resize(static_cast<size_t>(s.len));
+      for (int64_t i = 0; i < s.len; ++i) {
+        const float* qi = q + (s.row + i) * p.qkv_stride + h * d;
+        float max = -INFINITY;
+        for (int64_t j = 0; j < s.len; ++j) {
+          const float* kj = k + (s.row + j) * p.qkv_stride + h * d;
+          float dot = 0;
+          for (int64_t c = 0; c < d; ++c) dot += qi[c] * kj[c];
+          scores[j] = dot * p.scale;
+          max = std::max(max, scores[j]);
+        }
+        float sum = 0;
+        for (int64_t j = 0; j < s.len; ++j) {
+          scores[j] = std::exp(scores[j] - max);
+          sum += scores[j];
+        }
+        float* oi = out + (s.row + i) * p.out_stride + h * d;
+        std::fill(oi, oi + d, 0.0f);
+        for (int64_t j = 0; j < s.len; ++j) {
+          const float w = scores[j] / sum;
+          const float* vj = v + (s.row + j) * p.qkv_stride + h * d;
+          for (int64_t c = 0; c < d; ++c) oi[c] += w * vj[c];
+        }
+      }
+    }
+  });
+}
+
+}  // namespace llmhost::cpu
