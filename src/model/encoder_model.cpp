@@ -1,6 +1,8 @@
 #include "model/encoder_model.h"
 
+#include <algorithm>
 #include <cmath>
+#include <utility>
 
 #include "formats/hf_config.h"
 #include "model/encoder_config.h"

@@ -1,6 +1,7 @@
 #include "model/encoder_pooling.h"
 
 #include <algorithm>
+#include <span>
 #include <cmath>
 
 #include "util/file.h"

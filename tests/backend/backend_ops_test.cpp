@@ -586,7 +586,11 @@ TEST_P(BackendOpsTest, EncoderOps) {
         << "LayerNorm";
     EXPECT_LE(WorstRowError(gelu[1], gelu[0], dim), 1e-6) << "Gelu";
     EXPECT_LE(WorstRowError(tanh_out[1], tanh_out[0], dim), 1e-6) << "Tanh";
-    EXPECT_LE(WorstRowError(attn[1], attn[0], ap.head_dim), kF32Tol) << "EncoderAttention";
+    const int64_t qd_cols = ap.n_heads * ap.head_dim;
+    EXPECT_LE(WorstRowError(cols_of(attn[1], ap.n_rows, ap.out_stride, qd_cols),
+                            cols_of(attn[0], ap.n_rows, ap.out_stride, qd_cols), ap.head_dim),
+              kF32Tol)
+        << "EncoderAttention";
     for (int i = 0; i < 2; ++i) EXPECT_EQ(alone[i], attn[i]) << "EncoderAttention alone vs batched, backend " << i;
   }
 }
