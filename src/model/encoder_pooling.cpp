@@ -56,8 +56,14 @@ Result<EncoderPooling> LoadEncoderPooling(const std::string& dir) {
     std::string pooling_dir;
     for (const nlohmann::json& m : modules) {
       const std::string type = m.is_object() ? m.value("type", "") : "";
-      if (type.ends_with(".Pooling")) pooling_dir = m.value("path", "");
-      if (type.ends_with(".Normalize")) p.normalize = true;
+      if (type.ends_with(".Pooling")) {
+        pooling_dir = m.value("path", "");
+      } else if (type.ends_with(".Normalize")) {
+        p.normalize = true;
+      } else if (!type.ends_with(".Transformer")) {  // a Dense projection would change the vectors
+        return Status::NotSupported(modules_path + ": module type '" + type +
+                                    "' is not supported (Transformer, Pooling, Normalize)");
+      }
     }
     if (pooling_dir.empty()) return p;
     const std::string path = JoinPath(JoinPath(dir, pooling_dir), "config.json");

@@ -14,7 +14,8 @@
 // A modules.json without a Pooling module means mean pooling too; it
 // normalizes only with a Normalize module.
 // Exactly one of cls / mean / last-token may be set; the other modes
-// (max, mean_sqrt_len, weighted mean) and combinations are NotSupported.
+// (max, mean_sqrt_len, weighted mean), combinations, and modules other than
+// Transformer / Pooling / Normalize (Dense) are NotSupported.
 #pragma once
 
 #include <cstdint>

@@ -253,6 +253,10 @@ TEST(EncoderModelTest, SentenceTransformersPooling) {
   auto max = LoadEncoderPooling(dir);
   EXPECT_EQ(max.status().code(), StatusCode::kNotSupported);
   EXPECT_NE(max.status().message().find("pooling_mode_max_tokens"), std::string::npos);
+  WriteFile(dir + "/modules.json", R"([{"path":"2_Dense","type":"sentence_transformers.models.Dense"}])");
+  auto dense = LoadEncoderPooling(dir);
+  EXPECT_EQ(dense.status().code(), StatusCode::kNotSupported);
+  EXPECT_NE(dense.status().message().find("Dense"), std::string::npos);
   // Pooling itself: two tokens of 2 values.
   const std::vector<float> states = {3, 4, 1, 0};
   EXPECT_EQ(PoolStates(states, 2, 2, {PoolingMode::kCls, false}), (std::vector<float>{3, 4}));
