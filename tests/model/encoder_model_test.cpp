@@ -107,11 +107,8 @@ TEST(EncoderModelTest, BertOnCudaMatchesGolden) {
   CheckBertGolden(b->get());
 }
 
-// A sentence's vector alone and among others (before, after, of other
-// lengths) is the same bits: every op is per row or per sequence.
-TEST(EncoderModelTest, VectorDoesNotDependOnBatch) {
-  SKIP_IF_NO_SHARED();
-  CpuBackend cpu(&ThreadPool::Default(), Precision::kFast);
+void CheckBatchInvariance(Precision precision) {
+  CpuBackend cpu(&ThreadPool::Default(), precision);
   std::unique_ptr<EncoderModel> m = Load("bert-tiny-embed", &cpu);
   ASSERT_TRUE(m);
   std::vector<EmbeddingInput> batch;
@@ -125,6 +122,17 @@ TEST(EncoderModelTest, VectorDoesNotDependOnBatch) {
     auto alone = m->Embed({&batch[i], 1});
     ASSERT_TRUE(alone.ok());
     EXPECT_EQ((*alone)[0], (*together)[i]) << "input " << i;
+  }
+}
+
+// A sentence's vector alone and among others (before, after, of other
+// lengths) is the same bits: every op is per row or per sequence, at the
+// fast precisions too (serve's auto included).
+TEST(EncoderModelTest, VectorDoesNotDependOnBatch) {
+  SKIP_IF_NO_SHARED();
+  for (Precision p : {Precision::kFast, Precision::kAuto}) {
+    SCOPED_TRACE(PrecisionName(p));
+    CheckBatchInvariance(p);
   }
 }
 
