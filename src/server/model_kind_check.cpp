@@ -1,0 +1,39 @@
+#include "server/model_kind_check.h"
+
+namespace llmhost::server {
+
+namespace {
+
+const char* RoutesOf(ModelKind k) {
+  switch (k) {
+    case ModelKind::kChat: return "the chat, completion and message routes";
+    case ModelKind::kEmbedding: return "/v1/embeddings and /api/embed";
+    case ModelKind::kRerank: return "/v1/rerank";
+  }
+  return "";
+}
+
+}  // namespace
+
+ModelKind ServedKind(const ServedModel& model) {
+  if (!model.embedding) return ModelKind::kChat;
+  return model.embedding->kind() == EmbeddingKind::kReranker ? ModelKind::kRerank : ModelKind::kEmbedding;
+}
+
+MaybeError CheckModelKind(const ServedModel& model, ModelKind wanted, const std::string& id) {
+  const ModelKind kind = ServedKind(model);
+  if (kind == wanted) return std::nullopt;
+  std::string message = "model '" + id + "' is " + (kind == ModelKind::kEmbedding ? "an " : "a ") +
+                        ModelKindName(kind) + " model, not " + (wanted == ModelKind::kEmbedding ? "an " : "a ") +
+                        ModelKindName(wanted) + " model: it answers " + RoutesOf(kind);
+  if (kind == ModelKind::kChat) {
+    message += std::string(" (a model made for it, e.g. Qwen3-") +
+               (wanted == ModelKind::kEmbedding ? "Embedding" : "Reranker") + ", serves " + RoutesOf(wanted) +
+               " with \"kind\": \"" + ModelKindName(wanted) + "\" in its settings)";
+  }
+  ApiError e = BadRequest(std::move(message), "model");
+  e.code = "wrong_model_kind";
+  return e;
+}
+
+}  // namespace llmhost::server
