@@ -177,6 +177,9 @@ test('ollama embed: one input or many, truncate', async () => {
   assert.equal(many.embeddings.length, 2);
   assert.equal(many.embeddings[1].length, 8);
 
+  assert.deepEqual((await ollama.show({ model: EMBED })).capabilities, ['embedding']);
+  assert.ok((await ollama.show({ model: CHAT })).capabilities.includes('completion'));
+
   const long = 'word '.repeat(5000);
   const cut = await ollama.embed({ model: EMBED, input: long });
   assert.equal(cut.prompt_eval_count, 4096, 'truncated to the context');
