@@ -12,7 +12,7 @@ namespace {
 
 class EmbeddingLoadedEngine final : public LoadedEngine {
  public:
-  EmbeddingLoadedEngine(std::shared_ptr<ServedModel> m) : m_(std::move(m)) {}
+  explicit EmbeddingLoadedEngine(std::shared_ptr<ServedModel> m) : m_(std::move(m)) {}
   std::shared_ptr<ServedModel> served() const override { return m_; }
   BudgetBytes DeviceActiveBytes() const override {
     BudgetBytes out{};
@@ -70,7 +70,9 @@ Result<std::unique_ptr<LoadedEngine>> LoadEmbeddingEngine(std::shared_ptr<Served
   if (settings.max_context_window) o.max_tokens = *settings.max_context_window;
   o.step_tokens = kEmbedStepTokens;
   auto embedder = DecoderEmbedder::Create(m->model.get(), m->tokenizer.get(), o);
-  if (!embedder.ok()) return embedder.status().WithContext("model '" + id + "' as a " + ModelKindName(settings.kind) + " model");
+  if (!embedder.ok()) {
+    return embedder.status().WithContext("model '" + id + "' as a " + ModelKindName(settings.kind) + " model");
+  }
   m->embedding = std::move(*embedder);
   // (end of the hook)
   EmbedExecutorOptions eo;

@@ -46,7 +46,9 @@ MaybeError ReadTexts(const OJson& input, std::vector<std::string>* out) {
   }
   for (size_t i = 0; i < input.size(); ++i) {
     const std::string path = IndexPath("input", i);
-    if (!input[i].is_string()) return BadRequest("'" + path + "' must be a string, not " + JsonTypeName(input[i]), path);
+    if (!input[i].is_string()) {
+      return BadRequest("'" + path + "' must be a string, not " + JsonTypeName(input[i]), path);
+    }
     if (input[i].get<std::string>().empty()) return BadRequest("'" + path + "' is empty", path);
     out->push_back(input[i].get<std::string>());
   }

@@ -185,7 +185,8 @@ void ServerMetrics::Write(MetricsText& t) const {
     uint64_t PerEmbedder::*field;
   };
   for (const EmbedCount& k :
-       {EmbedCount{"llmhost_embedding_requests_total", "Answered embedding and rerank requests.", &PerEmbedder::requests},
+       {EmbedCount{"llmhost_embedding_requests_total", "Answered embedding and rerank requests.",
+                   &PerEmbedder::requests},
         EmbedCount{"llmhost_embedding_inputs_total", "Texts embedded or documents scored.", &PerEmbedder::inputs},
         EmbedCount{"llmhost_embedding_tokens_total", "Tokens run through embedding and rerank models.",
                    &PerEmbedder::tokens}}) {
@@ -194,7 +195,8 @@ void ServerMetrics::Write(MetricsText& t) const {
       t.Sample(k.name, {{"model", key.first}, {"kind", key.second}}, static_cast<double>(m.*k.field));
     }
   }
-  t.Family("llmhost_embedding_request_seconds", "histogram", "Arrival to the answer of an embedding or rerank request.");
+  t.Family("llmhost_embedding_request_seconds", "histogram",
+           "Arrival to the answer of an embedding or rerank request.");
   for (const auto& [key, m] : embedders_) {
     t.HistogramSamples("llmhost_embedding_request_seconds", {{"model", key.first}, {"kind", key.second}},
                        m.seconds.Read());

@@ -43,7 +43,9 @@ void RunOne(ApiServer* server, std::string id, BenchRequest request, std::shared
   if (!lease.ok()) return finish(Status::Internal("the model: " + lease.error.message));
   const std::shared_ptr<ServedModel>& served = lease.lease->served();
   if (!served) return finish(Status::Internal("the model has no engine to measure"));
-  if (!served->engine) return finish(Status::InvalidArgument("the model is an embedding or rerank model: Bench measures chat models"));
+  if (!served->engine) {
+    return finish(Status::InvalidArgument("the model is an embedding or rerank model: Bench measures chat models"));
+  }
   const BenchStreamFn stream = EngineBenchStream(served->engine.get(), served->tokenizer.get(), cancel.get());
   finish(RunBench(request.params, stream, [&runs](const BenchProgress& p) { runs.Progress(p); }, cancel.get()));
 }
