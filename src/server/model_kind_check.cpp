@@ -1,5 +1,7 @@
 #include "server/model_kind_check.h"
 
+#include "pool/embedding_loader.h"
+
 namespace llmhost::server {
 
 namespace {
@@ -13,16 +15,8 @@ const char* RoutesOf(ModelKind k) {
   return "";
 }
 
-}  // namespace
-
-ModelKind ServedKind(const ServedModel& model) {
-  if (!model.embedding) return ModelKind::kChat;
-  return model.embedding->kind() == EmbeddingKind::kReranker ? ModelKind::kRerank : ModelKind::kEmbedding;
-}
-
-MaybeError CheckModelKind(const ServedModel& model, ModelKind wanted, const std::string& id) {
-  const ModelKind kind = ServedKind(model);
-  if (kind == wanted) return std::nullopt;
+// The 400 for a model of `kind` asked for `wanted`.
+ApiError KindMismatch(ModelKind kind, ModelKind wanted, const std::string& id) {
   std::string message = "model '" + id + "' is " + (kind == ModelKind::kEmbedding ? "an " : "a ") +
                         ModelKindName(kind) + " model, not " + (wanted == ModelKind::kEmbedding ? "an " : "a ") +
                         ModelKindName(wanted) + " model: it answers " + RoutesOf(kind);
@@ -34,6 +28,32 @@ MaybeError CheckModelKind(const ServedModel& model, ModelKind wanted, const std:
   ApiError e = BadRequest(std::move(message), "model");
   e.code = "wrong_model_kind";
   return e;
+}
+
+}  // namespace
+
+ModelKind ServedKind(const ServedModel& model) {
+  if (!model.embedding) return ModelKind::kChat;
+  return model.embedding->kind() == EmbeddingKind::kReranker ? ModelKind::kRerank : ModelKind::kEmbedding;
+}
+
+MaybeError CheckModelKind(const ServedModel& model, ModelKind wanted, const std::string& id) {
+  const ModelKind kind = ServedKind(model);
+  if (kind == wanted) return std::nullopt;
+  return KindMismatch(kind, wanted, id);
+}
+
+MaybeError RefuseChatModel(const EnginePool& pool, const std::string& name, ModelKind wanted) {
+  Result<std::string> id = pool.Resolve(name);
+  if (!id.ok()) return std::nullopt;
+  Result<ModelSettings> settings = pool.Settings(*id);
+  if (!settings.ok()) return std::nullopt;
+  for (const DiscoveredModel& m : pool.Models()) {
+    if (m.id != *id) continue;
+    if (IsEmbeddingModel(m, *settings)) return std::nullopt;
+    return KindMismatch(ModelKind::kChat, wanted, *id);
+  }
+  return std::nullopt;
 }
 
 }  // namespace llmhost::server

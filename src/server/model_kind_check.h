@@ -6,6 +6,7 @@
 
 #include <string>
 
+#include "pool/engine_pool.h"
 #include "pool/loaded_engine.h"
 #include "pool/model_settings.h"
 #include "server/api_error.h"
@@ -14,5 +15,10 @@ namespace llmhost::server {
 
 ModelKind ServedKind(const ServedModel& model);
 MaybeError CheckModelKind(const ServedModel& model, ModelKind wanted, const std::string& id);
+// Before loading: the 400 for a model `name` that will load as a chat model
+// (pool/embedding_loader.h: IsEmbeddingModel), asked for `wanted` (an
+// embedding kind), so that it is not loaded only to be refused. Nothing for
+// a name the pool does not know (its lease reports that).
+MaybeError RefuseChatModel(const EnginePool& pool, const std::string& name, ModelKind wanted);
 
 }  // namespace llmhost::server

@@ -189,6 +189,10 @@ test('ollama embed: one input or many, truncate', async () => {
 test('a model asked for the wrong kind answers 400 saying which kind it is', async () => {
   await assert.rejects(openai.embeddings.create({ model: CHAT, input: 'x' }),
     (e) => e instanceof OpenAI.BadRequestError && /is a chat model, not an embedding model/.test(e.message));
+  const status = await http(`${server.url}/v1/models/status`);
+  const chatState = (status.json.data || status.json.models || []).find((m) => m.id === CHAT);
+  assert.ok(chatState, status.text);
+  assert.equal(chatState.loaded, false, 'refused by its settings before it loads');
   await assert.rejects(openai.embeddings.create({ model: RERANK, input: 'x' }),
     (e) => e instanceof OpenAI.BadRequestError && /is a rerank model/.test(e.message));
   await assert.rejects(openai.chat.completions.create({ model: EMBED, messages: [{ role: 'user', content: 'hi' }] }),
