@@ -43,15 +43,18 @@ MaybeError CheckModelKind(const ServedModel& model, ModelKind wanted, const std:
   return KindMismatch(kind, wanted, id);
 }
 
-MaybeError RefuseChatModel(const EnginePool& pool, const std::string& name, ModelKind wanted) {
+MaybeError CheckKindBeforeLoad(const EnginePool& pool, const std::string& name, ModelKind wanted) {
   Result<std::string> id = pool.Resolve(name);
   if (!id.ok()) return std::nullopt;
   Result<ModelSettings> settings = pool.Settings(*id);
   if (!settings.ok()) return std::nullopt;
   for (const DiscoveredModel& m : pool.Models()) {
     if (m.id != *id) continue;
-    if (IsEmbeddingModel(m, *settings)) return std::nullopt;
-    return KindMismatch(ModelKind::kChat, wanted, *id);
+    const bool embedding = IsEmbeddingModel(m, *settings);
+    if (embedding == (wanted != ModelKind::kChat)) return std::nullopt;
+    if (!embedding) return KindMismatch(ModelKind::kChat, wanted, *id);
+    // (An encoder directory may say nothing in its settings: an embedder until loaded.)
+    return KindMismatch(settings->kind == ModelKind::kRerank ? ModelKind::kRerank : ModelKind::kEmbedding, wanted, *id);
   }
   return std::nullopt;
 }

@@ -14,6 +14,7 @@
 #include "server/api_server.h"
 #include "server/bench_request.h"
 #include "server/dashboard_access.h"
+#include "server/model_kind_check.h"
 #include "server/pool_errors.h"
 #include "server/pool_json.h"
 #include "util/log.h"
@@ -58,6 +59,7 @@ void Start(ApiServer& server, const HttpRequest& request, const std::shared_ptr<
   Result<std::string> id = server.pool().Resolve(bench.model);
   if (!id.ok()) return SendError(writer, ErrorWithStatus(404, id.status().message(), "model_not_found"));
   bench.model = *id;
+  if (MaybeError e = CheckKindBeforeLoad(server.pool(), *id, ModelKind::kChat)) return SendError(writer, *e);
   std::optional<std::string> run = server.bench().TryBegin(bench, UnixNow());
   if (!run) {
     // (The run may have ended since: then it is named as "").

@@ -199,7 +199,7 @@ void HandleEmbeddings(ApiServer& server, const HttpRequest& request, const std::
   if (MaybeError e = ollama ? ParseOllamaEmbedRequest(body, req.get()) : ParseEmbeddingsRequest(body, req.get())) {
     return Fail(path, *e, *writer);
   }
-  if (MaybeError e = RefuseChatModel(server.pool(), req->model, ModelKind::kEmbedding)) return Fail(path, *e, *writer);
+  if (MaybeError e = CheckKindBeforeLoad(server.pool(), req->model, ModelKind::kEmbedding)) return Fail(path, *e, *writer);
   ApiServer* srv = &server;
   WithLease(server, path, req->model, writer, [srv, path, ollama, req, writer, t0](
                                                   std::shared_ptr<ModelLease> lease, Clock::time_point granted) {
@@ -242,7 +242,7 @@ void HandleRerank(ApiServer& server, const HttpRequest& request, const std::shar
   if (MaybeError e = ParseJsonObject(request.body, &body)) return Fail(path, *e, *writer);
   auto req = std::make_shared<RerankRequest>();
   if (MaybeError e = ParseRerankRequest(body, req.get())) return Fail(path, *e, *writer);
-  if (MaybeError e = RefuseChatModel(server.pool(), req->model, ModelKind::kRerank)) return Fail(path, *e, *writer);
+  if (MaybeError e = CheckKindBeforeLoad(server.pool(), req->model, ModelKind::kRerank)) return Fail(path, *e, *writer);
   ApiServer* srv = &server;
   WithLease(server, path, req->model, writer, [srv, path, req, writer, t0](std::shared_ptr<ModelLease> lease,
                                                                           Clock::time_point) {

@@ -206,6 +206,10 @@ test('a model asked for the wrong kind answers 400 saying which kind it is', asy
   const chat = await openai.chat.completions.create({ model: CHAT, messages: [{ role: 'user', content: 'hi' }], max_tokens: 3 });
   assert.equal(chat.choices.length, 1);
 
+  const bench = await http(`${server.url}/admin/api/bench`, 'POST', { model: EMBED });
+  assert.equal(bench.status, 400, bench.text);
+  assert.equal(bench.json.error.code, 'wrong_model_kind', bench.text);
+
   const bad = await http(`${server.url}/admin/api/models/${CHAT}/settings`, 'PUT', { kind: 'embeddings' });
   assert.equal(bad.status, 400, bad.text);
   assert.match(bad.json.error.message, /kind.*chat, embedding or rerank/);
