@@ -57,8 +57,8 @@ int64_t BatchBucket(int64_t n) {
 // One Forward call's state: sizes, the workspace layout, and the steps.
 class ForwardPass {
  public:
-  ForwardPass(Model& m, KvCache& cache, std::span<const ForwardItem> items)
-      : m_(m), s_(m.spec_), b_(*m.backend_), cache_(cache), items_(items) {}
+  ForwardPass(Model& m, KvCache& cache, std::span<const ForwardItem> items, bool head)
+      : m_(m), s_(m.spec_), b_(*m.backend_), cache_(cache), items_(items), head_(head) {}
 
   Status Run(ForwardOutput* out);
 
@@ -107,6 +107,7 @@ class ForwardPass {
   Backend& b_;
   KvCache& cache_;
   std::span<const ForwardItem> items_;
+  bool head_;  // the output head runs (ForwardOutput::want_logits)
 
   // Rows [begin, end) of one kind: the token rows, or the logits rows.
   struct RowRun {
@@ -472,8 +473,10 @@ Status ForwardPass::Run(ForwardOutput* out) {
     if (n_rows_ > 0) {
       b_.GatherRows(p_.x, H, p_.logit_rows, n_rows_, p_.hsel);
       b_.RmsNorm(p_.hsel, n_rows_, H, H, m_.final_norm_.as<float>(), s_.rms_eps, s_.norm_add_one, p_.hsel);
-      MatMulRuns(m_.lm_head_, p_.hsel, p_.logits, logit_runs_);
-      if (s_.final_softcap > 0) b_.Softcap(p_.logits, n_rows_ * V, s_.final_softcap);
+      if (head_) {
+        MatMulRuns(m_.lm_head_, p_.hsel, p_.logits, logit_runs_);
+        if (s_.final_softcap > 0) b_.Softcap(p_.logits, n_rows_ * V, s_.final_softcap);
+      }
     }
   });
 
@@ -488,13 +491,20 @@ Status ForwardPass::Run(ForwardOutput* out) {
     out->n_rows.push_back(n);
     row += n;
   }
-  out->logits.resize(static_cast<size_t>(n_rows_ * V));
-  // The copy waits for the step (one wait on a GPU); a failed step's error
+  out->logits.resize(out->want_logits ? static_cast<size_t>(n_rows_ * V) : 0);
+  out->hidden_size = H;
+  out->hidden.resize(out->want_hidden ? static_cast<size_t>(n_rows_ * H) : 0);
+  // The copies wait for the step (one wait on a GPU); a failed step's error
   // is sticky, so Synchronize reports it and the copied rows are dropped.
-  if (n_rows_ > 0) {
+  if (n_rows_ > 0 && out->want_logits) {
     b_.CopyToHost(out->logits.data(), m_.workspace_,
                   reinterpret_cast<char*>(p_.logits) - m_.workspace_.as<char>(),
                   out->logits.size() * sizeof(float));
+  }
+  if (n_rows_ > 0 && out->want_hidden) {
+    b_.CopyToHost(out->hidden.data(), m_.workspace_,
+                  reinterpret_cast<char*>(p_.hsel) - m_.workspace_.as<char>(),
+                  out->hidden.size() * sizeof(float));
   }
   if (Status s = b_.Synchronize(); !s.ok()) return s.WithContext("forward: the " + b_.name() + " backend failed");
   for (size_t i = 0; i < items_.size(); ++i) items_[i].seq->length = new_len_[i];
@@ -518,6 +528,7 @@ uint64_t ForwardPass::GraphKey() const {
                             static_cast<uint64_t>(KvLenBucket()),
                             static_cast<uint64_t>(token_runs_.size()),
                             static_cast<uint64_t>(logit_runs_.size()),
+                            static_cast<uint64_t>(head_),
                             reinterpret_cast<uintptr_t>(&m_),
                             reinterpret_cast<uintptr_t>(m_.embed_.data),
                             reinterpret_cast<uintptr_t>(m_.workspace_.data),
@@ -535,11 +546,15 @@ uint64_t ForwardPass::GraphKey() const {
 Status Model::Forward(std::span<const ForwardItem> items, KvCache& cache, ForwardOutput* out) {
   if (script_) return script_->Forward(items, cache, out);
   if (items.empty()) {
-    *out = ForwardOutput{};
-    out->vocab = spec_.vocab;
+    ForwardOutput empty;
+    empty.want_logits = out->want_logits;
+    empty.want_hidden = out->want_hidden;
+    empty.vocab = spec_.vocab;
+    empty.hidden_size = spec_.hidden;
+    *out = std::move(empty);
     return Status::OK();
   }
-  ForwardPass pass(*this, cache, items);
+  ForwardPass pass(*this, cache, items, out->want_logits);
   return pass.Run(out);
 }
 

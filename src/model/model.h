@@ -54,12 +54,22 @@ struct ForwardItem {
 int64_t BatchBucket(int64_t n);
 
 struct ForwardOutput {
+  // Asked for by the caller before Forward (kept by it). The rows are the
+  // items' LogitsRows either way.
+  bool want_logits = true;   // false: the output head is skipped, `logits` stays empty
+  bool want_hidden = false;  // also return the rows' final normed hidden states (the head's input)
+
   int64_t vocab = 0;
   std::vector<float> logits;       // [rows, vocab], host memory
-  std::vector<int64_t> first_row;  // per item: its first row in `logits` (-1: none)
+  std::vector<int64_t> first_row;  // per item: its first row in `logits` / `hidden` (-1: none)
   std::vector<int64_t> n_rows;     // per item: 0, 1 (kLast) or its token count (kAll)
+  int64_t hidden_size = 0;
+  std::vector<float> hidden;  // [rows, hidden_size] when want_hidden, host memory
   const float* Row(size_t item, int64_t j) const {
     return logits.data() + (first_row[item] + j) * vocab;
+  }
+  const float* HiddenRow(size_t item, int64_t j) const {
+    return hidden.data() + (first_row[item] + j) * hidden_size;
   }
 };
 

@@ -7,6 +7,7 @@
 #include "backend/cpu/cpu_features.h"
 #include "model/model.h"
 #include "model/random_model.h"
+#include "pool/embedding_loader.h"
 #include "formats/gguf.h"
 #include "formats/gguf_split.h"
 #include "formats/hf_config.h"
@@ -180,7 +181,9 @@ BudgetBytes CpuEngineFactory::ResidentEstimate(const DiscoveredModel& model, con
     if (w.ok()) bytes = static_cast<uint64_t>(static_cast<double>(*w) * 1.05);
   }
   auto shape = ReadModelShape(model);
-  if (shape.ok()) {
+  if (shape.ok() && IsEmbeddingModel(model, settings)) {
+    bytes += EmbeddingRuntimeBytes(*shape);
+  } else if (shape.ok()) {
     const EngineOptions o = EngineOptionsFor(settings);
     bytes += KvPoolBytes(*shape, o) + WorkspaceBytes(*shape, o);
   }
@@ -203,6 +206,7 @@ Result<std::unique_ptr<LoadedEngine>> CpuEngineFactory::Load(const DiscoveredMod
   auto backend = MakeBackend(device, options_.precision, options_.threads);
   if (!backend.ok()) return backend.status().WithContext("loading model '" + entry.id + "'");
   m->backend = std::move(*backend);
+  if (IsEmbeddingModel(entry, settings)) return LoadEmbeddingEngine(std::move(m), settings, abort);
   auto model = Model::Load(entry.path, m->backend.get());
   if (!model.ok()) return model.status().WithContext("loading model '" + entry.id + "'");
   m->model = std::move(*model);

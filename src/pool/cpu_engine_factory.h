@@ -9,6 +9,8 @@
 //   + the KV cache's floor (engine.h: kv_floor_tokens, ~1K tokens; the cache
 //     grows beyond it on demand, each growth claimed from the pool)
 //   + one step's activation workspace (a prefill chunk beside the decodes).
+// A model whose settings make it an embedder or a reranker loads without a
+// chat Engine instead (pool/embedding_loader.h, with its own estimate).
 #pragma once
 
 #include <cstdint>

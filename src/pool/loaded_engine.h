@@ -15,9 +15,11 @@
 #include "backend/backend.h"
 #include "chat/chat_template.h"
 #include "chat/output_format.h"
+#include "engine/embed_executor.h"
 #include "engine/engine.h"
 #include "formats/generation_config.h"
 #include "grammar/grammar_cache.h"
+#include "model/embedding_model.h"
 #include "model/model.h"
 #include "pool/model_discovery.h"
 #include "pool/model_settings.h"
@@ -53,8 +55,13 @@ inline uint64_t TotalBytes(const BudgetBytes& b) {
 }
 
 // Everything a request needs of one model. Immutable after loading, but for
-// the Engine, which is thread-safe. Members are destroyed bottom-up: the
-// engine (and its executor thread) before the model it computes with.
+// the Engine and the EmbedExecutor, which are thread-safe. Members are
+// destroyed bottom-up: the engine / executor (and their threads) before the
+// model they compute with.
+//
+// A chat model has an `engine`; an embedder or reranker has `embedding` and
+// its `embed_executor` instead (no engine, no chat template): routes check
+// which before using either.
 struct ServedModel {
   DiscoveredModel entry;
   std::unique_ptr<Backend> backend;
@@ -70,6 +77,8 @@ struct ServedModel {
   // and its grammar vocabulary; null until the engine runs (thread-safe).
   std::unique_ptr<grammar::GrammarCache> grammars;
   std::unique_ptr<Engine> engine;
+  std::unique_ptr<EmbeddingModel> embedding;
+  std::unique_ptr<EmbedExecutor> embed_executor;
 };
 
 // Model dimensions the prefill guard prices a prompt with.

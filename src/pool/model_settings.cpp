@@ -111,9 +111,19 @@ Status ApplySampling(const Json& j, SamplingDefaults* s) {
 
 }  // namespace
 
+const char* ModelKindName(ModelKind k) {
+  switch (k) {
+    case ModelKind::kChat: return "chat";
+    case ModelKind::kEmbedding: return "embedding";
+    case ModelKind::kRerank: return "rerank";
+  }
+  return "chat";
+}
+
 std::string ModelSettings::RuntimeKey() const {
   return (model_type_override ? *model_type_override : "") + "|" +
-         (max_context_window ? std::to_string(*max_context_window) : "") + "|" + (device ? *device : "");
+         (max_context_window ? std::to_string(*max_context_window) : "") + "|" + (device ? *device : "") + "|" +
+         ModelKindName(kind) + "|" + (instruction ? *instruction : "");
 }
 
 Json ModelSettingsToJson(const ModelSettings& s) {
@@ -141,6 +151,8 @@ Json ModelSettingsToJson(const ModelSettings& s) {
   if (s.max_tokens) j["max_tokens"] = *s.max_tokens;
   if (s.device) j["device"] = *s.device;
   if (s.tool_parser) j["tool_parser"] = *s.tool_parser;
+  if (s.kind != ModelKind::kChat) j["kind"] = ModelKindName(s.kind);
+  if (s.instruction) j["instruction"] = *s.instruction;
   return j;
 }
 
@@ -188,6 +200,19 @@ Result<ModelSettings> ApplyModelSettingsJson(const ModelSettings& base, const Js
         Result<OutputFormat> f = ParseOutputFormat(*s.tool_parser);
         if (!f.ok()) return Bad(key, f.status().message() + " (or auto: chosen from the chat template)");
       }
+    } else if (key == "kind") {
+      ASSIGN_OR_RETURN(std::optional<std::string> kind, Text(v, key));
+      if (!kind || *kind == "chat") {
+        s.kind = ModelKind::kChat;
+      } else if (*kind == "embedding") {
+        s.kind = ModelKind::kEmbedding;
+      } else if (*kind == "rerank") {
+        s.kind = ModelKind::kRerank;
+      } else {
+        return Bad(key, "expected chat, embedding or rerank");
+      }
+    } else if (key == "instruction") {
+      ASSIGN_OR_RETURN(s.instruction, Text(v, key));
     } else {
       return Bad(key, "unknown model setting");
     }

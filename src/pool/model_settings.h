@@ -7,7 +7,7 @@
 //                    "repetition_penalty": 1.0, "presence_penalty": 0, "frequency_penalty": 0},
 //       "chat_template_kwargs": {"enable_thinking": false},
 //       "max_context_window": 32768, "max_tokens": 4096, "device": "cuda:1",
-//       "tool_parser": "hermes"}}}
+//       "tool_parser": "hermes", "kind": "chat", "instruction": "..."}}}
 //
 // Every field is optional. Aliases are unique (and differ from other models'
 // ids); at most one model is the default. The file is rewritten atomically
@@ -35,6 +35,10 @@ struct SamplingDefaults {
   bool operator==(const SamplingDefaults&) const = default;
 };
 
+enum class ModelKind { kChat, kEmbedding, kRerank };
+// "chat", "embedding", "rerank".
+const char* ModelKindName(ModelKind k);
+
 struct ModelSettings {
   std::optional<std::string> alias;
   bool pinned = false;
@@ -53,6 +57,14 @@ struct ModelSettings {
   // The tool-call / reasoning markup of the model's output (chat/output_format.h
   // names: hermes, qwen3_coder, ..., none); unset: chosen from its chat template.
   std::optional<std::string> tool_parser;
+  // What the model serves: kChat (unset), kEmbedding (/v1/embeddings,
+  // /api/embed) or kRerank (/v1/rerank). Encoder directories (BERT, XLM-R)
+  // are embedders or rerankers by their files whatever this says.
+  ModelKind kind = ModelKind::kChat;
+  // An embedder's query prefix ("Instruct: {instruction}\nQuery:"), a
+  // reranker's <Instruct> line (model/decoder_embedder.h); unset: none / the
+  // reranker's default.
+  std::optional<std::string> instruction;
 
   // The settings a loaded engine was built with: a change needs a reload.
   std::string RuntimeKey() const;

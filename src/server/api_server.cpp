@@ -11,8 +11,8 @@ namespace llmhost::server {
 
 namespace {
 
-enum class Route { kHealth, kModels, kModelsStatus, kInference, kStoredResponse, kStatus, kAdmin, kOllama, kMetrics,
-                   kPull, kBench, kDashboard };
+enum class Route { kHealth, kModels, kModelsStatus, kInference, kEmbeddings, kRerank, kStoredResponse, kStatus, kAdmin,
+                   kOllama, kMetrics, kPull, kBench, kDashboard };
 
 struct RouteEntry {
   const char* method;
@@ -34,6 +34,11 @@ constexpr RouteEntry kRoutes[] = {
     {"POST", "/v1/messages/count_tokens", Route::kInference},
     {"POST", "/v1/responses", Route::kInference},
     {"GET", "/v1/responses/", Route::kStoredResponse},  // /v1/responses/{id}
+    {"POST", "/v1/embeddings", Route::kEmbeddings},
+    {"POST", "/v1/rerank", Route::kRerank},
+    {"POST", "/v2/rerank", Route::kRerank},
+    {"POST", "/rerank", Route::kRerank},
+    {"POST", "/api/embed", Route::kEmbeddings},
     {"GET", "/api/status", Route::kStatus},
     {"POST", "/admin/api/models/pull", Route::kPull},  // before /admin/api/models/{id}/...
     {"GET", "/admin/api/models", Route::kAdmin},
@@ -282,6 +287,8 @@ void ApiServer::Handle(HttpRequest request, std::shared_ptr<ResponseWriter> raw_
   switch (match->route) {
     case Route::kModels: HandleModels(*this, request, writer); break;
     case Route::kInference: HandleInference(*this, request, writer); break;
+    case Route::kEmbeddings: HandleEmbeddings(*this, request, writer); break;
+    case Route::kRerank: HandleRerank(*this, request, writer); break;
     case Route::kStoredResponse: HandleStoredResponse(*this, request, writer); break;
     case Route::kStatus: HandleStatus(*this, request, writer); break;
     case Route::kModelsStatus: HandleModelsStatus(*this, request, writer); break;

@@ -11,6 +11,8 @@
 //   POST /v1/messages                    Anthropic Messages
 //   POST /v1/messages/count_tokens       Anthropic token count
 //   POST /v1/responses                   OpenAI Responses; GET /v1/responses/{id}: a stored one
+//   POST /v1/embeddings, /api/embed      embeddings (OpenAI, Ollama) of an embedding model
+//   POST /v1/rerank, /v2/rerank, /rerank relevance scores of a rerank model (routes_embeddings.cpp)
 //   GET  /api/status                     memory, models, requests, HTTP and engine statistics
 //   POST /api/pull, /admin/api/models/pull  a model from the Hugging Face Hub (routes_pull.cpp)
 //   POST /api/chat, /api/generate        Ollama (NDJSON streams); GET /api/version, /api/tags,
@@ -145,6 +147,9 @@ class ApiServer {
 // Route handlers (routes_inference.cpp, routes_info.cpp).
 void HandleInference(ApiServer& server, const HttpRequest& request,
                      const std::shared_ptr<ResponseWriter>& writer);
+// routes_embeddings.cpp: /v1/embeddings and /api/embed; /v1/rerank, /v2/rerank, /rerank.
+void HandleEmbeddings(ApiServer& server, const HttpRequest& request, const std::shared_ptr<ResponseWriter>& writer);
+void HandleRerank(ApiServer& server, const HttpRequest& request, const std::shared_ptr<ResponseWriter>& writer);
 // routes_inference.cpp: GET /v1/responses/{id}.
 void HandleStoredResponse(ApiServer& server, const HttpRequest& request,
                           const std::shared_ptr<ResponseWriter>& writer);

@@ -104,6 +104,17 @@ ServerMetrics::PerModel::PerModel()
     : ttft(LatencyBuckets()), queue(LatencyBuckets()), prefill(LatencyBuckets()), e2e(LatencyBuckets()),
       itl(TokenBuckets()) {}
 
+ServerMetrics::PerEmbedder::PerEmbedder() : seconds(LatencyBuckets()) {}
+
+void ServerMetrics::ObserveEmbedding(const EmbeddingObservation& e) {
+  std::lock_guard<std::mutex> lock(mu_);
+  PerEmbedder& m = embedders_.try_emplace({e.model, e.kind}).first->second;
+  ++m.requests;
+  m.inputs += static_cast<uint64_t>(e.inputs);
+  m.tokens += static_cast<uint64_t>(e.tokens);
+  m.seconds.Observe(e.seconds);
+}
+
 void ServerMetrics::CountResponse(const std::string& route, int status) {
   std::lock_guard<std::mutex> lock(mu_);
   ++responses_[{route, status}];
@@ -167,6 +178,28 @@ void ServerMetrics::Write(MetricsText& t) const {
                         Hist{"llmhost_request_seconds", "Arrival to the end of the generation.", &PerModel::e2e}}) {
     t.Family(h.name, "histogram", h.help);
     for (const auto& [model, m] : models_) t.HistogramSamples(h.name, {{"model", model}}, (m.*h.field).Read());
+  }
+  struct EmbedCount {
+    const char* name;
+    const char* help;
+    uint64_t PerEmbedder::*field;
+  };
+  for (const EmbedCount& k :
+       {EmbedCount{"llmhost_embedding_requests_total", "Answered embedding and rerank requests.",
+                   &PerEmbedder::requests},
+        EmbedCount{"llmhost_embedding_inputs_total", "Texts embedded or documents scored.", &PerEmbedder::inputs},
+        EmbedCount{"llmhost_embedding_tokens_total", "Tokens run through embedding and rerank models.",
+                   &PerEmbedder::tokens}}) {
+    t.Family(k.name, "counter", k.help);
+    for (const auto& [key, m] : embedders_) {
+      t.Sample(k.name, {{"model", key.first}, {"kind", key.second}}, static_cast<double>(m.*k.field));
+    }
+  }
+  t.Family("llmhost_embedding_request_seconds", "histogram",
+           "Arrival to the answer of an embedding or rerank request.");
+  for (const auto& [key, m] : embedders_) {
+    t.HistogramSamples("llmhost_embedding_request_seconds", {{"model", key.first}, {"kind", key.second}},
+                       m.seconds.Read());
   }
 }
 

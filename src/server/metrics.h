@@ -62,11 +62,21 @@ struct GenerationObservation {
   int64_t prompt_tokens = 0, cached_tokens = 0, completion_tokens = 0;
 };
 
+// One answered embedding or rerank request.
+struct EmbeddingObservation {
+  std::string model;
+  std::string kind;     // "embedding" or "rerank"
+  int64_t inputs = 0;   // texts embedded, or documents scored
+  int64_t tokens = 0;   // tokens run through the model
+  double seconds = 0;   // arrival → answer
+};
+
 class ServerMetrics {
  public:
   // A response's status, by route (the route table's path: "/v1/models/{id}").
   void CountResponse(const std::string& route, int status);
   void ObserveGeneration(const GenerationObservation& g);
+  void ObserveEmbedding(const EmbeddingObservation& e);
   // Its families, into `text`.
   void Write(MetricsText& text) const;
 
@@ -81,6 +91,12 @@ class ServerMetrics {
   mutable std::mutex mu_;
   std::map<std::pair<std::string, int>, uint64_t> responses_;
   std::map<std::string, PerModel> models_;
+  struct PerEmbedder {
+    PerEmbedder();
+    uint64_t requests = 0, inputs = 0, tokens = 0;
+    Histogram seconds;
+  };
+  std::map<std::pair<std::string, std::string>, PerEmbedder> embedders_;  // by (model, kind)
 };
 
 }  // namespace llmhost::server

@@ -14,6 +14,7 @@
 #include "server/api_server.h"
 #include "server/bench_request.h"
 #include "server/dashboard_access.h"
+#include "server/model_kind_check.h"
 #include "server/pool_errors.h"
 #include "server/pool_json.h"
 #include "util/log.h"
@@ -42,7 +43,10 @@ void RunOne(ApiServer* server, std::string id, BenchRequest request, std::shared
   AcquireResult lease = server->pool().Acquire(request.model);
   if (!lease.ok()) return finish(Status::Internal("the model: " + lease.error.message));
   const std::shared_ptr<ServedModel>& served = lease.lease->served();
-  if (!served || !served->engine) return finish(Status::Internal("the model has no engine to measure"));
+  if (!served) return finish(Status::Internal("the model has no engine to measure"));
+  if (!served->engine) {
+    return finish(Status::InvalidArgument("the model is an embedding or rerank model: Bench measures chat models"));
+  }
   const BenchStreamFn stream = EngineBenchStream(served->engine.get(), served->tokenizer.get(), cancel.get());
   finish(RunBench(request.params, stream, [&runs](const BenchProgress& p) { runs.Progress(p); }, cancel.get()));
 }
@@ -55,6 +59,7 @@ void Start(ApiServer& server, const HttpRequest& request, const std::shared_ptr<
   Result<std::string> id = server.pool().Resolve(bench.model);
   if (!id.ok()) return SendError(writer, ErrorWithStatus(404, id.status().message(), "model_not_found"));
   bench.model = *id;
+  if (MaybeError e = CheckKindBeforeLoad(server.pool(), *id, ModelKind::kChat)) return SendError(writer, *e);
   std::optional<std::string> run = server.bench().TryBegin(bench, UnixNow());
   if (!run) {
     // (The run may have ended since: then it is named as "").

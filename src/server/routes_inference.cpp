@@ -7,6 +7,7 @@
 
 #include "server/anthropic_request.h"
 #include "server/api_server.h"
+#include "server/model_kind_check.h"
 #include "server/ollama_request.h"
 #include "server/openai_request.h"
 #include "server/output_constraint.h"
@@ -117,6 +118,7 @@ void ContinueInference(ApiServer& server, const std::string& path, InferenceRequ
   const ServedModel& model = *lease->served();
   if (req.keep_alive_s) server.pool().SetKeepAlive(lease->id(), *req.keep_alive_s);
   if (req.load_only) return writer->Send(OllamaDoneResponse(req, lease->id(), "load"));
+  if (MaybeError e = CheckModelKind(model, ModelKind::kChat, lease->id())) return fail(*e);
   ApplyModelSettings(lease->settings(), &req);
   std::vector<int32_t> ids;
   std::string prompt_text;

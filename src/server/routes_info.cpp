@@ -92,7 +92,7 @@ void HandleStatus(ApiServer& server, const HttpRequest&, const std::shared_ptr<R
     Json j = ModelStatusJson(m, true);
     if (m.loaded) {
       // Statistics without a lease: reading them must not count as a use.
-      if (std::shared_ptr<ServedModel> served = pool.Peek(m.id)) {
+      if (std::shared_ptr<ServedModel> served = pool.Peek(m.id); served && served->engine) {
         // The engine's statistics beside the pool's figures (no key is shared).
         const Json engine = EngineJson(served->engine->Stats());
         for (const auto& [key, value] : engine.items()) j[key] = value;

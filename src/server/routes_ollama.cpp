@@ -17,6 +17,7 @@
 #include "chat/output_format.h"
 #include "server/api_server.h"
 #include "server/json_fields.h"
+#include "server/model_kind_check.h"
 #include "server/pool_errors.h"
 #include "server/pool_json.h"
 #include "server/response_format.h"
@@ -104,9 +105,13 @@ void Ps(ApiServer& server, const std::shared_ptr<ResponseWriter>& writer) {
   SendJson(writer, Json{{"models", std::move(models)}});
 }
 
-// What the model can do, from its chat template: tools where it renders
-// tool calls, thinking where it has a think block.
-Json Capabilities(const DetectedOutputFormat& f) {
+// What the model can do: embedding for an embedding model (by its
+// settings), else, from its chat template, tools where it renders tool
+// calls and thinking where it has a think block. (A rerank model has no
+// Ollama capability.)
+Json Capabilities(const DetectedOutputFormat& f, ModelKind kind) {
+  if (kind == ModelKind::kEmbedding) return Json::array({"embedding"});
+  if (kind == ModelKind::kRerank) return Json::array();
   Json caps = Json::array({"completion"});
   if (f.format != OutputFormat::kNone) caps.push_back("tools");
   if (f.reasoning) caps.push_back("thinking");
@@ -126,6 +131,13 @@ MaybeError ModelName(const HttpRequest& request, std::string* name) {
   }
   *name = *value;
   return std::nullopt;
+}
+
+// A loaded model's kind as it serves, else its settings'.
+ModelKind KindOf(ApiServer& server, const std::string& id) {
+  if (std::shared_ptr<ServedModel> served = server.pool().Peek(id)) return ServedKind(*served);
+  Result<ModelSettings> settings = server.pool().Settings(id);
+  return settings.ok() ? settings->kind : ModelKind::kChat;
 }
 
 void Show(ApiServer& server, const HttpRequest& request, const std::shared_ptr<ResponseWriter>& writer) {
@@ -156,7 +168,7 @@ void Show(ApiServer& server, const HttpRequest& request, const std::shared_ptr<R
                         {"template", template_source},
                         {"details", Details(*m)},
                         {"model_info", std::move(info)},
-                        {"capabilities", Capabilities(format)},
+                        {"capabilities", Capabilities(format, KindOf(server, *id))},
                         {"modified_at", ModifiedAt(m->path)}});
 }
 

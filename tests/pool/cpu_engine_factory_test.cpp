@@ -8,6 +8,7 @@
 
 #include "engine/event_stream.h"
 #include "model/synth_model.h"
+#include "pool/embedding_loader.h"
 #include "pool/engine_pool.h"
 #include "test_util.h"
 #include "util/file.h"
@@ -181,6 +182,46 @@ TEST(CpuEngineFactory, ServesARandomWeightsModel) {
   r.lease.reset();
   pool->reset();
   std::filesystem::remove_all(dir);
+}
+
+TEST(CpuEngineFactory, AnEmbeddingKindLoadsAnEmbedderWithoutAnEngine) {
+  auto models = DiscoverModels({testing::TestDataDir() + "/models"});
+  const DiscoveredModel* q = Find(models, "qwen3-tiny");
+  ASSERT_TRUE(q);
+  ModelSettings embedding;
+  embedding.kind = ModelKind::kEmbedding;
+  CpuEngineFactoryOptions fo;
+  fo.precision = Precision::kReference;
+  CpuEngineFactory f(fo);
+  // Priced by its weights and one batch, not a chat KV pool.
+  const auto shape = ReadModelShape(*q);
+  ASSERT_TRUE(shape.ok());
+  EXPECT_EQ(f.ResidentEstimate(*q, embedding)[0], q->estimated_bytes + EmbeddingRuntimeBytes(*shape));
+
+  std::atomic<bool> abort{false};
+  auto loaded = f.Load(*q, embedding, abort, nullptr, -1);
+  ASSERT_TRUE(loaded.ok()) << loaded.status().ToString();
+  std::shared_ptr<ServedModel> served = (*loaded)->served();
+  ASSERT_TRUE(served);
+  EXPECT_FALSE(served->engine) << "no chat engine";
+  ASSERT_TRUE(served->embedding && served->embed_executor);
+  EXPECT_EQ(served->embedding->kind(), EmbeddingKind::kEmbedder);
+  EXPECT_EQ(served->embedding->dim(), shape->hidden);
+  EXPECT_EQ((*loaded)->context_length(), shape->context);
+  auto vectors = served->embed_executor->Embed({served->embedding->Tokenize("hello", false)}).get();
+  ASSERT_TRUE(vectors.ok()) << vectors.status().ToString();
+  EXPECT_EQ((*vectors)[0].size(), static_cast<size_t>(shape->hidden));
+  EXPECT_EQ((*loaded)->ActiveRequests(), 0);
+  (*loaded)->Stop();
+  EXPECT_FALSE(served->embed_executor->Embed({served->embedding->Tokenize("hello", false)}).get().ok())
+      << "stopped: jobs fail";
+
+  ModelSettings rerank;
+  rerank.kind = ModelKind::kRerank;
+  auto reranker = f.Load(*q, rerank, abort, nullptr, -1);
+  ASSERT_TRUE(reranker.ok()) << reranker.status().ToString();
+  EXPECT_EQ((*reranker)->served()->embedding->kind(), EmbeddingKind::kReranker);
+  EXPECT_EQ((*reranker)->served()->embedding->dim(), 0);
 }
 
 }  // namespace

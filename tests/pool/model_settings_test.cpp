@@ -238,5 +238,33 @@ TEST(ModelSettings, ToolParserNamesAnOutputFormat) {
   EXPECT_FALSE(ApplyModelSettingsJson(ModelSettings(), Json{{"tool_parser", 3}}).ok());
 }
 
+TEST(ModelSettings, KindAndInstructionMakeAnEmbeddingModel) {
+  for (const char* kind : {"embedding", "rerank"}) {
+    auto s = ApplyModelSettingsJson(ModelSettings(), Json{{"kind", kind}, {"instruction", "Find the passage"}});
+    ASSERT_TRUE(s.ok()) << kind << ": " << s.status().ToString();
+    EXPECT_STREQ(ModelKindName(s->kind), kind);
+    EXPECT_EQ(*s->instruction, "Find the passage");
+    EXPECT_EQ(ModelSettingsToJson(*s)["kind"], kind);
+    EXPECT_EQ(ModelSettingsToJson(*s)["instruction"], "Find the passage");
+    EXPECT_NE(s->RuntimeKey(), ModelSettings().RuntimeKey()) << "another kind loads anew";
+  }
+  ModelSettings embedder;
+  embedder.kind = ModelKind::kEmbedding;
+  embedder.instruction = "x";
+  EXPECT_EQ(ApplyModelSettingsJson(embedder, Json{{"kind", "chat"}})->kind, ModelKind::kChat);
+  EXPECT_EQ(ApplyModelSettingsJson(embedder, Json{{"kind", nullptr}})->kind, ModelKind::kChat);
+  EXPECT_FALSE(ApplyModelSettingsJson(embedder, Json{{"instruction", nullptr}})->instruction.has_value());
+  EXPECT_FALSE(ModelSettingsToJson(ModelSettings()).contains("kind")) << "chat is the default, left out";
+  EXPECT_NE(ApplyModelSettingsJson(embedder, Json{{"instruction", "y"}})->RuntimeKey(), embedder.RuntimeKey());
+  for (const Json& bad : {Json("embeddings"), Json("reranker"), Json(1)}) {
+    auto s = ApplyModelSettingsJson(ModelSettings(), Json{{"kind", bad}});
+    ASSERT_FALSE(s.ok()) << bad;
+    EXPECT_NE(s.status().message().find("kind"), std::string::npos) << s.status().message();
+  }
+  auto s = ApplyModelSettingsJson(ModelSettings(), Json{{"kind", "reranker"}});
+  EXPECT_NE(s.status().message().find("chat, embedding or rerank"), std::string::npos) << s.status().message();
+  EXPECT_FALSE(ApplyModelSettingsJson(ModelSettings(), Json{{"instruction", 5}}).ok());
+}
+
 }  // namespace
 }  // namespace llmhost

@@ -1,0 +1,92 @@
+#include "pool/embedding_loader.h"
+
+#include <chrono>
+
+#include "model/decoder_embedder.h"
+#include "model/random_model.h"
+#include "util/log.h"
+
+namespace llmhost {
+
+namespace {
+
+class EmbeddingLoadedEngine final : public LoadedEngine {
+ public:
+  explicit EmbeddingLoadedEngine(std::shared_ptr<ServedModel> m) : m_(std::move(m)) {}
+  std::shared_ptr<ServedModel> served() const override { return m_; }
+  BudgetBytes DeviceActiveBytes() const override {
+    BudgetBytes out{};
+    out[BudgetIndex(m_->backend->kind() == DeviceKind::kCpu ? Budget::kHost : Budget::kDevice)] =
+        m_->backend->memory_stats().bytes_in_use;
+    return out;
+  }
+  int64_t ActiveRequests() const override { return m_->embed_executor->active_jobs(); }
+  void Stop() override { m_->embed_executor->Stop(); }
+  int64_t context_length() const override { return m_->embedding->max_tokens(); }
+
+ private:
+  std::shared_ptr<ServedModel> m_;
+};
+
+}  // namespace
+
+bool IsEmbeddingModel(const DiscoveredModel& model, const ModelSettings& settings) {
+  // ENCODER HOOK (1 of 2): encoder directories (BERT, XLM-R) are embedding
+  // models by their files once model/encoder_model.h is merged:
+  //   || (!model.gguf() && !model.random() && IsEncoderModelDir(model.path))
+  (void)model;
+  return settings.kind != ModelKind::kChat;
+}
+
+uint64_t EmbeddingRuntimeBytes(const ModelShape& s) {
+  const uint64_t kv = 2 * static_cast<uint64_t>(s.n_layers * s.n_kv_heads * s.head_dim) * 2 * kEmbedBatchTokens;
+  EngineOptions step;
+  step.prefill_chunk_tokens = kEmbedStepTokens;
+  step.max_concurrent_requests = 64;  // the step's last-token rows, bucketed
+  return kv + WorkspaceBytes(s, step);
+}
+
+Result<std::unique_ptr<LoadedEngine>> LoadEmbeddingEngine(std::shared_ptr<ServedModel> m,
+                                                          const ModelSettings& settings,
+                                                          const std::atomic<bool>& abort) {
+  const auto t0 = std::chrono::steady_clock::now();
+  const std::string& id = m->entry.id;
+  // ENCODER HOOK (2 of 2): an encoder directory loads here instead of the
+  // decoder path below, up to "end of the hook":
+  //   if (!m->entry.gguf() && !m->entry.random() && IsEncoderModelDir(m->entry.path)) {
+  //     ASSIGN_OR_RETURN(m->embedding, LoadEncoderModel(m->entry.path, m->backend.get()));
+  //     (and its tokenizer into m->tokenizer if the server should count tokens with it)
+  //   } else { ... }
+  auto model = Model::Load(m->entry.path, m->backend.get());
+  if (!model.ok()) return model.status().WithContext("loading model '" + id + "'");
+  m->model = std::move(*model);
+  if (abort.load()) return Status::ResourceExhausted("load aborted");
+  auto tok = LoadModelTokenizer(m->entry.path);
+  if (!tok.ok()) return tok.status().WithContext("loading the tokenizer of '" + id + "'");
+  m->tokenizer = std::move(*tok);
+  DecoderEmbedderOptions o;
+  o.kind = settings.kind == ModelKind::kRerank ? EmbeddingKind::kReranker : EmbeddingKind::kEmbedder;
+  o.instruction = settings.instruction.value_or("");
+  if (settings.max_context_window) o.max_tokens = *settings.max_context_window;
+  o.step_tokens = kEmbedStepTokens;
+  auto embedder = DecoderEmbedder::Create(m->model.get(), m->tokenizer.get(), o);
+  if (!embedder.ok()) {
+    return embedder.status().WithContext("model '" + id + "' as a " + ModelKindName(settings.kind) + " model");
+  }
+  m->embedding = std::move(*embedder);
+  // (end of the hook)
+  EmbedExecutorOptions eo;
+  eo.max_batch_tokens = kEmbedBatchTokens;
+  m->embed_executor = std::make_unique<EmbedExecutor>(m->embedding.get(), eo);
+  m->loaded_at = std::chrono::duration_cast<std::chrono::seconds>(
+                     std::chrono::system_clock::now().time_since_epoch())
+                     .count();
+  const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  LOG_INFO("models: loaded " << id << " as "
+                             << (m->embedding->kind() == EmbeddingKind::kReranker ? "a reranker" : "an embedder")
+                             << " (dimensions " << m->embedding->dim() << ", max tokens " << m->embedding->max_tokens()
+                             << ") in " << static_cast<int64_t>(ms) << " ms");
+  return std::unique_ptr<LoadedEngine>(new EmbeddingLoadedEngine(std::move(m)));
+}
+
+}  // namespace llmhost
