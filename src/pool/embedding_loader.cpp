@@ -3,12 +3,17 @@
 #include <chrono>
 
 #include "model/decoder_embedder.h"
+#include "model/encoder_model.h"
 #include "model/random_model.h"
 #include "util/log.h"
 
 namespace llmhost {
 
 namespace {
+
+bool IsEncoderModel(const DiscoveredModel& model) {
+  return !model.gguf() && !model.random() && IsEncoderModelDir(model.path);
+}
 
 class EmbeddingLoadedEngine final : public LoadedEngine {
  public:
@@ -28,14 +33,29 @@ class EmbeddingLoadedEngine final : public LoadedEngine {
   std::shared_ptr<ServedModel> m_;
 };
 
+// The executor and the log line every embedding model's load ends with.
+Result<std::unique_ptr<LoadedEngine>> Finish(std::shared_ptr<ServedModel> m,
+                                             std::chrono::steady_clock::time_point t0) {
+  const std::string& id = m->entry.id;
+  EmbedExecutorOptions eo;
+  eo.max_batch_tokens = kEmbedBatchTokens;
+  m->embed_executor = std::make_unique<EmbedExecutor>(m->embedding.get(), eo);
+  m->loaded_at = std::chrono::duration_cast<std::chrono::seconds>(
+                     std::chrono::system_clock::now().time_since_epoch())
+                     .count();
+  const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  LOG_INFO("models: loaded " << id << " as "
+                             << (m->embedding->kind() == EmbeddingKind::kReranker ? "a reranker" : "an embedder")
+                             << " (dimensions " << m->embedding->dim() << ", max tokens " << m->embedding->max_tokens()
+                             << ") in " << static_cast<int64_t>(ms) << " ms");
+  return std::unique_ptr<LoadedEngine>(new EmbeddingLoadedEngine(std::move(m)));
+}
+
 }  // namespace
 
 bool IsEmbeddingModel(const DiscoveredModel& model, const ModelSettings& settings) {
-  // ENCODER HOOK (1 of 2): encoder directories (BERT, XLM-R) are embedding
-  // models by their files once model/encoder_model.h is merged:
-  //   || (!model.gguf() && !model.random() && IsEncoderModelDir(model.path))
-  (void)model;
-  return settings.kind != ModelKind::kChat;
+  // An encoder (BERT, XLM-R) cannot chat whatever its settings say.
+  return settings.kind != ModelKind::kChat || IsEncoderModel(model);
 }
 
 uint64_t EmbeddingRuntimeBytes(const ModelShape& s) {
@@ -51,12 +71,16 @@ Result<std::unique_ptr<LoadedEngine>> LoadEmbeddingEngine(std::shared_ptr<Served
                                                           const std::atomic<bool>& abort) {
   const auto t0 = std::chrono::steady_clock::now();
   const std::string& id = m->entry.id;
-  // ENCODER HOOK (2 of 2): an encoder directory loads here instead of the
-  // decoder path below, up to "end of the hook":
-  //   if (!m->entry.gguf() && !m->entry.random() && IsEncoderModelDir(m->entry.path)) {
-  //     ASSIGN_OR_RETURN(m->embedding, LoadEncoderModel(m->entry.path, m->backend.get()));
-  //     (and its tokenizer into m->tokenizer if the server should count tokens with it)
-  //   } else { ... }
+  if (IsEncoderModel(m->entry)) {
+    // Its kind (embedder or reranker) is the files': a sequence classifier scores pairs.
+    auto encoder = LoadEncoderModel(m->entry.path, m->backend.get());
+    if (!encoder.ok()) return encoder.status().WithContext("loading model '" + id + "'");
+    m->embedding = std::move(*encoder);
+    auto tok = LoadModelTokenizer(m->entry.path);
+    if (!tok.ok()) return tok.status().WithContext("loading the tokenizer of '" + id + "'");
+    m->tokenizer = std::move(*tok);
+    return Finish(std::move(m), t0);
+  }
   auto model = Model::Load(m->entry.path, m->backend.get());
   if (!model.ok()) return model.status().WithContext("loading model '" + id + "'");
   m->model = std::move(*model);
@@ -74,19 +98,7 @@ Result<std::unique_ptr<LoadedEngine>> LoadEmbeddingEngine(std::shared_ptr<Served
     return embedder.status().WithContext("model '" + id + "' as a " + ModelKindName(settings.kind) + " model");
   }
   m->embedding = std::move(*embedder);
-  // (end of the hook)
-  EmbedExecutorOptions eo;
-  eo.max_batch_tokens = kEmbedBatchTokens;
-  m->embed_executor = std::make_unique<EmbedExecutor>(m->embedding.get(), eo);
-  m->loaded_at = std::chrono::duration_cast<std::chrono::seconds>(
-                     std::chrono::system_clock::now().time_since_epoch())
-                     .count();
-  const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-  LOG_INFO("models: loaded " << id << " as "
-                             << (m->embedding->kind() == EmbeddingKind::kReranker ? "a reranker" : "an embedder")
-                             << " (dimensions " << m->embedding->dim() << ", max tokens " << m->embedding->max_tokens()
-                             << ") in " << static_cast<int64_t>(ms) << " ms");
-  return std::unique_ptr<LoadedEngine>(new EmbeddingLoadedEngine(std::move(m)));
+  return Finish(std::move(m), t0);
 }
 
 }  // namespace llmhost
