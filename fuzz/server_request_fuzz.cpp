@@ -1,8 +1,9 @@
 // Fuzzes the HTTP API's request parsing: arbitrary bytes as the JSON body of
 // /v1/chat/completions, /v1/completions, /v1/messages,
-// /v1/messages/count_tokens, /api/chat or /api/generate (the first byte picks
-// the route), through the bounded JSON parse and the OpenAI / Anthropic /
-// Ollama request parsers; a request
+// /v1/messages/count_tokens, /api/chat, /api/generate, /v1/embeddings,
+// /api/embed or /v1/rerank (the first byte picks the route), through the
+// bounded JSON parse and the OpenAI / Anthropic / Ollama / embedding request
+// parsers; a chat request
 // that parses is rendered through a small ChatML template, as the server
 // would. Must never crash, hang or exhaust memory.
 #include <cstddef>
@@ -11,6 +12,7 @@
 
 #include "chat/chat_template.h"
 #include "server/anthropic_request.h"
+#include "server/embedding_request.h"
 #include "server/host_guard.h"
 #include "server/json_fields.h"
 #include "server/ollama_request.h"
@@ -36,12 +38,20 @@ const llmhost::ChatTemplate& Template() {
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace llmhost::server;
   if (size < 1) return 0;
-  const int route = data[0] % 6;
+  const int route = data[0] % 9;
   std::string_view body(reinterpret_cast<const char*>(data + 1), size - 1);
   // The bytes as a Host header too (the DNS-rebinding guard parses it).
   (void)IsLoopbackName(HostWithoutPort(body));
   OJson json;
   if (ParseJsonObject(body, &json)) return 0;
+  if (route >= 6) {
+    EmbeddingsRequest embed;
+    RerankRequest rerank;
+    if (route == 6) (void)ParseEmbeddingsRequest(json, &embed);
+    if (route == 7) (void)ParseOllamaEmbedRequest(json, &embed);
+    if (route == 8) (void)ParseRerankRequest(json, &rerank);
+    return 0;
+  }
   InferenceRequest req;
   MaybeError e;
   switch (route) {
