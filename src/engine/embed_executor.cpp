@@ -1,5 +1,6 @@
 #include "engine/embed_executor.h"
 
+#include <algorithm>
 #include <atomic>
 #include <utility>
 
@@ -124,7 +125,8 @@ std::vector<EmbedExecutor::Slice> EmbedExecutor::TakeBatch() {
     Job& job = *queue_.front();
     const size_t begin = job.next;
     while (job.next < job.inputs.size()) {
-      const int64_t n = static_cast<int64_t>(job.inputs[job.next].ids.size());
+      const int64_t g = std::max<int64_t>(1, options_.token_granularity);
+      const int64_t n = (static_cast<int64_t>(job.inputs[job.next].ids.size()) + g - 1) / g * g;
       if (tokens > 0 && tokens + n > options_.max_batch_tokens) break;
       tokens += n;
       ++job.next;

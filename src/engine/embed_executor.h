@@ -34,6 +34,10 @@ namespace llmhost {
 
 struct EmbedExecutorOptions {
   int64_t max_batch_tokens = 8192;  // tokens per EmbeddingModel call (one input may exceed it alone)
+  // An input costs its tokens rounded up to this (a decoder embedder's KV
+  // block: each input takes whole blocks), so that a batch of many short
+  // inputs stays inside the memory the pool priced for max_batch_tokens.
+  int64_t token_granularity = 1;
 };
 
 class EmbedExecutor {

@@ -8,7 +8,7 @@ namespace llmhost {
 
 namespace {
 
-constexpr int64_t kKvBlockSize = 64;
+constexpr int64_t kKvBlockSize = kDecoderEmbedderKvBlock;
 constexpr int64_t kUnknownContext = 8192;
 
 // Qwen3-Reranker's prompt around "<Instruct>: ...\n<Query>: ...\n<Document>: ...".

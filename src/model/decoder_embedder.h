@@ -34,6 +34,9 @@ namespace llmhost {
 inline constexpr const char* kDefaultRerankInstruction =
     "Given a web search query, retrieve relevant passages that answer the query";
 
+// Positions a KV block of its cache holds: each input takes whole blocks.
+inline constexpr int64_t kDecoderEmbedderKvBlock = 64;
+
 struct DecoderEmbedderOptions {
   EmbeddingKind kind = EmbeddingKind::kEmbedder;
   // Embedders: prefixed to queries ("" : none). Rerankers: the <Instruct>

@@ -1,5 +1,6 @@
 #include "pool/embedding_loader.h"
 
+#include <algorithm>
 #include <chrono>
 
 #include "model/decoder_embedder.h"
@@ -39,6 +40,7 @@ Result<std::unique_ptr<LoadedEngine>> Finish(std::shared_ptr<ServedModel> m,
   const std::string& id = m->entry.id;
   EmbedExecutorOptions eo;
   eo.max_batch_tokens = kEmbedBatchTokens;
+  if (!IsEncoderModel(m->entry)) eo.token_granularity = kDecoderEmbedderKvBlock;
   m->embed_executor = std::make_unique<EmbedExecutor>(m->embedding.get(), eo);
   m->loaded_at = std::chrono::duration_cast<std::chrono::seconds>(
                      std::chrono::system_clock::now().time_since_epoch())
@@ -91,7 +93,8 @@ Result<std::unique_ptr<LoadedEngine>> LoadEmbeddingEngine(std::shared_ptr<Served
   DecoderEmbedderOptions o;
   o.kind = settings.kind == ModelKind::kRerank ? EmbeddingKind::kReranker : EmbeddingKind::kEmbedder;
   o.instruction = settings.instruction.value_or("");
-  if (settings.max_context_window) o.max_tokens = *settings.max_context_window;
+  // One input alone may not need more KV than the pool priced (a batch's).
+  o.max_tokens = std::min<int64_t>(settings.max_context_window.value_or(kEmbedBatchTokens), kEmbedBatchTokens);
   o.step_tokens = kEmbedStepTokens;
   auto embedder = DecoderEmbedder::Create(m->model.get(), m->tokenizer.get(), o);
   if (!embedder.ok()) {

@@ -115,6 +115,23 @@ TEST(EmbedExecutorTest, TheTokenBudgetSplitsBatchesAndJobs) {
   EXPECT_EQ(model.call_sizes(), (std::vector<size_t>{1, 1, 1, 1}));
 }
 
+// With a granularity (a decoder's KV block), an input costs whole blocks: 1
+// token costs 64, so a budget of 128 takes two one-token inputs a call.
+TEST(EmbedExecutorTest, InputsCostWholeGranules) {
+  FakeModel model;
+  EmbedExecutor ex(&model, {.max_batch_tokens = 128, .token_granularity = 64});
+  model.Hold();
+  auto first = ex.Embed({Input(1, 1)});
+  model.WaitUntilHeld();
+  auto five = ex.Embed({Input(2, 1), Input(3, 1), Input(4, 1), Input(5, 1), Input(6, 65)});
+  model.Release();
+  auto f = five.get();
+  ASSERT_TRUE(first.get().ok() && f.ok());
+  // 64 + 64; 64 + 64; then 65 tokens cost 128: alone.
+  EXPECT_EQ(model.call_sizes(), (std::vector<size_t>{1, 2, 2, 1}));
+  EXPECT_EQ(f->size(), 5u);
+}
+
 TEST(EmbedExecutorTest, ScoreJobsBatchApartFromEmbedJobs) {
   FakeModel model;
   EmbedExecutor ex(&model, {});
