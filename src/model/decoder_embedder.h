@@ -59,6 +59,7 @@ class DecoderEmbedder final : public EmbeddingModel {
   EmbeddingKind kind() const override { return options_.kind; }
   int64_t dim() const override;
   int64_t max_tokens() const override { return options_.max_tokens; }
+  int64_t vocab() const override { return model_->vocab_size(); }
   bool normalized() const override { return true; }
   EmbeddingInput Tokenize(std::string_view text, bool query) const override;
   EmbeddingInput TokenizePair(std::string_view query, std::string_view document) const override;

@@ -38,6 +38,8 @@ class EmbeddingModel {
   virtual int64_t dim() const = 0;
   // The most tokens one input may have (the model's context).
   virtual int64_t max_tokens() const = 0;
+  // Token ids an input may hold: [0, vocab()).
+  virtual int64_t vocab() const = 0;
   // Whether Embed's vectors are L2-normalized (a Normalize module, or the
   // decoder embedders' convention).
   virtual bool normalized() const = 0;

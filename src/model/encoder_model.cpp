@@ -64,6 +64,7 @@ class Encoder final : public EncoderModel {
   EmbeddingKind kind() const override { return cfg_.kind; }
   int64_t dim() const override { return cfg_.kind == EmbeddingKind::kEmbedder ? cfg_.hidden : 0; }
   int64_t max_tokens() const override { return cfg_.max_tokens; }
+  int64_t vocab() const override { return cfg_.vocab; }
   bool normalized() const override { return pooling_.normalize; }
 
   EmbeddingInput Tokenize(std::string_view text, bool query) const override {

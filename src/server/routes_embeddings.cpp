@@ -42,12 +42,6 @@ void SendJson(ResponseWriter& writer, const OJson& body) {
   writer.Send(std::move(r));
 }
 
-// The largest id a token-list input may hold.
-int64_t VocabSize(const ServedModel& m) {
-  if (m.model) return m.model->vocab_size();
-  return m.tokenizer ? static_cast<int64_t>(m.tokenizer->VocabSize()) : INT32_MAX;
-}
-
 // Keeps the first max - 1 tokens and the last (the EOS / [SEP] the model pools or expects).
 void Truncate(std::vector<int32_t>* ids, int64_t max) {
   if (static_cast<int64_t>(ids->size()) <= max) return;
@@ -60,13 +54,13 @@ void Truncate(std::vector<int32_t>* ids, int64_t max) {
 // model's context (unless truncated) or a token id outside its vocabulary.
 MaybeError PrepareInputs(const ServedModel& served, EmbeddingsRequest& req, std::vector<EmbeddingInput>* out) {
   const EmbeddingModel& m = *served.embedding;
-  const int64_t max = m.max_tokens(), vocab = VocabSize(served);
+  const int64_t max = m.max_tokens(), vocab = m.vocab();
   for (size_t i = 0; i < req.size(); ++i) {
     EmbeddingInput in;
     if (req.texts.empty()) {
       in.ids = std::move(req.token_lists[i]);
       for (int32_t t : in.ids) {
-        if (t >= vocab) {
+        if (t < 0 || t >= vocab) {
           return BadRequest("'input[" + std::to_string(i) + "]' holds token id " + std::to_string(t) +
                                 ", outside the model's vocabulary of " + std::to_string(vocab),
                             "input");

@@ -19,6 +19,7 @@ class FakeModel final : public EmbeddingModel {
   EmbeddingKind kind() const override { return EmbeddingKind::kEmbedder; }
   int64_t dim() const override { return 2; }
   int64_t max_tokens() const override { return 1000; }
+  int64_t vocab() const override { return 1000; }
   bool normalized() const override { return false; }
   EmbeddingInput Tokenize(std::string_view, bool) const override { return {}; }
   EmbeddingInput TokenizePair(std::string_view, std::string_view) const override { return {}; }
