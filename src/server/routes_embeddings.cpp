@@ -243,6 +243,16 @@ void HandleRerank(ApiServer& server, const HttpRequest& request, const std::shar
     const ServedModel& m = *lease->served();
     if (MaybeError e = CheckModelKind(m, ModelKind::kRerank, lease->id())) return Fail(path, *e, *writer);
     const int64_t max = m.embedding->max_tokens();
+    // The query alone first: each pair tokenizes it again, so an oversized
+    // one is refused before it costs a tokenization per document.
+    if (const size_t q = m.embedding->Tokenize(req->query, /*query=*/true).ids.size();
+        static_cast<int64_t>(q) > max) {
+      return Fail(path,
+                  BadRequest("'query' is " + std::to_string(q) + " tokens, more than the model's context of " +
+                                 std::to_string(max),
+                             "query"),
+                  *writer);
+    }
     std::vector<EmbeddingInput> inputs;
     for (size_t i = 0; i < req->documents.size(); ++i) {
       inputs.push_back(m.embedding->TokenizePair(req->query, req->documents[i]));

@@ -97,6 +97,11 @@ test('xlm-r: /v1/rerank scores are the golden logits, most relevant first', asyn
     { model: 'xlmr-tiny-rerank', query: golden.query, documents, top_n: 1 });
   assert.equal(top.status, 200, top.text);
   assert.deepEqual(top.json.results.map((x) => x.index), [results[0].index]);
+  // A query over the model's context (512 positions) is refused as such, before any pair.
+  const long = await http(`${server.url}/v1/rerank`, 'POST',
+    { model: 'xlmr-tiny-rerank', query: 'memory '.repeat(600), documents });
+  assert.equal(long.status, 400, long.text);
+  assert.match(long.text, /'query' is \d+ tokens, more than the model's context of 512/);
 });
 
 test('encoders refuse the other routes with the kind they are', async () => {
