@@ -8,7 +8,6 @@ namespace llmhost {
 
 namespace {
 
-constexpr int64_t kKvBlockSize = kDecoderEmbedderKvBlock;
 constexpr int64_t kUnknownContext = 8192;
 
 // Qwen3-Reranker's prompt around "<Instruct>: ...\n<Query>: ...\n<Document>: ...".
@@ -88,7 +87,7 @@ Status DecoderEmbedder::EnsureCache(int64_t blocks) {
   if (cache_ && cache_->allocator().total_blocks() >= blocks) return Status::OK();
   cache_.reset();  // its memory back before the larger one is taken
   const DType dtype = options_.kv_dtype.value_or(model_->Native16BitType());
-  ASSIGN_OR_RETURN(cache_, model_->CreateKvCache(blocks, kKvBlockSize, dtype));
+  ASSIGN_OR_RETURN(cache_, model_->CreateKvCache(blocks, kDecoderEmbedderKvBlock, dtype));
   return Status::OK();
 }
 
@@ -99,7 +98,7 @@ Result<std::vector<std::vector<float>>> DecoderEmbedder::LastRows(std::span<cons
   if (inputs.empty()) return rows;
   int64_t blocks = 0;
   for (const EmbeddingInput& in : inputs) {
-    blocks += (static_cast<int64_t>(in.ids.size()) + kKvBlockSize - 1) / kKvBlockSize;
+    blocks += (static_cast<int64_t>(in.ids.size()) + kDecoderEmbedderKvBlock - 1) / kDecoderEmbedderKvBlock;
   }
   RETURN_IF_ERROR(EnsureCache(blocks));
   std::vector<KvSequence> seqs(inputs.size());
