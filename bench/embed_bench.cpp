@@ -1,7 +1,7 @@
 // Embeddings per second of a BERT encoder of the bge-small shape (hidden
 // 384, 12 layers, 12 heads, FFN 1536, vocab 30522, 512 positions; f32
 // weights, as BAAI/bge-small-en-v1.5 ships them) with random weights, on the
-// CPU backend with every core (ThreadPool::Default()), for batches of
+// CPU backend with every core (ThreadPool::Default()) or a GPU (--device), for batches of
 // 32-token inputs (batch 1, 8, 32) through EmbeddingModel::Embed, at each
 // precision asked for.
 //
@@ -12,6 +12,7 @@
 // of --reps timed runs (the machine is shared); the load average is printed.
 //
 // Usage: embed_bench [--reps N (5)] [--precisions auto,fast,f32] [--tokens N (32)]
+//                    [--device cpu|cuda|cuda:N (cpu)]
 //                    [--shared DIR (LLMHOST_SHARED_DIR, else ../shared beside the source tree)]
 #include <sys/stat.h>
 
@@ -24,7 +25,7 @@
 #include <string>
 #include <vector>
 
-#include "backend/cpu/cpu_backend.h"
+#include "backend/device.h"
 #include "bench_util.h"
 #include "formats/safetensors_writer.h"
 #include "model/encoder_model.h"
@@ -112,6 +113,7 @@ int Run(int argc, char** argv) {
   int reps = 5;
   int64_t tokens = 32;
   std::string precisions = "auto,fast,f32";
+  std::string device = "cpu";
   const char* shared_env = std::getenv("LLMHOST_SHARED_DIR");
   std::string shared = shared_env ? shared_env : std::string(LLMHOST_SOURCE_DIR) + "/../shared";
   for (int i = 1; i + 1 < argc; i += 2) {
@@ -120,6 +122,7 @@ int Run(int argc, char** argv) {
     else if (a == "--precisions") precisions = argv[i + 1];
     else if (a == "--tokens") tokens = std::atoll(argv[i + 1]);
     else if (a == "--shared") shared = argv[i + 1];
+    else if (a == "--device") device = argv[i + 1];
   }
   char tmpl[] = "/tmp/embed_bench_XXXXXX";
   if (!::mkdtemp(tmpl)) return 1;
@@ -128,8 +131,13 @@ int Run(int argc, char** argv) {
     std::fprintf(stderr, "embed_bench: %s\n", s.ToString().c_str());
     return 1;
   }
-  std::printf("bge-small shape (BERT 384x12, FFN 1536, f32 weights), %lld-token inputs, %d threads, load %s\n",
-              static_cast<long long>(tokens), ThreadPool::Default().size(), bench::LoadAverage().c_str());
+  auto spec = ParseDevice(device);
+  if (!spec.ok()) {
+    std::fprintf(stderr, "embed_bench: --device: %s\n", spec.status().ToString().c_str());
+    return 1;
+  }
+  std::printf("bge-small shape (BERT 384x12, FFN 1536, f32 weights), %lld-token inputs, device %s, %d threads, load %s\n",
+              static_cast<long long>(tokens), device.c_str(), ThreadPool::Default().size(), bench::LoadAverage().c_str());
   std::printf("%-10s %6s %14s %12s\n", "precision", "batch", "embeddings/s", "ms/batch");
   std::mt19937 rng(7);
   std::uniform_int_distribution<int32_t> id(5, static_cast<int32_t>(kVocab - 1));
@@ -138,8 +146,12 @@ int Run(int argc, char** argv) {
     const size_t comma = std::min(precisions.find(',', at), precisions.size());
     const std::string name = precisions.substr(at, comma - at);
     at = comma + 1;
-    CpuBackend backend(&ThreadPool::Default(), ParsePrecision(name));
-    auto model = LoadEncoder(dir, &backend);
+    auto backend = MakeBackend(*spec, ParsePrecision(name), &ThreadPool::Default());
+    if (!backend.ok()) {
+      std::fprintf(stderr, "embed_bench: %s: %s\n", device.c_str(), backend.status().ToString().c_str());
+      return 1;
+    }
+    auto model = LoadEncoder(dir, backend->get());
     if (!model.ok()) {
       std::fprintf(stderr, "embed_bench: %s\n", model.status().ToString().c_str());
       return 1;
