@@ -172,6 +172,14 @@ struct EncoderAttentionParams {
   float scale = 1;         // multiplies q·k (1/sqrt(head_dim))
   int64_t n_rows = 0;      // Σ len: a GPU sizes its launch by it
   int64_t max_len = 0;     // the longest len: a GPU sizes its launch by it
+  // Relative positions (BERT's relative_key / relative_key_query): a device
+  // table [2 · max_distance - 1, head_dim] shared by the heads; row i, key j
+  // of a sequence read R = relative[i - j + max_distance - 1] and add q_i·R
+  // (and k_j·R when relative_keys) to q_i·k_j before the scale. Needs
+  // len <= max_distance. nullptr: no relative term.
+  const float* relative = nullptr;
+  int64_t max_distance = 0;
+  bool relative_keys = false;
 };
 
 class Backend {
@@ -301,7 +309,8 @@ class Backend {
                                float* out, int64_t out_stride) = 0;
   // Bidirectional attention of encoders over dense q/k/v rows (no cache, no
   // mask): row i of a sequence, head h, attends to every key of its own
-  // sequence: out = Σ_j softmax_j(scale · q_i·k_j) v_j. seqs: device
+  // sequence: out = Σ_j softmax_j(scale · (q_i·k_j + relative terms)) v_j
+  // (EncoderAttentionParams::relative). seqs: device
   // EncoderSeq[n_seqs]. A row's result does not depend on the other sequences.
   virtual void EncoderAttention(const float* q, const float* k, const float* v, const EncoderSeq* seqs,
                                 int64_t n_seqs, const EncoderAttentionParams& p, float* out) = 0;

@@ -28,9 +28,14 @@ Result<EncoderConfig> ParseEncoderConfig(const ModelConfig& c, const std::string
     return Status::NotSupported(where + "model_type '" + c.model_type +
                                 "' is not an encoder this server runs (bert, xlm-roberta)");
   }
-  if (!c.position_embedding_type.empty() && c.position_embedding_type != "absolute") {
+  EncoderPositions positions = EncoderPositions::kAbsolute;
+  if (c.position_embedding_type == "relative_key") {
+    positions = EncoderPositions::kRelativeKey;
+  } else if (c.position_embedding_type == "relative_key_query") {
+    positions = EncoderPositions::kRelativeKeyQuery;
+  } else if (!c.position_embedding_type.empty() && c.position_embedding_type != "absolute") {
     return Status::NotSupported(where + "position_embedding_type '" + c.position_embedding_type +
-                                "' is not supported (only 'absolute')");
+                                "' is not supported (absolute, relative_key, relative_key_query)");
   }
   if (c.hidden_act != "gelu") {
     return Status::NotSupported(where + "hidden_act '" + c.hidden_act + "' is not supported (only 'gelu')");
@@ -45,6 +50,7 @@ Result<EncoderConfig> ParseEncoderConfig(const ModelConfig& c, const std::string
   e.max_positions = c.max_position_embeddings;
   e.type_vocab = std::max<int64_t>(c.type_vocab_size, 1);
   e.eps = static_cast<float>(c.layer_norm_eps);
+  e.positions = positions;
   if (e.heads <= 0 || e.hidden % e.heads != 0) {
     return Status::InvalidArgument(where + "hidden_size " + std::to_string(e.hidden) +
                                    " is not a multiple of num_attention_heads " + std::to_string(e.heads));

@@ -213,6 +213,8 @@ class Encoder final : public EncoderModel {
     ap.qkv_stride = H;
     ap.out_stride = H;
     ap.scale = 1.0f / std::sqrt(static_cast<float>(cfg_.head_dim));
+    ap.max_distance = cfg_.max_positions;
+    ap.relative_keys = cfg_.positions == EncoderPositions::kRelativeKeyQuery;
     ASSIGN_OR_RETURN(const int32_t* d_ids, bufs.Put(ids, "encoder ids"));
     ASSIGN_OR_RETURN(const int32_t* d_pos, bufs.Put(pos, "encoder positions"));
     ASSIGN_OR_RETURN(const int32_t* d_types, bufs.Put(types, "encoder token types"));
@@ -226,8 +228,10 @@ class Encoder final : public EncoderModel {
     ASSIGN_OR_RETURN(float* ff, bufs.Alloc<float>(T * I, "encoder ffn"));
     Backend& b = *backend_;
     b.Embedding(w_->word, d_ids, T, 1.0f, x);
-    b.Embedding(w_->position, d_pos, T, 1.0f, tmp);
-    b.Add(x, tmp, T * H, x);
+    if (cfg_.positions == EncoderPositions::kAbsolute) {
+      b.Embedding(w_->position, d_pos, T, 1.0f, tmp);
+      b.Add(x, tmp, T * H, x);
+    }
     b.Embedding(w_->token_type, d_types, T, 1.0f, tmp);
     b.Add(x, tmp, T * H, x);
     b.LayerNorm(x, T, H, H, w_->embed_norm_w, w_->embed_norm_b, cfg_.eps, x);
@@ -237,6 +241,7 @@ class Encoder final : public EncoderModel {
       b.AddBias(q, T, H, H, l.q_bias);
       b.AddBias(k, T, H, H, l.k_bias);
       b.AddBias(v, T, H, H, l.v_bias);
+      ap.relative = l.distance;
       b.EncoderAttention(q, k, v, d_seqs, static_cast<int64_t>(seqs.size()), ap, attn);
       b.MatMul(l.attn_out, attn, T, tmp, RowKind::kPrompt);
       b.AddBias(tmp, T, H, H, l.attn_out_bias);

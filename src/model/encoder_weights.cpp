@@ -42,7 +42,10 @@ Result<std::unique_ptr<EncoderWeights>> EncoderWeights::Load(std::unique_ptr<Wei
   const std::string p = NamePrefix(*w->source_);
   const int64_t H = cfg.hidden, I = cfg.inter;
   ASSIGN_OR_RETURN(w->word, w->Matrix(p + "embeddings.word_embeddings", cfg.vocab, H));
-  ASSIGN_OR_RETURN(w->position, w->Matrix(p + "embeddings.position_embeddings", cfg.max_positions, H));
+  const bool relative = cfg.positions != EncoderPositions::kAbsolute;
+  if (!relative) {
+    ASSIGN_OR_RETURN(w->position, w->Matrix(p + "embeddings.position_embeddings", cfg.max_positions, H));
+  }
   ASSIGN_OR_RETURN(w->token_type, w->Matrix(p + "embeddings.token_type_embeddings", cfg.type_vocab, H));
   ASSIGN_OR_RETURN(w->embed_norm_w, w->Vector(p + "embeddings.LayerNorm.weight", H));
   ASSIGN_OR_RETURN(w->embed_norm_b, w->Vector(p + "embeddings.LayerNorm.bias", H));
@@ -65,6 +68,10 @@ Result<std::unique_ptr<EncoderWeights>> EncoderWeights::Load(std::unique_ptr<Wei
     ASSIGN_OR_RETURN(lw.down_bias, w->Vector(b + "output.dense.bias", H));
     ASSIGN_OR_RETURN(lw.out_norm_w, w->Vector(b + "output.LayerNorm.weight", H));
     ASSIGN_OR_RETURN(lw.out_norm_b, w->Vector(b + "output.LayerNorm.bias", H));
+    if (relative) {
+      ASSIGN_OR_RETURN(lw.distance, w->Vector(b + "attention.self.distance_embedding.weight",
+                                              (2 * cfg.max_positions - 1) * cfg.head_dim));
+    }
     w->layers.push_back(lw);
   }
   if (cfg.kind == EmbeddingKind::kReranker) {

@@ -19,6 +19,9 @@ struct EncoderLayerWeights {
   WeightMatrix q, k, v, attn_out, up, down;  // up: intermediate.dense, down: output.dense
   const float *q_bias, *k_bias, *v_bias, *attn_out_bias, *up_bias, *down_bias;
   const float *attn_norm_w, *attn_norm_b, *out_norm_w, *out_norm_b;
+  // Relative positions only: attention.self.distance_embedding
+  // [2 · max_positions - 1, head_dim]; nullptr for absolute positions.
+  const float* distance = nullptr;
 };
 
 class EncoderWeights {
@@ -32,7 +35,9 @@ class EncoderWeights {
   EncoderWeights(const EncoderWeights&) = delete;
   EncoderWeights& operator=(const EncoderWeights&) = delete;
 
-  WeightMatrix word, position, token_type;  // [vocab | positions | types, hidden]
+  // [vocab | positions | types, hidden]; `position` is empty (rows 0) for
+  // relative positions, which never read it.
+  WeightMatrix word, position, token_type;
   const float *embed_norm_w = nullptr, *embed_norm_b = nullptr;
   std::vector<EncoderLayerWeights> layers;
   // Rerankers: classifier.dense [hidden, hidden], classifier.out_proj [1, hidden].

@@ -544,9 +544,17 @@ TEST_P(BackendOpsTest, EncoderOps) {
       ap.max_len = std::max(ap.max_len, len);
     }
     const std::vector<float> qkv = Random(ap.n_rows * ap.qkv_stride * (fused ? 1 : 3), rng, 2);
+    // Every third case with relative positions (relative_key, or relative_key_query).
+    std::vector<float> relative;
+    if (c % 3 == 1) {
+      ap.max_distance = ap.max_len + Uniform(rng, 0, 4);
+      ap.relative_keys = c % 2 == 0;
+      relative = Random((2 * ap.max_distance - 1) * ap.head_dim, rng, 2);
+    }
     SCOPED_TRACE("rows " + std::to_string(rows) + " dim " + std::to_string(dim) + " seqs " +
                  std::to_string(seqs.size()) + " heads " + std::to_string(ap.n_heads) + " d " +
-                 std::to_string(ap.head_dim));
+                 std::to_string(ap.head_dim) + " relative " + std::to_string(ap.max_distance) +
+                 (ap.relative_keys ? " +keys" : ""));
     std::vector<float> norm[2], gelu[2], tanh_out[2], attn[2], alone[2];
     Backend* bs[2] = {ref_.get(), got_.get()};
     for (int i = 0; i < 2; ++i) {
@@ -566,6 +574,7 @@ TEST_P(BackendOpsTest, EncoderOps) {
       const float* dk = fused ? dqkv + qd : dqkv + ap.n_rows * qd;
       const float* dv = fused ? dqkv + 2 * qd : dqkv + 2 * ap.n_rows * qd;
       float* dout = d.Put(std::vector<float>(static_cast<size_t>(ap.n_rows * ap.out_stride), 0.0f));
+      if (!relative.empty()) ap.relative = d.Put(relative);
       bs[i]->EncoderAttention(dq, dk, dv, d.Put(seqs), static_cast<int64_t>(seqs.size()), ap, dout);
       attn[i] = d.Get(dout, ap.n_rows * ap.out_stride);
       float* dalone = d.Put(std::vector<float>(static_cast<size_t>(ap.n_rows * ap.out_stride), 0.0f));

@@ -210,10 +210,12 @@ Status ParseWith(const std::string& field, const nlohmann::json& value) {
 
 TEST(EncoderModelTest, UnsupportedConfigsNameWhatIsNotSupported) {
   SKIP_IF_NO_SHARED();
-  const Status rel = ParseWith("position_embedding_type", "relative_key");
+  const Status rel = ParseWith("position_embedding_type", "rotary");
   EXPECT_EQ(rel.code(), StatusCode::kNotSupported);
-  EXPECT_NE(rel.message().find("relative_key"), std::string::npos) << rel.ToString();
-  EXPECT_TRUE(ParseWith("position_embedding_type", "absolute").ok());
+  EXPECT_NE(rel.message().find("rotary"), std::string::npos) << rel.ToString();
+  for (const char* ok : {"absolute", "relative_key", "relative_key_query"}) {
+    EXPECT_TRUE(ParseWith("position_embedding_type", ok).ok()) << ok;
+  }
   const Status act = ParseWith("hidden_act", "relu");
   EXPECT_EQ(act.code(), StatusCode::kNotSupported);
   EXPECT_NE(act.message().find("relu"), std::string::npos);

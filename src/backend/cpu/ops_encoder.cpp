@@ -74,6 +74,13 @@ void EncoderAttention(const float* q, const float* k, const float* v, const Enco
           const float* kj = k + (s.row + j) * p.qkv_stride + h * d;
           float dot = 0;
           for (int64_t c = 0; c < d; ++c) dot += qi[c] * kj[c];
+          if (p.relative) {
+            const float* r = p.relative + (i - j + p.max_distance - 1) * d;
+            for (int64_t c = 0; c < d; ++c) dot += qi[c] * r[c];
+            if (p.relative_keys) {
+              for (int64_t c = 0; c < d; ++c) dot += kj[c] * r[c];
+            }
+          }
           scores[j] = dot * p.scale;
           max = std::max(max, scores[j]);
         }

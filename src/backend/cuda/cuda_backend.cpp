@@ -833,6 +833,12 @@ void CudaBackend::EncoderAttention(const float* q, const float* k, const float* 
     Fail(Status::InvalidArgument("cuda EncoderAttention: EncoderAttentionParams::n_rows / max_len are not set"));
     return;
   }
+  if (p.relative && p.max_len > p.max_distance) {
+    Fail(Status::InvalidArgument("cuda EncoderAttention: a sequence of " + std::to_string(p.max_len) +
+                                 " tokens is longer than the relative position table's " +
+                                 std::to_string(p.max_distance)));
+    return;
+  }
   if (cuda::EncoderAttentionSmemBytes(p) > kMaxSmem) {
     Fail(Status::NotSupported("cuda EncoderAttention: a sequence of " + std::to_string(p.max_len) +
                               " tokens is longer than one block's shared memory holds"));

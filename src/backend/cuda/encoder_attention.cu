@@ -53,6 +53,13 @@ __global__ void __launch_bounds__(kThreads) EncoderAttentionKernel(const float* 
     const float* kj = k + (first + j) * p.qkv_stride + h * d;
     float dot = 0;
     for (int64_t c = 0; c < d; ++c) dot += qh[c] * kj[c];
+    if (p.relative) {
+      const float* r = p.relative + (row - first - j + p.max_distance - 1) * d;
+      for (int64_t c = 0; c < d; ++c) dot += qh[c] * r[c];
+      if (p.relative_keys) {
+        for (int64_t c = 0; c < d; ++c) dot += kj[c] * r[c];
+      }
+    }
     scores[j] = dot * p.scale;
     local_max = fmaxf(local_max, scores[j]);
   }
