@@ -2,64 +2,30 @@
 
 #include <algorithm>
 #include <cmath>
+#include <mutex>
 #include <utility>
 
 #include "formats/hf_config.h"
 #include "model/encoder_config.h"
 #include "model/encoder_pooling.h"
 #include "model/encoder_weights.h"
+#include "model/pass_arena.h"
 #include "tokenizer/tokenizer.h"
 #include "util/file.h"
 
 namespace llmhost {
 namespace {
 
-// Device buffers of one forward pass, freed when it ends.
-class PassBuffers {
- public:
-  explicit PassBuffers(Backend* b) : b_(b) {}
-  ~PassBuffers() {
-    for (DeviceBuffer& buf : bufs_) b_->Free(buf);
-  }
-  template <typename T>
-  Result<T*> Alloc(int64_t n, const char* tag) {
-    ASSIGN_OR_RETURN(DeviceBuffer buf, b_->Allocate(static_cast<size_t>(n) * sizeof(T), tag));
-    bufs_.push_back(buf);
-    return buf.as<T>();
-  }
-  // A copy of host data (which must stay unchanged until the pass synchronizes).
-  template <typename T>
-  Result<T*> Put(const std::vector<T>& host, const char* tag) {
-    ASSIGN_OR_RETURN(T* p, Alloc<T>(static_cast<int64_t>(host.size()), tag));
-    b_->CopyToDevice(bufs_.back(), 0, host.data(), host.size() * sizeof(T));
-    return p;
-  }
-  // out = the out.size() floats at `dev` (inside one of these buffers), once
-  // every enqueued op has finished.
-  Status CopyOut(const float* dev, std::vector<float>& out) {
-    RETURN_IF_ERROR(b_->Synchronize());
-    const size_t bytes = out.size() * sizeof(float);
-    for (const DeviceBuffer& buf : bufs_) {
-      const char* base = buf.as<char>();
-      const char* p = reinterpret_cast<const char*>(dev);
-      if (p >= base && p + bytes <= base + buf.bytes) {
-        b_->CopyToHost(out.data(), buf, static_cast<size_t>(p - base), bytes);
-        return b_->Synchronize();
-      }
-    }
-    return Status::Internal("encoder: a result outside the pass's buffers");
-  }
-
- private:
-  Backend* b_;
-  std::vector<DeviceBuffer> bufs_;
-};
-
 class Encoder final : public EncoderModel {
  public:
   Encoder(EncoderConfig cfg, EncoderPooling pooling, std::unique_ptr<EncoderWeights> w,
           std::unique_ptr<Tokenizer> tok, Backend* backend)
-      : cfg_(std::move(cfg)), pooling_(pooling), w_(std::move(w)), tok_(std::move(tok)), backend_(backend) {}
+      : cfg_(std::move(cfg)),
+        pooling_(pooling),
+        w_(std::move(w)),
+        tok_(std::move(tok)),
+        backend_(backend),
+        arena_(backend) {}
 
   EmbeddingKind kind() const override { return cfg_.kind; }
   int64_t dim() const override { return cfg_.kind == EmbeddingKind::kEmbedder ? cfg_.hidden : 0; }
@@ -83,11 +49,11 @@ class Encoder final : public EncoderModel {
   }
 
   Result<std::vector<float>> HiddenStates(std::span<const EmbeddingInput> inputs) override {
-    PassBuffers bufs(backend_);
-    ASSIGN_OR_RETURN(float* x, Forward(inputs, bufs));
+    std::lock_guard<std::mutex> lock(pass_mu_);
+    ASSIGN_OR_RETURN(float* x, Forward(inputs, /*head=*/false));
     const int64_t rows = TotalTokens(inputs);
     std::vector<float> out(static_cast<size_t>(rows * cfg_.hidden));
-    RETURN_IF_ERROR(bufs.CopyOut(x, out));
+    RETURN_IF_ERROR(arena_.CopyOut(x, out));
     return out;
   }
 
@@ -111,8 +77,8 @@ class Encoder final : public EncoderModel {
     if (cfg_.kind != EmbeddingKind::kReranker) {
       return Status::InvalidArgument("this model is an embedder: it embeds texts, it does not score pairs");
     }
-    PassBuffers bufs(backend_);
-    ASSIGN_OR_RETURN(float* x, Forward(inputs, bufs));
+    std::lock_guard<std::mutex> lock(pass_mu_);
+    ASSIGN_OR_RETURN(float* x, Forward(inputs, /*head=*/true));
     // The head reads each input's first token (<s> / [CLS]).
     const auto n = static_cast<int64_t>(inputs.size());
     std::vector<int32_t> first_rows;
@@ -122,10 +88,10 @@ class Encoder final : public EncoderModel {
       row += static_cast<int32_t>(in.ids.size());
     }
     const int64_t H = cfg_.hidden;
-    ASSIGN_OR_RETURN(const int32_t* d_rows, bufs.Put(first_rows, "encoder head rows"));
-    ASSIGN_OR_RETURN(float* cls, bufs.Alloc<float>(n * H, "encoder head"));
-    ASSIGN_OR_RETURN(float* dense, bufs.Alloc<float>(n * H, "encoder head dense"));
-    ASSIGN_OR_RETURN(float* logits, bufs.Alloc<float>(n, "encoder head logits"));
+    ASSIGN_OR_RETURN(const int32_t* d_rows, arena_.Put(first_rows, "encoder head rows"));
+    ASSIGN_OR_RETURN(float* cls, arena_.Alloc<float>(n * H, "encoder head"));
+    ASSIGN_OR_RETURN(float* dense, arena_.Alloc<float>(n * H, "encoder head dense"));
+    ASSIGN_OR_RETURN(float* logits, arena_.Alloc<float>(n, "encoder head logits"));
     backend_->GatherRows(x, H, d_rows, n, cls);
     backend_->MatMul(w_->cls_dense, cls, n, dense, RowKind::kPrompt);
     backend_->AddBias(dense, n, H, H, w_->cls_dense_bias);
@@ -133,7 +99,7 @@ class Encoder final : public EncoderModel {
     backend_->MatMul(w_->cls_out, dense, n, logits, RowKind::kPrompt);
     backend_->AddBias(logits, n, 1, 1, w_->cls_out_bias);
     std::vector<float> scores(static_cast<size_t>(n));
-    RETURN_IF_ERROR(bufs.CopyOut(logits, scores));
+    RETURN_IF_ERROR(arena_.CopyOut(logits, scores));
     return scores;
   }
 
@@ -188,9 +154,23 @@ class Encoder final : public EncoderModel {
     }
   }
 
-  // The last hidden state of the packed batch, rows [Σ len, hidden] in `bufs`.
-  Result<float*> Forward(std::span<const EmbeddingInput> inputs, PassBuffers& bufs) {
+  // What one pass carves from the arena: Forward's buffers, and the
+  // classifier head's when `head`.
+  size_t PassBytes(int64_t tokens, int64_t n, bool head) const {
+    using A = PassArena;
+    const int64_t H = cfg_.hidden;
+    size_t bytes = 3 * A::Bytes<int32_t>(tokens) + A::Bytes<EncoderSeq>(n) + 6 * A::Bytes<float>(tokens * H) +
+                   A::Bytes<float>(tokens * cfg_.inter);
+    if (head) bytes += A::Bytes<int32_t>(n) + 2 * A::Bytes<float>(n * H) + A::Bytes<float>(n);
+    return bytes;
+  }
+
+  // The last hidden state of the packed batch, rows [Σ len, hidden] in the
+  // arena, which this pass starts over (pass_mu_ held).
+  Result<float*> Forward(std::span<const EmbeddingInput> inputs, bool head) {
     RETURN_IF_ERROR(Check(inputs));
+    RETURN_IF_ERROR(
+        arena_.Begin(PassBytes(TotalTokens(inputs), static_cast<int64_t>(inputs.size()), head), "encoder pass"));
     std::vector<int32_t> ids, pos, types;
     std::vector<EncoderSeq> seqs;
     EncoderAttentionParams ap;
@@ -215,17 +195,17 @@ class Encoder final : public EncoderModel {
     ap.scale = 1.0f / std::sqrt(static_cast<float>(cfg_.head_dim));
     ap.max_distance = cfg_.max_positions;
     ap.relative_keys = cfg_.positions == EncoderPositions::kRelativeKeyQuery;
-    ASSIGN_OR_RETURN(const int32_t* d_ids, bufs.Put(ids, "encoder ids"));
-    ASSIGN_OR_RETURN(const int32_t* d_pos, bufs.Put(pos, "encoder positions"));
-    ASSIGN_OR_RETURN(const int32_t* d_types, bufs.Put(types, "encoder token types"));
-    ASSIGN_OR_RETURN(const EncoderSeq* d_seqs, bufs.Put(seqs, "encoder sequences"));
-    ASSIGN_OR_RETURN(float* x, bufs.Alloc<float>(T * H, "encoder hidden"));
-    ASSIGN_OR_RETURN(float* tmp, bufs.Alloc<float>(T * H, "encoder tmp"));
-    ASSIGN_OR_RETURN(float* q, bufs.Alloc<float>(T * H, "encoder q"));
-    ASSIGN_OR_RETURN(float* k, bufs.Alloc<float>(T * H, "encoder k"));
-    ASSIGN_OR_RETURN(float* v, bufs.Alloc<float>(T * H, "encoder v"));
-    ASSIGN_OR_RETURN(float* attn, bufs.Alloc<float>(T * H, "encoder attention"));
-    ASSIGN_OR_RETURN(float* ff, bufs.Alloc<float>(T * I, "encoder ffn"));
+    ASSIGN_OR_RETURN(const int32_t* d_ids, arena_.Put(ids, "encoder ids"));
+    ASSIGN_OR_RETURN(const int32_t* d_pos, arena_.Put(pos, "encoder positions"));
+    ASSIGN_OR_RETURN(const int32_t* d_types, arena_.Put(types, "encoder token types"));
+    ASSIGN_OR_RETURN(const EncoderSeq* d_seqs, arena_.Put(seqs, "encoder sequences"));
+    ASSIGN_OR_RETURN(float* x, arena_.Alloc<float>(T * H, "encoder hidden"));
+    ASSIGN_OR_RETURN(float* tmp, arena_.Alloc<float>(T * H, "encoder tmp"));
+    ASSIGN_OR_RETURN(float* q, arena_.Alloc<float>(T * H, "encoder q"));
+    ASSIGN_OR_RETURN(float* k, arena_.Alloc<float>(T * H, "encoder k"));
+    ASSIGN_OR_RETURN(float* v, arena_.Alloc<float>(T * H, "encoder v"));
+    ASSIGN_OR_RETURN(float* attn, arena_.Alloc<float>(T * H, "encoder attention"));
+    ASSIGN_OR_RETURN(float* ff, arena_.Alloc<float>(T * I, "encoder ffn"));
     Backend& b = *backend_;
     b.Embedding(w_->word, d_ids, T, 1.0f, x);
     if (cfg_.positions == EncoderPositions::kAbsolute) {
@@ -264,6 +244,8 @@ class Encoder final : public EncoderModel {
   std::unique_ptr<EncoderWeights> w_;
   std::unique_ptr<Tokenizer> tok_;
   Backend* backend_;
+  std::mutex pass_mu_;  // one pass at a time owns the arena
+  PassArena arena_;
 };
 
 }  // namespace
