@@ -60,6 +60,11 @@ bool IsEmbeddingModel(const DiscoveredModel& model, const ModelSettings& setting
   return settings.kind != ModelKind::kChat || IsEncoderModel(model);
 }
 
+ModelKind ServesKind(const DiscoveredModel& model, const ModelSettings& settings) {
+  if (model.encoder) return model.classifier ? ModelKind::kRerank : ModelKind::kEmbedding;
+  return settings.kind;
+}
+
 uint64_t EmbeddingRuntimeBytes(const ModelShape& s) {
   const uint64_t kv = 2 * static_cast<uint64_t>(s.n_layers * s.n_kv_heads * s.head_dim) * 2 * kEmbedBatchTokens;
   EngineOptions step;

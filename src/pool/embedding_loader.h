@@ -21,6 +21,10 @@ inline constexpr int64_t kEmbedStepTokens = 2048;
 
 // Whether the model is loaded as an embedder or a reranker.
 bool IsEmbeddingModel(const DiscoveredModel& model, const ModelSettings& settings);
+// The kind a model serves: an encoder's by its files (found at discovery: a
+// sequence classifier reranks, another encoder embeds), any other model's by
+// its settings.
+ModelKind ServesKind(const DiscoveredModel& model, const ModelSettings& settings);
 
 // The bytes beyond the weights an embedding model holds (KV for one batch,
 // one step's workspace).

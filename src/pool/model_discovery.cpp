@@ -12,6 +12,8 @@
 
 #include "formats/gguf.h"
 #include "formats/gguf_split.h"
+#include "formats/hf_config.h"
+#include "model/encoder_config.h"
 #include "model/random_model.h"
 #include "pool/hf_cache_revisions.h"
 #include "util/file.h"
@@ -85,9 +87,16 @@ uint64_t SumSafetensorsRecursive(const fs::path& dir, int depth) {
   return total;
 }
 
-// model_type and max_position_embeddings of a config.json (empty / 0 when unreadable).
+// model_type, max_position_embeddings and the encoder flags of a config.json
+// (empty / 0 / false when unreadable).
 void ReadConfigInfo(const fs::path& dir, DiscoveredModel* m) {
   const fs::path p = dir / "config.json";
+  if (auto mc = LoadModelConfig(p.string()); mc.ok() && IsEncoderConfig(*mc)) {
+    m->encoder = true;
+    m->classifier = std::any_of(mc->architectures.begin(), mc->architectures.end(), [](const std::string& a) {
+      return a.ends_with("ForSequenceClassification");
+    });
+  }
   auto parsed = ReadJsonFile(p.string(), kJsonModelFileMaxBytes);
   if (!parsed.ok() || !parsed->is_object()) return;
   const nlohmann::json& j = *parsed;

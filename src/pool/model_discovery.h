@@ -43,6 +43,10 @@ struct DiscoveredModel {
   uint64_t estimated_bytes = 0;  // weight_bytes × 1.05
   std::string model_type;        // config.json model_type ("gguf" for a GGUF file)
   int64_t context_length = 0;    // max_position_embeddings / <arch>.context_length (0: unknown)
+  // An encoder directory (BERT, XLM-R: model/encoder_config.h), and whether
+  // its architecture is a sequence classifier (a reranker) or not (an embedder).
+  bool encoder = false;
+  bool classifier = false;
   bool gguf() const { return source == ModelSource::kGguf; }
   bool random() const { return source == ModelSource::kRandom; }
 };

@@ -2,6 +2,7 @@
 // and the actions the memory enforcer takes (TTL, eviction, aborts).
 #include <algorithm>
 
+#include "pool/embedding_loader.h"
 #include "pool/engine_pool_internal.h"
 #include "util/log.h"
 
@@ -204,6 +205,7 @@ std::vector<ModelStatus> EnginePool::ModelStatuses() const {
     m.alias = s->settings.alias;
     m.path = s->model.path;
     m.type = s->settings.model_type_override ? *s->settings.model_type_override : s->model.model_type;
+    m.kind = ServesKind(s->model, s->settings);
     m.loaded = s->state == SlotState::kLoaded;
     m.loading = s->state == SlotState::kLoading;
     m.pinned = s->settings.pinned;

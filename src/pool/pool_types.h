@@ -66,6 +66,8 @@ struct ModelStatus {
   std::optional<std::string> alias;
   std::string path;
   std::string type;  // model_type, or the override
+  // What it serves: an encoder by its files, any other model by its settings.
+  ModelKind kind = ModelKind::kChat;
   bool loaded = false, loading = false, pinned = false, pending_unload = false;
   bool is_default = false, hidden = false;
   uint64_t memory_bytes = 0;     // committed resident bytes when loaded (0 unloaded)

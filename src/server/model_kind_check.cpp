@@ -50,11 +50,8 @@ MaybeError CheckKindBeforeLoad(const EnginePool& pool, const std::string& name, 
   if (!settings.ok()) return std::nullopt;
   for (const DiscoveredModel& m : pool.Models()) {
     if (m.id != *id) continue;
-    const bool embedding = IsEmbeddingModel(m, *settings);
-    if (embedding == (wanted != ModelKind::kChat)) return std::nullopt;
-    if (!embedding) return KindMismatch(ModelKind::kChat, wanted, *id);
-    // (An encoder directory may say nothing in its settings: an embedder until loaded.)
-    return KindMismatch(settings->kind == ModelKind::kRerank ? ModelKind::kRerank : ModelKind::kEmbedding, wanted, *id);
+    const ModelKind kind = ServesKind(m, *settings);
+    return kind == wanted ? std::nullopt : MaybeError(KindMismatch(kind, wanted, *id));
   }
   return std::nullopt;
 }

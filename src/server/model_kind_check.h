@@ -15,11 +15,9 @@ namespace llmhost::server {
 
 ModelKind ServedKind(const ServedModel& model);
 MaybeError CheckModelKind(const ServedModel& model, ModelKind wanted, const std::string& id);
-// Before loading: the 400 for a model `name` that will load as a chat model
-// when asked for an embedding kind, or as an embedding model
-// (pool/embedding_loader.h: IsEmbeddingModel) when asked for chat, so that
-// it is not loaded only to be refused (an embedder asked to rerank is only
-// told once loaded). Nothing for a name the pool does not know.
+// Before loading: the 400 for a model `name` whose kind
+// (pool/embedding_loader.h: ServesKind) is not `wanted`, so that it is not
+// loaded only to be refused. Nothing for a name the pool does not know.
 MaybeError CheckKindBeforeLoad(const EnginePool& pool, const std::string& name, ModelKind wanted);
 
 }  // namespace llmhost::server

@@ -30,6 +30,7 @@ Json BudgetJson(const MemoryLimits& l, uint64_t usage, uint64_t committed) {
 Json ModelStatusJson(const ModelStatus& m, bool detail) {
   Json j = {{"id", m.id},
             {"alias", OrNull(m.alias)},
+            {"kind", ModelKindName(m.kind)},
             {"loaded", m.loaded},
             {"loading", m.loading},
             {"pinned", m.pinned},

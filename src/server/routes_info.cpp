@@ -19,6 +19,7 @@ Json ModelJson(const ModelStatus& m) {
             {"created", m.last_access ? static_cast<int64_t>(*m.last_access) : 0},
             {"owned_by", "llmhost"},
             {"root", m.id},
+            {"kind", ModelKindName(m.kind)},
             {"loaded", m.loaded}};
   if (m.max_context_window) j["context_length"] = *m.max_context_window;
   return j;

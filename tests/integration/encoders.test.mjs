@@ -113,3 +113,23 @@ test('encoders refuse the other routes with the kind they are', async () => {
   assert.equal(embed.status, 400, embed.text);
   assert.match(embed.text, /rerank model/);
 });
+
+test('models.list shows what each model serves, loaded or not', async () => {
+  const kinds = async () => {
+    const list = await openai.models.list();
+    return Object.fromEntries(list.data.map((m) => [m.id, m.kind]));
+  };
+  assert.deepEqual(await kinds(), { 'bert-tiny-embed': 'embedding', 'xlmr-tiny-rerank': 'rerank' });
+  const unload = await http(`${server.url}/v1/models/xlmr-tiny-rerank/unload`, 'POST', {});
+  assert.equal(unload.status, 200, unload.text);
+  assert.deepEqual(await kinds(), { 'bert-tiny-embed': 'embedding', 'xlmr-tiny-rerank': 'rerank' });
+  // An unloaded reranker asked to embed is refused without loading it.
+  const embed = await http(`${server.url}/v1/embeddings`, 'POST', { model: 'xlmr-tiny-rerank', input: 'hello' });
+  assert.equal(embed.status, 400, embed.text);
+  assert.match(embed.text, /is a rerank model/);
+  const status = JSON.parse((await http(`${server.url}/api/status`)).text);
+  const xlmr = status.models.find((m) => m.id === 'xlmr-tiny-rerank');
+  assert.equal(xlmr.kind, 'rerank');
+  assert.equal(xlmr.loaded, false, 'the refused request did not load it');
+  assert.equal(status.models.find((m) => m.id === 'bert-tiny-embed').kind, 'embedding');
+});
