@@ -110,8 +110,9 @@ async function fillModels() {
   const select = $('#bench-model');
   const chosen = select.value;
   const r = await api('/v1/models/status');
-  select.replaceChildren(...r.models.map((m) => el('option', { value: m.id }, m.loaded ? `${m.id} (loaded)` : m.id)));
-  if (r.models.some((m) => m.id === chosen)) select.value = chosen;
+  const models = r.models.filter((m) => m.kind === 'chat');  // Bench measures generation
+  select.replaceChildren(...models.map((m) => el('option', { value: m.id }, m.loaded ? `${m.id} (loaded)` : m.id)));
+  if (models.some((m) => m.id === chosen)) select.value = chosen;
 }
 
 export function setUpBench() {

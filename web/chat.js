@@ -111,8 +111,10 @@ export async function showChat() {
     const r = await api('/v1/models');
     const select = $('#chat-model');
     const chosen = select.value || conversation.model;
-    select.replaceChildren(...r.data.map((m) => el('option', { value: m.id }, m.id)));
-    if (r.data.some((m) => m.id === chosen)) select.value = chosen;
+    // Embedding and rerank models cannot chat.
+    const models = r.data.filter((m) => (m.kind ?? 'chat') === 'chat');
+    select.replaceChildren(...models.map((m) => el('option', { value: m.id }, m.id)));
+    if (models.some((m) => m.id === chosen)) select.value = chosen;
   } catch (e) {
     $('#chat-error').textContent = `Models: ${e.message}`;
   }

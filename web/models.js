@@ -41,7 +41,8 @@ function row(m) {
   const settings = el('button', { type: 'button', class: 'small quiet', 'data-action': 'settings' }, 'Settings');
   settings.addEventListener('click', () => openSettings(m.id));
   return el('tr', { 'data-model': m.id },
-    el('td', {}, m.alias ? `${m.alias} (${m.id})` : m.id),
+    el('td', {}, m.alias ? `${m.alias} (${m.id})` : m.id,
+      m.kind !== 'chat' ? el('span', { class: 'kind', title: `serves ${m.kind === 'rerank' ? '/v1/rerank' : '/v1/embeddings'}` }, m.kind) : ''),
     el('td', { class: `state ${m.loaded ? 'on' : ''}` }, stateOf(m)),
     el('td', { class: 'num' }, m.loaded ? formatBytes(m.memory_bytes) : `~${formatBytes(m.estimated_bytes)}`),
     el('td', { class: 'ttl-cell' }, ttl, ' s ', setTtl),

@@ -3,8 +3,9 @@
 // errors, Status shows the memory bars, the loaded model, the last hour's
 // charts (sampled every second here: --stats-interval 1) and a streaming
 // request's live row (prefill done, tokens, tok/s, age, TTFT), Models unloads,
-// loads, pins and sets the TTL, Logs tails the server's log with a level
-// filter, Chat streams the scripted model's reply with its reasoning
+// loads, pins and sets the TTL (an embedder beside the chat model labelled
+// with its kind, and not offered by Chat), Logs tails the server's log with a
+// level filter, Chat streams the scripted model's reply with its reasoning
 // apart, sign-in with an API key sets the session cookie and POSTs need the
 // CSRF token. Models also downloads from a fake Hub (fake_hub_serve.py, the
 // server's HF_ENDPOINT) with live progress, a refused repo's message and a
@@ -15,9 +16,10 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, rmSync, symlinkSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { startScriptedServer, http, waitFor, fixtures } from './harness.mjs';
 
 const CHROMIUM = process.env.LLMHOST_CHROMIUM || '/usr/bin/chromium';
@@ -29,6 +31,7 @@ const skipBrowser = !existsSync(CHROMIUM) ? `${CHROMIUM} is absent (apt install 
   : !chromium ? 'playwright-core is not installed (npm ci in tests/integration)' : false;
 
 const MODEL = 'scripted';
+const EMBEDDER = 'bert-tiny-embed';
 const KEY = 'dashboard-test-key';
 const SCRIPT = {
   replies: [
@@ -67,7 +70,10 @@ async function startFakeHub(args) {
 
 before(async () => {
   dir = mkdtempSync(path.join(tmpdir(), 'llmhost-dashboard-'));
-  mkdirSync(path.join(dir, 'open'));
+  mkdirSync(path.join(dir, 'open', 'models'), { recursive: true });
+  // An embedder beside the chat model: listed with its kind, never offered to Chat.
+  symlinkSync(path.join(path.dirname(fileURLToPath(import.meta.url)), '..', 'data', 'encoders', EMBEDDER),
+    path.join(dir, 'open', 'models', EMBEDDER));
   mkdirSync(path.join(dir, 'locked'));
   const qwen = path.join(fixtures, 'qwen3-tiny');
   hub = await startFakeHub(['--repo', `${PULLED}=${qwen}`, '--slow', `${PULLED}=3`,
@@ -212,6 +218,8 @@ test('models: unload and load a model from the table', { skip: skipBrowser }, as
   await page.goto(`${open.url}/admin#models`);
   const row = page.locator(`#model-table tr[data-model="${MODEL}"]`);
   await row.locator('.state', { hasText: /^loaded$/ }).waitFor();
+  assert.equal(await page.locator(`#model-table tr[data-model="${EMBEDDER}"] span.kind`).innerText(), 'embedding');
+  assert.equal(await row.locator('span.kind').count(), 0, 'a chat model carries no kind label');
   await row.locator('button[data-action="unload"]').click();
   await row.locator('.state', { hasText: 'not loaded' }).waitFor();
   assert.match(await page.locator('#models-result').innerText(), /unload scripted: ok/);
@@ -267,6 +275,7 @@ test('chat: streams the reply as text, reasoning apart, kept across reloads', { 
   const page = await newPage();
   await page.goto(`${open.url}/admin#chat`);
   await page.locator(`#chat-model option[value="${MODEL}"]`).waitFor({ state: 'attached' });
+  assert.equal(await page.locator(`#chat-model option[value="${EMBEDDER}"]`).count(), 0, 'an embedder cannot chat');
   await page.locator('#chat-input').fill('Think about it');
   await page.locator('#chat-input').press('Enter');
   const reply = page.locator('.message.assistant').last();
