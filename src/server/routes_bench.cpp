@@ -8,6 +8,10 @@
 // The run happens on a thread of ApiServer::RunBackground: it leases the model
 // from the pool (loading it when needed; the lease keeps it from eviction),
 // measures, and stores the result (BenchRuns). The server stopping cancels it.
+#include <chrono>
+#include <future>
+#include <memory>
+
 #include <nlohmann/json.hpp>
 
 #include "engine/engine_bench_stream.h"
@@ -27,6 +31,22 @@ void SendError(const std::shared_ptr<ResponseWriter>& writer, const ApiError& e)
   writer->Send(ErrorResponse(e, ApiFlavor::kOpenAI));
 }
 
+// A lease of `model`, waiting as long as the pool lets a request wait, but
+// given up (kCancelled) as soon as `cancel` is set: a server shutting down
+// does not wait for a load or for memory on a run's behalf.
+AcquireResult AcquireUnlessCancelled(EnginePool& pool, const std::string& model, const std::atomic<bool>& cancel) {
+  auto promise = std::make_shared<std::promise<AcquireResult>>();
+  std::future<AcquireResult> f = promise->get_future();
+  const uint64_t ticket = pool.AcquireAsync(model, [promise](AcquireResult r) { promise->set_value(std::move(r)); });
+  while (f.wait_for(std::chrono::milliseconds(50)) != std::future_status::ready) {
+    if (cancel.load()) {
+      pool.CancelAcquire(ticket);  // `done` runs now with kCancelled, unless it already ran
+      break;
+    }
+  }
+  return f.get();
+}
+
 // The run thread's body: lease, measure, keep.
 void RunOne(ApiServer* server, std::string id, BenchRequest request, std::shared_ptr<std::atomic<bool>> cancel) {
   BenchRuns& runs = server->bench();
@@ -40,7 +60,7 @@ void RunOne(ApiServer* server, std::string id, BenchRequest request, std::shared
     if (!kept.ok()) LOG_WARN("bench: the result is kept in memory only: " << kept.message());
   };
   runs.Progress(BenchProgress{"loading the model", 0, 0});
-  AcquireResult lease = server->pool().Acquire(request.model);
+  AcquireResult lease = AcquireUnlessCancelled(server->pool(), request.model, *cancel);
   if (!lease.ok()) return finish(Status::Internal("the model: " + lease.error.message));
   const std::shared_ptr<ServedModel>& served = lease.lease->served();
   if (!served) return finish(Status::Internal("the model has no engine to measure"));

@@ -80,14 +80,20 @@ class PoolServer {
     thread_ = std::thread([this] { api_->Run(); });
   }
   ~PoolServer() {
-    api_->Shutdown();
-    thread_.join();
+    StopApi();
     pool_->Shutdown();  // engines first: they may hold the last references to connections
     api_.reset();
     pool_.reset();
   }
+  // The HTTP server stops and its background work (bench runs) ends; the pool stays.
+  void StopApi() {
+    if (!thread_.joinable()) return;
+    api_->Shutdown();
+    thread_.join();
+  }
   int port() const { return api_->port(); }
   EnginePool& pool() { return *pool_; }
+  ApiServer& api() { return *api_; }
   FakeMemoryProbe& probe() { return *probe_; }
 
  private:
@@ -281,6 +287,32 @@ TEST(PoolRoutes, WaitTimeoutIs503WithRetryAfter) {
   EXPECT_EQ(r.status, 503) << r.body;
   EXPECT_EQ(Json::parse(r.body)["error"]["code"], "model_wait_timeout");
   EXPECT_GE(std::stoi(r.headers["retry-after"]), 1);
+}
+
+// A bench run waiting for memory (m1 is leased, only one model fits) gives
+// up when the server stops, rather than holding the shutdown for the pool's
+// wait limit (30 s here) and then failing for it.
+TEST(PoolRoutes, ABenchRunWaitingForItsModelEndsWhenTheServerStops) {
+  const std::string dir = TwoModels();
+  const uint64_t one = OneModelBytes(dir, 4);
+  PoolServer srv(dir, 2 * one - 1);
+  AcquireResult busy = srv.pool().Acquire("m1");
+  ASSERT_TRUE(busy.ok());
+  auto r = Request(srv.port(), "POST", "/admin/api/bench", R"({"model": "m2"})");
+  ASSERT_EQ(r.status, 202) << r.body;
+  for (int i = 0; i < 600; ++i) {  // until the run's request is queued in the pool
+    if (Json::parse(Request(srv.port(), "GET", "/api/status").body)["requests"]["waiting"] == 1) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  ASSERT_EQ(Json::parse(Request(srv.port(), "GET", "/api/status").body)["requests"]["waiting"], 1);
+  srv.StopApi();
+  const auto state = srv.api().bench().StateJson();
+  EXPECT_TRUE(state["running"].is_null()) << state.dump();
+  ASSERT_TRUE(state["failed"].is_object()) << state.dump();
+  EXPECT_NE(state["failed"]["error"].get<std::string>().find("cancelled"), std::string::npos) << state.dump();
+  for (const auto& m : srv.pool().ModelStatuses()) {
+    if (m.id == "m2") EXPECT_FALSE(m.loaded) << "m2 was never loaded";
+  }
 }
 
 TEST(PoolRoutes, UnloadOfABusyModelIs202AndItsStreamGets503ModelUnloaded) {
