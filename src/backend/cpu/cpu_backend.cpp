@@ -325,7 +325,7 @@ void CpuBackend::Softcap(float* x, int64_t n, float cap) { cpu::Softcap(x, n, ca
 
 void CpuBackend::EncoderAttention(const float* q, const float* k, const float* v, const EncoderSeq* seqs,
                                   int64_t n_seqs, const EncoderAttentionParams& p, float* out) {
-  cpu::EncoderAttention(q, k, v, seqs, n_seqs, p, out, pool_);
+  cpu::EncoderAttention(q, k, v, seqs, n_seqs, p, out, precision_ != Precision::kReference, pool_);
 }
 
 void CpuBackend::LayerNorm(const float* x, int64_t rows, int64_t dim, int64_t stride, const float* weight,

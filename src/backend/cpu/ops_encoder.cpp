@@ -1,5 +1,7 @@
 #include "backend/cpu/ops_encoder.h"
 
+#include "backend/cpu/ops_encoder_kernels.h"
+
 #include <algorithm>
 #include <cmath>
 #include <functional>
@@ -55,9 +57,44 @@ void Tanh(float* x, int64_t n) {
   for (int64_t i = 0; i < n; ++i) x[i] = static_cast<float>(std::tanh(static_cast<double>(x[i])));
 }
 
+namespace {
+
+// Work items: (sequence, head, tile of kEncoderQueryTile query rows).
+void EncoderAttentionTiled(EncoderTileFn tile, const float* q, const float* k, const float* v,
+                           const EncoderSeq* seqs, int64_t n_seqs, const EncoderAttentionParams& p, float* out,
+                           ThreadPool* pool) {
+  struct Item {
+    int64_t seq, head, i0, i1;
+  };
+  std::vector<Item> items;
+  int64_t longest = 0;
+  for (int64_t s = 0; s < n_seqs; ++s) {
+    longest = std::max(longest, seqs[s].len);
+    for (int64_t h = 0; h < p.n_heads; ++h) {
+      for (int64_t i = 0; i < seqs[s].len; i += kEncoderQueryTile) {
+        items.push_back({s, h, i, std::min(seqs[s].len, i + kEncoderQueryTile)});
+      }
+    }
+  }
+  const auto n = static_cast<int64_t>(items.size());
+  ForRange(n, kEncoderQueryTile * longest * p.head_dim, pool, [&](int64_t i0, int64_t i1) {
+    std::vector<float> scratch(static_cast<size_t>(EncoderTileScratch(longest, p.head_dim)));
+    for (int64_t i = i0; i < i1; ++i) {
+      const Item& it = items[static_cast<size_t>(i)];
+      tile(q, k, v, seqs[it.seq], it.head, it.i0, it.i1, p, scratch.data(), out);
+    }
+  });
+}
+
+}  // namespace
+
 void EncoderAttention(const float* q, const float* k, const float* v, const EncoderSeq* seqs,
-                      int64_t n_seqs, const EncoderAttentionParams& p, float* out, ThreadPool* pool) {
-  // Work items: (sequence, head) pairs; each computes all its rows.
+                      int64_t n_seqs, const EncoderAttentionParams& p, float* out, bool fast, ThreadPool* pool) {
+  if (EncoderTileFn tile = fast ? EncoderTileAvx2() : nullptr) {
+    EncoderAttentionTiled(tile, q, k, v, seqs, n_seqs, p, out, pool);
+    return;
+  }
+  // The reference: (sequence, head) pairs, plain loops.
   const int64_t d = p.head_dim, items = n_seqs * p.n_heads;
   int64_t longest = 0;
   for (int64_t s = 0; s < n_seqs; ++s) longest = std::max(longest, seqs[s].len);

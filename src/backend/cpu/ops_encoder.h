@@ -22,8 +22,10 @@ void Gelu(float* x, int64_t n, ThreadPool* pool);
 void Tanh(float* x, int64_t n);
 
 // Backend::EncoderAttention: seqs in host memory (the CPU's device memory).
-// Scores and the softmax in f32 with the row's maximum subtracted.
+// Scores and the softmax in f32 with the row's maximum subtracted. `fast`:
+// the AVX2 tiles (ops_encoder_avx2.cpp) where the CPU has them, else plain
+// loops (the reference).
 void EncoderAttention(const float* q, const float* k, const float* v, const EncoderSeq* seqs,
-                      int64_t n_seqs, const EncoderAttentionParams& p, float* out, ThreadPool* pool);
+                      int64_t n_seqs, const EncoderAttentionParams& p, float* out, bool fast, ThreadPool* pool);
 
 }  // namespace llmhost::cpu
