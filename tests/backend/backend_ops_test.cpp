@@ -593,7 +593,9 @@ TEST_P(BackendOpsTest, EncoderOps) {
     };
     EXPECT_LE(WorstRowError(cols_of(norm[1], rows, stride, dim), cols_of(norm[0], rows, stride, dim), dim), 1e-5)
         << "LayerNorm";
-    EXPECT_LE(WorstRowError(gelu[1], gelu[0], dim), 1e-6) << "Gelu";
+    // The CPU's fast GELU evaluates erf by a polynomial (|error| <= 1.5e-7 in erf itself).
+    const bool cpu_fast = GetParam().name.rfind("cpu_", 0) == 0 && GetParam().name != "cpu_reference_threads";
+    EXPECT_LE(WorstRowError(gelu[1], gelu[0], dim), cpu_fast ? 5e-6 : 1e-6) << "Gelu";
     EXPECT_LE(WorstRowError(tanh_out[1], tanh_out[0], dim), 1e-6) << "Tanh";
     const int64_t qd_cols = ap.n_heads * ap.head_dim;
     EXPECT_LE(WorstRowError(cols_of(attn[1], ap.n_rows, ap.out_stride, qd_cols),

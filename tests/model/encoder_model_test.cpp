@@ -55,8 +55,9 @@ std::unique_ptr<EncoderModel> Load(const std::string& fixture, Backend* backend)
 }
 
 // Every sentence of the bert golden through `backend`: ids, each row of the
-// last hidden state, the CLS vector Embed returns and the mean-pooled one.
-void CheckBertGolden(Backend* backend) {
+// last hidden state, the CLS vector Embed returns and the mean-pooled one,
+// each within `tol`.
+void CheckBertGolden(Backend* backend, double tol = kTol) {
   const nlohmann::json j = ReadJsonFile(GoldenRoot() + "/bert-tiny-embed.json");
   auto st = SafetensorsFile::Open(GoldenRoot() + "/bert-tiny-embed.safetensors");
   ASSERT_TRUE(st.ok()) << st.status().ToString();
@@ -78,16 +79,16 @@ void CheckBertGolden(Backend* backend) {
     const std::vector<float> want = GoldenFloats(**st, key + ".last_hidden_state");
     ASSERT_EQ(states->size(), want.size());
     for (size_t r = 0; r < in.ids.size(); ++r) {
-      EXPECT_LE(RowRelError(&(*states)[r * H], &want[r * H], H), kTol) << "row " << r;
+      EXPECT_LE(RowRelError(&(*states)[r * H], &want[r * H], H), tol) << "row " << r;
     }
     auto cls = m->Embed({&in, 1});
     ASSERT_TRUE(cls.ok()) << cls.status().ToString();
     const std::vector<float> want_cls = GoldenFloats(**st, key + ".cls_normalized");
-    EXPECT_LE(RowRelError((*cls)[0].data(), want_cls.data(), H), kTol) << "cls";
+    EXPECT_LE(RowRelError((*cls)[0].data(), want_cls.data(), H), tol) << "cls";
     const std::vector<float> mean =
         PoolStates(*states, static_cast<int64_t>(in.ids.size()), H, {PoolingMode::kMean, true});
     const std::vector<float> want_mean = GoldenFloats(**st, key + ".mean_normalized");
-    EXPECT_LE(RowRelError(mean.data(), want_mean.data(), H), kTol) << "mean";
+    EXPECT_LE(RowRelError(mean.data(), want_mean.data(), H), tol) << "mean";
   }
 }
 
@@ -95,6 +96,17 @@ TEST(EncoderModelTest, BertMatchesGolden) {
   SKIP_IF_NO_SHARED();
   CpuBackend cpu(nullptr, Precision::kReference);
   CheckBertGolden(&cpu);
+}
+
+// The CPU's fast kernels (AVX2 attention tiles, the polynomial GELU, f32
+// matmuls) at the golden's tolerance; serve's `auto` (bf16 prompt matmuls
+// where the CPU has them) within bf16's.
+TEST(EncoderModelTest, BertAtTheFastPrecisionsMatchesGolden) {
+  SKIP_IF_NO_SHARED();
+  CpuBackend fast(&ThreadPool::Default(), Precision::kFast);
+  CheckBertGolden(&fast);
+  CpuBackend automatic(&ThreadPool::Default(), Precision::kAuto);
+  CheckBertGolden(&automatic, 2e-2);
 }
 
 TEST(EncoderModelTest, BertOnCudaMatchesGolden) {

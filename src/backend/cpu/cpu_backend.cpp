@@ -333,7 +333,7 @@ void CpuBackend::LayerNorm(const float* x, int64_t rows, int64_t dim, int64_t st
   cpu::LayerNorm(x, rows, dim, stride, weight, bias, eps, out, pool_);
 }
 
-void CpuBackend::Gelu(float* x, int64_t n) { cpu::Gelu(x, n, pool_); }
+void CpuBackend::Gelu(float* x, int64_t n) { cpu::Gelu(x, n, precision_ != Precision::kReference, pool_); }
 
 void CpuBackend::Tanh(float* x, int64_t n) { cpu::Tanh(x, n); }
 

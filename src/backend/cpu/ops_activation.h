@@ -25,6 +25,12 @@ using GatedRowsFn = void (*)(Activation act, const float* gate, int64_t gate_str
                              int64_t cols, float* out, int64_t out_stride);
 GatedRowsFn GatedRowsAvx2();
 
+// x[i] = 0.5·x·(1 + erf(x/√2)) for i in [i0, i1) (BERT's exact GELU): the
+// AVX2 variant (absolute error ~1e-7), or nullptr (ops_encoder.h's Gelu is
+// the reference).
+using GeluRangeFn = void (*)(float* x, int64_t i0, int64_t i1);
+GeluRangeFn GeluErfAvx2();
+
 // x[i] = cap · tanh(x[i] / cap).
 void Softcap(float* x, int64_t n, float cap);
 

@@ -7,6 +7,8 @@
 #if defined(__x86_64__)
 #include <immintrin.h>
 
+#include <cmath>
+
 #define LLMHOST_ACT_AVX2 __attribute__((target("avx2,fma")))
 
 namespace llmhost::cpu {
@@ -61,9 +63,35 @@ LLMHOST_ACT_AVX2 void GatedRows(Activation act, const float* gate, int64_t gate_
   }
 }
 
+// BERT's exact GELU, 0.5 x (1 + erf(x / √2)), with erf(|z|) = 1 - q and
+// q = t (a1 + t (a2 + ... a5)) e^(-z²), t = 1 / (1 + p |z|) (Abramowitz and
+// Stegun 7.1.26, |error| <= 1.5e-7): 1 + erf(z) is q for z < 0 (no
+// cancellation in the tail) and 2 - q otherwise.
+LLMHOST_ACT_AVX2 void GeluErfRange(float* x, int64_t i0, int64_t i1) {
+  const __m256 abs_mask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
+  int64_t i = i0;
+  for (; i + 8 <= i1; i += 8) {
+    const __m256 v = _mm256_loadu_ps(x + i);
+    const __m256 z = _mm256_and_ps(_mm256_mul_ps(v, _mm256_set1_ps(0.70710678118654752f)), abs_mask);
+    const __m256 t = _mm256_div_ps(_mm256_set1_ps(1.0f), _mm256_fmadd_ps(_mm256_set1_ps(0.3275911f), z,
+                                                                          _mm256_set1_ps(1.0f)));
+    __m256 poly = _mm256_set1_ps(1.061405429f);
+    poly = _mm256_fmadd_ps(poly, t, _mm256_set1_ps(-1.453152027f));
+    poly = _mm256_fmadd_ps(poly, t, _mm256_set1_ps(1.421413741f));
+    poly = _mm256_fmadd_ps(poly, t, _mm256_set1_ps(-0.284496736f));
+    poly = _mm256_fmadd_ps(poly, t, _mm256_set1_ps(0.254829592f));
+    const __m256 q = _mm256_mul_ps(_mm256_mul_ps(poly, t), Exp(_mm256_mul_ps(_mm256_sub_ps(_mm256_setzero_ps(), z), z)));
+    const __m256 negative = _mm256_cmp_ps(v, _mm256_setzero_ps(), _CMP_LT_OQ);
+    const __m256 one_plus_erf = _mm256_blendv_ps(_mm256_sub_ps(_mm256_set1_ps(2.0f), q), q, negative);
+    _mm256_storeu_ps(x + i, _mm256_mul_ps(_mm256_mul_ps(_mm256_set1_ps(0.5f), v), one_plus_erf));
+  }
+  for (; i < i1; ++i) x[i] = static_cast<float>(0.5 * x[i] * (1.0 + std::erf(x[i] * M_SQRT1_2)));
+}
+
 }  // namespace
 
 GatedRowsFn GatedRowsAvx2() { return ActiveCpuIsa() == CpuIsa::kScalar ? nullptr : &GatedRows; }
+GeluRangeFn GeluErfAvx2() { return ActiveCpuIsa() == CpuIsa::kScalar ? nullptr : &GeluErfRange; }
 
 }  // namespace llmhost::cpu
 
@@ -71,6 +99,7 @@ GatedRowsFn GatedRowsAvx2() { return ActiveCpuIsa() == CpuIsa::kScalar ? nullptr
 
 namespace llmhost::cpu {
 GatedRowsFn GatedRowsAvx2() { return nullptr; }
+GeluRangeFn GeluErfAvx2() { return nullptr; }
 }  // namespace llmhost::cpu
 
 #endif

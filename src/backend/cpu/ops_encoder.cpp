@@ -1,5 +1,6 @@
 #include "backend/cpu/ops_encoder.h"
 
+#include "backend/cpu/ops_activation.h"
 #include "backend/cpu/ops_encoder_kernels.h"
 
 #include <algorithm>
@@ -41,11 +42,13 @@ void LayerNorm(const float* x, int64_t rows, int64_t dim, int64_t stride, const 
   });
 }
 
-void Gelu(float* x, int64_t n, ThreadPool* pool) {
+void Gelu(float* x, int64_t n, bool fast, ThreadPool* pool) {
   constexpr int64_t kChunk = 4096;
   const int64_t chunks = (n + kChunk - 1) / kChunk;
+  const GeluRangeFn simd = fast ? GeluErfAvx2() : nullptr;
   ForRange(chunks, kChunk, pool, [&](int64_t c0, int64_t c1) {
     const int64_t end = std::min(n, c1 * kChunk);
+    if (simd) return simd(x, c0 * kChunk, end);
     for (int64_t i = c0 * kChunk; i < end; ++i) {
       const double v = x[i];
       x[i] = static_cast<float>(0.5 * v * (1.0 + std::erf(v * M_SQRT1_2)));

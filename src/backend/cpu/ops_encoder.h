@@ -16,8 +16,9 @@ namespace llmhost::cpu {
 void LayerNorm(const float* x, int64_t rows, int64_t dim, int64_t stride, const float* weight,
                const float* bias, float eps, float* out, ThreadPool* pool);
 
-// x[i] = 0.5·x·(1 + erf(x/√2)) (erf in double, rounded to f32).
-void Gelu(float* x, int64_t n, ThreadPool* pool);
+// x[i] = 0.5·x·(1 + erf(x/√2)) (erf in double, rounded to f32; `fast`: the
+// AVX2 polynomial of ops_activation.h where the CPU has it).
+void Gelu(float* x, int64_t n, bool fast, ThreadPool* pool);
 // x[i] = tanh(x[i]) (in double, rounded to f32).
 void Tanh(float* x, int64_t n);
 
