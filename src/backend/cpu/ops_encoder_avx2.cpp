@@ -1,9 +1,9 @@
-// AVX2 + FMA body of the encoders' bidirectional attention (ops_encoder.h):
+// AVX2 + FMA and AVX-512 bodies of the encoders' bidirectional attention (ops_encoder.h):
 // a tile of query rows of one sequence and one head against all the
 // sequence's keys. The head's K rows are transposed into [head_dim][keys]
 // once per tile, so that 4 query rows x 16 keys accumulate in registers over
 // the head's columns (no horizontal sums); values are 4 rows x 16 columns
-// over the keys. Each row's arithmetic is the same whichever rows share its
+// over the keys (AVX-512: 8 rows x 32). Each row's arithmetic is the same whichever rows share its
 // register tile (a short tile repeats its first row and drops the copies),
 // so a row's result depends on its own sequence only.
 #include "backend/cpu/ops_encoder_kernels.h"
@@ -18,6 +18,7 @@
 #include <cmath>
 
 #define LLMHOST_ENC_AVX2 __attribute__((target("avx2,fma")))
+#define LLMHOST_ENC_AVX512 __attribute__((target("avx512f,avx2,fma")))
 
 namespace llmhost::cpu {
 namespace {
@@ -127,11 +128,83 @@ LLMHOST_ENC_AVX2 void Tile(const float* q, const float* k, const float* v, const
   }
 }
 
+// The AVX-512 body: 8 query rows x 32 keys, then 8 rows x 32 columns, in
+// the same per-row order of operations as Tile.
+LLMHOST_ENC_AVX512 void Tile512(const float* q, const float* k, const float* v, const EncoderSeq& s, int64_t h,
+                                int64_t i0, int64_t i1, const EncoderAttentionParams& p, float* scratch, float* out) {
+  constexpr int64_t kR = 8;
+  const int64_t d = p.head_dim, len = s.len, lp = EncoderKeysPadded(len), qs = p.qkv_stride;
+  const float* k0 = k + s.row * qs + h * d;
+  const float* v0 = v + s.row * qs + h * d;
+  float* kt = scratch;      // [d][lp]
+  float* sc = kt + d * lp;  // [kR][lp]
+  for (int64_t c = 0; c < d; ++c) {
+    float* row = kt + c * lp;
+    for (int64_t j = 0; j < len; ++j) row[j] = k0[j * qs + c];
+    std::fill(row + len, row + lp, 0.0f);
+  }
+  for (int64_t i = i0; i < i1; i += kR) {
+    const int64_t nr = std::min(kR, i1 - i);
+    const float* qr[kR];
+    for (int64_t r = 0; r < kR; ++r) qr[r] = q + (s.row + i + (r < nr ? r : 0)) * qs + h * d;
+    for (int64_t jb = 0; jb < lp; jb += 32) {
+      __m512 lo[kR], hi[kR];
+      for (int64_t r = 0; r < kR; ++r) lo[r] = hi[r] = _mm512_setzero_ps();
+      for (int64_t c = 0; c < d; ++c) {
+        const __m512 k_lo = _mm512_loadu_ps(kt + c * lp + jb), k_hi = _mm512_loadu_ps(kt + c * lp + jb + 16);
+        for (int64_t r = 0; r < kR; ++r) {
+          const __m512 qv = _mm512_set1_ps(qr[r][c]);
+          lo[r] = _mm512_fmadd_ps(qv, k_lo, lo[r]);
+          hi[r] = _mm512_fmadd_ps(qv, k_hi, hi[r]);
+        }
+      }
+      for (int64_t r = 0; r < kR; ++r) {
+        _mm512_storeu_ps(sc + r * lp + jb, lo[r]);
+        _mm512_storeu_ps(sc + r * lp + jb + 16, hi[r]);
+      }
+    }
+    float inv[kR];
+    for (int64_t r = 0; r < kR; ++r) {
+      float* row = sc + r * lp;
+      if (p.relative) AddRelative(qr[r], k0, qs, p, i + (r < nr ? r : 0), len, row);
+      float max = row[0];
+      for (int64_t j = 1; j < len; ++j) max = std::max(max, row[j]);
+      inv[r] = static_cast<float>(1.0 / internal::ExpShiftedAvx2(row, len, max, p.scale, row));
+    }
+    int64_t cb = 0;
+    for (; cb + 32 <= d; cb += 32) {
+      __m512 lo[kR], hi[kR];
+      for (int64_t r = 0; r < kR; ++r) lo[r] = hi[r] = _mm512_setzero_ps();
+      for (int64_t j = 0; j < len; ++j) {
+        const __m512 v_lo = _mm512_loadu_ps(v0 + j * qs + cb), v_hi = _mm512_loadu_ps(v0 + j * qs + cb + 16);
+        for (int64_t r = 0; r < kR; ++r) {
+          const __m512 w = _mm512_set1_ps(sc[r * lp + j]);
+          lo[r] = _mm512_fmadd_ps(w, v_lo, lo[r]);
+          hi[r] = _mm512_fmadd_ps(w, v_hi, hi[r]);
+        }
+      }
+      for (int64_t r = 0; r < nr; ++r) {
+        float* o = out + (s.row + i + r) * p.out_stride + h * d + cb;
+        _mm512_storeu_ps(o, _mm512_mul_ps(lo[r], _mm512_set1_ps(inv[r])));
+        _mm512_storeu_ps(o + 16, _mm512_mul_ps(hi[r], _mm512_set1_ps(inv[r])));
+      }
+    }
+    for (; cb < d; ++cb) {  // columns past the last 32: one at a time
+      for (int64_t r = 0; r < nr; ++r) {
+        float acc = 0;
+        for (int64_t j = 0; j < len; ++j) acc = std::fma(sc[r * lp + j], v0[j * qs + cb], acc);
+        out[(s.row + i + r) * p.out_stride + h * d + cb] = acc * inv[r];
+      }
+    }
+  }
+}
+
 }  // namespace
 
 EncoderTileFn EncoderTileAvx2() {
-  if (ActiveCpuIsa() == CpuIsa::kScalar) return nullptr;
-  return &Tile;
+  const CpuIsa isa = ActiveCpuIsa();
+  if (isa == CpuIsa::kScalar) return nullptr;
+  return isa == CpuIsa::kAvx2 ? &Tile : &Tile512;
 }
 
 }  // namespace llmhost::cpu
