@@ -42,6 +42,43 @@ void AddRelative(const float* qi, const float* k, int64_t kstride, const Encoder
   }
 }
 
+// kt[c][j] = key j's column c for j < len, 0 up to lp: the head's keys as
+// [head_dim][lp] rows the score loops read 8 or 16 keys at a time.
+void TransposeKeys(const float* k0, int64_t qs, int64_t d, int64_t len, int64_t lp, float* kt) {
+  for (int64_t c = 0; c < d; ++c) {
+    float* row = kt + c * lp;
+    for (int64_t j = 0; j < len; ++j) row[j] = k0[j * qs + c];
+    std::fill(row + len, row + lp, 0.0f);
+  }
+}
+
+// The raw scores of `rows` rows (at sc, lp apart; row r is query row
+// first + r) become exp(scale · (score - max)) in place, relative terms
+// added first; inv[r] = 1 / their sum.
+void SoftmaxRows(float* sc, int64_t rows, int64_t lp, const float* const* qr, const float* k0, int64_t qs,
+                 const EncoderAttentionParams& p, const int64_t* first_of, int64_t len, float* inv) {
+  for (int64_t r = 0; r < rows; ++r) {
+    float* row = sc + r * lp;
+    if (p.relative) AddRelative(qr[r], k0, qs, p, first_of[r], len, row);
+    float max = row[0];
+    for (int64_t j = 1; j < len; ++j) max = std::max(max, row[j]);
+    inv[r] = static_cast<float>(1.0 / internal::ExpShiftedAvx2(row, len, max, p.scale, row));
+  }
+}
+
+// Columns [cb, d) of the `nr` rows' outputs, one at a time (a head_dim that
+// is not a multiple of the vector loops' width).
+void TailColumns(const float* sc, int64_t lp, const float* v0, int64_t qs, int64_t len, int64_t cb, int64_t nr,
+                 const float* inv, float* out_row0, int64_t out_stride, int64_t d) {
+  for (; cb < d; ++cb) {
+    for (int64_t r = 0; r < nr; ++r) {
+      float acc = 0;
+      for (int64_t j = 0; j < len; ++j) acc = std::fma(sc[r * lp + j], v0[j * qs + cb], acc);
+      out_row0[r * out_stride + cb] = acc * inv[r];
+    }
+  }
+}
+
 LLMHOST_ENC_AVX2 void Tile(const float* q, const float* k, const float* v, const EncoderSeq& s, int64_t h,
                            int64_t i0, int64_t i1, const EncoderAttentionParams& p, float* scratch, float* out) {
   const int64_t d = p.head_dim, len = s.len, lp = EncoderKeysPadded(len), qs = p.qkv_stride;
@@ -49,15 +86,15 @@ LLMHOST_ENC_AVX2 void Tile(const float* q, const float* k, const float* v, const
   const float* v0 = v + s.row * qs + h * d;
   float* kt = scratch;           // [d][lp], keys past len are 0
   float* sc = kt + d * lp;       // [kRows][lp] scores, then weights
-  for (int64_t c = 0; c < d; ++c) {
-    float* row = kt + c * lp;
-    for (int64_t j = 0; j < len; ++j) row[j] = k0[j * qs + c];
-    std::fill(row + len, row + lp, 0.0f);
-  }
+  TransposeKeys(k0, qs, d, len, lp, kt);
   for (int64_t i = i0; i < i1; i += kRows) {
     const int64_t nr = std::min(kRows, i1 - i);
     const float* qr[kRows];
-    for (int64_t r = 0; r < kRows; ++r) qr[r] = q + (s.row + i + (r < nr ? r : 0)) * qs + h * d;
+    int64_t first_of[kRows];
+    for (int64_t r = 0; r < kRows; ++r) {
+      first_of[r] = i + (r < nr ? r : 0);
+      qr[r] = q + (s.row + first_of[r]) * qs + h * d;
+    }
     // Raw scores q·k, 16 keys at a time (two registers a row: each q value
     // loaded once feeds two FMAs), over the columns in order.
     for (int64_t jb = 0; jb < lp; jb += 16) {
@@ -78,15 +115,7 @@ LLMHOST_ENC_AVX2 void Tile(const float* q, const float* k, const float* v, const
     }
     // Softmax of scale · score per row (weights left unnormalized).
     float inv[kRows];
-    for (int64_t r = 0; r < kRows; ++r) {
-      float* row = sc + r * lp;
-      if (p.relative) AddRelative(qr[r], k0, qs, p, i + (r < nr ? r : 0), len, row);
-      float max = row[0];
-      for (int64_t j = 1; j < len; ++j) max = std::max(max, row[j]);
-      const double sum = internal::ExpShiftedAvx2(row, len, max, p.scale, row);
-      inv[r] = static_cast<float>(1.0 / sum);
-      std::fill(row + len, row + lp, 0.0f);
-    }
+    SoftmaxRows(sc, kRows, lp, qr, k0, qs, p, first_of, len, inv);
     // out = Σ_j w_j v_j / Σ w, 16 columns at a time (then 8), keys in order.
     int64_t cb = 0;
     for (; cb + 16 <= d; cb += 16) {
@@ -118,13 +147,7 @@ LLMHOST_ENC_AVX2 void Tile(const float* q, const float* k, const float* v, const
                          _mm256_mul_ps(acc[r], _mm256_set1_ps(inv[r])));
       }
     }
-    for (; cb < d; ++cb) {  // a head_dim that is not a multiple of 8: its last columns
-      for (int64_t r = 0; r < nr; ++r) {
-        float acc = 0;
-        for (int64_t j = 0; j < len; ++j) acc = std::fma(sc[r * lp + j], v0[j * qs + cb], acc);
-        out[(s.row + i + r) * p.out_stride + h * d + cb] = acc * inv[r];
-      }
-    }
+    TailColumns(sc, lp, v0, qs, len, cb, nr, inv, out + (s.row + i) * p.out_stride + h * d, p.out_stride, d);
   }
 }
 
@@ -138,15 +161,15 @@ LLMHOST_ENC_AVX512 void Tile512(const float* q, const float* k, const float* v, 
   const float* v0 = v + s.row * qs + h * d;
   float* kt = scratch;      // [d][lp]
   float* sc = kt + d * lp;  // [kR][lp]
-  for (int64_t c = 0; c < d; ++c) {
-    float* row = kt + c * lp;
-    for (int64_t j = 0; j < len; ++j) row[j] = k0[j * qs + c];
-    std::fill(row + len, row + lp, 0.0f);
-  }
+  TransposeKeys(k0, qs, d, len, lp, kt);
   for (int64_t i = i0; i < i1; i += kR) {
     const int64_t nr = std::min(kR, i1 - i);
     const float* qr[kR];
-    for (int64_t r = 0; r < kR; ++r) qr[r] = q + (s.row + i + (r < nr ? r : 0)) * qs + h * d;
+    int64_t first_of[kR];
+    for (int64_t r = 0; r < kR; ++r) {
+      first_of[r] = i + (r < nr ? r : 0);
+      qr[r] = q + (s.row + first_of[r]) * qs + h * d;
+    }
     for (int64_t jb = 0; jb < lp; jb += 32) {
       __m512 lo[kR], hi[kR];
       for (int64_t r = 0; r < kR; ++r) lo[r] = hi[r] = _mm512_setzero_ps();
@@ -164,13 +187,7 @@ LLMHOST_ENC_AVX512 void Tile512(const float* q, const float* k, const float* v, 
       }
     }
     float inv[kR];
-    for (int64_t r = 0; r < kR; ++r) {
-      float* row = sc + r * lp;
-      if (p.relative) AddRelative(qr[r], k0, qs, p, i + (r < nr ? r : 0), len, row);
-      float max = row[0];
-      for (int64_t j = 1; j < len; ++j) max = std::max(max, row[j]);
-      inv[r] = static_cast<float>(1.0 / internal::ExpShiftedAvx2(row, len, max, p.scale, row));
-    }
+    SoftmaxRows(sc, kR, lp, qr, k0, qs, p, first_of, len, inv);
     int64_t cb = 0;
     for (; cb + 32 <= d; cb += 32) {
       __m512 lo[kR], hi[kR];
@@ -189,13 +206,7 @@ LLMHOST_ENC_AVX512 void Tile512(const float* q, const float* k, const float* v, 
         _mm512_storeu_ps(o + 16, _mm512_mul_ps(hi[r], _mm512_set1_ps(inv[r])));
       }
     }
-    for (; cb < d; ++cb) {  // columns past the last 32: one at a time
-      for (int64_t r = 0; r < nr; ++r) {
-        float acc = 0;
-        for (int64_t j = 0; j < len; ++j) acc = std::fma(sc[r * lp + j], v0[j * qs + cb], acc);
-        out[(s.row + i + r) * p.out_stride + h * d + cb] = acc * inv[r];
-      }
-    }
+    TailColumns(sc, lp, v0, qs, len, cb, nr, inv, out + (s.row + i) * p.out_stride + h * d, p.out_stride, d);
   }
 }
 
