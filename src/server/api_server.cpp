@@ -39,6 +39,7 @@ constexpr RouteEntry kRoutes[] = {
     {"POST", "/v2/rerank", Route::kRerank},
     {"POST", "/rerank", Route::kRerank},
     {"POST", "/api/embed", Route::kEmbeddings},
+    {"POST", "/api/embeddings", Route::kEmbeddings},
     {"GET", "/api/status", Route::kStatus},
     {"POST", "/admin/api/models/pull", Route::kPull},  // before /admin/api/models/{id}/...
     {"GET", "/admin/api/models", Route::kAdmin},

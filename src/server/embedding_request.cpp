@@ -55,6 +55,22 @@ MaybeError ReadTexts(const OJson& input, std::vector<std::string>* out) {
   return std::nullopt;
 }
 
+// Ollama's options on an embedding request: its resource knobs (left to the
+// server, as on /api/chat); any other option does not apply to embeddings.
+MaybeError ReadEmbedOptions(const OJson& body) {
+  auto it = body.find("options");
+  if (it == body.end() || it->is_null()) return std::nullopt;
+  if (!it->is_object()) return BadRequest("'options' must be an object", "options");
+  for (auto f = it->begin(); f != it->end(); ++f) {
+    if (f->is_null() || IsOllamaResourceOption(f.key())) continue;
+    const std::string path = "options." + f.key();
+    return BadRequest("'" + path + "' does not apply to embeddings (only resource options such as num_ctx, which " +
+                          "llmhost decides itself)",
+                      path);
+  }
+  return std::nullopt;
+}
+
 MaybeError ReadDimensions(const OJson& body, std::optional<int64_t>* out) {
   return ReadInteger(body, "dimensions", "", 1, int64_t{1} << 20, out);
 }
@@ -119,6 +135,19 @@ MaybeError ParseOllamaEmbedRequest(const OJson& body, EmbeddingsRequest* out) {
   RETURN_IF_API_ERROR(ReadBool(body, "truncate", "", &truncate));
   out->truncate = truncate.value_or(true);
   RETURN_IF_API_ERROR(ReadDimensions(body, &out->dimensions));
+  RETURN_IF_API_ERROR(ReadEmbedOptions(body));
+  RETURN_IF_API_ERROR(ReadKeepAlive(body, &out->keep_alive_s));
+  return std::nullopt;
+}
+
+MaybeError ParseOllamaEmbeddingsRequest(const OJson& body, EmbeddingsRequest* out) {
+  RETURN_IF_API_ERROR(ReadModel(body, &out->model));
+  std::optional<std::string> prompt;
+  RETURN_IF_API_ERROR(ReadString(body, "prompt", "", &prompt));
+  if (!prompt) return BadRequest("'prompt' is required (a string; an empty one only loads the model)", "prompt");
+  out->texts = {std::move(*prompt)};
+  out->truncate = true;
+  RETURN_IF_API_ERROR(ReadEmbedOptions(body));
   RETURN_IF_API_ERROR(ReadKeepAlive(body, &out->keep_alive_s));
   return std::nullopt;
 }

@@ -7,7 +7,11 @@
 //     model's instruction prefix).
 //   POST /api/embed (Ollama): model, input (a string or a list of strings),
 //     truncate (default true: an input over the model's context loses tokens
-//     at its end), dimensions, keep_alive, options (ignored).
+//     at its end), dimensions, keep_alive, options (resource knobs only,
+//     left to the server; other options do not apply: 400).
+//   POST /api/embeddings (Ollama's older route): model, prompt (one string;
+//     empty: the model is only loaded), keep_alive, options as above;
+//     answered {"embedding": [...]}.
 //   POST /v1/rerank, /rerank, /v2/rerank (Cohere / Jina): model, query,
 //     documents (strings or {"text": ...}), top_n, return_documents.
 //
@@ -49,6 +53,7 @@ inline constexpr size_t kMaxEmbeddingInputs = 2048;
 
 MaybeError ParseEmbeddingsRequest(const OJson& body, EmbeddingsRequest* out);
 MaybeError ParseOllamaEmbedRequest(const OJson& body, EmbeddingsRequest* out);
+MaybeError ParseOllamaEmbeddingsRequest(const OJson& body, EmbeddingsRequest* out);
 MaybeError ParseRerankRequest(const OJson& body, RerankRequest* out);
 
 }  // namespace llmhost::server

@@ -19,6 +19,12 @@ const std::set<std::string>& ResourceOptions() {
   return kSet;
 }
 
+}  // namespace
+
+bool IsOllamaResourceOption(const std::string& key) { return ResourceOptions().count(key) > 0; }
+
+namespace {
+
 // options → the OpenAI body's sampling fields.
 MaybeError ReadOptions(const OJson& body, OJson* openai, std::vector<std::string>* ignored) {
   auto it = body.find("options");

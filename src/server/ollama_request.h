@@ -36,6 +36,10 @@ MaybeError ParseOllamaChatRequest(const OJson& body, InferenceRequest* out, std:
 MaybeError ParseOllamaGenerateRequest(const OJson& body, InferenceRequest* out,
                                       std::vector<std::string>* ignored_options);
 
+// A resource knob of Ollama's options (num_ctx, num_gpu, num_thread, ...):
+// llmhost decides these itself, so a request may carry them.
+bool IsOllamaResourceOption(const std::string& key);
+
 // keep_alive as seconds: a number, or a Go duration ("5m", "1h30m", "90s",
 // "-1m"), or a string of seconds.
 MaybeError ReadKeepAlive(const OJson& body, std::optional<double>* out);

@@ -1,4 +1,4 @@
-// POST /v1/embeddings (OpenAI), /api/embed (Ollama) and /v1/rerank, /rerank,
+// POST /v1/embeddings (OpenAI), /api/embed and /api/embeddings (Ollama) and /v1/rerank, /rerank,
 // /v2/rerank (Cohere / Jina): parse → the model's lease → tokenize and check
 // every input → the model's EmbedExecutor (batched with other requests) →
 // the answer, sent from the connection's thread.
@@ -186,16 +186,19 @@ void Observe(ApiServer& server, const std::string& model, const char* kind, size
 void HandleEmbeddings(ApiServer& server, const HttpRequest& request, const std::shared_ptr<ResponseWriter>& writer) {
   const auto t0 = Clock::now();
   const std::string path = request.path;
-  const bool ollama = path == "/api/embed";
+  const bool legacy = path == "/api/embeddings";  // Ollama's older route: one prompt, {"embedding": [...]}
+  const bool ollama = legacy || path == "/api/embed";
   OJson body;
   if (MaybeError e = ParseJsonObject(request.body, &body)) return Fail(path, *e, *writer);
   auto req = std::make_shared<EmbeddingsRequest>();
-  if (MaybeError e = ollama ? ParseOllamaEmbedRequest(body, req.get()) : ParseEmbeddingsRequest(body, req.get())) {
+  if (MaybeError e = legacy   ? ParseOllamaEmbeddingsRequest(body, req.get())
+                     : ollama ? ParseOllamaEmbedRequest(body, req.get())
+                              : ParseEmbeddingsRequest(body, req.get())) {
     return Fail(path, *e, *writer);
   }
   if (MaybeError e = CheckKindBeforeLoad(server.pool(), req->model, ModelKind::kEmbedding)) return Fail(path, *e, *writer);
   ApiServer* srv = &server;
-  WithLease(server, path, req->model, writer, [srv, path, ollama, req, writer, t0](
+  WithLease(server, path, req->model, writer, [srv, path, legacy, ollama, req, writer, t0](
                                                   std::shared_ptr<ModelLease> lease, Clock::time_point granted) {
     const ServedModel& m = *lease->served();
     if (req->keep_alive_s) srv->pool().SetKeepAlive(lease->id(), *req->keep_alive_s);
@@ -207,6 +210,7 @@ void HandleEmbeddings(ApiServer& server, const HttpRequest& request, const std::
                              "dimensions"),
                   *writer);
     }
+    if (legacy && req->texts.front().empty()) return SendJson(*writer, OJson{{"embedding", OJson::array()}});
     std::vector<EmbeddingInput> inputs;
     if (MaybeError e = PrepareInputs(m, *req, &inputs)) return Fail(path, *e, *writer);
     const int64_t tokens = CountTokens(inputs);
@@ -214,15 +218,16 @@ void HandleEmbeddings(ApiServer& server, const HttpRequest& request, const std::
     EmbedExecutor* executor = m.embed_executor.get();
     // The lease moves on to the connection's thread: released on the
     // executor's, it could unload the model and join that very thread.
-    executor->Embed(std::move(inputs), [srv, path, ollama, req, writer, t0, granted, lease, tokens, n](
+    executor->Embed(std::move(inputs), [srv, path, legacy, ollama, req, writer, t0, granted, lease, tokens, n](
                                            Result<std::vector<std::vector<float>>> r) mutable {
       // Formatting (possibly megabytes) happens on the connection's thread too.
       auto result = std::make_shared<Result<std::vector<std::vector<float>>>>(std::move(r));
-      writer->Post([srv, path, ollama, req, writer, t0, granted, lease = std::move(lease), tokens, n, result] {
+      writer->Post([srv, path, legacy, ollama, req, writer, t0, granted, lease = std::move(lease), tokens, n, result] {
         if (!result->ok()) return Fail(path, ModelError(result->status()), *writer);
         ApplyDimensions(**result, req->dimensions);
-        SendJson(*writer, ollama ? OllamaBody(lease->id(), **result, tokens, t0, granted)
-                                 : OpenAIBody(lease->id(), **result, req->base64, tokens));
+        SendJson(*writer, legacy   ? OJson{{"embedding", (**result).front()}}
+                          : ollama ? OllamaBody(lease->id(), **result, tokens, t0, granted)
+                                   : OpenAIBody(lease->id(), **result, req->base64, tokens));
         Observe(*srv, lease->id(), "embedding", n, tokens, t0);
       });
     });

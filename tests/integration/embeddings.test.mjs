@@ -186,6 +186,16 @@ test('ollama embed: one input or many, truncate', async () => {
   await assert.rejects(ollama.embed({ model: EMBED, input: long, truncate: false }), /context of 4096/);
 });
 
+test("ollama embeddings (the older route): one prompt's vector; an empty prompt only loads", async () => {
+  const one = await ollama.embeddings({ model: EMBED, prompt: 'The capital of France is Paris.' });
+  const ref = await ollama.embed({ model: EMBED, input: 'The capital of France is Paris.' });
+  near(one.embedding, ref.embeddings[0], 1e-6, 'the same vector as /api/embed');
+  assert.deepEqual((await ollama.embeddings({ model: EMBED, prompt: '' })).embedding, []);
+  await assert.rejects(ollama.embeddings({ model: EMBED, prompt: 'x', options: { temperature: 0.2 } }),
+    /'options.temperature' does not apply to embeddings/);
+  await assert.rejects(ollama.embeddings({ model: CHAT, prompt: 'x' }), /is a chat model/);
+});
+
 test('a model asked for the wrong kind answers 400 saying which kind it is', async () => {
   await assert.rejects(openai.embeddings.create({ model: CHAT, input: 'x' }),
     (e) => e instanceof OpenAI.BadRequestError && /is a chat model, not an embedding model/.test(e.message));

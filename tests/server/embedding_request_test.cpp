@@ -1,4 +1,4 @@
-// The bodies of /v1/embeddings, /api/embed and /v1/rerank: every accepted
+// The bodies of /v1/embeddings, /api/embed, /api/embeddings and /v1/rerank: every accepted
 // shape, and a 400 naming the field for every bad one.
 #include "server/embedding_request.h"
 
@@ -121,12 +121,37 @@ TEST(OllamaEmbedRequest, InputsTruncateAndKeepAlive) {
       {R"({"model":"m","input":"x","truncate":"yes"})", "truncate"},
       {R"({"model":"m","input":"x","dimensions":-1})", "dimensions"},
       {R"({"model":"m","input":"x","keep_alive":"soon"})", "keep_alive"},
+      {R"({"model":"m","input":"x","options":{"temperature":0.5}})", "options.temperature"},
+      {R"({"model":"m","input":"x","options":3})", "options"},
   };
+  EmbeddingsRequest c;
+  EXPECT_FALSE(ParseOllamaEmbedRequest(J(R"({"model":"m","input":"x","options":{"num_ctx":8192,"top_k":null}})"), &c))
+      << "resource options are left to the server; nulls are absent";
   for (const Case& c : cases) {
     const ApiError e = OllamaError(c.body);
     EXPECT_EQ(e.status, 400) << c.body;
     EXPECT_EQ(e.param, c.param) << c.body << ": " << e.message;
   }
+}
+
+// Ollama's older /api/embeddings: one prompt; an empty one only loads.
+TEST(OllamaEmbeddingsRequest, OnePromptEmptyLoadsOnly) {
+  EmbeddingsRequest a;
+  ASSERT_FALSE(ParseOllamaEmbeddingsRequest(J(R"({"model":"m","prompt":"hi","keep_alive":10,"options":{"num_thread":4}})"), &a));
+  EXPECT_EQ(a.texts, std::vector<std::string>{"hi"});
+  EXPECT_TRUE(a.truncate);
+  EXPECT_EQ(a.keep_alive_s, 10.0);
+  EmbeddingsRequest b;
+  ASSERT_FALSE(ParseOllamaEmbeddingsRequest(J(R"({"model":"m","prompt":""})"), &b));
+  EXPECT_EQ(b.texts, std::vector<std::string>{""});
+  for (const char* body : {R"({"model":"m"})", R"({"model":"m","prompt":["a"]})", R"({"model":"m","input":"a"})"}) {
+    const ApiError e = ErrorOf<EmbeddingsRequest>(ParseOllamaEmbeddingsRequest, body);
+    EXPECT_EQ(e.status, 400) << body;
+    EXPECT_EQ(e.param, "prompt") << body << ": " << e.message;
+  }
+  EXPECT_EQ(ErrorOf<EmbeddingsRequest>(ParseOllamaEmbeddingsRequest, R"({"model":"m","prompt":"x","options":{"seed":1}})")
+                .param,
+            "options.seed");
 }
 
 TEST(RerankRequest, DocumentsAsStringsOrObjects) {
