@@ -48,7 +48,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     EmbeddingsRequest embed;
     RerankRequest rerank;
     if (route == 6) (void)ParseEmbeddingsRequest(json, &embed);
-    if (route == 7) (void)ParseOllamaEmbedRequest(json, &embed);
+    if (route == 7) {  // both Ollama routes read the same body
+      (void)ParseOllamaEmbedRequest(json, &embed);
+      EmbeddingsRequest legacy;
+      (void)ParseOllamaEmbeddingsRequest(json, &legacy);
+    }
     if (route == 8) (void)ParseRerankRequest(json, &rerank);
     return 0;
   }
