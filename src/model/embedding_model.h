@@ -45,7 +45,8 @@ class EmbeddingModel {
   virtual bool normalized() const = 0;
 
   // A text as the model embeds it (with its special tokens and, for a
-  // decoder embedder, its instruction prefix when `query` is set).
+  // decoder embedder, its instruction prefix when `query` is set; an
+  // encoder's sentence-transformers prompt for a query or a document).
   virtual EmbeddingInput Tokenize(std::string_view text, bool query) const = 0;
   // A (query, document) pair as the reranker scores it.
   virtual EmbeddingInput TokenizePair(std::string_view query, std::string_view document) const = 0;

@@ -8,6 +8,7 @@
 #include "formats/hf_config.h"
 #include "model/encoder_config.h"
 #include "model/encoder_pooling.h"
+#include "model/encoder_prompts.h"
 #include "model/encoder_weights.h"
 #include "model/pass_arena.h"
 #include "tokenizer/tokenizer.h"
@@ -18,10 +19,11 @@ namespace {
 
 class Encoder final : public EncoderModel {
  public:
-  Encoder(EncoderConfig cfg, EncoderPooling pooling, std::unique_ptr<EncoderWeights> w,
+  Encoder(EncoderConfig cfg, EncoderPooling pooling, EncoderPrompts prompts, std::unique_ptr<EncoderWeights> w,
           std::unique_ptr<Tokenizer> tok, Backend* backend)
       : cfg_(std::move(cfg)),
         pooling_(pooling),
+        prompts_(std::move(prompts)),
         w_(std::move(w)),
         tok_(std::move(tok)),
         backend_(backend),
@@ -34,8 +36,9 @@ class Encoder final : public EncoderModel {
   bool normalized() const override { return pooling_.normalize; }
 
   EmbeddingInput Tokenize(std::string_view text, bool query) const override {
-    (void)query;  // encoders embed queries and documents alike
-    return {tok_->Encode(text, true), {}};
+    const std::string& prompt = query ? prompts_.query : prompts_.document;
+    if (prompt.empty()) return {tok_->Encode(text, true), {}};
+    return {tok_->Encode(prompt + std::string(text), true), {}};
   }
 
   EmbeddingInput TokenizePair(std::string_view query, std::string_view document) const override {
@@ -241,6 +244,7 @@ class Encoder final : public EncoderModel {
 
   EncoderConfig cfg_;
   EncoderPooling pooling_;
+  EncoderPrompts prompts_;
   std::unique_ptr<EncoderWeights> w_;
   std::unique_ptr<Tokenizer> tok_;
   Backend* backend_;
@@ -254,11 +258,12 @@ Result<std::unique_ptr<EncoderModel>> LoadEncoder(const std::string& dir, Backen
   ASSIGN_OR_RETURN(ModelConfig mc, LoadModelConfig(JoinPath(dir, "config.json")));
   ASSIGN_OR_RETURN(EncoderConfig cfg, ParseEncoderConfig(mc, dir));
   ASSIGN_OR_RETURN(EncoderPooling pooling, LoadEncoderPooling(dir));
+  ASSIGN_OR_RETURN(EncoderPrompts prompts, LoadEncoderPrompts(dir));
   ASSIGN_OR_RETURN(std::unique_ptr<Tokenizer> tok, Tokenizer::FromPath(dir));
   ASSIGN_OR_RETURN(std::unique_ptr<WeightSource> src, OpenSafetensorsSource(dir, mc.mlx_quantization));
   ASSIGN_OR_RETURN(std::unique_ptr<EncoderWeights> w, EncoderWeights::Load(std::move(src), cfg, backend));
   return std::unique_ptr<EncoderModel>(
-      std::make_unique<Encoder>(std::move(cfg), pooling, std::move(w), std::move(tok), backend));
+      std::make_unique<Encoder>(std::move(cfg), pooling, std::move(prompts), std::move(w), std::move(tok), backend));
 }
 
 Result<std::unique_ptr<EmbeddingModel>> LoadEncoderModel(const std::string& dir, Backend* backend) {

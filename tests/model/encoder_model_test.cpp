@@ -8,6 +8,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <string>
 #include <vector>
@@ -235,6 +236,44 @@ TEST(EncoderModelTest, UnsupportedConfigsNameWhatIsNotSupported) {
       << "two labels by default is not a reranker";
 }
 
+void WriteFile(const std::string& path, const std::string& text) { std::ofstream(path) << text; }
+
+// config_sentence_transformers.json's prompts go before a query or a
+// document; bad files are load errors naming them.
+TEST(EncoderModelTest, SentenceTransformersPromptsPrefixQueriesAndDocuments) {
+  SKIP_IF_NO_SHARED();
+  const std::string dir = testing::MakeTempDir();
+  ASSERT_FALSE(dir.empty());
+  for (const auto& e : std::filesystem::directory_iterator(ModelsRoot() + "/bert-tiny-embed")) {
+    std::filesystem::copy(e.path(), dir + "/" + e.path().filename().string());
+  }
+  CpuBackend cpu(nullptr, Precision::kReference);
+  const std::unique_ptr<EncoderModel> plain = Load("bert-tiny-embed", &cpu);
+  ASSERT_TRUE(plain);
+  WriteFile(dir + "/config_sentence_transformers.json",
+            R"({"prompts": {"query": "query: ", "passage": "passage: "}, "default_prompt_name": null})");
+  auto m = LoadEncoder(dir, &cpu);
+  ASSERT_TRUE(m.ok()) << m.status().ToString();
+  EXPECT_EQ((*m)->Tokenize("the cat", true).ids, plain->Tokenize("query: the cat", false).ids);
+  EXPECT_EQ((*m)->Tokenize("the cat", false).ids, plain->Tokenize("passage: the cat", false).ids);
+  EXPECT_NE((*m)->Tokenize("the cat", true).ids, plain->Tokenize("the cat", false).ids);
+  // Only a default: both roles get it.
+  WriteFile(dir + "/config_sentence_transformers.json",
+            R"({"prompts": {"retrieval": "Represent this: "}, "default_prompt_name": "retrieval"})");
+  m = LoadEncoder(dir, &cpu);
+  ASSERT_TRUE(m.ok()) << m.status().ToString();
+  EXPECT_EQ((*m)->Tokenize("x", true).ids, plain->Tokenize("Represent this: x", false).ids);
+  EXPECT_EQ((*m)->Tokenize("x", false).ids, plain->Tokenize("Represent this: x", false).ids);
+  for (const char* bad : {R"({"prompts": {"query": 3}})", R"({"prompts": {}, "default_prompt_name": "query"})",
+                          R"([1])"}) {
+    WriteFile(dir + "/config_sentence_transformers.json", bad);
+    auto r = LoadEncoder(dir, &cpu);
+    ASSERT_FALSE(r.ok()) << bad;
+    EXPECT_NE(r.status().message().find("config_sentence_transformers.json"), std::string::npos)
+        << r.status().ToString();
+  }
+}
+
 TEST(EncoderModelTest, IsEncoderModelDir) {
   SKIP_IF_NO_SHARED();
   EXPECT_TRUE(IsEncoderModelDir(ModelsRoot() + "/bert-tiny-embed"));
@@ -242,8 +281,6 @@ TEST(EncoderModelTest, IsEncoderModelDir) {
   EXPECT_FALSE(IsEncoderModelDir(ModelsRoot() + "/qwen3-tiny"));
   EXPECT_FALSE(IsEncoderModelDir("/nonexistent"));
 }
-
-void WriteFile(const std::string& path, const std::string& text) { std::ofstream(path) << text; }
 
 TEST(EncoderModelTest, SentenceTransformersPooling) {
   const std::string dir = testing::MakeTempDir();
