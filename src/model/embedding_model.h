@@ -28,6 +28,10 @@ enum class EmbeddingKind { kEmbedder, kReranker };
 struct EmbeddingInput {
   std::vector<int32_t> ids;       // with the model's special tokens
   std::vector<int32_t> type_ids;  // token_type_ids; empty: all 0
+  // Mean pooling starts at this row: an encoder whose Pooling module says
+  // include_prompt false leaves [CLS] and its prompt out (sentence-transformers'
+  // prompt_length).
+  int64_t pool_from = 0;
 };
 
 class EmbeddingModel {

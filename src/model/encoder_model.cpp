@@ -38,7 +38,11 @@ class Encoder final : public EncoderModel {
   EmbeddingInput Tokenize(std::string_view text, bool query) const override {
     const std::string& prompt = query ? prompts_.query : prompts_.document;
     if (prompt.empty()) return {tok_->Encode(text, true), {}};
-    return {tok_->Encode(prompt + std::string(text), true), {}};
+    EmbeddingInput in{tok_->Encode(prompt + std::string(text), true), {}};
+    if (!pooling_.include_prompt) {  // [CLS] and the prompt's tokens, as sentence-transformers counts them
+      in.pool_from = std::max<int64_t>(static_cast<int64_t>(tok_->Encode(prompt, true).size()) - 1, 0);
+    }
+    return in;
   }
 
   EmbeddingInput TokenizePair(std::string_view query, std::string_view document) const override {
@@ -70,7 +74,7 @@ class Encoder final : public EncoderModel {
     for (const EmbeddingInput& in : inputs) {
       const auto len = static_cast<int64_t>(in.ids.size());
       vectors.push_back(PoolStates(std::span<const float>(states).subspan(row * cfg_.hidden, len * cfg_.hidden),
-                                   len, cfg_.hidden, pooling_));
+                                   len, cfg_.hidden, pooling_, in.pool_from));
       row += len;
     }
     return vectors;

@@ -69,6 +69,10 @@ Result<EncoderPooling> LoadEncoderPooling(const std::string& dir) {
     const std::string path = JoinPath(JoinPath(dir, pooling_dir), "config.json");
     ASSIGN_OR_RETURN(nlohmann::json j, ReadJson(path));
     ASSIGN_OR_RETURN(p.mode, ParseMode(j, path));
+    if (auto it = j.find("include_prompt"); it != j.end() && !it->is_null()) {
+      if (!it->is_boolean()) return Status::InvalidArgument(path + ": 'include_prompt' is not true or false");
+      p.include_prompt = it->get<bool>();
+    }
     return p;
   }
   const std::string standin = JoinPath(dir, "pooling_config.json");
@@ -80,7 +84,7 @@ Result<EncoderPooling> LoadEncoderPooling(const std::string& dir) {
 }
 
 std::vector<float> PoolStates(std::span<const float> states, int64_t len, int64_t dim,
-                              const EncoderPooling& pooling) {
+                              const EncoderPooling& pooling, int64_t mean_from) {
   std::vector<float> v(static_cast<size_t>(dim), 0.0f);
   switch (pooling.mode) {
     case PoolingMode::kCls:
@@ -90,10 +94,11 @@ std::vector<float> PoolStates(std::span<const float> states, int64_t len, int64_
       std::copy(states.begin() + (len - 1) * dim, states.begin() + len * dim, v.begin());
       break;
     case PoolingMode::kMean:
+      if (mean_from >= len) break;
       for (int64_t c = 0; c < dim; ++c) {
         double sum = 0;
-        for (int64_t t = 0; t < len; ++t) sum += states[t * dim + c];
-        v[c] = static_cast<float>(sum / static_cast<double>(len));
+        for (int64_t t = mean_from; t < len; ++t) sum += states[t * dim + c];
+        v[c] = static_cast<float>(sum / static_cast<double>(len - mean_from));
       }
       break;
   }

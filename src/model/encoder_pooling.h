@@ -32,13 +32,15 @@ enum class PoolingMode { kCls, kMean, kLastToken };
 struct EncoderPooling {
   PoolingMode mode = PoolingMode::kMean;
   bool normalize = true;
+  bool include_prompt = true;  // the Pooling config's include_prompt: false keeps a prompt out of the mean
 };
 
 Result<EncoderPooling> LoadEncoderPooling(const std::string& dir);
 
 // One sequence's vector from its states [len, dim] (len >= 1), L2-normalized
-// (v / max(‖v‖, 1e-12)) when `pooling.normalize`.
+// (v / max(‖v‖, 1e-12)) when `pooling.normalize`. A mean is over rows
+// [mean_from, len) (none left: zeros, as sentence-transformers' masked mean).
 std::vector<float> PoolStates(std::span<const float> states, int64_t len, int64_t dim,
-                              const EncoderPooling& pooling);
+                              const EncoderPooling& pooling, int64_t mean_from = 0);
 
 }  // namespace llmhost

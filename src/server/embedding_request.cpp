@@ -55,18 +55,17 @@ MaybeError ReadTexts(const OJson& input, std::vector<std::string>* out) {
   return std::nullopt;
 }
 
-// Ollama's options on an embedding request: its resource knobs (left to the
-// server, as on /api/chat); any other option does not apply to embeddings.
-MaybeError ReadEmbedOptions(const OJson& body) {
+// Ollama's options on an embedding request: none applies (as Ollama, the
+// known ones are accepted; they are listed as unused); an unknown one is a 400.
+MaybeError ReadEmbedOptions(const OJson& body, std::vector<std::string>* unused) {
   auto it = body.find("options");
   if (it == body.end() || it->is_null()) return std::nullopt;
   if (!it->is_object()) return BadRequest("'options' must be an object", "options");
   for (auto f = it->begin(); f != it->end(); ++f) {
-    if (f->is_null() || IsOllamaResourceOption(f.key())) continue;
+    if (f->is_null()) continue;
     const std::string path = "options." + f.key();
-    return BadRequest("'" + path + "' does not apply to embeddings (only resource options such as num_ctx, which " +
-                          "llmhost decides itself)",
-                      path);
+    if (!IsKnownOllamaOption(f.key())) return BadRequest("'" + path + "' is not an option llmhost knows", path);
+    unused->push_back(f.key());
   }
   return std::nullopt;
 }
@@ -135,19 +134,18 @@ MaybeError ParseOllamaEmbedRequest(const OJson& body, EmbeddingsRequest* out) {
   RETURN_IF_API_ERROR(ReadBool(body, "truncate", "", &truncate));
   out->truncate = truncate.value_or(true);
   RETURN_IF_API_ERROR(ReadDimensions(body, &out->dimensions));
-  RETURN_IF_API_ERROR(ReadEmbedOptions(body));
+  RETURN_IF_API_ERROR(ReadEmbedOptions(body, &out->unused_options));
   RETURN_IF_API_ERROR(ReadKeepAlive(body, &out->keep_alive_s));
   return std::nullopt;
 }
 
 MaybeError ParseOllamaEmbeddingsRequest(const OJson& body, EmbeddingsRequest* out) {
   RETURN_IF_API_ERROR(ReadModel(body, &out->model));
-  std::optional<std::string> prompt;
+  std::optional<std::string> prompt;  // absent or null: "", as Ollama reads it (the model is only loaded)
   RETURN_IF_API_ERROR(ReadString(body, "prompt", "", &prompt));
-  if (!prompt) return BadRequest("'prompt' is required (a string; an empty one only loads the model)", "prompt");
-  out->texts = {std::move(*prompt)};
+  out->texts = {prompt.value_or("")};
   out->truncate = true;
-  RETURN_IF_API_ERROR(ReadEmbedOptions(body));
+  RETURN_IF_API_ERROR(ReadEmbedOptions(body, &out->unused_options));
   RETURN_IF_API_ERROR(ReadKeepAlive(body, &out->keep_alive_s));
   return std::nullopt;
 }

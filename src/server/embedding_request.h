@@ -7,10 +7,10 @@
 //     model's instruction prefix).
 //   POST /api/embed (Ollama): model, input (a string or a list of strings),
 //     truncate (default true: an input over the model's context loses tokens
-//     at its end), dimensions, keep_alive, options (resource knobs only,
-//     left to the server; other options do not apply: 400).
+//     at its end), dimensions, keep_alive, options (Ollama's known options
+//     are accepted, as Ollama does, and logged as unused; others: 400).
 //   POST /api/embeddings (Ollama's older route): model, prompt (one string;
-//     empty: the model is only loaded), keep_alive, options as above;
+//     empty or absent: the model is only loaded), keep_alive, options as above;
 //     answered {"embedding": [...]}.
 //   POST /v1/rerank, /rerank, /v2/rerank (Cohere / Jina): model, query,
 //     documents (strings or {"text": ...}), top_n, return_documents.
@@ -37,6 +37,7 @@ struct EmbeddingsRequest {
   bool query = false;
   bool truncate = false;                 // Ollama's default is true
   std::optional<double> keep_alive_s;    // Ollama
+  std::vector<std::string> unused_options;  // Ollama's options, none of which applies to embeddings
   size_t size() const { return texts.empty() ? token_lists.size() : texts.size(); }
 };
 

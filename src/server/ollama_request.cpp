@@ -21,7 +21,12 @@ const std::set<std::string>& ResourceOptions() {
 
 }  // namespace
 
-bool IsOllamaResourceOption(const std::string& key) { return ResourceOptions().count(key) > 0; }
+bool IsKnownOllamaOption(const std::string& key) {
+  static const std::set<std::string> kSampling = {
+      "temperature", "top_p", "top_k", "min_p", "seed", "repeat_penalty", "presence_penalty", "frequency_penalty",
+      "stop", "num_predict", "mirostat", "mirostat_tau", "mirostat_eta", "tfs_z", "typical_p"};
+  return ResourceOptions().count(key) > 0 || kSampling.count(key) > 0;
+}
 
 namespace {
 

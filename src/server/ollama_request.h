@@ -36,9 +36,11 @@ MaybeError ParseOllamaChatRequest(const OJson& body, InferenceRequest* out, std:
 MaybeError ParseOllamaGenerateRequest(const OJson& body, InferenceRequest* out,
                                       std::vector<std::string>* ignored_options);
 
-// A resource knob of Ollama's options (num_ctx, num_gpu, num_thread, ...):
-// llmhost decides these itself, so a request may carry them.
-bool IsOllamaResourceOption(const std::string& key);
+// An option Ollama knows: a resource knob (num_ctx, num_gpu, num_thread,
+// ...: llmhost decides these itself) or a sampling one (temperature, top_k,
+// num_predict, mirostat, ...). Routes where none applies (embeddings)
+// accept them as Ollama does and log them as unused.
+bool IsKnownOllamaOption(const std::string& key);
 
 // keep_alive as seconds: a number, or a Go duration ("5m", "1h30m", "90s",
 // "-1m"), or a string of seconds.

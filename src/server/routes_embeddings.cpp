@@ -196,6 +196,11 @@ void HandleEmbeddings(ApiServer& server, const HttpRequest& request, const std::
                               : ParseEmbeddingsRequest(body, req.get())) {
     return Fail(path, *e, *writer);
   }
+  if (!req->unused_options.empty()) {
+    std::string names;
+    for (const std::string& n : req->unused_options) names += (names.empty() ? "" : ", ") + n;
+    LOG_INFO("http: " << path << ": options that do not apply to embeddings, unused: " << names);
+  }
   if (MaybeError e = CheckKindBeforeLoad(server.pool(), req->model, ModelKind::kEmbedding)) return Fail(path, *e, *writer);
   ApiServer* srv = &server;
   WithLease(server, path, req->model, writer, [srv, path, legacy, ollama, req, writer, t0](
@@ -248,9 +253,10 @@ void HandleRerank(ApiServer& server, const HttpRequest& request, const std::shar
     const ServedModel& m = *lease->served();
     if (MaybeError e = CheckModelKind(m, ModelKind::kRerank, lease->id())) return Fail(path, *e, *writer);
     const int64_t max = m.embedding->max_tokens();
-    // The query alone first: each pair tokenizes it again, so an oversized
-    // one is refused before it costs a tokenization per document.
-    if (const size_t q = m.embedding->Tokenize(req->query, /*query=*/true).ids.size();
+    // The query alone first (its own tokens, no special tokens or prompt:
+    // every pair holds at least these): each pair tokenizes it again, so an
+    // oversized one is refused before it costs a tokenization per document.
+    if (const size_t q = m.tokenizer->Encode(req->query, /*add_special=*/false).size();
         static_cast<int64_t>(q) > max) {
       return Fail(path,
                   BadRequest("'query' is " + std::to_string(q) + " tokens, more than the model's context of " +

@@ -239,7 +239,8 @@ TEST(EncoderModelTest, UnsupportedConfigsNameWhatIsNotSupported) {
 void WriteFile(const std::string& path, const std::string& text) { std::ofstream(path) << text; }
 
 // config_sentence_transformers.json's prompts go before a query or a
-// document; bad files are load errors naming them.
+// document (left out of a mean when the Pooling module says include_prompt
+// false); bad files are load errors naming them.
 TEST(EncoderModelTest, SentenceTransformersPromptsPrefixQueriesAndDocuments) {
   SKIP_IF_NO_SHARED();
   const std::string dir = testing::MakeTempDir();
@@ -264,6 +265,34 @@ TEST(EncoderModelTest, SentenceTransformersPromptsPrefixQueriesAndDocuments) {
   ASSERT_TRUE(m.ok()) << m.status().ToString();
   EXPECT_EQ((*m)->Tokenize("x", true).ids, plain->Tokenize("Represent this: x", false).ids);
   EXPECT_EQ((*m)->Tokenize("x", false).ids, plain->Tokenize("Represent this: x", false).ids);
+  // A Pooling module with include_prompt false: the mean leaves [CLS] and the prompt out.
+  WriteFile(dir + "/config_sentence_transformers.json", R"({"prompts": {"query": "query: "}})");
+  WriteFile(dir + "/modules.json",
+            R"([{"type": "sentence_transformers.models.Transformer", "path": ""},
+                {"type": "sentence_transformers.models.Pooling", "path": "1_Pooling"},
+                {"type": "sentence_transformers.models.Normalize", "path": "2_Normalize"}])");
+  std::filesystem::create_directory(dir + "/1_Pooling");
+  WriteFile(dir + "/1_Pooling/config.json", R"({"pooling_mode_mean_tokens": true, "include_prompt": false})");
+  m = LoadEncoder(dir, &cpu);
+  ASSERT_TRUE(m.ok()) << m.status().ToString();
+  const EmbeddingInput q = (*m)->Tokenize("the cat sat", true);
+  const auto prompt_rows = static_cast<int64_t>(plain->Tokenize("query: ", false).ids.size()) - 1;  // [CLS] + prompt
+  EXPECT_EQ(q.pool_from, prompt_rows);
+  EXPECT_EQ((*m)->Tokenize("the cat sat", false).pool_from, 0) << "a document has no prompt here";
+  auto states = (*m)->HiddenStates({&q, 1});
+  auto vec = (*m)->Embed({&q, 1});
+  ASSERT_TRUE(states.ok() && vec.ok());
+  const int64_t len = static_cast<int64_t>(q.ids.size()), H = (*m)->dim();
+  std::vector<double> mean(static_cast<size_t>(H), 0.0);
+  for (int64_t t = prompt_rows; t < len; ++t) {
+    for (int64_t c = 0; c < H; ++c) mean[c] += (*states)[t * H + c] / static_cast<double>(len - prompt_rows);
+  }
+  double norm = 0;
+  for (double x : mean) norm += x * x;
+  for (int64_t c = 0; c < H; ++c) EXPECT_NEAR((*vec)[0][c], mean[c] / std::sqrt(norm), 1e-6) << c;
+  WriteFile(dir + "/1_Pooling/config.json", R"({"pooling_mode_mean_tokens": true, "include_prompt": "no"})");
+  EXPECT_FALSE(LoadEncoder(dir, &cpu).ok());
+  std::filesystem::remove(dir + "/modules.json");
   for (const char* bad : {R"({"prompts": {"query": 3}})", R"({"prompts": {}, "default_prompt_name": "query"})",
                           R"([1])"}) {
     WriteFile(dir + "/config_sentence_transformers.json", bad);

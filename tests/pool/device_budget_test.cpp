@@ -34,7 +34,7 @@ FakeModelSpec Gpu(uint64_t resident, uint64_t device_active = 0) {
   return s;
 }
 
-void AddGpu(PoolFixture& f, uint64_t total = 20 * kGB) { f.probe->set_gpus({GpuMemory{0, "H200", total, total, 0}}); }
+void AddGpu(PoolFixture& f, uint64_t total = 20 * kGB) { f.probe->set_gpus({GpuMemory{0, "H200", total, total, 0, {}}}); }
 
 // NVML numbers GPUs by bus order and ignores CUDA_VISIBLE_DEVICES; CUDA puts
 // the fastest first and renumbers: the budget's readings are the GPU at the
@@ -159,7 +159,7 @@ TEST(DeviceBudget, KvClaimsOfAGpuModelCountInTheGpusBudget) {
 
 // Two 20 GiB GPUs (CUDA's 0 and 1, NVML numbering them the same way).
 void AddTwoGpus(PoolFixture& f) {
-  f.probe->set_gpus({GpuMemory{0, "H200", 20 * kGB, 20 * kGB, 0}, GpuMemory{1, "H200", 20 * kGB, 20 * kGB, 0}});
+  f.probe->set_gpus({GpuMemory{0, "H200", 20 * kGB, 20 * kGB, 0, {}}, GpuMemory{1, "H200", 20 * kGB, 20 * kGB, 0, {}}});
   f.options.gpus = {GpuTarget{0, {}}, GpuTarget{1, {}}};
 }
 

@@ -286,7 +286,7 @@ TEST(MemoryEnforcer, ExpiresTtlOnEveryPoll) {
 // there, never a host model that frees nothing on it (even the older one).
 TEST(MemoryEnforcer, PressureOnAGpuEvictsAModelOnThatGpu) {
   PoolFixture f;
-  f.probe->set_gpus({GpuMemory{0, "H200", 20 * kGB, 20 * kGB, 0}});
+  f.probe->set_gpus({GpuMemory{0, "H200", 20 * kGB, 20 * kGB, 0, {}}});
   FakeModelSpec g;
   g.on_gpu = true;
   f.factory->Set("g", g);

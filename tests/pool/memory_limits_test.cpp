@@ -152,7 +152,7 @@ TEST(MemoryLimits, AdviceNamesTheBindingCeiling) {
 
 TEST(MemoryLimits, DeviceBudgetOfAGpu) {
   GuardSettings g;
-  GpuMemory gpu{0, "H200", 140 * G, 100 * G, 40 * G};
+  GpuMemory gpu{0, "H200", 140 * G, 100 * G, 40 * G, {}};
   MemoryLimits d = ComputeDeviceLimits(g, gpu, /*device_active=*/30 * G);
   EXPECT_EQ(d.static_ceiling, 133 * G);  // total − 5 %
   EXPECT_EQ(d.dynamic_ceiling, 130 * G);  // what llmhost holds + free

@@ -163,7 +163,7 @@ TEST(MemoryProbe, FakeReturnsWhatWasSet) {
   s.mem_total = 1000;
   s.ok = true;
   f.set_system(s);
-  f.set_gpus({GpuMemory{0, "H200", 100, 60, 40}});
+  f.set_gpus({GpuMemory{0, "H200", 100, 60, 40, {}}});
   EXPECT_EQ(f.FootprintBytes(), 123u);
   EXPECT_EQ(f.System().mem_total, 1000u);
   ASSERT_EQ(f.Gpus().size(), 1u);

@@ -325,6 +325,13 @@ void CpuBackend::Softcap(float* x, int64_t n, float cap) { cpu::Softcap(x, n, ca
 
 void CpuBackend::EncoderAttention(const float* q, const float* k, const float* v, const EncoderSeq* seqs,
                                   int64_t n_seqs, const EncoderAttentionParams& p, float* out) {
+  for (int64_t s = 0; p.relative && s < n_seqs; ++s) {
+    if (seqs[s].len > p.max_distance) {
+      return Fail(Status::InvalidArgument("EncoderAttention: a sequence of " + std::to_string(seqs[s].len) +
+                                          " tokens is longer than the relative position table's " +
+                                          std::to_string(p.max_distance)));
+    }
+  }
   cpu::EncoderAttention(q, k, v, seqs, n_seqs, p, out, precision_ != Precision::kReference, pool_);
 }
 
