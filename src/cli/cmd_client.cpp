@@ -66,7 +66,7 @@ std::string Bytes(const Json& v) {
 int Ls(const ClientOptions& o) {
   std::optional<Json> j = GetJson(o, "/v1/models/status");
   if (!j) return 1;
-  std::vector<std::vector<std::string>> rows = {{"NAME", "STATE", "SIZE", "CONTEXT"}};
+  std::vector<std::vector<std::string>> rows = {{"NAME", "KIND", "STATE", "SIZE", "CONTEXT"}};
   const Json models = j->value("models", Json::array());
   for (const Json& m : models) {
     if (m.value("hidden", false)) continue;
@@ -75,7 +75,7 @@ int Ls(const ClientOptions& o) {
     if (m.contains("alias") && m["alias"].is_string()) name += " (" + m["alias"].get<std::string>() + ")";
     const std::string state = m.value("loading", false) ? "loading" : loaded ? "loaded" : "";
     const Json& ctx = m.contains("max_context_window") ? m["max_context_window"] : Json();
-    rows.push_back({name, state.empty() ? "-" : state,
+    rows.push_back({name, m.value("kind", "chat"), state.empty() ? "-" : state,
                     loaded ? Bytes(m.value("memory_bytes", Json())) : Bytes(m.value("estimated_bytes", Json())),
                     ctx.is_number() ? std::to_string(ctx.get<int64_t>()) : "-"});
   }

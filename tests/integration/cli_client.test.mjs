@@ -37,8 +37,8 @@ test('ls, run, ps and show', () => {
   const ls = llmhost(['ls']);
   assert.equal(ls.status, 0, ls.stderr);
   const lines = ls.stdout.trim().split('\n');
-  assert.match(lines[0], /^NAME\s+STATE\s+SIZE\s+CONTEXT$/);
-  assert.match(lines.find((l) => l.startsWith(MODEL)), /^scripted\s+-\s+[\d.]+ [KMG]iB\s+\d+$/);
+  assert.match(lines[0], /^NAME\s+KIND\s+STATE\s+SIZE\s+CONTEXT$/);
+  assert.match(lines.find((l) => l.startsWith(MODEL)), /^scripted\s+chat\s+-\s+[\d.]+ [KMG]iB\s+\d+$/);
 
   const run = llmhost(['run', MODEL, 'What is 2+2?', 'Think', 'first.']);
   assert.equal(run.status, 0, run.stderr);
