@@ -27,7 +27,12 @@ class Encoder final : public EncoderModel {
         w_(std::move(w)),
         tok_(std::move(tok)),
         backend_(backend),
-        arena_(backend) {}
+        arena_(backend) {
+    if (!pooling_.include_prompt) {  // [CLS] and the prompt's tokens, as sentence-transformers counts them
+      query_prompt_rows_ = PromptRows(prompts_.query);
+      document_prompt_rows_ = PromptRows(prompts_.document);
+    }
+  }
 
   EmbeddingKind kind() const override { return cfg_.kind; }
   int64_t dim() const override { return cfg_.kind == EmbeddingKind::kEmbedder ? cfg_.hidden : 0; }
@@ -39,9 +44,7 @@ class Encoder final : public EncoderModel {
     const std::string& prompt = query ? prompts_.query : prompts_.document;
     if (prompt.empty()) return {tok_->Encode(text, true), {}};
     EmbeddingInput in{tok_->Encode(prompt + std::string(text), true), {}};
-    if (!pooling_.include_prompt) {  // [CLS] and the prompt's tokens, as sentence-transformers counts them
-      in.pool_from = std::max<int64_t>(static_cast<int64_t>(tok_->Encode(prompt, true).size()) - 1, 0);
-    }
+    in.pool_from = query ? query_prompt_rows_ : document_prompt_rows_;
     return in;
   }
 
@@ -111,6 +114,11 @@ class Encoder final : public EncoderModel {
   }
 
  private:
+  int64_t PromptRows(const std::string& prompt) const {
+    if (prompt.empty()) return 0;
+    return std::max<int64_t>(static_cast<int64_t>(tok_->Encode(prompt, true).size()) - 1, 0);
+  }
+
   static int64_t TotalTokens(std::span<const EmbeddingInput> inputs) {
     int64_t n = 0;
     for (const EmbeddingInput& in : inputs) n += static_cast<int64_t>(in.ids.size());
@@ -249,6 +257,8 @@ class Encoder final : public EncoderModel {
   EncoderConfig cfg_;
   EncoderPooling pooling_;
   EncoderPrompts prompts_;
+  // Rows a mean leaves out (include_prompt false), counted once at load.
+  int64_t query_prompt_rows_ = 0, document_prompt_rows_ = 0;
   std::unique_ptr<EncoderWeights> w_;
   std::unique_ptr<Tokenizer> tok_;
   Backend* backend_;
