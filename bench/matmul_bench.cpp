@@ -67,7 +67,7 @@ struct Format {
   GgmlType ggml_type = GgmlType::kF32;
   int bits = 0;
   double bytes_per_weight;
-  bool Quantized() const { return format == WeightFormat::kMlxAffine || format == WeightFormat::kGgml; }
+  bool Quantized() const { return format == WeightFormat::kMlxAffine || format == WeightFormat::kGgml; }  // int8 kernels
 };
 
 std::vector<Format> AllFormats() {
@@ -81,6 +81,7 @@ std::vector<Format> AllFormats() {
       {"q4_0", WeightFormat::kGgml, GgmlType::kQ4_0, 0, 18.0 / 32},
       {"q4_k", WeightFormat::kGgml, GgmlType::kQ4_K, 0, 144.0 / 256},
       {"q6_k", WeightFormat::kGgml, GgmlType::kQ6_K, 0, 210.0 / 256},
+      {"fp8", WeightFormat::kFp8E4M3, GgmlType::kF32, 8, 1.0 + 4.0 / 128},
   };
 }
 
@@ -128,6 +129,19 @@ std::unique_ptr<Matrix> MakeMatrix(const Format& f, int64_t rows, int64_t cols, 
       for (int64_t g = 0; g < groups; ++g) {
         put16(&m->scales[2 * g], F32ToBf16(0.01f + 0.001f * rng.Uniform()));
         put16(&m->biases[2 * g], F32ToBf16(-0.1f * rng.Uniform()));
+      }
+      break;
+    }
+    case WeightFormat::kFp8E4M3: {
+      // Codes of |w| <= 1 with no NaN (0x7F / 0xFF), a scale per 128 columns.
+      w.group_size = 128;
+      w.scale_dtype = DType::kF32;
+      m->data.resize(n);
+      for (auto& b : m->data) b = static_cast<uint8_t>(rng.Next() % 0x38) | static_cast<uint8_t>(rng.Next() & 0x80);
+      m->scales.resize(4 * (n / 128));
+      for (int64_t g = 0; g < n / 128; ++g) {
+        const float sc = 0.01f * (1.5f + rng.Uniform());
+        std::memcpy(&m->scales[4 * g], &sc, 4);
       }
       break;
     }

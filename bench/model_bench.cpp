@@ -77,11 +77,14 @@ struct LlamaCppFigures {
 struct Format {
   std::string name;  // directory suffix
   LlamaCppFigures ref;
+  bool by_default = true;  // run without --formats
 };
 
 const std::vector<Format>& Formats() {
   static const std::vector<Format> kFormats = {
-      {"bf16", {"BF16", 68, 8.6}}, {"mlx8", {"Q8_0", 156, 22}}, {"mlx4", {"Q4_0", 151, 38}}};
+      {"bf16", {"BF16", 68, 8.6}}, {"mlx8", {"Q8_0", 156, 22}}, {"mlx4", {"Q4_0", 151, 38}},
+      // The Hugging Face layouts GPU servers load, against llama.cpp's formats of their bytes.
+      {"fp8", {"Q8_0", 156, 22}, false},  {"gptq4", {"Q4_0", 151, 38}, false}, {"awq4", {"Q4_0", 151, 38}, false}};
   return kFormats;
 }
 
@@ -407,7 +410,7 @@ int Main(int argc, char** argv) {
       o.int8 = false;
     } else {
       std::fprintf(stderr,
-                   "usage: model_bench --models DIR [--formats bf16,mlx8,mlx4] [--reps N] "
+                   "usage: model_bench --models DIR [--formats bf16,mlx8,mlx4 (also fp8, gptq4, awq4)] [--reps N] "
                    "[--prefill-reps N] [--prefill-tokens N] [--steps N] [--no-int8] "
                    "[--long-context N] [--precisions LIST] [--device cpu|cuda|cuda:N] [--prefix NAME] "
                    "[--batch N] [--prompt N] [--kv-dtype auto|f32|bf16|f16] [--matmul-shapes]\n"
@@ -445,7 +448,7 @@ int Main(int argc, char** argv) {
   };
   std::vector<Row> rows;
   for (const Format& fmt : Formats()) {
-    if (!o.only.empty() && o.only.find("," + fmt.name + ",") == std::string::npos) continue;
+    if (o.only.empty() ? !fmt.by_default : o.only.find("," + fmt.name + ",") == std::string::npos) continue;
     const std::string dir =
         o.random_config.empty() ? JoinPath(o.models, o.prefix + "-" + fmt.name)
                                 : RandomModelSpecString(o.arch, fmt.name, o.group_size, o.random_config, o.seed);

@@ -26,6 +26,11 @@ enum class WeightFormat {
                //   scales, biases: [rows, cols / group_size] in scale_dtype;
                //   w = scale * q + bias, evaluated in f32.
   kGgml,       // data: ggml blocks of ggml_type, rows * (cols / block_size) blocks
+  kFp8E4M3,    // data: uint8 e4m3 codes[rows * cols] (the "fn" variant: no
+               //   infinities, S.1111.111 is NaN, 448 the largest value);
+               //   scales: f32 [rows, cols / group_size]; w = scale * code,
+               //   one f32 rounding. Per-tensor, per-channel and block scales
+               //   of FP8 checkpoints all take this shape.
 };
 
 struct WeightMatrix {
@@ -34,7 +39,7 @@ struct WeightMatrix {
   int64_t cols = 0;  // in_features (or hidden size)
   const void* data = nullptr;
 
-  // kMlxAffine only.
+  // kMlxAffine (and kFp8E4M3: group_size, scales, scale_dtype kF32).
   int bits = 0;
   int group_size = 0;
   const void* scales = nullptr;

@@ -1,4 +1,4 @@
-// `llmhost synth-model --arch NAME --config JSON|@FILE --dtype bf16|mlx4|mlx8
+// `llmhost synth-model --arch NAME --config JSON|@FILE --dtype bf16|mlx4|mlx8|fp8|gptq4|awq4
 // [--group-size 64] [--seed S] --out DIR`: writes a model directory of the
 // given shape with random weights, a byte-level BPE tokenizer of its vocab
 // size and a ChatML template (for benchmarks and memory tests).
@@ -94,11 +94,12 @@ void RegisterSynthCommands(CLI::App& app) {
   cmd->add_option("--config", opts->config,
                   "config.json keys as inline JSON or @FILE (hidden_size, num_hidden_layers, "
                   "num_attention_heads, vocab_size, intermediate_size, ...); required but for scripted");
-  cmd->add_option("--dtype", opts->dtype, "bf16, mlx4 or mlx8; required but for scripted");
+  cmd->add_option("--dtype", opts->dtype,
+                  "bf16, mlx4, mlx8, fp8 (e4m3, 128x128 block scales), gptq4 or awq4; required but for scripted");
   cmd->add_option("--script", opts->script,
                   "--arch scripted: script.json ({\"replies\": [{\"when\": TEXT, \"text\": TEXT}, ...]}: the reply "
                   "whose `when` occurs latest in the prompt is generated; one without `when` is the default)");
-  cmd->add_option("--group-size", opts->group_size, "MLX group size: 32, 64 (default) or 128");
+  cmd->add_option("--group-size", opts->group_size, "MLX / GPTQ / AWQ group size: 32, 64 (default) or 128");
   cmd->add_option("--seed", opts->seed, "random seed (default 0); the same seed writes the same files");
   cmd->add_option("--out", opts->out, "output directory (created if missing)")->required();
   cmd->callback([opts] { ExitCode() = RunSynth(*opts); });

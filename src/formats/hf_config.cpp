@@ -193,6 +193,12 @@ Result<ModelConfig> ParseModelConfigJson(const Json& root, const std::string& na
       RETURN_IF_ERROR(
           JsonFields(*qc, name + ": quantization_config").String("quant_method", &c.quant_method));
     }
+    Result<std::optional<HfQuantization>> hq = ParseHfQuantization(root, name);
+    if (hq.ok()) {
+      c.hf_quantization = *hq;
+    } else {
+      c.quant_status = hq.status();
+    }
   }
   return c;
 }

@@ -13,6 +13,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "formats/hf_quant.h"
 #include "formats/mlx_quant.h"
 #include "util/status.h"
 
@@ -102,6 +103,11 @@ struct ModelConfig {
   // Quantization: MLX metadata, or the quant_method of another scheme.
   std::optional<MlxQuantization> mlx_quantization;
   std::string quant_method;  // "gptq", "awq", "fp8", ... ("" if none or MLX)
+  // GPTQ / AWQ / FP8 (hf_quant.h); when quant_method names a scheme the
+  // loader cannot read, why (loading fails with it; the config still parses,
+  // so the model is listed).
+  std::optional<HfQuantization> hf_quantization;
+  Status quant_status;
 
   nlohmann::json raw;  // the whole file
 

@@ -93,8 +93,17 @@ Result<OJson> InspectSafetensors(const std::string& path, const InspectOptions& 
                            {"group_size", c.mlx_quantization->defaults.group_size},
                            {"mode", c.mlx_quantization->defaults.mode},
                            {"overrides", c.mlx_quantization->overrides.size()}};
+    } else if (c.hf_quantization) {
+      const HfQuantization& q = *c.hf_quantization;
+      j["quantization"] = {{"format", c.quant_method}, {"method", q.MethodName()}, {"description", q.Describe()}};
+      if (q.method != HfQuantization::Method::kFp8) {
+        j["quantization"]["bits"] = q.bits;
+        j["quantization"]["group_size"] = q.group_size > 0 ? q.group_size : -1;
+      } else if (q.block_rows > 0) {
+        j["quantization"]["block"] = {q.block_rows, q.block_cols};
+      }
     } else if (!c.quant_method.empty()) {
-      j["quantization"] = {{"format", c.quant_method}};
+      j["quantization"] = {{"format", c.quant_method}, {"supported", false}, {"error", c.quant_status.message()}};
     }
   }
 

@@ -75,7 +75,8 @@ Result<ModelSpec> BuildModelSpec(const ModelConfig& c) {
     return Status::NotSupported("unsupported architecture '" + c.model_type +
                                 "' (config model_type); supported: " + list);
   }
-  if (!c.quant_method.empty()) {
+  if (!c.quant_status.ok()) return c.quant_status;
+  if (!c.quant_method.empty() && !c.hf_quantization) {
     return Status::NotSupported("quantization method '" + c.quant_method + "' is not supported");
   }
   ModelSpec s;

@@ -274,7 +274,7 @@ Result<std::unique_ptr<EncoderModel>> LoadEncoder(const std::string& dir, Backen
   ASSIGN_OR_RETURN(EncoderPooling pooling, LoadEncoderPooling(dir));
   ASSIGN_OR_RETURN(EncoderPrompts prompts, LoadEncoderPrompts(dir));
   ASSIGN_OR_RETURN(std::unique_ptr<Tokenizer> tok, Tokenizer::FromPath(dir));
-  ASSIGN_OR_RETURN(std::unique_ptr<WeightSource> src, OpenSafetensorsSource(dir, mc.mlx_quantization));
+  ASSIGN_OR_RETURN(std::unique_ptr<WeightSource> src, OpenSafetensorsSource(dir, mc.mlx_quantization, mc.hf_quantization));
   ASSIGN_OR_RETURN(std::unique_ptr<EncoderWeights> w, EncoderWeights::Load(std::move(src), cfg, backend));
   return std::unique_ptr<EncoderModel>(
       std::make_unique<Encoder>(std::move(cfg), pooling, std::move(prompts), std::move(w), std::move(tok), backend));

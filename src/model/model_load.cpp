@@ -62,7 +62,7 @@ Result<std::unique_ptr<Model>> Model::LoadScripted(std::unique_ptr<Model> m, con
   auto spec = BuildModelSpec(as_llama);
   if (!spec.ok()) return spec.status().WithContext(path);
   m->spec_ = std::move(spec).value();
-  ASSIGN_OR_RETURN(std::unique_ptr<WeightSource> src, OpenSafetensorsSource(path, m->config_.mlx_quantization));
+  ASSIGN_OR_RETURN(std::unique_ptr<WeightSource> src, OpenSafetensorsSource(path, m->config_.mlx_quantization, m->config_.hf_quantization));
   m->weight_bytes_ = src->TotalBytes();
   RETURN_IF_ERROR(m->Bind(*src));
   if (m->backend_->kind() == DeviceKind::kCpu) m->source_ = std::move(src);
@@ -94,7 +94,7 @@ Result<std::unique_ptr<Model>> Model::Load(const std::string& path, Backend* bac
     if (m->config_.model_type == kScriptedModelType) return LoadScripted(std::move(m), path);
     auto spec = BuildModelSpec(m->config_);
     if (!spec.ok()) return spec.status().WithContext(path);
-    ASSIGN_OR_RETURN(src, OpenSafetensorsSource(path, m->config_.mlx_quantization));
+    ASSIGN_OR_RETURN(src, OpenSafetensorsSource(path, m->config_.mlx_quantization, m->config_.hf_quantization));
   } else if (!FileExists(path)) {
     return Status::NotFound(path + ": no such model directory or file");
   } else if (LooksLikeGguf(path)) {

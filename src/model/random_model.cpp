@@ -89,8 +89,10 @@ Status ParseDtypeField(const std::string& spec, const std::string& field, SynthO
     o->group_size = static_cast<int>(v);
   }
   auto d = ParseSynthDType(name);
-  if (!d.ok()) return BadSpec(spec, "DTYPE '" + name + "' (bf16, mlx4 or mlx8)");
-  if (*d == SynthDType::kBF16 && name != field) return BadSpec(spec, "bf16 takes no group size");
+  if (!d.ok()) return BadSpec(spec, "DTYPE '" + name + "' (bf16, mlx4, mlx8, fp8, gptq4 or awq4)");
+  if ((*d == SynthDType::kBF16 || *d == SynthDType::kFp8) && name != field) {
+    return BadSpec(spec, name + " takes no group size");
+  }
   o->dtype = *d;
   return Status::OK();
 }
@@ -143,7 +145,7 @@ Result<RandomModelSpec> ParseRandomModelSpec(const std::string& spec) {
 std::string RandomModelSpecString(const std::string& arch, const std::string& dtype, int group_size,
                                   const std::string& config_path, uint64_t seed) {
   std::string d = dtype;
-  if (dtype != "bf16" && group_size != 64) d += "-g" + std::to_string(group_size);
+  if (dtype != "bf16" && dtype != "fp8" && group_size != 64) d += "-g" + std::to_string(group_size);
   return std::string(kRandomModelPrefix) + arch + ":" + d + ":" + config_path + ":" + std::to_string(seed);
 }
 
@@ -160,7 +162,7 @@ Result<RandomModelParts> OpenRandomModel(const std::string& path, ThreadPool* po
   parts.identity = Sha256Of("llmhost random weights v1\nseed " + std::to_string(r.options.seed) + "\n" +
                             plan.config.dump());
   parts.weights = OpenTensorTableSource(std::make_unique<RandomTable>(std::move(plan.tensors), r.options.seed, pool),
-                                        parts.config.mlx_quantization, path);
+                                        parts.config.mlx_quantization, path, parts.config.hf_quantization);
   return parts;
 }
 

@@ -4,8 +4,8 @@
 //
 //   random:ARCH:DTYPE:CONFIG.json[:SEED]
 //     ARCH    an architecture synth-model writes (llama, qwen3, ...)
-//     DTYPE   bf16, mlx4 or mlx8; MLX with a group size other than 64 as
-//             mlx4-g32 / mlx8-g128
+//     DTYPE   bf16, mlx4, mlx8, fp8, gptq4 or awq4; a group size other than
+//             64 as mlx4-g32 / mlx8-g128 / gptq4-g128
 //     CONFIG  a Hugging Face config.json (may be partial: synth-model's
 //             defaults complete it)
 //     SEED    default 0

@@ -26,13 +26,22 @@ enum class Fill {
   kRandomBits,  // U32 uniform: MLX codes, each uniform in [0, 2^bits)
   kMlxScales,   // BF16 per group: spread / (2^bits - 1) x (0.75 .. 1.25)
   kMlxBiases,   // BF16 per group: -scale x (2^bits - 1) / 2 (codes centred on 0)
+  kFp8Codes,    // F8_E4M3 ~ N(0, 1) x kFp8Spread, rounded (scaled back by kFp8Scale)
+  kConstantU32, // I32 words `word` (raw bits: GPTQ / AWQ zeros)
+  kF16Scales,   // F16 per group: as kMlxScales (GPTQ / AWQ scales)
+  kGroupIndex,  // I32 element k: k / value (GPTQ g_idx in input order)
 };
+
+// FP8 weights: codes of N(0, 1) x kFp8Spread, one scale per 128x128 block.
+inline constexpr int kFp8Block = 128;
+inline constexpr float kFp8Spread = 16.0f;
 
 struct Tensor {
   SafetensorsTensorSpec spec;
   Fill fill = Fill::kNormal;
-  float value = 0;     // kConstant
-  int bits = 0;        // kMlxScales, kMlxBiases
+  float value = 0;     // kConstant, kGroupIndex (the group size)
+  int bits = 0;        // kMlxScales, kMlxBiases, kF16Scales
+  uint32_t word = 0;   // kConstantU32
   std::string stream;  // random stream name (a tensor's biases reuse its scales' stream)
 };
 

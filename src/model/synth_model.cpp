@@ -114,7 +114,7 @@ Status CheckGroups(const ModelSpec& s, int group) {
   for (const auto& [name, w] : widths) {
     if (w % group != 0) {
       return Status::InvalidArgument("--config: " + std::string(name) + " " + std::to_string(w) +
-                                     " is not a multiple of the MLX group size " +
+                                     " is not a multiple of the group size " +
                                      std::to_string(group) + " (try --group-size 32)");
     }
   }
@@ -139,7 +139,11 @@ Result<SynthDType> ParseSynthDType(std::string_view name) {
   if (name == "bf16") return SynthDType::kBF16;
   if (name == "mlx4") return SynthDType::kMlx4;
   if (name == "mlx8") return SynthDType::kMlx8;
-  return Status::InvalidArgument("--dtype: '" + std::string(name) + "' (expected bf16, mlx4 or mlx8)");
+  if (name == "fp8") return SynthDType::kFp8;
+  if (name == "gptq4") return SynthDType::kGptq4;
+  if (name == "awq4") return SynthDType::kAwq4;
+  return Status::InvalidArgument("--dtype: '" + std::string(name) +
+                                 "' (expected bf16, mlx4, mlx8, fp8, gptq4 or awq4)");
 }
 
 const std::vector<std::string>& SynthArchitectures() {
@@ -158,10 +162,10 @@ Result<OJson> SynthConfig(const SynthOptions& o) {
                                 ArchList() + ")");
   }
   if (!o.config.is_object()) return Status::InvalidArgument("--config: expected a JSON object");
-  const bool mlx = o.dtype != SynthDType::kBF16;
-  if (mlx && o.group_size != 32 && o.group_size != 64 && o.group_size != 128) {
-    return Status::InvalidArgument("--group-size: " + std::to_string(o.group_size) +
-                                   " (MLX supports 32, 64 or 128)");
+  const bool mlx = IsMlx(o.dtype);
+  const bool grouped = mlx || o.dtype == SynthDType::kGptq4 || o.dtype == SynthDType::kAwq4;
+  if (grouped && o.group_size != 32 && o.group_size != 64 && o.group_size != 128) {
+    return Status::InvalidArgument("--group-size: " + std::to_string(o.group_size) + " (32, 64 or 128)");
   }
   OJson c = o.config;
   if (auto it = c.find("model_type"); it != c.end() && *it != o.arch) {
@@ -219,11 +223,23 @@ Result<OJson> SynthConfig(const SynthOptions& o) {
     const OJson q = {{"group_size", o.group_size}, {"bits", o.dtype == SynthDType::kMlx4 ? 4 : 8}};
     c["quantization"] = q;
     c["quantization_config"] = q;
+  } else if (o.dtype == SynthDType::kFp8) {
+    c["quantization_config"] = {{"quant_method", "fp8"},
+                                {"activation_scheme", "dynamic"},
+                                {"fmt", "e4m3"},
+                                {"weight_block_size", {synth::kFp8Block, synth::kFp8Block}}};
+  } else if (o.dtype == SynthDType::kGptq4) {
+    c["quantization_config"] = {{"quant_method", "gptq"}, {"bits", 4},        {"group_size", o.group_size},
+                                {"desc_act", false},      {"sym", true},      {"checkpoint_format", "gptq"}};
+  } else if (o.dtype == SynthDType::kAwq4) {
+    c["quantization_config"] = {
+        {"quant_method", "awq"}, {"bits", 4}, {"group_size", o.group_size}, {"version", "gemm"}, {"zero_point", true}};
   }
   RETURN_IF_ERROR(CheckLimits(c));
   ASSIGN_OR_RETURN(ModelSpec spec, SpecOf(c));
   RETURN_IF_ERROR(CheckSpec(spec));
-  if (mlx) RETURN_IF_ERROR(CheckGroups(spec, o.group_size));
+  if (grouped) RETURN_IF_ERROR(CheckGroups(spec, o.group_size));
+  if (o.dtype == SynthDType::kFp8) RETURN_IF_ERROR(CheckGroups(spec, synth::kFp8Block));
   return c;
 }
 

@@ -38,19 +38,23 @@
 
 namespace llmhost {
 
-enum class SynthDType { kBF16, kMlx4, kMlx8 };
+// bf16; MLX affine 4/8-bit; the Hugging Face layouts GPU servers load: FP8
+// e4m3 with 128x128 block scales (quant_method "fp8"), GPTQ 4-bit (v1
+// checkpoint, symmetric) and AWQ 4-bit GEMM, groups of group_size.
+enum class SynthDType { kBF16, kMlx4, kMlx8, kFp8, kGptq4, kAwq4 };
+inline bool IsMlx(SynthDType d) { return d == SynthDType::kMlx4 || d == SynthDType::kMlx8; }
 
 struct SynthOptions {
   std::string arch;             // model_type: llama, mistral, qwen2, qwen3, qwen3_moe, phi3, gemma3_text
   nlohmann::ordered_json config;  // Hugging Face config.json keys (an object; may be partial)
   SynthDType dtype = SynthDType::kBF16;
-  int group_size = 64;          // MLX: 32, 64 or 128
+  int group_size = 64;          // MLX, GPTQ, AWQ: 32, 64 or 128
   uint64_t seed = 0;
   std::string out_dir;          // created if missing; files in it are replaced
   ThreadPool* pool = nullptr;   // generation threads (null: the calling thread only)
 };
 
-// "bf16", "mlx4", "mlx8"; InvalidArgument otherwise.
+// "bf16", "mlx4", "mlx8", "fp8", "gptq4", "awq4"; InvalidArgument otherwise.
 Result<SynthDType> ParseSynthDType(std::string_view name);
 // The architectures synth-model can write.
 const std::vector<std::string>& SynthArchitectures();

@@ -60,10 +60,29 @@ void FillBlock(const Tensor& t, uint64_t key, int64_t b, int64_t n, char* out) {
       for (int64_t i = 0; i < n; ++i) Put16(out + 2 * i, F32ToBf16(kWeightStd * NormalFrom(SplitMix(s))));
       break;
     case Fill::kConstant: {
+      if (t.spec.dtype == DType::kF32) {
+        for (int64_t i = 0; i < n; ++i) std::memcpy(out + 4 * i, &t.value, 4);
+        break;
+      }
       const uint16_t v = F32ToBf16(t.value);
       for (int64_t i = 0; i < n; ++i) Put16(out + 2 * i, v);
       break;
     }
+    case Fill::kFp8Codes:
+      for (int64_t i = 0; i < n; ++i) out[i] = static_cast<char>(F32ToFp8E4M3(kFp8Spread * NormalFrom(SplitMix(s))));
+      break;
+    case Fill::kConstantU32:
+      for (int64_t i = 0; i < n; ++i) std::memcpy(out + 4 * i, &t.word, 4);
+      break;
+    case Fill::kF16Scales:
+      for (int64_t i = 0; i < n; ++i) Put16(out + 2 * i, F32ToF16(GroupScale(SplitMix(s), t.bits)));
+      break;
+    case Fill::kGroupIndex:
+      for (int64_t i = 0; i < n; ++i) {
+        const int32_t g = static_cast<int32_t>((b * kBlock + i) / static_cast<int64_t>(t.value));
+        std::memcpy(out + 4 * i, &g, 4);
+      }
+      break;
     case Fill::kRandomBits:
       // Uniform 32-bit words hold uniform codes at every bit width that
       // divides 32 (MLX packs element j at bits [j * bits, (j + 1) * bits)).
@@ -89,17 +108,42 @@ void FillBlock(const Tensor& t, uint64_t key, int64_t b, int64_t n, char* out) {
 class Planner {
  public:
   Planner(SynthDType dtype, int group_size) : dtype_(dtype), group_(group_size) {}
-  int bits() const { return dtype_ == SynthDType::kMlx4 ? 4 : 8; }
+  int bits() const { return dtype_ == SynthDType::kMlx8 ? 8 : 4; }
 
-  // A [rows, cols] matrix (or `stack` of them when stack > 0).
-  void Matrix(const std::string& module, int64_t rows, int64_t cols, int64_t stack = 0) {
+  // A [rows, cols] matrix (or `stack` of them when stack > 0, MLX only).
+  // `layer`: a decoder layer's Linear, the modules GPTQ / AWQ / FP8
+  // checkpoints quantize (embeddings, head and router stay 16-bit).
+  void Matrix(const std::string& module, int64_t rows, int64_t cols, int64_t stack = 0, bool layer = true) {
     auto shape = [&](int64_t last) {
       std::vector<int64_t> s{rows, last};
       if (stack > 0) s.insert(s.begin(), stack);
       return s;
     };
-    if (dtype_ == SynthDType::kBF16) {
+    if (dtype_ == SynthDType::kBF16 || (!IsMlx(dtype_) && !layer)) {
       Add(module + ".weight", DType::kBF16, shape(cols), Fill::kNormal);
+      return;
+    }
+    if (dtype_ == SynthDType::kFp8) {
+      Add(module + ".weight", DType::kF8_E4M3, shape(cols), Fill::kFp8Codes);
+      Add(module + ".weight_scale_inv", DType::kF32,
+          {(rows + kFp8Block - 1) / kFp8Block, (cols + kFp8Block - 1) / kFp8Block}, Fill::kConstant);
+      out_.back().value = kWeightStd / kFp8Spread;
+      return;
+    }
+    if (dtype_ == SynthDType::kGptq4 || dtype_ == SynthDType::kAwq4) {
+      // Codes uniform in 0..15 around the zero 8 (GPTQ v1 stores it as 7).
+      const bool gptq = dtype_ == SynthDType::kGptq4;
+      Add(module + ".qweight", DType::kI32, gptq ? std::vector<int64_t>{cols / 8, rows} : std::vector<int64_t>{cols, rows / 8},
+          Fill::kRandomBits);
+      // GPTQ symmetric: every zero 8 (stored 7 in v1); AWQ asymmetric: zeros
+      // uniform in 0..15, as its min-max grids give.
+      Add(module + ".qzeros", DType::kI32, {cols / group_, rows / 8}, gptq ? Fill::kConstantU32 : Fill::kRandomBits);
+      out_.back().word = 0x77777777u;
+      Add(module + ".scales", DType::kF16, {cols / group_, rows}, Fill::kF16Scales);
+      if (gptq) {
+        Add(module + ".g_idx", DType::kI32, {cols}, Fill::kGroupIndex);
+        out_.back().value = static_cast<float>(group_);
+      }
       return;
     }
     Add(module + ".weight", DType::kU32, shape(cols * bits() / 32), Fill::kRandomBits);
@@ -143,8 +187,8 @@ std::vector<Tensor> PlanTensors(const ModelSpec& s, SynthDType dtype, int group_
   Planner p(dtype, group_size);
   const float norm = s.norm_add_one ? 0.0f : 1.0f;  // Gemma multiplies by 1 + w
   const int64_t H = s.hidden, qd = s.q_dim(), kvd = s.kv_dim();
-  p.Matrix("model.embed_tokens", s.vocab, H);
-  if (!s.tie_embeddings) p.Matrix("lm_head", s.vocab, H);
+  p.Matrix("model.embed_tokens", s.vocab, H, 0, false);
+  if (!s.tie_embeddings) p.Matrix("lm_head", s.vocab, H, 0, false);
   p.Vector("model.norm.weight", H, Fill::kConstant, norm);
   for (int64_t i = 0; i < s.n_layers; ++i) {
     const std::string l = "model.layers." + std::to_string(i) + ".";
@@ -175,8 +219,8 @@ std::vector<Tensor> PlanTensors(const ModelSpec& s, SynthDType dtype, int group_
 
     if (s.layers[static_cast<size_t>(i)].moe) {
       const int64_t E = s.n_experts, I = s.moe_intermediate;
-      p.Matrix(l + "mlp.gate", E, H);
-      if (dtype == SynthDType::kBF16) {
+      p.Matrix(l + "mlp.gate", E, H, 0, false);
+      if (!IsMlx(dtype)) {
         for (int64_t e = 0; e < E; ++e) {
           const std::string x = l + "mlp.experts." + std::to_string(e) + ".";
           p.Matrix(x + "gate_proj", I, H);

@@ -31,9 +31,11 @@ class TensorTable {
   virtual void Release(const std::string& name) const { (void)name; }
 };
 
-// A WeightSource over `table`: plain or MLX-quantized as `mlx` says; `path`
+// A WeightSource over `table`: plain, MLX-quantized as `mlx` says, or GPTQ /
+// AWQ / FP8 as `hf` says (quant_repack.h); `path`
 // names it in messages.
 std::unique_ptr<WeightSource> OpenTensorTableSource(std::unique_ptr<TensorTable> table,
-                                                    std::optional<MlxQuantization> mlx, std::string path);
+                                                    std::optional<MlxQuantization> mlx, std::string path,
+                                                    std::optional<HfQuantization> hf = std::nullopt);
 
 }  // namespace llmhost

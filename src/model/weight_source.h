@@ -1,9 +1,10 @@
 // WeightSource: a model's stored tensors behind Hugging Face names, whatever
 // the file format: safetensors (bf16/f16/f32, single or sharded), MLX
-// affine-quantized safetensors (weight/scales/biases triplets) or GGUF
-// (blk.N.* names translated to HF names).
+// affine-quantized safetensors (weight/scales/biases triplets), GPTQ / AWQ /
+// FP8 checkpoints, or GGUF (blk.N.* names translated to HF names).
 //
-// Matrices come back as WeightMatrix views into the mapped files (zero-copy);
+// Matrices come back as WeightMatrix views into the mapped files (zero-copy;
+// GPTQ and AWQ codes are repacked at load, so theirs are the source's own);
 // small 1-D tensors (norms, biases) are converted to f32 vectors.
 #pragma once
 
@@ -50,10 +51,13 @@ class WeightSource {
   virtual void ReleaseMatrix(const std::string& module) { (void)module; }
 };
 
-// Opens the safetensors of a model directory (one file or shards), plain or
-// MLX-quantized as `mlx` (config.json's quantization) says.
-Result<std::unique_ptr<WeightSource>> OpenSafetensorsSource(
-    const std::string& dir, const std::optional<MlxQuantization>& mlx);
+// Opens the safetensors of a model directory (one file or shards), plain,
+// MLX-quantized as `mlx` (config.json's quantization) says, or GPTQ / AWQ /
+// FP8 as `hf` says (their matrices made into the backends' formats at load:
+// model/quant_repack.h).
+Result<std::unique_ptr<WeightSource>> OpenSafetensorsSource(const std::string& dir,
+                                                            const std::optional<MlxQuantization>& mlx,
+                                                            const std::optional<HfQuantization>& hf = std::nullopt);
 
 // Opens a GGUF file (a split model by its first part, all parts read as
 // one): its hyperparameters become *config (as a config.json

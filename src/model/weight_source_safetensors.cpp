@@ -5,7 +5,11 @@
 
 #include "backend/cpu/matmul.h"
 #include "formats/safetensors_model.h"
+#include "model/quant_repack.h"
 #include "model/tensor_table.h"
+
+#include <map>
+#include <mutex>
 
 namespace llmhost {
 
@@ -50,11 +54,14 @@ class MappedTable final : public TensorTable {
 
 class TableSource final : public WeightSource {
  public:
-  TableSource(std::unique_ptr<TensorTable> st, std::optional<MlxQuantization> mlx, std::string path)
-      : st_(std::move(st)), mlx_(std::move(mlx)), path_(std::move(path)) {}
+  TableSource(std::unique_ptr<TensorTable> st, std::optional<MlxQuantization> mlx,
+              std::optional<HfQuantization> hf, std::string path)
+      : st_(std::move(st)), mlx_(std::move(mlx)), hf_(std::move(hf)), path_(std::move(path)) {}
 
   const std::string& path() const override { return path_; }
-  bool HasMatrix(const std::string& module) const override { return st_->Has(module + ".weight"); }
+  bool HasMatrix(const std::string& module) const override {
+    return st_->Has(module + ".weight") || (hf_ && st_->Has(module + ".qweight"));
+  }
   bool HasTensor(const std::string& name) const override { return st_->Has(name); }
 
   Result<WeightMatrix> Matrix(const std::string& module, int64_t rows,
@@ -84,7 +91,12 @@ class TableSource final : public WeightSource {
   uint64_t TotalBytes() const override { return st_->TotalBytes(); }
 
   void ReleaseMatrix(const std::string& module) override {
-    for (const char* part : {".weight", ".scales", ".biases"}) st_->Release(module + part);
+    for (const char* part : {".weight", ".scales", ".biases", ".qweight", ".qzeros", ".g_idx", ".weight_scale",
+                             ".weight_scale_inv"}) {
+      st_->Release(module + part);
+    }
+    std::lock_guard<std::mutex> lock(mu_);
+    made_.erase(module);
   }
 
  private:
@@ -99,9 +111,57 @@ class TableSource final : public WeightSource {
                                    ShapeStr(expected) + ", found " + ShapeStr(found));
   }
 
+  // A GPTQ / AWQ / FP8 matrix made at load (quant_repack.h), kept until
+  // ReleaseMatrix or the source's end.
+  Result<WeightMatrix> LoadHf(const std::string& module, int64_t rows, int64_t cols) const {
+    const HfQuantization& q = *hf_;
+    Result<std::unique_ptr<RepackedMatrix>> made = Status::Internal("unreachable");
+    if (q.method == HfQuantization::Method::kFp8) {
+      ASSIGN_OR_RETURN(TensorView w, Get(module + ".weight"));
+      const std::string sname = module + (st_->Has(module + ".weight_scale_inv") ? ".weight_scale_inv" : ".weight_scale");
+      ASSIGN_OR_RETURN(TensorView sc, Get(sname));
+      made = Fp8Matrix(q, module, w, sc, sname, rows, cols);
+    } else {
+      ASSIGN_OR_RETURN(TensorView qw, Get(module + ".qweight"));
+      ASSIGN_OR_RETURN(TensorView qz, Get(module + ".qzeros"));
+      ASSIGN_OR_RETURN(TensorView sc, Get(module + ".scales"));
+      if (q.method == HfQuantization::Method::kAwq) {
+        made = RepackAwq(q, module, qw, qz, sc, rows, cols);
+      } else {
+        std::optional<TensorView> gi;
+        if (st_->Has(module + ".g_idx")) {
+          ASSIGN_OR_RETURN(gi, Get(module + ".g_idx"));
+        }
+        made = RepackGptq(q, module, qw, qz, sc, gi ? &*gi : nullptr, rows, cols);
+      }
+    }
+    if (!made.ok()) return made.status().WithContext(path_);
+    const WeightMatrix view = (*made)->view;
+    std::lock_guard<std::mutex> lock(mu_);
+    made_[module] = std::move(*made);
+    return view;
+  }
+
+  // Whether `module` is stored quantized the hf_ way (else it is a plain
+  // 16/32-bit matrix: lm_head and embeddings usually are).
+  bool HfQuantized(const std::string& module) const {
+    if (!hf_) return false;
+    if (hf_->method != HfQuantization::Method::kFp8) return st_->Has(module + ".qweight");
+    auto w = st_->Has(module + ".weight") ? st_->Get(module + ".weight") : Result<TensorView>(Status::NotFound(""));
+    return w.ok() && w->dtype == DType::kF8_E4M3;
+  }
+
   // n == 0: one [rows, cols] matrix; n > 0: [n, rows, cols] stacked.
   Result<std::vector<WeightMatrix>> Load(const std::string& module, int64_t n, int64_t rows,
                                          int64_t cols) const {
+    if (HfQuantized(module)) {
+      if (n > 0) {
+        return Status::NotSupported(path_ + ": '" + module + "': stacked " + hf_->Describe() +
+                                    " experts are not supported (one module per expert is)");
+      }
+      ASSIGN_OR_RETURN(WeightMatrix m, LoadHf(module, rows, cols));
+      return std::vector<WeightMatrix>{m};
+    }
     const std::string wname = module + ".weight";
     ASSIGN_OR_RETURN(TensorView w, Get(wname));
     const int64_t count = n == 0 ? 1 : n;
@@ -166,6 +226,10 @@ class TableSource final : public WeightSource {
       case DType::kF32: f = WeightFormat::kF32; break;
       case DType::kF16: f = WeightFormat::kF16; break;
       case DType::kBF16: f = WeightFormat::kBF16; break;
+      case DType::kF8_E4M3:
+        return Status::InvalidArgument(path_ + ": tensor '" + wname + "' is FP8 (F8_E4M3) but config.json's "
+                                       "quantization_config names no FP8 scheme (quant_method \"fp8\" or "
+                                       "\"compressed-tensors\"), so its scales cannot be read");
       default:
         return Status::NotSupported(path_ + ": tensor '" + wname + "': dtype " +
                                     DTypeName(w.dtype) + " is not supported for weights " +
@@ -184,20 +248,25 @@ class TableSource final : public WeightSource {
 
   std::unique_ptr<TensorTable> st_;
   std::optional<MlxQuantization> mlx_;
+  std::optional<HfQuantization> hf_;
   std::string path_;
+  mutable std::mutex mu_;
+  mutable std::map<std::string, std::unique_ptr<RepackedMatrix>> made_;
 };
 
 }  // namespace
 
 std::unique_ptr<WeightSource> OpenTensorTableSource(std::unique_ptr<TensorTable> table,
-                                                    std::optional<MlxQuantization> mlx, std::string path) {
-  return std::make_unique<TableSource>(std::move(table), std::move(mlx), std::move(path));
+                                                    std::optional<MlxQuantization> mlx, std::string path,
+                                                    std::optional<HfQuantization> hf) {
+  return std::make_unique<TableSource>(std::move(table), std::move(mlx), std::move(hf), std::move(path));
 }
 
-Result<std::unique_ptr<WeightSource>> OpenSafetensorsSource(
-    const std::string& dir, const std::optional<MlxQuantization>& mlx) {
+Result<std::unique_ptr<WeightSource>> OpenSafetensorsSource(const std::string& dir,
+                                                            const std::optional<MlxQuantization>& mlx,
+                                                            const std::optional<HfQuantization>& hf) {
   ASSIGN_OR_RETURN(std::unique_ptr<SafetensorsModel> st, SafetensorsModel::Open(dir));
-  return OpenTensorTableSource(std::make_unique<MappedTable>(std::move(st)), mlx, dir);
+  return OpenTensorTableSource(std::make_unique<MappedTable>(std::move(st)), mlx, dir, hf);
 }
 
 }  // namespace llmhost

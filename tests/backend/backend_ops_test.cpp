@@ -128,7 +128,8 @@ TEST_P(BackendOpsTest, MatMul) {
                               testing::Plain(WeightFormat::kBF16), testing::Mlx(4, 64),
                               testing::Mlx(8, 64),                 testing::Mlx(3, 128, DType::kF16),
                               testing::Ggml(GgmlType::kQ8_0),      testing::Ggml(GgmlType::kQ4_0),
-                              testing::Ggml(GgmlType::kQ4_K),      testing::Ggml(GgmlType::kQ6_K)};
+                              testing::Ggml(GgmlType::kQ4_K),      testing::Ggml(GgmlType::kQ6_K),
+                              testing::Fp8(32),                    testing::Fp8(128)};
   std::mt19937 rng(1);
   for (const FormatSpec& spec : specs) {
     for (int c = 0; c < kCases / 2; ++c) {
@@ -161,7 +162,7 @@ TEST_P(BackendOpsTest, MatMul) {
 TEST_P(BackendOpsTest, RouterMatMulAndEmbedding) {
   std::mt19937 rng(2);
   for (const FormatSpec& spec : {testing::Plain(WeightFormat::kF32), testing::Plain(WeightFormat::kBF16),
-                                 testing::Mlx(4, 64), testing::Ggml(GgmlType::kQ8_0)}) {
+                                 testing::Mlx(4, 64), testing::Ggml(GgmlType::kQ8_0), testing::Fp8(32)}) {
     for (int c = 0; c < kCases / 2; ++c) {
       const int64_t rows = Uniform(rng, 8, 64), cols = spec.ColMultiple() * Uniform(rng, 1, 256 / spec.ColMultiple() + 1);
       const int64_t n = Uniform(rng, 1, 24);

@@ -31,12 +31,13 @@ struct FormatSpec {
         return "mlx" + std::to_string(bits) + "_g" + std::to_string(group_size) + "_" +
                DTypeName(scale_dtype);
       case WeightFormat::kGgml: return std::string("gguf_") + GgmlTypeInfo(static_cast<uint32_t>(ggml_type))->name;
+      case WeightFormat::kFp8E4M3: return "fp8_g" + std::to_string(group_size);
     }
     return "?";
   }
   // Columns must be a multiple of this.
   int64_t ColMultiple() const {
-    if (format == WeightFormat::kMlxAffine) return group_size;
+    if (format == WeightFormat::kMlxAffine || format == WeightFormat::kFp8E4M3) return group_size;
     if (format != WeightFormat::kGgml) return 1;
     const auto info = GgmlTypeInfo(static_cast<uint32_t>(ggml_type));
     return info->block_size;
@@ -50,6 +51,15 @@ inline FormatSpec Mlx(int bits, int group, DType sd = DType::kBF16) {
   s.bits = bits;
   s.group_size = group;
   s.scale_dtype = sd;
+  return s;
+}
+// FP8 e4m3 with f32 scales over groups of `group` columns (a whole row's
+// width stands for per-channel scales).
+inline FormatSpec Fp8(int group) {
+  FormatSpec s;
+  s.format = WeightFormat::kFp8E4M3;
+  s.group_size = group;
+  s.scale_dtype = DType::kF32;
   return s;
 }
 inline FormatSpec Ggml(GgmlType t) {
@@ -76,6 +86,8 @@ inline std::vector<FormatSpec> AllFormats() {
   v.push_back(Mlx(8, 32, DType::kF32));
   v.push_back(Mlx(3, 128, DType::kF16));
   for (GgmlType t : AllGgmlTypes()) v.push_back(Ggml(t));
+  v.push_back(Fp8(32));
+  v.push_back(Fp8(128));
   return v;
 }
 
@@ -149,6 +161,19 @@ inline void MakeRandomWeight(const FormatSpec& s, int64_t rows, int64_t cols, ui
         PutParam(out->scales, g, s.scale_dtype, (0.5f + 0.5f * std::fabs(uni(rng))) * 2.0f / qmax);
         PutParam(out->biases, g, s.scale_dtype, -1.0f + 0.1f * uni(rng));
       }
+      break;
+    }
+    case WeightFormat::kFp8E4M3: {
+      // Every code but the NaNs (0x7F, 0xFF), scales near 1/448 so weights are O(1).
+      w.group_size = s.group_size;
+      w.scale_dtype = DType::kF32;
+      out->data.resize(n);
+      for (auto& b : out->data) {
+        do b = static_cast<uint8_t>(byte(rng));
+        while ((b & 0x7F) == 0x7F);
+      }
+      out->scales.resize(4 * (n / s.group_size));
+      for (int64_t g = 0; g < n / s.group_size; ++g) PutF32(out->scales.data() + 4 * g, (1.0f + uni(rng)) / 448);
       break;
     }
     case WeightFormat::kGgml: {

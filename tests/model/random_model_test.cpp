@@ -198,7 +198,7 @@ TEST(RandomModelTest, BadSpecsSayWhatToFix) {
     return r.ok() ? std::string() : r.status().ToString();
   };
   EXPECT_NE(message("random:llama:bf16").find("too few fields"), std::string::npos);
-  EXPECT_NE(message("random:llama:fp8:" + config).find("DTYPE 'fp8'"), std::string::npos);
+  EXPECT_NE(message("random:llama:fp4:" + config).find("DTYPE 'fp4'"), std::string::npos);
   EXPECT_NE(message("random:llama:mlx4-gx:" + config).find("group size"), std::string::npos);
   EXPECT_NE(message("random:llama:bf16-g32:" + config).find("bf16 takes no group size"), std::string::npos);
   EXPECT_NE(message("random:llama:bf16:" + dir.Sub("absent.json")).find("absent.json"), std::string::npos);

@@ -36,6 +36,8 @@ uint64_t WeightMatrixBytes(const WeightMatrix& w) {
       const uint64_t groups = n / static_cast<uint64_t>(w.group_size);
       return n * static_cast<uint64_t>(w.bits) / 8 + 2 * groups * DTypeSize(w.scale_dtype);
     }
+    case WeightFormat::kFp8E4M3:
+      return w.group_size <= 0 ? 0 : n + n / static_cast<uint64_t>(w.group_size) * 4;
     case WeightFormat::kGgml: {
       auto info = GgmlTypeInfo(static_cast<uint32_t>(w.ggml_type));
       if (!info || info->block_size == 0) return 0;

@@ -173,6 +173,21 @@ Status CheckWeight(const WeightMatrix& w) {
       }
       return Status::OK();
     }
+    case WeightFormat::kFp8E4M3: {
+      if (w.cols % 32 != 0 || w.group_size <= 0 || w.group_size % 32 != 0 || w.cols % w.group_size != 0) {
+        return Status::NotSupported("FP8 weight " + Shape(w) + ": group size " + std::to_string(w.group_size) +
+                                    " (cols and the group size must be multiples of 32, the group size a "
+                                    "divisor of cols)");
+      }
+      if (w.scale_dtype != DType::kF32) {
+        return Status::NotSupported("FP8 weight " + Shape(w) + ": scales of dtype " + DTypeName(w.scale_dtype) +
+                                    " (F32 expected)");
+      }
+      if (w.rows > 0 && w.scales == nullptr) {
+        return Status::InvalidArgument("FP8 weight " + Shape(w) + ": missing scales");
+      }
+      return Status::OK();
+    }
     case WeightFormat::kGgml: {
       const int block = quant::GgmlBlockSize(w.ggml_type);
       if (block == 0) {

@@ -88,5 +88,8 @@ float Bf16ToF32(uint16_t v);
 float F16ToF32(uint16_t v);
 uint16_t F32ToBf16(float v);  // round to nearest even
 uint16_t F32ToF16(float v);   // round to nearest even
+// FP8 e4m3 ("fn": no infinities; 0x7F and 0xFF are NaN, 448 the largest).
+float Fp8E4M3ToF32(uint8_t v);   // exact
+uint8_t F32ToFp8E4M3(float v);   // round to nearest even, saturating at +-448
 
 }  // namespace llmhost

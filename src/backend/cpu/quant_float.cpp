@@ -1,6 +1,8 @@
 // Scalar float conversions, row geometry, and the exact scalar dequantizer
 // that dispatches over every format.
+#include <cmath>
 #include <cstring>
+#include <limits>
 
 #include "backend/cpu/matmul.h"
 #include "backend/cpu/quant_formats.h"
@@ -71,12 +73,44 @@ uint16_t F32ToF16(float v) {
   return sign | static_cast<uint16_t>(m);
 }
 
+float Fp8E4M3ToF32(uint8_t v) {
+  const int e = (v >> 3) & 0xF, m = v & 7;
+  float a;
+  if ((v & 0x7F) == 0x7F) {
+    a = std::numeric_limits<float>::quiet_NaN();
+  } else if (e == 0) {
+    a = std::ldexp(static_cast<float>(m), -9);  // subnormal: m/8 * 2^-6
+  } else {
+    a = std::ldexp(static_cast<float>(8 + m), e - 10);  // (1 + m/8) * 2^(e-7)
+  }
+  return (v & 0x80) ? -a : a;
+}
+
+uint8_t F32ToFp8E4M3(float v) {
+  const uint8_t sign = std::signbit(v) ? 0x80 : 0;
+  const float a = std::fabs(v);
+  if (std::isnan(a)) return sign | 0x7F;
+  if (a >= 464.0f) return sign | 0x7E;  // past the midpoint of 448 and 480 (NaN): saturate
+  if (a < 0.015625f) {                  // below 2^-6: subnormal steps of 2^-9
+    return sign | static_cast<uint8_t>(std::nearbyint(std::ldexp(a, 9)));  // 8 is the smallest normal
+  }
+  int e;
+  const float f = std::frexp(a, &e);                                        // a = f * 2^e, f in [0.5, 1)
+  int q = static_cast<int>(std::nearbyint(std::ldexp(f, 4)));               // 8..16: 1.mmm in eighths
+  if (q == 16) {
+    q = 8;
+    ++e;
+  }
+  return sign | static_cast<uint8_t>(((e - 1 + 7) << 3) | (q - 8));
+}
+
 namespace quant {
 
 int64_t DequantAlignment(const WeightMatrix& w) {
   switch (w.format) {
     case WeightFormat::kMlxAffine: return 32;  // every group size is a multiple
     case WeightFormat::kGgml: return GgmlBlockSize(w.ggml_type);
+    case WeightFormat::kFp8E4M3: return 32;  // groups are whole multiples
     default: return 1;
   }
 }
@@ -87,6 +121,7 @@ int64_t RowBytes(const WeightMatrix& w) {
     case WeightFormat::kF16:
     case WeightFormat::kBF16: return w.cols * 2;
     case WeightFormat::kMlxAffine: return w.cols * w.bits / 8;
+    case WeightFormat::kFp8E4M3: return w.cols;
     case WeightFormat::kGgml: {
       const int size = GgmlBlockSize(w.ggml_type);
       return size ? w.cols / size * GgmlBlockBytes(w.ggml_type) : 0;
@@ -111,6 +146,11 @@ void DequantizeRangeScalar(const WeightMatrix& w, int64_t row, int64_t c0, int64
     case WeightFormat::kMlxAffine:
       DequantizeMlxRangeScalar(w, row, c0, c1, out);
       return;
+    case WeightFormat::kFp8E4M3: {
+      const float* scales = static_cast<const float*>(w.scales) + row * (w.cols / w.group_size);
+      for (int64_t c = c0; c < c1; ++c) out[c - c0] = scales[c / w.group_size] * Fp8E4M3ToF32(base[c]);
+      return;
+    }
     case WeightFormat::kGgml: {
       const int size = GgmlBlockSize(w.ggml_type);
       const int bytes = GgmlBlockBytes(w.ggml_type);

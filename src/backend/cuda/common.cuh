@@ -21,6 +21,15 @@ __device__ __forceinline__ float F16ToF32(uint16_t h) {
   return __half2float(__ushort_as_half(h));
 }
 
+// An FP8 e4m3 ("fn") code, widened exactly as the CPU's Fp8E4M3ToF32: normal
+// codes move their fields into f32's, subnormals are m * 2^-9, 0x7F is NaN.
+__device__ __forceinline__ float Fp8E4M3ToF32(uint32_t code) {
+  const uint32_t mag = code & 0x7Fu;
+  float a = mag < 8 ? __fmul_rn(static_cast<float>(mag), 1.0f / 512) : __uint_as_float((mag << 20) + (120u << 23));
+  if (mag == 0x7Fu) a = __uint_as_float(0x7FC00000u);
+  return (code & 0x80u) ? -a : a;
+}
+
 // Rounded to nearest even, NaN kept quiet: the same bits as the CPU's
 // F32ToBf16 / F32ToF16 (backend/cpu/quant_float.cpp), so that a K/V row
 // stored on either backend is the same bytes.

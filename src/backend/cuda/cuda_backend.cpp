@@ -95,6 +95,7 @@ bool KeptAsStored(const WeightMatrix& w, cuda::WFmt* f) {
     case WeightFormat::kF16: *f = WFmt::kF16; return true;
     case WeightFormat::kBF16: *f = WFmt::kBF16; return true;
     case WeightFormat::kMlxAffine: *f = WFmt::kMlx; return true;
+    case WeightFormat::kFp8E4M3: *f = WFmt::kFp8; return true;
     case WeightFormat::kGgml:
       if (!CudaReadsGgmlInPlace(w.ggml_type)) return false;
       switch (w.ggml_type) {
@@ -117,7 +118,7 @@ bool DevWeightOf(const WeightMatrix& w, cuda::DevWeight* d) {
   d->data = w.data;
   d->rows = w.rows;
   d->cols = w.cols;
-  if (w.format == WeightFormat::kMlxAffine) {
+  if (w.format == WeightFormat::kMlxAffine || w.format == WeightFormat::kFp8E4M3) {
     d->scales = w.scales;
     d->biases = w.biases;
     d->scale_type = cuda::ElemOf(w.scale_dtype);
@@ -494,14 +495,16 @@ Result<WeightMatrix> CudaBackend::PrepareWeight(const WeightMatrix& host) {
   Use();
   cuda::WFmt fmt;
   const bool stored = KeptAsStored(host, &fmt);
-  // One allocation: the data (stored rows, or f32 rows), then MLX scales and biases.
+  // One allocation: the data (stored rows, or f32 rows), then MLX scales and
+  // biases (FP8: scales only).
   const size_t data_bytes = stored ? static_cast<size_t>(host.rows) * static_cast<size_t>(quant::RowBytes(host))
                                    : static_cast<size_t>(host.rows) * static_cast<size_t>(host.cols) * 4;
-  const size_t param_bytes = host.format == WeightFormat::kMlxAffine
-                                 ? static_cast<size_t>(host.rows) * static_cast<size_t>(host.cols / host.group_size) *
-                                       DTypeSize(host.scale_dtype)
-                                 : 0;
-  const size_t bytes = Aligned(data_bytes) + 2 * Aligned(param_bytes);
+  const bool grouped = host.format == WeightFormat::kMlxAffine || host.format == WeightFormat::kFp8E4M3;
+  const size_t param_bytes = grouped ? static_cast<size_t>(host.rows) * static_cast<size_t>(host.cols / host.group_size) *
+                                           DTypeSize(host.scale_dtype)
+                                     : 0;
+  const int param_arrays = host.format == WeightFormat::kMlxAffine ? 2 : grouped ? 1 : 0;
+  const size_t bytes = Aligned(data_bytes) + param_arrays * Aligned(param_bytes);
   void* p = nullptr;
   if (cudaError_t ce = cudaMalloc(&p, std::max<size_t>(bytes, 1)); ce != cudaSuccess) {
     (void)cudaGetLastError();
@@ -526,9 +529,11 @@ Result<WeightMatrix> CudaBackend::PrepareWeight(const WeightMatrix& host) {
     ce = upload(base, host.data, data_bytes);
     if (param_bytes > 0 && ce == cudaSuccess) {
       d.scales = base + Aligned(data_bytes);
-      d.biases = base + Aligned(data_bytes) + Aligned(param_bytes);
       ce = upload(const_cast<void*>(d.scales), host.scales, param_bytes);
-      if (ce == cudaSuccess) ce = upload(const_cast<void*>(d.biases), host.biases, param_bytes);
+      if (param_arrays == 2) {
+        d.biases = base + Aligned(data_bytes) + Aligned(param_bytes);
+        if (ce == cudaSuccess) ce = upload(const_cast<void*>(d.biases), host.biases, param_bytes);
+      }
     }
   } else {
     // Exact f32 rows, a slab at a time.

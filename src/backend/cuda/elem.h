@@ -12,13 +12,13 @@ enum class Elem { kF32, kF16, kBF16 };
 
 // How a weight is stored on the device: as the file stores it (16/32-bit
 // floats, MLX affine bit streams, GGUF blocks), read by the kernels in place.
-enum class WFmt { kF32, kF16, kBF16, kMlx, kQ8_0, kQ4_0, kQ4_K, kQ6_K };
+enum class WFmt { kF32, kF16, kBF16, kMlx, kQ8_0, kQ4_0, kQ4_K, kQ6_K, kFp8 };
 
 // A weight matrix as the kernels take it (device addresses; by value).
 struct DevWeight {
   WFmt fmt = WFmt::kF32;
   const void* data = nullptr;
-  const void* scales = nullptr;  // kMlx: [rows, cols / group_size] of scale_type
+  const void* scales = nullptr;  // kMlx, kFp8: [rows, cols / group_size] of scale_type
   const void* biases = nullptr;
   Elem scale_type = Elem::kBF16;
   int bits = 0;

@@ -269,7 +269,7 @@ void ForChunkCols(int cw, Body&& body) {
 // a token's sums never depend on the launch.
 bool WideRows(const DevWeight& w) {
   if (w.cols % 8 != 0) return false;
-  if (w.fmt == WFmt::kMlx) return w.group_size % 8 == 0;
+  if (w.fmt == WFmt::kMlx || w.fmt == WFmt::kFp8) return w.group_size % 8 == 0;
   return true;
 }
 

@@ -34,6 +34,10 @@ __device__ __forceinline__ float LoadW(const DevWeight& w, int64_t r, int64_t c)
     const float q = static_cast<float>((v >> shift) & ((1u << w.bits) - 1));
     const int64_t g = r * (w.cols / w.group_size) + c / w.group_size;
     return __fadd_rn(__fmul_rn(ScaleAt(w.scales, w.scale_type, g), q), ScaleAt(w.biases, w.scale_type, g));
+  } else if constexpr (F == WFmt::kFp8) {  // f32 scale per group of the row, one rounding
+    const uint8_t code = static_cast<const uint8_t*>(w.data)[r * w.cols + c];
+    const float scale = static_cast<const float*>(w.scales)[r * (w.cols / w.group_size) + c / w.group_size];
+    return __fmul_rn(scale, Fp8E4M3ToF32(code));
   } else if constexpr (F == WFmt::kQ8_0) {  // 34 bytes: f16 d, int8 q[32]
     const uint8_t* b = static_cast<const uint8_t*>(w.data) + r * w.row_bytes + (c / 32) * 34;
     return __fmul_rn(static_cast<float>(static_cast<int8_t>(b[2 + c % 32])), HalfAt(b));
@@ -74,7 +78,7 @@ __device__ __forceinline__ float LoadW(const DevWeight& w, int64_t r, int64_t c)
 // Eight consecutive weights of row r from column c (a multiple of 8) with
 // LoadW's values, in wide loads where the format allows: 16/32-bit rows in
 // 16-byte loads, MLX 4- and 8-bit in one 4- or 8-byte word (one group: its
-// size is a multiple of 8; WideRows says when), GGUF Q8_0 / Q4_0 in 16-bit
+// size is a multiple of 8; WideRows says when), FP8 in one 8-byte word, GGUF Q8_0 / Q4_0 in 16-bit
 // loads. Rows start 16-byte aligned: each weight is its own allocation and
 // cols is a multiple of 8.
 template <WFmt F>
@@ -112,6 +116,12 @@ __device__ __forceinline__ void LoadW8(const DevWeight& w, int64_t r, int64_t c,
 #pragma unroll
       for (int j = 0; j < 8; ++j) out[j] = LoadW<F>(w, r, c + j);
     }
+  } else if constexpr (F == WFmt::kFp8) {
+    // One 8-byte load; the 8 columns lie in one group (its size is a multiple of 8).
+    const uint2 v = __ldg(reinterpret_cast<const uint2*>(static_cast<const uint8_t*>(w.data) + r * w.cols + c));
+    const float scale = __ldg(static_cast<const float*>(w.scales) + r * (w.cols / w.group_size) + c / w.group_size);
+#pragma unroll
+    for (int j = 0; j < 8; ++j) out[j] = __fmul_rn(scale, Fp8E4M3ToF32(((j < 4 ? v.x : v.y) >> (8 * (j & 3))) & 0xFFu));
   } else if constexpr (F == WFmt::kQ8_0 || F == WFmt::kQ4_0) {
     // Blocks of 32 (34 / 18 bytes: f16 d, then the quants) start at even
     // offsets: the chunk's 8 bytes are four 16-bit loads.
@@ -153,6 +163,7 @@ void ForFormat(WFmt f, Body&& body) {
     case WFmt::kQ4_0: body.template operator()<WFmt::kQ4_0>(); break;
     case WFmt::kQ4_K: body.template operator()<WFmt::kQ4_K>(); break;
     case WFmt::kQ6_K: body.template operator()<WFmt::kQ6_K>(); break;
+    case WFmt::kFp8: body.template operator()<WFmt::kFp8>(); break;
   }
 }
 

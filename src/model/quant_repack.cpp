@@ -1,0 +1,252 @@
+// GPTQ / AWQ codes repacked into MLX affine rows; FP8 scales laid out per row.
+#include "model/quant_repack.h"
+
+#include <cstring>
+#include <functional>
+
+#include "backend/cpu/matmul.h"
+
+namespace llmhost {
+namespace {
+
+std::string Shape(const std::vector<int64_t>& s) { return ShapeToString(s); }
+
+Status Mismatch(const std::string& name, const std::vector<int64_t>& expected, const std::vector<int64_t>& found) {
+  return Status::InvalidArgument("tensor '" + name + "': expected shape " + Shape(expected) + ", found " +
+                                 Shape(found));
+}
+
+Status Expect(const TensorView& t, const std::string& name, DType dtype, const std::vector<int64_t>& shape) {
+  if (t.dtype != dtype) {
+    return Status::InvalidArgument("tensor '" + name + "': dtype " + DTypeName(t.dtype) + ", expected " +
+                                   DTypeName(dtype));
+  }
+  if (t.shape != shape) return Mismatch(name, shape, t.shape);
+  return Status::OK();
+}
+
+uint32_t Word(const TensorView& t, int64_t i) {
+  uint32_t v;
+  std::memcpy(&v, t.data + 4 * i, 4);
+  return v;
+}
+
+// Element i of a float tensor (F32, F16 or BF16) as f32.
+float FloatAt(const TensorView& t, int64_t i) {
+  uint16_t h;
+  switch (t.dtype) {
+    case DType::kF32: {
+      float f;
+      std::memcpy(&f, t.data + 4 * i, 4);
+      return f;
+    }
+    case DType::kF16:
+      std::memcpy(&h, t.data + 2 * i, 2);
+      return F16ToF32(h);
+    default:
+      std::memcpy(&h, t.data + 2 * i, 2);
+      return Bf16ToF32(h);
+  }
+}
+
+Status ExpectFloat(const TensorView& t, const std::string& name, const std::vector<int64_t>& shape) {
+  if (t.dtype != DType::kF32 && t.dtype != DType::kF16 && t.dtype != DType::kBF16) {
+    return Status::InvalidArgument("tensor '" + name + "': dtype " + DTypeName(t.dtype) +
+                                   ", expected F16, BF16 or F32");
+  }
+  if (t.shape != shape) return Mismatch(name, shape, t.shape);
+  return Status::OK();
+}
+
+// The MLX group size for checkpoint groups of `group` columns: the largest
+// of 128, 64, 32 dividing both it and cols (0 if none).
+int MlxGroup(int64_t group, int64_t cols) {
+  for (int g : {128, 64, 32}) {
+    if (group % g == 0 && cols % g == 0) return g;
+  }
+  return 0;
+}
+
+// An MLX affine matrix of rows x cols at `bits`, groups of `mlx_group`, with
+// its buffers sized; codes zeroed.
+std::unique_ptr<RepackedMatrix> NewAffine(int64_t rows, int64_t cols, int bits, int mlx_group) {
+  auto m = std::make_unique<RepackedMatrix>();
+  m->codes.assign(static_cast<size_t>(rows * cols * bits / 32), 0);
+  m->scales.resize(static_cast<size_t>(rows * (cols / mlx_group)));
+  m->biases.resize(m->scales.size());
+  WeightMatrix& v = m->view;
+  v.format = WeightFormat::kMlxAffine;
+  v.rows = rows;
+  v.cols = cols;
+  v.bits = bits;
+  v.group_size = mlx_group;
+  v.scale_dtype = DType::kF32;
+  v.data = m->codes.data();
+  v.scales = m->scales.data();
+  v.biases = m->biases.data();
+  return m;
+}
+
+// Fills the MLX scales and biases: MLX group m of row n takes checkpoint
+// group m * mlx_group / group's scale s and zero z (zero(g, n), scale(g, n)).
+template <typename ZeroFn, typename ScaleFn>
+void FillParams(RepackedMatrix* m, int64_t group, ZeroFn zero, ScaleFn scale) {
+  const WeightMatrix& v = m->view;
+  const int64_t mgroups = v.cols / v.group_size;
+  for (int64_t n = 0; n < v.rows; ++n) {
+    for (int64_t j = 0; j < mgroups; ++j) {
+      const int64_t g = j * v.group_size / group;
+      const float s = scale(g, n);
+      const float sz = s * static_cast<float>(zero(g, n));
+      m->scales[static_cast<size_t>(n * mgroups + j)] = s;
+      m->biases[static_cast<size_t>(n * mgroups + j)] = -sz;
+    }
+  }
+}
+
+std::string GroupText(int64_t g) { return std::to_string(g) + "-column groups"; }
+
+}  // namespace
+
+Result<std::unique_ptr<RepackedMatrix>> RepackGptq(const HfQuantization& q, const std::string& module,
+                                                   const TensorView& qweight, const TensorView& qzeros,
+                                                   const TensorView& scales, const TensorView* g_idx, int64_t rows,
+                                                   int64_t cols) {
+  const int bits = q.bits, per = 32 / bits;
+  const uint32_t mask = (1u << bits) - 1;
+  if (cols % per != 0 || rows % per != 0) {
+    return Status::InvalidArgument("'" + module + "': a " + std::to_string(rows) + "x" + std::to_string(cols) +
+                                   " matrix cannot hold GPTQ " + std::to_string(bits) + "-bit words");
+  }
+  const int64_t group = q.group_size > 0 ? q.group_size : cols;
+  const int64_t groups = (cols + group - 1) / group;
+  RETURN_IF_ERROR(Expect(qweight, module + ".qweight", DType::kI32, {cols / per, rows}));
+  RETURN_IF_ERROR(Expect(qzeros, module + ".qzeros", DType::kI32, {groups, rows / per}));
+  RETURN_IF_ERROR(ExpectFloat(scales, module + ".scales", {groups, rows}));
+  if (g_idx != nullptr) {
+    RETURN_IF_ERROR(Expect(*g_idx, module + ".g_idx", DType::kI32, {cols}));
+    for (int64_t k = 0; k < cols; ++k) {
+      if (static_cast<int32_t>(Word(*g_idx, k)) != k / group) {
+        return Status::NotSupported("'" + module + "': GPTQ with act-order (desc_act: groups not in input order, "
+                                    "g_idx[" + std::to_string(k) + "] = " +
+                                    std::to_string(static_cast<int32_t>(Word(*g_idx, k))) +
+                                    ") is not supported yet; use a checkpoint quantized with desc_act false or "
+                                    "static_groups");
+      }
+    }
+  }
+  const int mlx_group = MlxGroup(group, cols);
+  if (mlx_group == 0) {
+    return Status::NotSupported("'" + module + "': GPTQ " + GroupText(group) + " over " + std::to_string(cols) +
+                                " columns: groups must be a multiple of 32 columns");
+  }
+  auto m = NewAffine(rows, cols, bits, mlx_group);
+  // Word i of qweight's column n holds input rows i * per .. i * per + per - 1
+  // in rising bit fields: MLX's word i of row n. A transpose.
+  const int64_t words = cols / per;
+  for (int64_t i = 0; i < words; ++i) {
+    for (int64_t n = 0; n < rows; ++n) m->codes[static_cast<size_t>(n * words + i)] = Word(qweight, i * rows + n);
+  }
+  const uint32_t offset = q.zeros_minus_one ? 1 : 0;
+  FillParams(
+      m.get(), group,
+      [&](int64_t g, int64_t n) {
+        return ((Word(qzeros, g * (rows / per) + n / per) >> (bits * (n % per))) & mask) + offset;
+      },
+      [&](int64_t g, int64_t n) { return FloatAt(scales, g * rows + n); });
+  return m;
+}
+
+Result<std::unique_ptr<RepackedMatrix>> RepackAwq(const HfQuantization& q, const std::string& module,
+                                                  const TensorView& qweight, const TensorView& qzeros,
+                                                  const TensorView& scales, int64_t rows, int64_t cols) {
+  // Nibble p of a word holds column 8 * word + kOrder[p].
+  static constexpr int kOrder[8] = {0, 2, 4, 6, 1, 3, 5, 7};
+  static constexpr int kNibbleOf[8] = {0, 4, 1, 5, 2, 6, 3, 7};  // its inverse
+  const int64_t group = q.group_size > 0 ? q.group_size : cols;
+  if (rows % 8 != 0 || cols % 8 != 0 || cols % group != 0) {
+    return Status::InvalidArgument("'" + module + "': a " + std::to_string(rows) + "x" + std::to_string(cols) +
+                                   " matrix cannot hold AWQ words of " + GroupText(group));
+  }
+  const int64_t groups = cols / group;
+  RETURN_IF_ERROR(Expect(qweight, module + ".qweight", DType::kI32, {cols, rows / 8}));
+  RETURN_IF_ERROR(Expect(qzeros, module + ".qzeros", DType::kI32, {groups, rows / 8}));
+  RETURN_IF_ERROR(ExpectFloat(scales, module + ".scales", {groups, rows}));
+  const int mlx_group = MlxGroup(group, cols);
+  if (mlx_group == 0) {
+    return Status::NotSupported("'" + module + "': AWQ " + GroupText(group) +
+                                ": groups must be a multiple of 32 columns");
+  }
+  auto m = NewAffine(rows, cols, 4, mlx_group);
+  const int64_t words = cols / 8;
+  for (int64_t k = 0; k < cols; ++k) {
+    const uint32_t shift = static_cast<uint32_t>(4 * (k % 8));
+    for (int64_t nw = 0; nw < rows / 8; ++nw) {
+      const uint32_t packed = Word(qweight, k * (rows / 8) + nw);
+      for (int p = 0; p < 8; ++p) {
+        const int64_t n = 8 * nw + kOrder[p];
+        m->codes[static_cast<size_t>(n * words + k / 8)] |= ((packed >> (4 * p)) & 15u) << shift;
+      }
+    }
+  }
+  FillParams(
+      m.get(), group,
+      [&](int64_t g, int64_t n) { return (Word(qzeros, g * (rows / 8) + n / 8) >> (4 * kNibbleOf[n % 8])) & 15u; },
+      [&](int64_t g, int64_t n) { return FloatAt(scales, g * rows + n); });
+  return m;
+}
+
+Result<std::unique_ptr<RepackedMatrix>> Fp8Matrix(const HfQuantization& q, const std::string& module,
+                                                  const TensorView& weight, const TensorView& scale,
+                                                  const std::string& scale_name, int64_t rows, int64_t cols) {
+  RETURN_IF_ERROR(Expect(weight, module + ".weight", DType::kF8_E4M3, {rows, cols}));
+  if (scale.dtype != DType::kF32 && scale.dtype != DType::kF16 && scale.dtype != DType::kBF16) {
+    return Status::InvalidArgument("tensor '" + scale_name + "': dtype " + DTypeName(scale.dtype) +
+                                   ", expected F32, BF16 or F16");
+  }
+  const std::vector<int64_t>& s = scale.shape;
+  const int64_t n = scale.NumElements();
+  // The scale of (row r, column group j) as an index into `scale`, and the
+  // columns a group spans.
+  int64_t group = cols;
+  std::function<int64_t(int64_t, int64_t)> at;
+  if (n == 1) {
+    at = [](int64_t, int64_t) { return int64_t{0}; };
+  } else if ((s.size() == 1 && s[0] == rows) || (s.size() == 2 && s[0] == rows && s[1] == 1)) {
+    at = [](int64_t r, int64_t) { return r; };
+  } else if (s.size() == 2 && q.block_rows > 0) {
+    const int64_t br = q.block_rows, bc = q.block_cols;
+    const std::vector<int64_t> want = {(rows + br - 1) / br, (cols + bc - 1) / bc};
+    if (s != want) return Mismatch(scale_name, want, s);
+    group = bc;
+    at = [br, w = want[1]](int64_t r, int64_t j) { return r / br * w + j; };
+  } else if (s.size() == 2 && s[0] == rows && s[1] > 0 && cols % s[1] == 0) {
+    group = cols / s[1];
+    at = [w = s[1]](int64_t r, int64_t j) { return r * w + j; };
+  } else {
+    return Status::InvalidArgument("tensor '" + scale_name + "': shape " + Shape(s) + " is no FP8 scale of a " +
+                                   std::to_string(rows) + "x" + std::to_string(cols) +
+                                   " weight (one value, one per row, per row and column group, or per block)");
+  }
+  if (cols % 32 != 0 || group % 32 != 0 || cols % group != 0) {
+    return Status::NotSupported("'" + module + "': FP8 scales over " + GroupText(group) + " of " +
+                                std::to_string(cols) + " columns (groups must be multiples of 32 dividing the row)");
+  }
+  auto m = std::make_unique<RepackedMatrix>();
+  const int64_t groups = cols / group;
+  m->scales.resize(static_cast<size_t>(rows * groups));
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t j = 0; j < groups; ++j) m->scales[static_cast<size_t>(r * groups + j)] = FloatAt(scale, at(r, j));
+  }
+  WeightMatrix& v = m->view;
+  v.format = WeightFormat::kFp8E4M3;
+  v.rows = rows;
+  v.cols = cols;
+  v.data = weight.data;
+  v.group_size = static_cast<int>(group);
+  v.scales = m->scales.data();
+  v.scale_dtype = DType::kF32;
+  return m;
+}
+
+}  // namespace llmhost

@@ -1,0 +1,425 @@
+// GPTQ, AWQ and FP8 checkpoints (formats/hf_quant.h, model/quant_repack.h):
+// a synthesized checkpoint of each and its twin, every quantized matrix
+// dequantized by this test into an f32 `.weight` (plain loops written from
+// the formats' descriptions, not the loader's code), give the same logits: bit
+// for bit on the reference path (the loader's repacking is exact), within a
+// tolerance at the fast precisions and on a GPU. Then the loader's refusals:
+// act-order GPTQ, unsupported variants, a scale of the wrong shape.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <map>
+
+#include "backend/cpu/matmul.h"
+#include "backend/device.h"
+#include "formats/hf_config.h"
+#include "formats/safetensors_model.h"
+#include "formats/safetensors_writer.h"
+#include "model/arch.h"
+#include "model/model.h"
+#include "model/quant_repack.h"
+#include "model/synth_model.h"
+#include "test_util.h"
+#include "util/file.h"
+
+namespace llmhost {
+namespace {
+
+using OJson = nlohmann::ordered_json;
+namespace fs = std::filesystem;
+
+constexpr int64_t kVocab = 300;
+
+class TempDir {
+ public:
+  TempDir() : path_(testing::MakeTempDir()) {}
+  ~TempDir() {
+    std::error_code ec;
+    fs::remove_all(path_, ec);
+  }
+  std::string Sub(const std::string& name) const { return path_ + "/" + name; }
+
+ private:
+  std::string path_;
+};
+
+uint32_t WordAt(const TensorView& t, int64_t i) {
+  uint32_t v;
+  std::memcpy(&v, t.data + 4 * i, 4);
+  return v;
+}
+
+double FloatAt(const TensorView& t, int64_t i) {
+  if (t.dtype == DType::kF32) {
+    float f;
+    std::memcpy(&f, t.data + 4 * i, 4);
+    return f;
+  }
+  uint16_t h;
+  std::memcpy(&h, t.data + 2 * i, 2);
+  return t.dtype == DType::kF16 ? F16ToF32(h) : Bf16ToF32(h);
+}
+
+// e4m3 by its definition: exponent bias 7, 3 mantissa bits, subnormals at
+// exponent 0.
+double E4m3(uint8_t c) {
+  const int e = (c >> 3) & 15, m = c & 7;
+  const double a = e == 0 ? m / 8.0 * std::pow(2.0, -6) : (1 + m / 8.0) * std::pow(2.0, e - 7);
+  return (c & 0x80) ? -a : a;
+}
+
+// The f32 matrix [rows, cols] of one quantized module of `st`.
+std::vector<float> Dequantize(const SafetensorsModel& st, const std::string& module, SynthDType dtype, int group) {
+  std::vector<float> w;
+  if (dtype == SynthDType::kFp8) {
+    const TensorView q = *st.Tensor(module + ".weight");
+    const TensorView s = *st.Tensor(module + ".weight_scale_inv");
+    const int64_t rows = q.shape[0], cols = q.shape[1];
+    w.resize(static_cast<size_t>(rows * cols));
+    for (int64_t r = 0; r < rows; ++r) {
+      for (int64_t c = 0; c < cols; ++c) {
+        const double scale = FloatAt(s, r / 128 * s.shape[1] + c / 128);
+        w[static_cast<size_t>(r * cols + c)] = static_cast<float>(scale * E4m3(q.data[r * cols + c]));
+      }
+    }
+    return w;
+  }
+  const TensorView qw = *st.Tensor(module + ".qweight");
+  const TensorView qz = *st.Tensor(module + ".qzeros");
+  const TensorView sc = *st.Tensor(module + ".scales");
+  const int64_t rows = sc.shape[1];
+  const int64_t cols = dtype == SynthDType::kGptq4 ? qw.shape[0] * 8 : qw.shape[0];
+  w.resize(static_cast<size_t>(rows * cols));
+  for (int64_t k = 0; k < cols; ++k) {
+    for (int64_t n = 0; n < rows; ++n) {
+      const int64_t g = k / group;
+      int q, z;
+      if (dtype == SynthDType::kGptq4) {
+        // Input rows packed down the words of each output column; zeros
+        // along the outputs, stored minus one (checkpoint_format "gptq").
+        q = static_cast<int>((WordAt(qw, (k / 8) * rows + n) >> (4 * (k % 8))) & 15);
+        z = static_cast<int>((WordAt(qz, g * (rows / 8) + n / 8) >> (4 * (n % 8))) & 15) + 1;
+      } else {
+        // AWQ: output columns along the words, nibble p holding column
+        // order[p] of its eight.
+        static constexpr int kOrder[8] = {0, 2, 4, 6, 1, 3, 5, 7};
+        int p = 0;
+        while (kOrder[p] != n % 8) ++p;
+        q = static_cast<int>((WordAt(qw, k * (rows / 8) + n / 8) >> (4 * p)) & 15);
+        z = static_cast<int>((WordAt(qz, g * (rows / 8) + n / 8) >> (4 * p)) & 15);
+      }
+      w[static_cast<size_t>(n * cols + k)] = static_cast<float>(FloatAt(sc, g * rows + n) * (q - z));
+    }
+  }
+  return w;
+}
+
+// Writes `twin` from the quantized model `dir`: every quantized module as an
+// f32 `.weight`, everything else as it was, config.json without the
+// quantization.
+void WriteTwin(const std::string& dir, const std::string& twin, SynthDType dtype, int group) {
+  auto st = SafetensorsModel::Open(dir);
+  ASSERT_TRUE(st.ok()) << st.status().ToString();
+  std::map<std::string, std::vector<float>> made;
+  std::vector<SafetensorsWriteTensor> out;
+  const char* marker = dtype == SynthDType::kFp8 ? ".weight_scale_inv" : ".qweight";
+  for (const auto& [name, e] : (*st)->entries()) {
+    const size_t at = name.rfind(marker);
+    if (at != std::string::npos && at + std::strlen(marker) == name.size()) {
+      const std::string module = name.substr(0, at);
+      std::vector<float>& w = made[module];
+      w = Dequantize(**st, module, dtype, group);
+      const TensorView sc = *(*st)->Tensor(module + (dtype == SynthDType::kFp8 ? ".weight" : ".scales"));
+      const int64_t rows = dtype == SynthDType::kFp8 ? sc.shape[0] : sc.shape[1];
+      out.push_back({module + ".weight", DType::kF32, {rows, static_cast<int64_t>(w.size()) / rows},
+                     std::string_view(reinterpret_cast<const char*>(w.data()), w.size() * 4)});
+    }
+  }
+  for (const auto& [name, e] : (*st)->entries()) {
+    bool part = false;  // a quantized module's tensor (its `.bias` stays)
+    for (const auto& [module, w] : made) {
+      for (const char* s : {".qweight", ".qzeros", ".scales", ".g_idx", ".weight", ".weight_scale_inv"}) {
+        part = part || name == module + s;
+      }
+    }
+    if (part) continue;
+    const TensorView t = *(*st)->Tensor(name);
+    out.push_back({name, t.dtype, t.shape, std::string_view(reinterpret_cast<const char*>(t.data), t.n_bytes)});
+  }
+  fs::create_directories(twin);
+  ASSERT_TRUE(WriteSafetensorsFile(twin + "/model.safetensors", out, {{"format", "pt"}}).ok());
+  for (const char* f : {"tokenizer.json", "tokenizer_config.json", "generation_config.json"}) {
+    fs::copy_file(dir + "/" + f, twin + "/" + f);
+  }
+  auto text = ReadFileToString(dir + "/config.json");
+  ASSERT_TRUE(text.ok());
+  nlohmann::json config = nlohmann::json::parse(*text);
+  config.erase("quantization_config");
+  ASSERT_TRUE(WriteFileAtomic(twin + "/config.json", config.dump(2)).ok());
+}
+
+struct Case {
+  std::string arch;
+  SynthDType dtype;
+  DeviceKind device;
+};
+
+std::string CaseName(const ::testing::TestParamInfo<Case>& i) {
+  const SynthDType d = i.param.dtype;
+  const std::string dt = d == SynthDType::kFp8 ? "Fp8" : d == SynthDType::kGptq4 ? "Gptq4" : "Awq4";
+  return i.param.arch + "_" + dt + (i.param.device == DeviceKind::kCuda ? "_Cuda" : "_Cpu");
+}
+
+class QuantCheckpointTest : public ::testing::TestWithParam<Case> {
+ protected:
+  void SetUp() override {
+    if (GetParam().device == DeviceKind::kCuda && CudaDeviceCount() == 0) {
+      GTEST_SKIP() << (CudaBuilt() ? "no GPU here" : "built without CUDA");
+    }
+    SynthOptions o;
+    o.arch = GetParam().arch;
+    o.config = {{"hidden_size", 256},         {"num_hidden_layers", 2},     {"num_attention_heads", 4},
+                {"num_key_value_heads", 2},   {"intermediate_size", 384},   {"vocab_size", kVocab}};
+    if (o.arch == "qwen3_moe") {
+      o.config["num_experts"] = 4;
+      o.config["num_experts_per_tok"] = 2;
+      o.config["moe_intermediate_size"] = 128;
+    }
+    o.dtype = GetParam().dtype;
+    o.group_size = 64;
+    o.seed = 11;
+    o.out_dir = dir_.Sub("quantized");
+    auto s = SynthesizeModel(o);
+    ASSERT_TRUE(s.ok()) << s.status().ToString();
+    WriteTwin(o.out_dir, dir_.Sub("twin"), o.dtype, o.group_size);
+  }
+
+  // Logits of every position of a 12-token prompt.
+  std::vector<float> Logits(const std::string& path, Precision p) {
+    auto backend = MakeBackend(DeviceSpec{GetParam().device, 0}, p, &ThreadPool::Default());
+    EXPECT_TRUE(backend.ok()) << backend.status().ToString();
+    if (!backend.ok()) return {};
+    auto model = Model::Load(path, backend->get());
+    EXPECT_TRUE(model.ok()) << model.status().ToString();
+    if (!model.ok()) return {};
+    auto cache = (*model)->CreateKvCache(1, 32);
+    EXPECT_TRUE(cache.ok());
+    KvSequence seq;
+    const std::vector<int32_t> tokens = {1, 72, 101, 108, 108, 111, 256, 290, 44, 17, 5, 200};
+    ForwardItem item{&seq, tokens, LogitsRows::kAll};
+    ForwardOutput fo;
+    Status st = (*model)->Forward({&item, 1}, **cache, &fo);
+    EXPECT_TRUE(st.ok()) << st.ToString();
+    std::vector<float> out;
+    for (int64_t j = 0; j < fo.n_rows[0]; ++j) out.insert(out.end(), fo.Row(0, j), fo.Row(0, j) + kVocab);
+    return out;
+  }
+
+  TempDir dir_;
+};
+
+double RelErr(const std::vector<float>& a, const std::vector<float>& b) {
+  double num = 0, den = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    num += (double(a[i]) - b[i]) * (double(a[i]) - b[i]);
+    den += double(b[i]) * b[i];
+  }
+  return std::sqrt(num / den);
+}
+
+TEST_P(QuantCheckpointTest, LogitsMatchTheDequantizedTwin) {
+  const Precision exact = Precision::kReference;
+  const std::vector<float> q = Logits(dir_.Sub("quantized"), exact), t = Logits(dir_.Sub("twin"), exact);
+  ASSERT_EQ(q.size(), static_cast<size_t>(12 * kVocab));
+  ASSERT_EQ(q.size(), t.size());
+  if (GetParam().device == DeviceKind::kCpu) {
+    // The same f32 weights reach the same reference loops.
+    EXPECT_EQ(q, t);
+  } else {
+    EXPECT_LT(RelErr(q, t), 1e-5);
+  }
+  // Serve's default and the fast paths read the stored formats with their
+  // own kernels (int8 activations, tensor cores): close, not equal.
+  for (Precision p : {Precision::kAuto, Precision::kFast}) {
+    const std::vector<float> qa = Logits(dir_.Sub("quantized"), p), ta = Logits(dir_.Sub("twin"), p);
+    ASSERT_EQ(qa.size(), q.size());
+    EXPECT_LT(RelErr(qa, t), 3e-2) << PrecisionName(p);
+    EXPECT_LT(RelErr(ta, t), 3e-2) << PrecisionName(p);
+  }
+}
+
+std::vector<Case> Cases() {
+  std::vector<Case> v;
+  for (DeviceKind d : {DeviceKind::kCpu, DeviceKind::kCuda}) {
+    for (SynthDType t : {SynthDType::kFp8, SynthDType::kGptq4, SynthDType::kAwq4}) v.push_back({"llama", t, d});
+    v.push_back({"qwen2", SynthDType::kAwq4, d});     // q/k/v biases beside quantized matrices
+    v.push_back({"qwen3_moe", SynthDType::kGptq4, d});  // one module per expert, a 16-bit router
+    v.push_back({"phi3", SynthDType::kFp8, d});         // fused qkv and gate_up
+    v.push_back({"gemma3_text", SynthDType::kGptq4, d});
+  }
+  return v;
+}
+
+INSTANTIATE_TEST_SUITE_P(Formats, QuantCheckpointTest, ::testing::ValuesIn(Cases()), CaseName);
+
+// ---- the loader's refusals ---------------------------------------------------
+
+HfQuantization Gptq(int bits, int group) {
+  HfQuantization q;
+  q.method = HfQuantization::Method::kGptq;
+  q.bits = bits;
+  q.group_size = group;
+  return q;
+}
+
+TensorView View(DType dt, std::vector<int64_t> shape, const std::vector<uint8_t>& bytes) {
+  TensorView v;
+  v.dtype = dt;
+  v.shape = std::move(shape);
+  v.data = bytes.data();
+  v.n_bytes = bytes.size();
+  return v;
+}
+
+TEST(QuantRepack, GptqActOrderIsRefusedNamingTheFix) {
+  const int64_t rows = 8, cols = 64;
+  std::vector<uint8_t> qw(cols / 8 * rows * 4), qz(2 * 4), sc(2 * rows * 2), gi(cols * 4);
+  for (int64_t k = 0; k < cols; ++k) {
+    const int32_t g = static_cast<int32_t>(k % 2);  // groups interleaved: act-order
+    std::memcpy(gi.data() + 4 * k, &g, 4);
+  }
+  const TensorView g_idx = View(DType::kI32, {cols}, gi);
+  auto r = RepackGptq(Gptq(4, 32), "m", View(DType::kI32, {cols / 8, rows}, qw), View(DType::kI32, {2, 1}, qz),
+                      View(DType::kF16, {2, rows}, sc), &g_idx, rows, cols);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kNotSupported);
+  EXPECT_NE(r.status().message().find("desc_act"), std::string::npos) << r.status().ToString();
+}
+
+TEST(QuantRepack, GptqOneGroupPerRowBecomesGroupsOf128WithOneScale) {
+  // 8-bit, group_size -1, v2 zeros (no offset): w = s * (q - z) exactly.
+  const int64_t rows = 4, cols = 256;
+  std::vector<uint8_t> qw(cols / 4 * rows * 4), qz(rows), sc(rows * 2);
+  std::vector<int> code(static_cast<size_t>(rows * cols));
+  for (int64_t k = 0; k < cols; ++k) {
+    for (int64_t n = 0; n < rows; ++n) {
+      const int q = static_cast<int>((k * 7 + n * 13) % 256);
+      code[static_cast<size_t>(n * cols + k)] = q;
+      qw[static_cast<size_t>(((k / 4) * rows + n) * 4 + k % 4)] = static_cast<uint8_t>(q);
+    }
+  }
+  const int zeros[4] = {128, 3, 250, 77};
+  const float scales[4] = {0.001f, 0.5f, 0.0123f, 2.0f};
+  for (int n = 0; n < 4; ++n) {
+    qz[static_cast<size_t>(n)] = static_cast<uint8_t>(zeros[n]);
+    const uint16_t h = F32ToF16(scales[n]);
+    std::memcpy(sc.data() + 2 * n, &h, 2);
+  }
+  HfQuantization q = Gptq(8, 0);
+  q.zeros_minus_one = false;
+  auto r = RepackGptq(q, "m", View(DType::kI32, {cols / 4, rows}, qw), View(DType::kI32, {1, 1}, qz),
+                      View(DType::kF16, {1, rows}, sc), nullptr, rows, cols);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ((*r)->view.group_size, 128);
+  std::vector<float> got(static_cast<size_t>(rows * cols));
+  DequantizeRows((*r)->view, 0, rows, got.data());
+  for (int64_t n = 0; n < rows; ++n) {
+    const double s = F16ToF32(F32ToF16(scales[n]));
+    for (int64_t k = 0; k < cols; ++k) {
+      ASSERT_EQ(got[static_cast<size_t>(n * cols + k)],
+                static_cast<float>(s * (code[static_cast<size_t>(n * cols + k)] - zeros[n])))
+          << n << "," << k;
+    }
+  }
+}
+
+TEST(QuantRepack, Fp8ScalesOfEveryLayoutAndAWrongShape) {
+  const int64_t rows = 4, cols = 64;
+  std::vector<uint8_t> codes(static_cast<size_t>(rows * cols));
+  for (size_t i = 0; i < codes.size(); ++i) codes[i] = static_cast<uint8_t>((i * 37) % 0x7F);
+  const TensorView w = View(DType::kF8_E4M3, {rows, cols}, codes);
+  HfQuantization q;
+  q.method = HfQuantization::Method::kFp8;
+  auto f32 = [](std::vector<float> v) {
+    std::vector<uint8_t> b(v.size() * 4);
+    std::memcpy(b.data(), v.data(), b.size());
+    return b;
+  };
+  const std::vector<uint8_t> tensor = f32({0.5f}), channel = f32({1, 2, 3, 4}), group = f32({1, 2, 3, 4, 5, 6, 7, 8});
+  struct Layout {
+    std::vector<int64_t> shape;
+    const std::vector<uint8_t>* bytes;
+    int group;
+    float (*scale)(int64_t r, int64_t c);
+  };
+  const Layout layouts[] = {
+      {{}, &tensor, 64, [](int64_t, int64_t) { return 0.5f; }},
+      {{rows, 1}, &channel, 64, [](int64_t r, int64_t) { return static_cast<float>(r + 1); }},
+      {{rows, 2}, &group, 32, [](int64_t r, int64_t c) { return static_cast<float>(2 * r + c / 32 + 1); }},
+  };
+  for (const Layout& l : layouts) {
+    auto r = Fp8Matrix(q, "m", w, View(DType::kF32, l.shape, *l.bytes), "m.weight_scale", rows, cols);
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    EXPECT_EQ((*r)->view.group_size, l.group);
+    std::vector<float> got(static_cast<size_t>(rows * cols));
+    DequantizeRows((*r)->view, 0, rows, got.data());
+    for (int64_t i = 0; i < rows * cols; ++i) {
+      ASSERT_EQ(got[static_cast<size_t>(i)], static_cast<float>(l.scale(i / cols, i % cols) * E4m3(codes[i]))) << i;
+    }
+  }
+  auto bad = Fp8Matrix(q, "m", w, View(DType::kF32, {3, 3}, group), "m.weight_scale", rows, cols);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("m.weight_scale"), std::string::npos) << bad.status().ToString();
+}
+
+TEST(HfQuantConfig, ReadsEachMethodAndRefusesVariantsItCannotLoad) {
+  auto parse = [](const char* qc) {
+    return ParseHfQuantization(nlohmann::json::parse(std::string("{\"quantization_config\": ") + qc + "}"), "c");
+  };
+  auto gptq = parse(R"({"quant_method": "gptq", "bits": 4, "group_size": 128, "desc_act": false})");
+  ASSERT_TRUE(gptq.ok() && gptq->has_value());
+  EXPECT_EQ((*gptq)->Describe(), "GPTQ 4-bit g128");
+  EXPECT_TRUE((*gptq)->zeros_minus_one);
+  auto v2 = parse(R"({"quant_method": "gptq", "bits": 8, "group_size": -1, "checkpoint_format": "gptq_v2"})");
+  ASSERT_TRUE(v2.ok() && v2->has_value());
+  EXPECT_FALSE((*v2)->zeros_minus_one);
+  EXPECT_EQ((*v2)->group_size, 0);
+  auto fp8 = parse(R"({"quant_method": "fp8", "weight_block_size": [128, 128]})");
+  ASSERT_TRUE(fp8.ok() && fp8->has_value());
+  EXPECT_EQ((*fp8)->block_rows, 128);
+  auto ct = parse(R"({"quant_method": "compressed-tensors", "format": "float-quantized",
+      "config_groups": {"group_0": {"targets": ["Linear"], "weights": {"num_bits": 8, "type": "float",
+      "strategy": "channel"}}}, "ignore": ["lm_head"]})");
+  ASSERT_TRUE(ct.ok() && ct->has_value()) << ct.status().ToString();
+  EXPECT_EQ((*ct)->method, HfQuantization::Method::kFp8);
+  for (const char* unsupported :
+       {R"({"quant_method": "gptq", "bits": 3})", R"({"quant_method": "gptq", "bits": 4, "is_marlin_format": true})",
+        R"({"quant_method": "awq", "bits": 4, "version": "gemv"})", R"({"quant_method": "bitsandbytes"})",
+        R"({"quant_method": "compressed-tensors", "format": "pack-quantized", "config_groups": {}})"}) {
+    auto r = parse(unsupported);
+    ASSERT_FALSE(r.ok()) << unsupported;
+    EXPECT_EQ(r.status().code(), StatusCode::kNotSupported) << r.status().ToString();
+  }
+  auto bad = parse(R"({"quant_method": "gptq", "bits": "four"})");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.status().code(), StatusCode::kInvalidArgument);
+  auto none = ParseHfQuantization(nlohmann::json::parse(R"({"quantization": {"bits": 4, "group_size": 64}})"), "c");
+  ASSERT_TRUE(none.ok());
+  EXPECT_FALSE(none->has_value());
+}
+
+TEST(HfQuantConfig, AnUnsupportedMethodStillParsesTheConfigAndFailsTheLoad) {
+  auto c = ParseModelConfig(R"({"model_type": "llama", "hidden_size": 64, "num_hidden_layers": 1,
+      "num_attention_heads": 4, "vocab_size": 300, "quantization_config": {"quant_method": "bitsandbytes"}})",
+                            "config.json");
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  auto spec = BuildModelSpec(*c);
+  ASSERT_FALSE(spec.ok());
+  EXPECT_NE(spec.status().message().find("bitsandbytes"), std::string::npos);
+  EXPECT_NE(spec.status().message().find("gptq, awq, fp8"), std::string::npos) << spec.status().ToString();
+}
+
+}  // namespace
+}  // namespace llmhost
