@@ -121,7 +121,7 @@ void RegisterGenerateCommands(CLI::App& app) {
   cmd->add_option("--seed", opts->seed, "random seed for sampling (default: random)");
   cmd->add_option("--precision", opts->precision, "fast (default), fast-int8, fast-bf16 (AMX) or f32 (reference path)");
   cmd->add_option("--kv-dtype", opts->kv_dtype,
-                  "K/V cache type: f32 (default: the reference), bf16, f16 or auto (the model's 16-bit type)");
+                  "K/V cache type: f32 (default: the reference), bf16, f16, fp8 (e4m3, saturating at +-448) or auto (the model's 16-bit type)");
   cmd->add_flag("--show-special", opts->show_special, "print special tokens (and the EOS)");
   cmd->add_option("--device", opts->device, "cpu (default), cuda, cuda:N or auto (a GPU when there is one)");
   cmd->add_flag("--verbose", opts->verbose, "print model and memory figures on stderr");

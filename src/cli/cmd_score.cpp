@@ -71,7 +71,7 @@ void RegisterScoreCommands(CLI::App& app) {
   cmd->add_option("--precision", opts->precision,
                   "f32 (reference path, default), fast (SIMD kernels), fast-int8 or fast-bf16 (AMX)");
   cmd->add_option("--kv-dtype", opts->kv_dtype,
-                  "K/V cache type: f32 (default: the reference), bf16, f16 or auto (the model's 16-bit type)");
+                  "K/V cache type: f32 (default: the reference), bf16, f16, fp8 (e4m3, saturating at +-448) or auto (the model's 16-bit type)");
   cmd->add_option("--device", opts->device, "cpu (default), cuda, cuda:N or auto (a GPU when there is one)");
   cmd->add_flag("--verbose", opts->verbose, "print model and memory figures on stderr");
   cmd->callback([opts] { ExitCode() = RunScore(*opts); });

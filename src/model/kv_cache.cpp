@@ -13,7 +13,8 @@ Result<std::optional<DType>> ParseKvDtype(std::string_view text) {
   if (text == "f32") return std::optional<DType>(DType::kF32);
   if (text == "bf16") return std::optional<DType>(DType::kBF16);
   if (text == "f16") return std::optional<DType>(DType::kF16);
-  return Status::InvalidArgument("KV cache type '" + std::string(text) + "': expected auto, f32, bf16 or f16");
+  if (text == "fp8" || text == "fp8_e4m3") return std::optional<DType>(DType::kF8_E4M3);
+  return Status::InvalidArgument("KV cache type '" + std::string(text) + "': expected auto, f32, bf16, f16 or fp8");
 }
 
 const char* KvDtypeName(DType t) {
@@ -21,6 +22,7 @@ const char* KvDtypeName(DType t) {
     case DType::kF32: return "f32";
     case DType::kBF16: return "bf16";
     case DType::kF16: return "f16";
+    case DType::kF8_E4M3: return "fp8";
     default: return DTypeName(t);
   }
 }
@@ -123,9 +125,9 @@ Result<std::unique_ptr<KvCache>> KvCache::Create(Backend* backend, int64_t n_lay
     return Status::InvalidArgument("kv cache: layers, kv_dim, block_size and blocks must be positive "
                                    "(and the blocks at most max_blocks)");
   }
-  if (dtype != DType::kF32 && dtype != DType::kBF16 && dtype != DType::kF16) {
+  if (dtype != DType::kF32 && dtype != DType::kBF16 && dtype != DType::kF16 && dtype != DType::kF8_E4M3) {
     return Status::InvalidArgument(std::string("kv cache: element type ") + DTypeName(dtype) +
-                                   " is not supported (F32, BF16 or F16)");
+                                   " is not supported (F32, BF16, F16 or F8_E4M3)");
   }
   // Address space for max_blocks; where the system refuses that much (strict
   // overcommit accounting ignores MAP_NORESERVE), half as much, down to the

@@ -25,10 +25,11 @@ namespace llmhost {
 
 inline constexpr int64_t kDefaultKvBlockSize = 256;
 
-// "--kv-dtype" values: f32, bf16, f16, or auto (nullopt: the model's own
+// "--kv-dtype" values: f32, bf16, f16, fp8 (also fp8_e4m3: F8_E4M3, saturating
+// at +-448, no scale), or auto (nullopt: the model's own
 // 16-bit type, Model::Native16BitType). InvalidArgument otherwise.
 Result<std::optional<DType>> ParseKvDtype(std::string_view text);
-// "f32", "bf16", "f16".
+// "f32", "bf16", "f16", "fp8".
 const char* KvDtypeName(DType t);
 
 // Free list and reference counts of block ids [0, total_blocks()), out of

@@ -103,8 +103,9 @@ Status CheckSpec(const ModelSpec& s) {
   return Status::OK();
 }
 
-// Every quantized matrix's input width must be a multiple of the group size.
-Status CheckGroups(const ModelSpec& s, int group) {
+// Every quantized matrix's input width must be a multiple of the group size
+// (`fix` says what to try when it is not).
+Status CheckGroups(const ModelSpec& s, int group, const char* fix = "try --group-size 32") {
   std::vector<std::pair<const char*, int64_t>> widths = {{"hidden_size", s.hidden},
                                                          {"num_attention_heads x head_dim", s.q_dim()}};
   bool dense = false, moe = false;
@@ -115,7 +116,7 @@ Status CheckGroups(const ModelSpec& s, int group) {
     if (w % group != 0) {
       return Status::InvalidArgument("--config: " + std::string(name) + " " + std::to_string(w) +
                                      " is not a multiple of the group size " +
-                                     std::to_string(group) + " (try --group-size 32)");
+                                     std::to_string(group) + " (" + fix + ")");
     }
   }
   return Status::OK();
@@ -239,7 +240,7 @@ Result<OJson> SynthConfig(const SynthOptions& o) {
   ASSIGN_OR_RETURN(ModelSpec spec, SpecOf(c));
   RETURN_IF_ERROR(CheckSpec(spec));
   if (grouped) RETURN_IF_ERROR(CheckGroups(spec, o.group_size));
-  if (o.dtype == SynthDType::kFp8) RETURN_IF_ERROR(CheckGroups(spec, synth::kFp8Block));
+  if (o.dtype == SynthDType::kFp8) RETURN_IF_ERROR(CheckGroups(spec, synth::kFp8Block, "FP8's 128x128 scale blocks"));
   return c;
 }
 

@@ -9,6 +9,7 @@
 
 #include "backend/device.h"
 #include "kv/block_store.h"
+#include "model/kv_cache.h"
 #include "pool/memory_limits.h"
 #include "util/file.h"
 #include "util/json.h"
@@ -379,8 +380,8 @@ Result<ServeSettings> ResolveServeSettings(const SettingValues& cli, const EnvLo
     } else if (name == "cache-dir") {
       s.cache_dir = last;
     } else if (name == "kv-dtype") {
-      if (last != "auto" && last != "f32" && last != "bf16" && last != "f16") {
-        return Status::InvalidArgument(v->source + ": '" + last + "' (expected auto, f32, bf16 or f16)");
+      if (!ParseKvDtype(last).ok()) {
+        return Status::InvalidArgument(v->source + ": '" + last + "' (expected auto, f32, bf16, f16 or fp8)");
       }
       s.kv_dtype = last;
     } else if (name == "device") {

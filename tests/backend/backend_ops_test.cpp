@@ -423,13 +423,13 @@ TEST_P(BackendOpsTest, MoeFfnMatchesEachTokensExpertsComposed) {
 
 // StoreKv and Attention over one paged cache: sequences at once (prefill
 // chunks and one-token decodes), scrambled block tables, GQA, windows,
-// soft-capping, 16-bit K/V, q rows inside wider (fused) rows; now and then a
+// soft-capping, 16-bit and FP8 K/V, q rows inside wider (fused) rows; now and then a
 // context past the CPU's 1,024-key attention segments.
 TEST_P(BackendOpsTest, StoreKvAndAttention) {
   setenv("LLMHOST_CUDA_PROMPT_ATTENTION", "on", 1);  // the default, whatever the environment says
   std::mt19937 rng(5);
   for (int c = 0; c < kCases; ++c) {
-    const DType dtypes[] = {DType::kF32, DType::kBF16, DType::kF16};
+    const DType dtypes[] = {DType::kF32, DType::kBF16, DType::kF16, DType::kF8_E4M3};
     AttentionParams ap;
     ap.n_kv_heads = Uniform(rng, 1, 4);
     ap.n_heads = ap.n_kv_heads * Uniform(rng, 1, 4);
@@ -438,7 +438,7 @@ TEST_P(BackendOpsTest, StoreKvAndAttention) {
     ap.scale = 1.0f / std::sqrt(static_cast<float>(ap.head_dim));
     ap.softcap = c % 4 == 1 ? 30.0f : 0.0f;
     ap.window = c % 4 == 2 ? Uniform(rng, 1, 100) : 0;
-    ap.kv_dtype = dtypes[c % 3];
+    ap.kv_dtype = dtypes[c % 4];
     const int64_t kv_dim = ap.n_kv_heads * ap.head_dim, qd = ap.n_heads * ap.head_dim;
     ap.q_stride = qd + (c % 2 ? 2 * kv_dim : 0);  // fused qkv rows now and then
     ap.out_stride = qd;
@@ -505,7 +505,7 @@ TEST_P(BackendOpsTest, StoreKvAndAttention) {
       bs[i]->Attention(d.Put(q), dk, dv, d.Put(dev_seqs), n_seqs, ap, dout);
       out[i] = d.Get(dout, rows * ap.out_stride);
     }
-    // Rounding to 16 bits is to nearest even on every backend: the same bytes
+    // Rounding to 16 bits or FP8 is to nearest even on every backend: the same bytes
     // in every written slot (the rest of a sequence's last block is not).
     const size_t row_bytes = static_cast<size_t>(kv_dim) * DTypeSize(ap.kv_dtype);
     int64_t differing = 0;

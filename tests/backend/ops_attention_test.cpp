@@ -277,5 +277,55 @@ TEST(OpsAttentionTest, SixteenBitCachesEqualTheirRoundedF32Cache) {
   }
 }
 
+// An FP8 (e4m3) cache likewise: StoreKv's bytes are F32ToFp8E4M3's (saturated
+// at +-448), and attention over them is, bit for bit, attention over an f32
+// cache of the widened values.
+TEST(OpsAttentionTest, Fp8CacheEqualsItsRoundedF32Cache) {
+  const int64_t heads = 4, kv_heads = 2, hd = 64, bs = 16, n = 140, kvd = kv_heads * hd, qd = heads * hd;
+  const int64_t blocks = (n + bs - 1) / bs;
+  std::mt19937 rng(22);
+  std::uniform_real_distribution<float> u(-3, 3);
+  std::vector<float> k(n * kvd), v(n * kvd), q(n * qd);
+  for (auto* vec : {&k, &v, &q}) {
+    for (float& x : *vec) x = u(rng);
+  }
+  k[3] = 1000.0f;  // saturates to 448
+  std::vector<int32_t> table(blocks), slots(n);
+  std::iota(table.begin(), table.end(), 0);
+  std::shuffle(table.begin(), table.end(), rng);
+  for (int64_t j = 0; j < n; ++j) slots[j] = table[j / bs] * bs + j % bs;
+  AttentionParams p;
+  p.n_heads = heads;
+  p.n_kv_heads = kv_heads;
+  p.head_dim = hd;
+  p.q_stride = p.out_stride = qd;
+  p.block_size = bs;
+  p.scale = 1 / std::sqrt(static_cast<float>(hd));
+  std::vector<uint8_t> k8(blocks * bs * kvd), v8(blocks * bs * kvd);
+  cpu::StoreKv(k.data(), kvd, v.data(), kvd, n, kvd, slots.data(), k8.data(), v8.data(), DType::kF8_E4M3, nullptr);
+  std::vector<float> kr(blocks * bs * kvd), vr(blocks * bs * kvd);
+  for (int64_t j = 0; j < n; ++j) {
+    for (int64_t c = 0; c < kvd; ++c) {
+      const int64_t at = slots[j] * kvd + c;
+      ASSERT_EQ(k8[at], F32ToFp8E4M3(k[j * kvd + c])) << "K " << j << "," << c;
+      ASSERT_EQ(v8[at], F32ToFp8E4M3(v[j * kvd + c])) << "V " << j << "," << c;
+      kr[at] = Fp8E4M3ToF32(k8[at]);
+      vr[at] = Fp8E4M3ToF32(v8[at]);
+    }
+  }
+  EXPECT_EQ(kr[slots[0] * kvd + 3], 448.0f);
+  for (bool fast : {false, true}) {
+    std::vector<float> out8(n * qd, -1), out32(n * qd, -2);
+    AttentionParams p8 = p;
+    p8.kv_dtype = DType::kF8_E4M3;
+    AttentionSeq all{0, n, n, table.data()};
+    cpu::Attention(q.data(), k8.data(), v8.data(), &all, 1, p8, out8.data(), fast, nullptr);
+    cpu::Attention(q.data(), kr.data(), vr.data(), &all, 1, p, out32.data(), fast, nullptr);
+    for (int64_t i = 0; i < n * qd; ++i) {
+      ASSERT_EQ(std::memcmp(&out8[i], &out32[i], 4), 0) << "fast " << fast << " element " << i;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace llmhost

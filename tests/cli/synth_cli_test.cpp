@@ -83,9 +83,9 @@ TEST(SynthCommandTest, ARandomWeightsSpecIsTheWrittenModel) {
   auto b = ReadFileToString(dir + "/2.safetensors");
   ASSERT_TRUE(a.ok() && b.ok());
   EXPECT_TRUE(*a == *b);
-  auto bad = Llmhost({"generate", "--model", "random:qwen3:fp8:" + dir + "/shape.json", "--prompt", "x"});
+  auto bad = Llmhost({"generate", "--model", "random:qwen3:fp4:" + dir + "/shape.json", "--prompt", "x"});
   EXPECT_EQ(bad.exit_code, 1);
-  EXPECT_THAT(bad.err, HasSubstr("DTYPE 'fp8'"));
+  EXPECT_THAT(bad.err, HasSubstr("DTYPE 'fp4'"));
   std::filesystem::remove_all(dir);
 }
 
@@ -104,7 +104,7 @@ TEST(SynthCommandTest, BadOptionsExitOneWithAMessage) {
       {{"--arch", "llama", "--config", R"({"hidden_size": 64})", "--dtype", "bf16"},
        "'num_hidden_layers' is missing"},
       {{"--arch", "llama", "--config", kConfig, "--dtype", "mlx4", "--group-size", "128"},
-       "hidden_size 64 is not a multiple of the MLX group size 128"},
+       "hidden_size 64 is not a multiple of the group size 128"},
       {{"--arch", "llama", "--dtype", "bf16"}, "--config is required"},
       {{"--arch", "scripted"}, "--arch scripted needs --script FILE"},
       {{"--arch", "scripted", "--script", dir + "/bad.json"}, "replies[0].text: expected a string"},

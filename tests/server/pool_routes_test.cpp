@@ -311,7 +311,9 @@ TEST(PoolRoutes, ABenchRunWaitingForItsModelEndsWhenTheServerStops) {
   ASSERT_TRUE(state["failed"].is_object()) << state.dump();
   EXPECT_NE(state["failed"]["error"].get<std::string>().find("cancelled"), std::string::npos) << state.dump();
   for (const auto& m : srv.pool().ModelStatuses()) {
-    if (m.id == "m2") EXPECT_FALSE(m.loaded) << "m2 was never loaded";
+    if (m.id == "m2") {
+      EXPECT_FALSE(m.loaded) << "m2 was never loaded";
+    }
   }
 }
 

@@ -26,8 +26,8 @@ void StoreKv(const float* k, int64_t k_stride, const float* v, int64_t v_stride,
   }
   for (int64_t i = 0; i < n; ++i) {
     const int64_t slot = slots[i];
-    FloatsToHalves(k + i * k_stride, static_cast<uint16_t*>(k_cache) + slot * kv_dim, kv_dim, kv_dtype);
-    FloatsToHalves(v + i * v_stride, static_cast<uint16_t*>(v_cache) + slot * kv_dim, kv_dim, kv_dtype);
+    FloatsToKv(k + i * k_stride, k_cache, slot * kv_dim, kv_dim, kv_dtype);
+    FloatsToKv(v + i * v_stride, v_cache, slot * kv_dim, kv_dim, kv_dtype);
   }
 }
 
@@ -62,12 +62,12 @@ void AttendGroupScalar(const float* q, const void* k_cache, const void* v_cache,
                          j % p.block_size;
     return slot * kv_dim + kv_head * d;
   };
-  // A K or V row of this head as f32 (16-bit rows widened into `wide`).
+  // A K or V row of this head as f32 (narrower rows widened into `wide`).
   thread_local std::vector<float> wide;
   wide.resize(static_cast<size_t>(d));
   auto row_of = [&](const void* cache, int64_t j) -> const float* {
     if (p.kv_dtype == DType::kF32) return static_cast<const float*>(cache) + key_offset(j);
-    HalvesToFloats(static_cast<const uint16_t*>(cache) + key_offset(j), wide.data(), d, p.kv_dtype);
+    KvToFloats(cache, key_offset(j), wide.data(), d, p.kv_dtype);
     return wide.data();
   };
   for (int64_t j = 0; j < n_keys; ++j) {

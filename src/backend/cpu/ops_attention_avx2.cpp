@@ -86,7 +86,7 @@ inline int64_t KvOffset(const AttentionSeq& s, int64_t j, const AttentionParams&
 }
 
 // Rows [j0, j0 + m) of a KV head as f32: in place for an f32 cache, else
-// widened into `wide` (exactly: every 16-bit value is an f32 value).
+// widened into `wide` (exactly: every 16-bit or FP8 value is an f32 value).
 LLMHOST_ATTN_AVX2 void KvRows(const void* cache, const AttentionSeq& s, int64_t j0, int64_t m,
                               const AttentionParams& p, int64_t kv_head, std::vector<float>& wide,
                               const float** rows) {
@@ -98,7 +98,7 @@ LLMHOST_ATTN_AVX2 void KvRows(const void* cache, const AttentionSeq& s, int64_t 
   if (wide.size() < static_cast<size_t>(m * d)) wide.resize(static_cast<size_t>(m * d));
   for (int64_t k = 0; k < m; ++k) {
     float* w = wide.data() + k * d;
-    HalvesToFloats(static_cast<const uint16_t*>(cache) + KvOffset(s, j0 + k, p, kv_head), w, d, p.kv_dtype);
+    KvToFloats(cache, KvOffset(s, j0 + k, p, kv_head), w, d, p.kv_dtype);
     rows[k] = w;
   }
 }

@@ -87,21 +87,21 @@ float Fp8E4M3ToF32(uint8_t v) {
 }
 
 uint8_t F32ToFp8E4M3(float v) {
-  const uint8_t sign = std::signbit(v) ? 0x80 : 0;
-  const float a = std::fabs(v);
-  if (std::isnan(a)) return sign | 0x7F;
-  if (a >= 464.0f) return sign | 0x7E;  // past the midpoint of 448 and 480 (NaN): saturate
-  if (a < 0.015625f) {                  // below 2^-6: subnormal steps of 2^-9
-    return sign | static_cast<uint8_t>(std::nearbyint(std::ldexp(a, 9)));  // 8 is the smallest normal
+  uint32_t x;
+  std::memcpy(&x, &v, 4);
+  const uint8_t sign = static_cast<uint8_t>((x >> 24) & 0x80);
+  const uint32_t ax = x & 0x7FFFFFFFu;
+  if (ax > 0x7F800000u) return sign | 0x7F;                     // NaN
+  if (ax >= 0x43E80000u) return sign | 0x7E;                    // >= 464, the midpoint of 448 and 480 (NaN): saturate
+  if (ax < 0x3C800000u) {                                       // below 2^-6: subnormal steps of 2^-9
+    float a;
+    std::memcpy(&a, &ax, 4);
+    return sign | static_cast<uint8_t>(std::nearbyint(a * 512.0f));  // exact product; 8 is the smallest normal
   }
-  int e;
-  const float f = std::frexp(a, &e);                                        // a = f * 2^e, f in [0.5, 1)
-  int q = static_cast<int>(std::nearbyint(std::ldexp(f, 4)));               // 8..16: 1.mmm in eighths
-  if (q == 16) {
-    q = 8;
-    ++e;
-  }
-  return sign | static_cast<uint8_t>(((e - 1 + 7) << 3) | (q - 8));
+  // Normal: keep 3 of the 23 mantissa bits, rounding the other 20 to nearest
+  // even (a carry moves into the exponent); rebias 127 -> 7.
+  const uint32_t r = ax + 0x7FFFFu + ((ax >> 20) & 1u);
+  return sign | static_cast<uint8_t>((((r >> 23) - 120u) << 3) | ((r >> 20) & 7u));
 }
 
 namespace quant {

@@ -10,14 +10,18 @@ constexpr int kThreads = 128;  // one key of the chunk a thread
 static_assert(kAttentionChunk == kThreads, "a thread per key of a chunk");
 constexpr int kHeadTile = 4;   // query heads summed at once (registers: 4 dots, 4 x 8 outputs)
 
-// Elements [i, i + 8) of a K/V cache as f32 (i a multiple of 8: 16-byte
-// aligned for 16-bit types, 32 for f32).
+// Elements [i, i + 8) of a K/V cache as f32 (i a multiple of 8: 8-byte
+// aligned for FP8, 16 for 16-bit types, 32 for f32).
 template <Elem E>
 __device__ __forceinline__ void Load8(const void* base, int64_t i, float (&v)[8]) {
   if constexpr (E == Elem::kF32) {
     const float4* p = reinterpret_cast<const float4*>(static_cast<const float*>(base) + i);
     const float4 a = p[0], b = p[1];
     v[0] = a.x, v[1] = a.y, v[2] = a.z, v[3] = a.w, v[4] = b.x, v[5] = b.y, v[6] = b.z, v[7] = b.w;
+  } else if constexpr (E == Elem::kF8) {
+    const uint2 w = *reinterpret_cast<const uint2*>(static_cast<const uint8_t*>(base) + i);
+#pragma unroll
+    for (int j = 0; j < 8; ++j) v[j] = Fp8E4M3ToF32(((j < 4 ? w.x : w.y) >> (8 * (j & 3))) & 0xFFu);
   } else {
     const uint4 w = *reinterpret_cast<const uint4*>(static_cast<const uint16_t*>(base) + i);
     const uint32_t words[4] = {w.x, w.y, w.z, w.w};

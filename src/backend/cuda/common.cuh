@@ -48,12 +48,27 @@ __device__ __forceinline__ uint16_t F32ToF16Bits(float v) {
   return __half_as_ushort(__float2half_rn(v));  // IEEE round to nearest even, as the CPU's
 }
 
+// FP8 e4m3, rounded to nearest even and saturated at +-448: the bits of the
+// CPU's F32ToFp8E4M3.
+__device__ __forceinline__ uint8_t F32ToFp8Bits(float v) {
+  const uint32_t x = __float_as_uint(v);
+  const uint8_t sign = static_cast<uint8_t>((x >> 24) & 0x80u);
+  const uint32_t ax = x & 0x7FFFFFFFu;
+  if (ax > 0x7F800000u) return sign | 0x7F;
+  if (ax >= 0x43E80000u) return sign | 0x7E;
+  if (ax < 0x3C800000u) return sign | static_cast<uint8_t>(__float2int_rn(__fmul_rn(__uint_as_float(ax), 512.0f)));
+  const uint32_t r = ax + 0x7FFFFu + ((ax >> 20) & 1u);
+  return sign | static_cast<uint8_t>((((r >> 23) - 120u) << 3) | ((r >> 20) & 7u));
+}
+
 template <Elem E>
 __device__ __forceinline__ float Load(const void* base, int64_t i) {
   if constexpr (E == Elem::kF32) {
     return static_cast<const float*>(base)[i];
   } else if constexpr (E == Elem::kBF16) {
     return Bf16ToF32(static_cast<const uint16_t*>(base)[i]);
+  } else if constexpr (E == Elem::kF8) {
+    return Fp8E4M3ToF32(static_cast<const uint8_t*>(base)[i]);
   } else {
     return F16ToF32(static_cast<const uint16_t*>(base)[i]);
   }
@@ -105,6 +120,7 @@ void ForElem(Elem e, Body&& body) {
     case Elem::kF32: body.template operator()<Elem::kF32>(); break;
     case Elem::kF16: body.template operator()<Elem::kF16>(); break;
     case Elem::kBF16: body.template operator()<Elem::kBF16>(); break;
+    case Elem::kF8: body.template operator()<Elem::kF8>(); break;
   }
 }
 

@@ -742,7 +742,8 @@ void CudaBackend::RopeTables(float* x, int64_t n_tokens, const int32_t* position
 
 void CudaBackend::StoreKv(const float* k, int64_t k_stride, const float* v, int64_t v_stride, int64_t n,
                           int64_t kv_dim, const int32_t* slots, void* k_cache, void* v_cache, DType kv_dtype) {
-  if (kv_dtype != DType::kF32 && kv_dtype != DType::kBF16 && kv_dtype != DType::kF16) {
+  if (kv_dtype != DType::kF32 && kv_dtype != DType::kBF16 && kv_dtype != DType::kF16 &&
+      kv_dtype != DType::kF8_E4M3) {
     Fail(Status::InvalidArgument(std::string("cuda StoreKv: KV type ") + DTypeName(kv_dtype)));
     return;
   }

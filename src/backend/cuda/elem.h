@@ -8,7 +8,7 @@
 
 namespace llmhost::cuda {
 
-enum class Elem { kF32, kF16, kBF16 };
+enum class Elem { kF32, kF16, kBF16, kF8 };  // kF8: e4m3, K/V rows only
 
 // How a weight is stored on the device: as the file stores it (16/32-bit
 // floats, MLX affine bit streams, GGUF blocks), read by the kernels in place.
@@ -28,7 +28,7 @@ struct DevWeight {
 };
 
 inline Elem ElemOf(DType t) {
-  return t == DType::kBF16 ? Elem::kBF16 : t == DType::kF16 ? Elem::kF16 : Elem::kF32;
+  return t == DType::kBF16 ? Elem::kBF16 : t == DType::kF16 ? Elem::kF16 : t == DType::kF8_E4M3 ? Elem::kF8 : Elem::kF32;
 }
 
 inline unsigned Blocks(int64_t n, int threads) { return static_cast<unsigned>((n + threads - 1) / threads); }

@@ -19,6 +19,9 @@ __global__ void StoreKvKernel(const float* k, int64_t k_stride, const float* v, 
   } else if constexpr (E == Elem::kBF16) {
     static_cast<uint16_t*>(k_cache)[at] = F32ToBf16Bits(kv);
     static_cast<uint16_t*>(v_cache)[at] = F32ToBf16Bits(vv);
+  } else if constexpr (E == Elem::kF8) {
+    static_cast<uint8_t*>(k_cache)[at] = F32ToFp8Bits(kv);
+    static_cast<uint8_t*>(v_cache)[at] = F32ToFp8Bits(vv);
   } else {
     static_cast<uint16_t*>(k_cache)[at] = F32ToF16Bits(kv);
     static_cast<uint16_t*>(v_cache)[at] = F32ToF16Bits(vv);
