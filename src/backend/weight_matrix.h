@@ -48,6 +48,12 @@ struct WeightMatrix {
 
   // kGgml only.
   GgmlType ggml_type = GgmlType::kF32;
+
+  // Any format: when set, stored column j holds input column col_order[j]
+  // (int32[cols], a permutation: act-order GPTQ, whose groups are scattered
+  // over the inputs, stored with each group's columns together). A MatMul
+  // gathers x into that order first; Embedding and MoE experts take none.
+  const int32_t* col_order = nullptr;
 };
 
 }  // namespace llmhost

@@ -231,6 +231,14 @@ Status Model::BindLayer(WeightSource& src, int64_t i, LayerWeights* w) {
         ASSIGN_OR_RETURN(x.down, Prepare(src, ep + "down_proj", H, I));
       }
     }
+    if (backend_->kind() != DeviceKind::kCpu) {
+      for (const LayerWeights::Expert& x : w->experts) {
+        if (x.gate.col_order || x.up.col_order || x.down.col_order) {
+          return Status::NotSupported(src.path() + ": layer " + std::to_string(i) +
+                                      ": act-order GPTQ experts (desc_act) run on the CPU only for now");
+        }
+      }
+    }
     w->moe = MoeExperts{};
     w->moe.hidden = H;
     w->moe.inter = I;

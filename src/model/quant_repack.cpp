@@ -2,7 +2,9 @@
 #include "model/quant_repack.h"
 
 #include <cstring>
+#include <algorithm>
 #include <functional>
+#include <numeric>
 
 #include "backend/cpu/matmul.h"
 
@@ -123,16 +125,34 @@ Result<std::unique_ptr<RepackedMatrix>> RepackGptq(const HfQuantization& q, cons
   RETURN_IF_ERROR(Expect(qweight, module + ".qweight", DType::kI32, {cols / per, rows}));
   RETURN_IF_ERROR(Expect(qzeros, module + ".qzeros", DType::kI32, {groups, rows / per}));
   RETURN_IF_ERROR(ExpectFloat(scales, module + ".scales", {groups, rows}));
+  // Act-order: the stored column j of each row is input column order[j],
+  // the inputs sorted by group (stable), so each group's columns lie together.
+  std::vector<int32_t> order;
   if (g_idx != nullptr) {
     RETURN_IF_ERROR(Expect(*g_idx, module + ".g_idx", DType::kI32, {cols}));
+    bool in_order = true;
+    std::vector<int64_t> members(static_cast<size_t>(groups), 0);
     for (int64_t k = 0; k < cols; ++k) {
-      if (static_cast<int32_t>(Word(*g_idx, k)) != k / group) {
-        return Status::NotSupported("'" + module + "': GPTQ with act-order (desc_act: groups not in input order, "
-                                    "g_idx[" + std::to_string(k) + "] = " +
-                                    std::to_string(static_cast<int32_t>(Word(*g_idx, k))) +
-                                    ") is not supported yet; use a checkpoint quantized with desc_act false or "
-                                    "static_groups");
+      const int32_t g = static_cast<int32_t>(Word(*g_idx, k));
+      if (g < 0 || g >= groups) {
+        return Status::InvalidArgument("tensor '" + module + ".g_idx': entry " + std::to_string(k) + " is group " +
+                                       std::to_string(g) + " of " + std::to_string(groups));
       }
+      in_order = in_order && g == k / group;
+      ++members[static_cast<size_t>(g)];
+    }
+    if (!in_order) {
+      for (int64_t g = 0; g < groups; ++g) {
+        const int64_t want = std::min<int64_t>(group, cols - g * group);
+        if (members[static_cast<size_t>(g)] != want) {
+          return Status::InvalidArgument("tensor '" + module + ".g_idx': group " + std::to_string(g) + " has " +
+                                         std::to_string(members[static_cast<size_t>(g)]) + " columns, not " +
+                                         std::to_string(want));
+        }
+      }
+      order.resize(static_cast<size_t>(cols));
+      std::iota(order.begin(), order.end(), 0);
+      std::stable_sort(order.begin(), order.end(), [&](int32_t a, int32_t b) { return Word(*g_idx, a) < Word(*g_idx, b); });
     }
   }
   const int mlx_group = MlxGroup(group, cols);
@@ -142,10 +162,24 @@ Result<std::unique_ptr<RepackedMatrix>> RepackGptq(const HfQuantization& q, cons
   }
   auto m = NewAffine(rows, cols, bits, mlx_group);
   // Word i of qweight's column n holds input rows i * per .. i * per + per - 1
-  // in rising bit fields: MLX's word i of row n. A transpose.
+  // in rising bit fields: MLX's word i of row n. A transpose; in act-order,
+  // code by code into the stored columns.
   const int64_t words = cols / per;
-  for (int64_t i = 0; i < words; ++i) {
-    for (int64_t n = 0; n < rows; ++n) m->codes[static_cast<size_t>(n * words + i)] = Word(qweight, i * rows + n);
+  if (order.empty()) {
+    for (int64_t i = 0; i < words; ++i) {
+      for (int64_t n = 0; n < rows; ++n) m->codes[static_cast<size_t>(n * words + i)] = Word(qweight, i * rows + n);
+    }
+  } else {
+    for (int64_t j = 0; j < cols; ++j) {
+      const int64_t k = order[static_cast<size_t>(j)];
+      const uint32_t shift_in = static_cast<uint32_t>(bits * (k % per)), shift_out = static_cast<uint32_t>(bits * (j % per));
+      for (int64_t n = 0; n < rows; ++n) {
+        const uint32_t q = (Word(qweight, (k / per) * rows + n) >> shift_in) & mask;
+        m->codes[static_cast<size_t>(n * words + j / per)] |= q << shift_out;
+      }
+    }
+    m->order = std::move(order);
+    m->view.col_order = m->order.data();
   }
   const uint32_t offset = q.zeros_minus_one ? 1 : 0;
   FillParams(

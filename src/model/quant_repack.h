@@ -30,12 +30,14 @@ namespace llmhost {
 struct RepackedMatrix {
   std::vector<uint32_t> codes;
   std::vector<float> scales, biases;
+  std::vector<int32_t> order;  // act-order GPTQ: the stored columns' input columns
   WeightMatrix view;
 };
 
 // `module` names the tensors in messages. rows = out_features, cols =
-// in_features. g_idx may be null; an act-order g_idx (groups not in input
-// order) is NotSupported.
+// in_features. g_idx may be null. An act-order g_idx (groups scattered over
+// the inputs) stores the columns sorted by group (input order within one) and
+// sets view.col_order; each group must then hold group_size columns.
 Result<std::unique_ptr<RepackedMatrix>> RepackGptq(const HfQuantization& q, const std::string& module,
                                                    const TensorView& qweight, const TensorView& qzeros,
                                                    const TensorView& scales, const TensorView* g_idx, int64_t rows,

@@ -141,6 +141,11 @@ TEST_P(BackendOpsTest, MatMul) {
       SCOPED_TRACE(spec.Name() + " " + std::to_string(rows) + "x" + std::to_string(cols) + " n " + std::to_string(n));
       testing::OwnedWeight ow;
       testing::MakeRandomWeight(spec, rows, cols, static_cast<uint32_t>(rng()), &ow);
+      // Case 2: the columns in an order of their own (act-order GPTQ).
+      std::vector<int32_t> order(static_cast<size_t>(cols));
+      std::iota(order.begin(), order.end(), 0);
+      std::shuffle(order.begin(), order.end(), rng);
+      if (c == 2) ow.w.col_order = order.data();
       const std::vector<float> x = Random(n * cols, rng);
       std::vector<float> outs[2];
       Backend* bs[2] = {ref_.get(), got_.get()};

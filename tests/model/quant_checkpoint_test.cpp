@@ -3,8 +3,9 @@
 // dequantized by this test into an f32 `.weight` (plain loops written from
 // the formats' descriptions, not the loader's code), give the same logits: bit
 // for bit on the reference path (the loader's repacking is exact), within a
-// tolerance at the fast precisions and on a GPU. Then the loader's refusals:
-// act-order GPTQ, unsupported variants, a scale of the wrong shape.
+// tolerance at the fast precisions and on a GPU; act-order GPTQ too. Then the
+// repacking's pieces and the loader's refusals: unsupported variants, a scale
+// of the wrong shape.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -92,9 +93,11 @@ std::vector<float> Dequantize(const SafetensorsModel& st, const std::string& mod
   const int64_t rows = sc.shape[1];
   const int64_t cols = dtype == SynthDType::kGptq4 ? qw.shape[0] * 8 : qw.shape[0];
   w.resize(static_cast<size_t>(rows * cols));
+  const bool has_g_idx = dtype == SynthDType::kGptq4 && st.Find(module + ".g_idx") != nullptr;
+  const TensorView g_idx = has_g_idx ? *st.Tensor(module + ".g_idx") : TensorView{};
   for (int64_t k = 0; k < cols; ++k) {
     for (int64_t n = 0; n < rows; ++n) {
-      const int64_t g = k / group;
+      const int64_t g = has_g_idx ? static_cast<int32_t>(WordAt(g_idx, k)) : k / group;
       int q, z;
       if (dtype == SynthDType::kGptq4) {
         // Input rows packed down the words of each output column; zeros
@@ -114,6 +117,40 @@ std::vector<float> Dequantize(const SafetensorsModel& st, const std::string& mod
     }
   }
   return w;
+}
+
+// Act-order: every GPTQ g_idx of `dir` becomes a scattered assignment (input
+// k in group (k * 7) mod groups; each group keeps group_size columns), as
+// GPTQ's desc_act writes them. The codes, zeros and scales stay: still a
+// valid checkpoint, whose groups now lie across the inputs.
+void ScatterGroups(const std::string& dir, int group) {
+  std::vector<std::string> names;
+  std::map<std::string, std::vector<char>> bytes;
+  std::vector<SafetensorsWriteTensor> out;
+  {
+    auto st = SafetensorsModel::Open(dir);
+    ASSERT_TRUE(st.ok());
+    for (const auto& [name, e] : (*st)->entries()) {
+      const TensorView t = *(*st)->Tensor(name);
+      std::vector<char>& b = bytes[name];
+      b.assign(reinterpret_cast<const char*>(t.data), reinterpret_cast<const char*>(t.data) + t.n_bytes);
+      if (name.size() > 6 && name.substr(name.size() - 6) == ".g_idx") {
+        const int64_t cols = t.shape[0], groups = cols / group;
+        ASSERT_EQ(groups % 7 == 0, false) << "7 must be coprime to the group count";
+        for (int64_t k = 0; k < cols; ++k) {
+          const int32_t g = static_cast<int32_t>(((k % groups) * 7) % groups);
+          std::memcpy(b.data() + 4 * k, &g, 4);
+        }
+      }
+      out.push_back({name, t.dtype, t.shape, std::string_view(b.data(), b.size())});
+    }
+  }
+  ASSERT_TRUE(WriteSafetensorsFile(dir + "/model.safetensors", out, {{"format", "pt"}}).ok());
+  auto text = ReadFileToString(dir + "/config.json");
+  ASSERT_TRUE(text.ok());
+  nlohmann::json config = nlohmann::json::parse(*text);
+  config["quantization_config"]["desc_act"] = true;
+  ASSERT_TRUE(WriteFileAtomic(dir + "/config.json", config.dump(2)).ok());
 }
 
 // Writes `twin` from the quantized model `dir`: every quantized module as an
@@ -164,12 +201,14 @@ struct Case {
   std::string arch;
   SynthDType dtype;
   DeviceKind device;
+  bool act_order = false;  // GPTQ groups scattered over the inputs
 };
 
 std::string CaseName(const ::testing::TestParamInfo<Case>& i) {
   const SynthDType d = i.param.dtype;
   const std::string dt = d == SynthDType::kFp8 ? "Fp8" : d == SynthDType::kGptq4 ? "Gptq4" : "Awq4";
-  return i.param.arch + "_" + dt + (i.param.device == DeviceKind::kCuda ? "_Cuda" : "_Cpu");
+  return i.param.arch + "_" + dt + (i.param.act_order ? "_ActOrder" : "") +
+         (i.param.device == DeviceKind::kCuda ? "_Cuda" : "_Cpu");
 }
 
 class QuantCheckpointTest : public ::testing::TestWithParam<Case> {
@@ -193,6 +232,7 @@ class QuantCheckpointTest : public ::testing::TestWithParam<Case> {
     o.out_dir = dir_.Sub("quantized");
     auto s = SynthesizeModel(o);
     ASSERT_TRUE(s.ok()) << s.status().ToString();
+    if (GetParam().act_order) ScatterGroups(o.out_dir, o.group_size);
     WriteTwin(o.out_dir, dir_.Sub("twin"), o.dtype, o.group_size);
   }
 
@@ -234,10 +274,11 @@ TEST_P(QuantCheckpointTest, LogitsMatchTheDequantizedTwin) {
   const std::vector<float> q = Logits(dir_.Sub("quantized"), exact), t = Logits(dir_.Sub("twin"), exact);
   ASSERT_EQ(q.size(), static_cast<size_t>(12 * kVocab));
   ASSERT_EQ(q.size(), t.size());
-  if (GetParam().device == DeviceKind::kCpu) {
+  if (GetParam().device == DeviceKind::kCpu && !GetParam().act_order) {
     // The same f32 weights reach the same reference loops.
     EXPECT_EQ(q, t);
   } else {
+    // Act-order sums the products in the stored column order; a GPU in its own.
     EXPECT_LT(RelErr(q, t), 1e-5);
   }
   // Serve's default and the fast paths read the stored formats with their
@@ -258,6 +299,7 @@ std::vector<Case> Cases() {
     v.push_back({"qwen3_moe", SynthDType::kGptq4, d});  // one module per expert, a 16-bit router
     v.push_back({"phi3", SynthDType::kFp8, d});         // fused qkv and gate_up
     v.push_back({"gemma3_text", SynthDType::kGptq4, d});
+    v.push_back({"llama", SynthDType::kGptq4, d, true});  // x gathered into the stored column order
   }
   return v;
 }
@@ -283,19 +325,77 @@ TensorView View(DType dt, std::vector<int64_t> shape, const std::vector<uint8_t>
   return v;
 }
 
-TEST(QuantRepack, GptqActOrderIsRefusedNamingTheFix) {
+TEST(QuantRepack, GptqActOrderStoresEachGroupTogetherAndGathersX) {
+  // 4-bit, groups of 32 over 64 inputs, input k in group k % 2.
   const int64_t rows = 8, cols = 64;
-  std::vector<uint8_t> qw(cols / 8 * rows * 4), qz(2 * 4), sc(2 * rows * 2), gi(cols * 4);
+  std::vector<uint8_t> qw(cols / 8 * rows * 4, 0), qz(2 * 4), sc(2 * rows * 2), gi(cols * 4);
+  std::vector<int> code(static_cast<size_t>(rows * cols));
   for (int64_t k = 0; k < cols; ++k) {
-    const int32_t g = static_cast<int32_t>(k % 2);  // groups interleaved: act-order
+    const int32_t g = static_cast<int32_t>(k % 2);
     std::memcpy(gi.data() + 4 * k, &g, 4);
+    for (int64_t n = 0; n < rows; ++n) {
+      const int q = static_cast<int>((k * 5 + n * 3) % 16);
+      code[static_cast<size_t>(n * cols + k)] = q;
+      uint32_t word;
+      std::memcpy(&word, qw.data() + 4 * ((k / 8) * rows + n), 4);
+      word |= static_cast<uint32_t>(q) << (4 * (k % 8));
+      std::memcpy(qw.data() + 4 * ((k / 8) * rows + n), &word, 4);
+    }
+  }
+  const uint32_t zeros[2] = {0x76543210u, 0x01234567u};  // stored zero - 1 (v1)
+  std::memcpy(qz.data(), zeros, 8);
+  for (int64_t i = 0; i < 2 * rows; ++i) {
+    const uint16_t h = F32ToF16(0.01f * static_cast<float>(i + 1));
+    std::memcpy(sc.data() + 2 * i, &h, 2);
   }
   const TensorView g_idx = View(DType::kI32, {cols}, gi);
   auto r = RepackGptq(Gptq(4, 32), "m", View(DType::kI32, {cols / 8, rows}, qw), View(DType::kI32, {2, 1}, qz),
                       View(DType::kF16, {2, rows}, sc), &g_idx, rows, cols);
-  ASSERT_FALSE(r.ok());
-  EXPECT_EQ(r.status().code(), StatusCode::kNotSupported);
-  EXPECT_NE(r.status().message().find("desc_act"), std::string::npos) << r.status().ToString();
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  const WeightMatrix& w = (*r)->view;
+  ASSERT_NE(w.col_order, nullptr);
+  for (int64_t j = 0; j < cols; ++j) EXPECT_EQ(w.col_order[j], j < 32 ? 2 * j : 2 * (j - 32) + 1) << j;
+  // W[n][k] = s[g][n] * (q - z), g = k % 2; in stored order, column j is input col_order[j].
+  auto weight = [&](int64_t n, int64_t k) {
+    const int64_t g = k % 2;
+    uint16_t h;
+    std::memcpy(&h, sc.data() + 2 * (g * rows + n), 2);
+    const int z = static_cast<int>((zeros[g] >> (4 * n)) & 15) + 1;
+    return static_cast<double>(F16ToF32(h)) * (code[static_cast<size_t>(n * cols + k)] - z);
+  };
+  std::vector<float> got(static_cast<size_t>(rows * cols));
+  DequantizeRows(w, 0, rows, got.data());
+  for (int64_t n = 0; n < rows; ++n) {
+    for (int64_t j = 0; j < cols; ++j) {
+      ASSERT_EQ(got[static_cast<size_t>(n * cols + j)], static_cast<float>(weight(n, w.col_order[j]))) << n << "," << j;
+    }
+  }
+  // A MatMul is W x in input order, at every precision.
+  std::vector<float> x(static_cast<size_t>(2 * cols));
+  for (size_t i = 0; i < x.size(); ++i) x[i] = std::sin(0.37f * static_cast<float>(i));
+  for (MatMulPrecision p : {MatMulPrecision::kReference, MatMulPrecision::kFast, MatMulPrecision::kFastInt8}) {
+    std::vector<float> y(static_cast<size_t>(2 * rows));
+    ASSERT_TRUE(MatMul(w, x.data(), 2, y.data(), p, nullptr).ok());
+    for (int64_t t = 0; t < 2; ++t) {
+      for (int64_t n = 0; n < rows; ++n) {
+        double want = 0, mag = 0;
+        for (int64_t k = 0; k < cols; ++k) {
+          want += weight(n, k) * x[static_cast<size_t>(t * cols + k)];
+          mag += std::fabs(weight(n, k) * x[static_cast<size_t>(t * cols + k)]);
+        }
+        EXPECT_NEAR(y[static_cast<size_t>(t * rows + n)], want, (p == MatMulPrecision::kFastInt8 ? 2e-2 : 1e-5) * mag)
+            << static_cast<int>(p) << " " << t << "," << n;
+      }
+    }
+  }
+  // A g_idx whose groups are not all full is no GPTQ assignment.
+  int32_t three = 0;
+  std::memcpy(gi.data(), &three, 4);
+  std::memcpy(gi.data() + 4, &three, 4);  // group 0 gets 33 columns, group 1 31
+  auto bad = RepackGptq(Gptq(4, 32), "m", View(DType::kI32, {cols / 8, rows}, qw), View(DType::kI32, {2, 1}, qz),
+                        View(DType::kF16, {2, rows}, sc), &g_idx, rows, cols);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("m.g_idx"), std::string::npos) << bad.status().ToString();
 }
 
 TEST(QuantRepack, GptqOneGroupPerRowBecomesGroupsOf128WithOneScale) {

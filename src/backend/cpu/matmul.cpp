@@ -229,6 +229,20 @@ void DequantizeRows(const WeightMatrix& w, int64_t row_begin, int64_t row_end, f
 Status MatMul(const WeightMatrix& w, const float* x, int64_t n, float* y, MatMulPrecision precision,
             ThreadPool* pool) {
   if (n <= 0 || w.rows == 0) return Status::OK();
+  if (w.col_order != nullptr) {
+    // x's columns in the stored order, then the plain product (the calling
+    // thread's buffer, reused).
+    static thread_local std::vector<float> gathered;
+    gathered.resize(static_cast<size_t>(n * w.cols));
+    for (int64_t t = 0; t < n; ++t) {
+      const float* xr = x + t * w.cols;
+      float* g = gathered.data() + t * w.cols;
+      for (int64_t j = 0; j < w.cols; ++j) g[j] = xr[w.col_order[j]];
+    }
+    WeightMatrix plain = w;
+    plain.col_order = nullptr;
+    return MatMul(plain, gathered.data(), n, y, precision, pool);
+  }
   if (Status s = CheckWeight(w); !s.ok()) {
     FillNaN(y, n * w.rows);
     return s;

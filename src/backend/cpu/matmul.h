@@ -74,7 +74,8 @@ enum class MatMulPrecision {
 Status CheckWeight(const WeightMatrix& w);
 
 // Dequantizes rows [row_begin, row_end) exactly to f32:
-// out[(row_end-row_begin) * cols] (NaN for a bad weight or range).
+// out[(row_end-row_begin) * cols] (NaN for a bad weight or range), columns in
+// their stored order (see WeightMatrix::col_order).
 void DequantizeRows(const WeightMatrix& w, int64_t row_begin, int64_t row_end, float* out);
 
 // y = x · Wᵀ. `pool` may be null (single-threaded). x: n * cols floats, y:

@@ -126,6 +126,7 @@ bool DevWeightOf(const WeightMatrix& w, cuda::DevWeight* d) {
     d->group_size = w.group_size;
   }
   d->row_bytes = quant::RowBytes(w);
+  d->col_order = w.col_order;
   return true;
 }
 
@@ -178,6 +179,7 @@ CudaBackend::~CudaBackend() {
   if (moe_table_.valid()) Free(moe_table_);
   if (tc_scratch_.valid()) Free(tc_scratch_);
   if (attn_scratch_.valid()) Free(attn_scratch_);
+  if (order_scratch_.valid()) Free(order_scratch_);
   if (lt_workspace_.valid()) Free(lt_workspace_);
   graphs_.reset();
   if (stream_) {
@@ -504,7 +506,8 @@ Result<WeightMatrix> CudaBackend::PrepareWeight(const WeightMatrix& host) {
                                            DTypeSize(host.scale_dtype)
                                      : 0;
   const int param_arrays = host.format == WeightFormat::kMlxAffine ? 2 : grouped ? 1 : 0;
-  const size_t bytes = Aligned(data_bytes) + param_arrays * Aligned(param_bytes);
+  const size_t order_bytes = host.col_order != nullptr ? static_cast<size_t>(host.cols) * 4 : 0;
+  const size_t bytes = Aligned(data_bytes) + param_arrays * Aligned(param_bytes) + order_bytes;
   void* p = nullptr;
   if (cudaError_t ce = cudaMalloc(&p, std::max<size_t>(bytes, 1)); ce != cudaSuccess) {
     (void)cudaGetLastError();
@@ -551,6 +554,11 @@ Result<WeightMatrix> CudaBackend::PrepareWeight(const WeightMatrix& host) {
       }
       ce = upload(reinterpret_cast<float*>(base) + r0 * host.cols, slab.data(), static_cast<size_t>(nr * host.cols) * 4);
     }
+  }
+  if (order_bytes > 0 && ce == cudaSuccess) {
+    auto* order = reinterpret_cast<int32_t*>(base + Aligned(data_bytes) + param_arrays * Aligned(param_bytes));
+    ce = upload(order, host.col_order, order_bytes);
+    d.col_order = order;
   }
   if (ce != cudaSuccess) {
     (void)cudaGetLastError();
@@ -655,6 +663,10 @@ void CudaBackend::MatMuls(std::span<const MatMulJob> jobs, const float* x, int64
   float* ys[cuda::kMaxFusedWeights];
   for (size_t i = 0; i < jobs.size(); ++i) {
     if (!Prepared(*jobs[i].w, "MatMul", &d[i])) return;
+    if (d[i].col_order != nullptr) {  // each reads x in its own order: one at a time
+      Backend::MatMuls(jobs, x, n, rows);
+      return;
+    }
     ys[i] = jobs[i].y;
   }
   Use();
@@ -678,6 +690,12 @@ void CudaBackend::MatMul(const WeightMatrix& w, const float* x, int64_t n, float
   cuda::DevWeight d;
   if (!Prepared(w, "MatMul", &d)) return;
   Use();
+  if (d.col_order != nullptr) {  // x in the weight's stored column order first
+    if (!Scratch(&order_scratch_, static_cast<size_t>(n * d.cols) * sizeof(float), "reordered activations")) return;
+    cuda::LaunchGatherColumns(x, n, d.cols, d.col_order, order_scratch_.as<float>(), S(stream_));
+    x = order_scratch_.as<float>();
+    d.col_order = nullptr;
+  }
   if (rows == RowKind::kPrompt && PromptRowsOnTensorCores() && LtMatMul(d, x, n, y)) {
     // done on cuBLASLt
   } else if (rows == RowKind::kPrompt && PromptRowsOnTensorCores()) {
@@ -699,6 +717,10 @@ void CudaBackend::MatMul(const WeightMatrix& w, const float* x, int64_t n, float
 void CudaBackend::RouterMatMul(const WeightMatrix& w, const float* x, int64_t n, float* y) {
   cuda::DevWeight d;
   if (!Prepared(w, "RouterMatMul", &d)) return;
+  if (d.col_order != nullptr) {
+    Fail(Status::InvalidArgument("cuda RouterMatMul: a router weight in a column order of its own"));
+    return;
+  }
   Use();
   cuda::LaunchMatMul(d, x, n, y, S(stream_));
   CheckLaunch("RouterMatMul");
@@ -707,6 +729,10 @@ void CudaBackend::RouterMatMul(const WeightMatrix& w, const float* x, int64_t n,
 void CudaBackend::Embedding(const WeightMatrix& w, const int32_t* ids, int64_t n, float scale, float* out) {
   cuda::DevWeight d;
   if (!Prepared(w, "Embedding", &d)) return;
+  if (d.col_order != nullptr) {
+    Fail(Status::InvalidArgument("cuda Embedding: an embedding table in a column order of its own"));
+    return;
+  }
   Use();
   cuda::LaunchEmbedding(d, ids, n, scale, out, S(stream_));
   CheckLaunch("Embedding");
@@ -892,10 +918,10 @@ void CudaBackend::MoeFfn(const MoeExperts& ex, const float* x, int64_t n, const 
     for (int m = 0; m < 3; ++m) {
       cuda::DevWeight& d = table[static_cast<size_t>(m * E + i)];
       const cuda::DevWeight& first = table[static_cast<size_t>(m * E)];
-      if (!DevWeightOf(*ws[m], &d) ||
+      if (!DevWeightOf(*ws[m], &d) || d.col_order != nullptr ||
           (i > 0 && (d.fmt != first.fmt || d.rows != first.rows || d.cols != first.cols))) {
         Fail(Status::InvalidArgument("cuda MoeFfn: a layer's experts must be weights prepared by this backend, "
-                                     "of one format and shape"));
+                                     "of one format and shape, in input column order"));
         return;
       }
     }

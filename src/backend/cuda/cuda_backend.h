@@ -166,6 +166,7 @@ class CudaBackend : public Backend {
   std::atomic<std::thread::id> capture_thread_{};
   std::unique_lock<std::mutex> WaitForRecording();
   DeviceBuffer attn_scratch_;  // Attention's chunk partials (cuda/attention.cuh)
+  DeviceBuffer order_scratch_;  // x in a weight's stored column order (WeightMatrix::col_order)
 };
 
 }  // namespace llmhost

@@ -25,6 +25,7 @@ struct DevWeight {
   int group_size = 0;
   int64_t rows = 0, cols = 0;
   int64_t row_bytes = 0;  // bytes of one stored row (kMlx and the GGUF blocks)
+  const int32_t* col_order = nullptr;  // WeightMatrix::col_order, on the device
 };
 
 inline Elem ElemOf(DType t) {

@@ -55,6 +55,12 @@ __global__ void GatherRowsKernel(const float* src, int64_t cols, const int32_t* 
   if (c < cols) dst[blockIdx.x * cols + c] = src[static_cast<int64_t>(rows[blockIdx.x]) * cols + c];
 }
 
+__global__ void GatherColumnsKernel(const float* src, int64_t cols, const int32_t* order, float* dst) {
+  WaitForPriorGrid();
+  const int64_t j = static_cast<int64_t>(blockIdx.y) * kThreads + threadIdx.x;
+  if (j < cols) dst[blockIdx.x * cols + j] = src[blockIdx.x * cols + order[j]];
+}
+
 }  // namespace
 
 void LaunchAdd(const float* a, const float* b, int64_t n, float* out, cudaStream_t s) {
@@ -92,6 +98,13 @@ void LaunchGatherRows(const float* src, int64_t cols, const int32_t* rows, int64
   if (n > 0 && cols > 0) {
     LaunchPdl(GatherRowsKernel, dim3(static_cast<unsigned>(n), Blocks(cols, kThreads)), kThreads, 0, s, src, cols, rows,
               dst);
+  }
+}
+
+void LaunchGatherColumns(const float* src, int64_t n, int64_t cols, const int32_t* order, float* dst, cudaStream_t s) {
+  if (n > 0 && cols > 0) {
+    LaunchPdl(GatherColumnsKernel, dim3(static_cast<unsigned>(n), Blocks(cols, kThreads)), kThreads, 0, s, src, cols,
+              order, dst);
   }
 }
 

@@ -18,5 +18,7 @@ void LaunchGelu(float* x, int64_t n, cudaStream_t s);
 void LaunchTanh(float* x, int64_t n, cudaStream_t s);
 // dst[i, :] = src[rows[i], :].
 void LaunchGatherRows(const float* src, int64_t cols, const int32_t* rows, int64_t n, float* dst, cudaStream_t s);
+// dst[t, j] = src[t, order[j]], t < n, j < cols (a weight's stored column order).
+void LaunchGatherColumns(const float* src, int64_t n, int64_t cols, const int32_t* order, float* dst, cudaStream_t s);
 
 }  // namespace llmhost::cuda
