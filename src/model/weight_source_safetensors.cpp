@@ -1,6 +1,9 @@
 // WeightSource over safetensors-style tensors (a TensorTable): a Hugging
 // Face model directory's files (one or shards), plain or MLX
 // affine-quantized, or a random-weights model's generated tensors.
+#include <sys/mman.h>
+#include <unistd.h>
+
 #include <cstring>
 
 #include "backend/cpu/matmul.h"
@@ -47,6 +50,16 @@ class MappedTable final : public TensorTable {
   bool Has(const std::string& name) const override { return st_->Find(name) != nullptr; }
   Result<TensorView> Get(const std::string& name) const override { return st_->Tensor(name); }
   uint64_t TotalBytes() const override { return st_->total_tensor_bytes(); }
+  // The whole pages inside the tensor leave this process's memory (the map is
+  // read-only and private: a later read faults them in from the file again).
+  void Release(const std::string& name) const override {
+    auto t = st_->Tensor(name);
+    if (!t.ok()) return;
+    const auto page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
+    const auto begin = (reinterpret_cast<uintptr_t>(t->data) + page - 1) / page * page;
+    const auto end = (reinterpret_cast<uintptr_t>(t->data) + t->n_bytes) / page * page;
+    if (end > begin) madvise(reinterpret_cast<void*>(begin), end - begin, MADV_DONTNEED);
+  }
 
  private:
   std::unique_ptr<SafetensorsModel> st_;
@@ -136,6 +149,11 @@ class TableSource final : public WeightSource {
       }
     }
     if (!made.ok()) return made.status().WithContext(path_);
+    // The checkpoint's own tensors are not read again (FP8 codes are: they
+    // are the view), so their pages go.
+    for (const char* part : {".qweight", ".qzeros", ".scales", ".g_idx", ".weight_scale", ".weight_scale_inv"}) {
+      if (st_->Has(module + part)) st_->Release(module + part);
+    }
     const WeightMatrix view = (*made)->view;
     std::lock_guard<std::mutex> lock(mu_);
     made_[module] = std::move(*made);
