@@ -89,13 +89,26 @@ uint64_t SumSafetensorsRecursive(const fs::path& dir, int depth) {
 
 // model_type, max_position_embeddings and the encoder flags of a config.json
 // (empty / 0 / false when unreadable).
+// GPTQ and AWQ weights grow at load: their groups' f16 scales and packed
+// zeros become f32 scales and biases (model/quant_repack.h). Bytes per weight
+// in memory over bytes per weight in the files.
+double RepackGrowth(const HfQuantization& q) {
+  if (q.method == HfQuantization::Method::kFp8 || q.group_size <= 0) return 1.0;
+  const double code = q.bits / 8.0, g = q.group_size;
+  return (code + 8.0 / g) / (code + (2.0 + code) / g);
+}
+
 void ReadConfigInfo(const fs::path& dir, DiscoveredModel* m) {
   const fs::path p = dir / "config.json";
-  if (auto mc = LoadModelConfig(p.string()); mc.ok() && IsEncoderConfig(*mc)) {
+  auto mc = LoadModelConfig(p.string());
+  if (mc.ok() && IsEncoderConfig(*mc)) {
     m->encoder = true;
     m->classifier = std::any_of(mc->architectures.begin(), mc->architectures.end(), [](const std::string& a) {
       return a.ends_with("ForSequenceClassification");
     });
+  }
+  if (mc.ok() && mc->hf_quantization) {
+    m->estimated_bytes = static_cast<uint64_t>(static_cast<double>(m->estimated_bytes) * RepackGrowth(*mc->hf_quantization));
   }
   auto parsed = ReadJsonFile(p.string(), kJsonModelFileMaxBytes);
   if (!parsed.ok() || !parsed->is_object()) return;

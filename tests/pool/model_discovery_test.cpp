@@ -38,6 +38,27 @@ const DiscoveredModel* Find(const std::vector<DiscoveredModel>& v, const std::st
   return nullptr;
 }
 
+// GPTQ / AWQ weights take more memory than their files once repacked (f32
+// scales and biases per group): the estimate says so; FP8's do not grow.
+TEST(ModelDiscovery, QuantizedCheckpointsEstimateTheirRepackedSize) {
+  const std::string root = testing::MakeTempDir();
+  const std::string shape = R"("model_type": "llama", "hidden_size": 64, "num_hidden_layers": 1,
+      "num_attention_heads": 4, "vocab_size": 300)";
+  Touch(root + "/gptq/config.json", "{" + shape + R"(, "quantization_config": {"quant_method": "gptq",
+      "bits": 4, "group_size": 32}})");
+  Touch(root + "/gptq/model.safetensors", std::string(1000, 'w'));
+  Touch(root + "/fp8/config.json", "{" + shape + R"(, "quantization_config": {"quant_method": "fp8"}})");
+  Touch(root + "/fp8/model.safetensors", std::string(1000, 'w'));
+  auto found = DiscoverModels({root});
+  const DiscoveredModel* g = Find(found, "gptq");
+  const DiscoveredModel* f = Find(found, "fp8");
+  ASSERT_TRUE(g != nullptr && f != nullptr);
+  // 4-bit codes + f16 scales and 4-bit zeros per 32 (0.578 bytes a weight)
+  // become codes + two f32 per 32 (0.75): x 1.297 on top of the 1.05.
+  EXPECT_NEAR(static_cast<double>(g->estimated_bytes), 1050 * 0.75 / (0.5 + 2.5 / 32), 1.0);
+  EXPECT_EQ(f->estimated_bytes, 1050u);
+}
+
 TEST(ModelDiscovery, DirectoriesOrgFoldersGgufHiddenAndAdapters) {
   const std::string root = testing::MakeTempDir();
   Model(root + "/Qwen3-8B", 1000);
