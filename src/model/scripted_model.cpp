@@ -16,10 +16,15 @@ constexpr int32_t kBase = 64;
 constexpr float kOffLogit = -100;  // e^-100: no sampling setting picks another token
 constexpr size_t kMinResync = 4;
 
-// Small integers (< 2^8) are exact in every cache type; each is written as
-// the bits of its type.
+// Small integers (< 2^8) are exact in every 16- and 32-bit cache type; each
+// is written as the bits of its type. An FP8 slot (exact only to 16) holds
+// the digit's own byte: the cache is this model's storage, never attended.
 void PutSmall(DType t, uint8_t* at, int32_t v) {
   const float f = static_cast<float>(v);
+  if (t == DType::kF8_E4M3) {
+    *at = static_cast<uint8_t>(v);
+    return;
+  }
   if (t == DType::kF32) {
     std::memcpy(at, &f, 4);
     return;
@@ -38,6 +43,7 @@ void PutSmall(DType t, uint8_t* at, int32_t v) {
 }
 
 int32_t GetSmall(DType t, const uint8_t* at) {
+  if (t == DType::kF8_E4M3) return *at;
   if (t == DType::kF32) {
     float f;
     std::memcpy(&f, at, 4);

@@ -27,7 +27,7 @@ enum class Fill {
   kMlxScales,   // BF16 per group: spread / (2^bits - 1) x (0.75 .. 1.25)
   kMlxBiases,   // BF16 per group: -scale x (2^bits - 1) / 2 (codes centred on 0)
   kFp8Codes,    // F8_E4M3 ~ N(0, 1) x kFp8Spread, rounded (scaled back by kFp8Scale)
-  kConstantU32, // I32 words `word` (raw bits: GPTQ / AWQ zeros)
+  kFp8Scales,   // F32 per block: kWeightStd / kFp8Spread x (0.75 .. 1.25)
   kF16Scales,   // F16 per group: as kMlxScales (GPTQ / AWQ scales)
   kGroupIndex,  // I32 element k: k / value (GPTQ g_idx in input order)
 };
@@ -41,7 +41,6 @@ struct Tensor {
   Fill fill = Fill::kNormal;
   float value = 0;     // kConstant, kGroupIndex (the group size)
   int bits = 0;        // kMlxScales, kMlxBiases, kF16Scales
-  uint32_t word = 0;   // kConstantU32
   std::string stream;  // random stream name (a tensor's biases reuse its scales' stream)
 };
 

@@ -40,7 +40,7 @@ namespace llmhost {
 
 // bf16; MLX affine 4/8-bit; the Hugging Face layouts GPU servers load: FP8
 // e4m3 with 128x128 block scales (quant_method "fp8"), GPTQ 4-bit (v1
-// checkpoint, symmetric) and AWQ 4-bit GEMM, groups of group_size.
+// checkpoint) and AWQ 4-bit GEMM, groups of group_size, zeros uniform.
 enum class SynthDType { kBF16, kMlx4, kMlx8, kFp8, kGptq4, kAwq4 };
 inline bool IsMlx(SynthDType d) { return d == SynthDType::kMlx4 || d == SynthDType::kMlx8; }
 

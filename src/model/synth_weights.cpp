@@ -71,8 +71,12 @@ void FillBlock(const Tensor& t, uint64_t key, int64_t b, int64_t n, char* out) {
     case Fill::kFp8Codes:
       for (int64_t i = 0; i < n; ++i) out[i] = static_cast<char>(F32ToFp8E4M3(kFp8Spread * NormalFrom(SplitMix(s))));
       break;
-    case Fill::kConstantU32:
-      for (int64_t i = 0; i < n; ++i) std::memcpy(out + 4 * i, &t.word, 4);
+    case Fill::kFp8Scales:
+      for (int64_t i = 0; i < n; ++i) {
+        const float jitter = 0.75f + 0.5f * static_cast<float>(SplitMix(s) >> 40) / static_cast<float>(1 << 24);
+        const float v = kWeightStd / kFp8Spread * jitter;
+        std::memcpy(out + 4 * i, &v, 4);
+      }
       break;
     case Fill::kF16Scales:
       for (int64_t i = 0; i < n; ++i) Put16(out + 2 * i, F32ToF16(GroupScale(SplitMix(s), t.bits)));
@@ -126,8 +130,7 @@ class Planner {
     if (dtype_ == SynthDType::kFp8) {
       Add(module + ".weight", DType::kF8_E4M3, shape(cols), Fill::kFp8Codes);
       Add(module + ".weight_scale_inv", DType::kF32,
-          {(rows + kFp8Block - 1) / kFp8Block, (cols + kFp8Block - 1) / kFp8Block}, Fill::kConstant);
-      out_.back().value = kWeightStd / kFp8Spread;
+          {(rows + kFp8Block - 1) / kFp8Block, (cols + kFp8Block - 1) / kFp8Block}, Fill::kFp8Scales);
       return;
     }
     if (dtype_ == SynthDType::kGptq4 || dtype_ == SynthDType::kAwq4) {
@@ -135,10 +138,9 @@ class Planner {
       const bool gptq = dtype_ == SynthDType::kGptq4;
       Add(module + ".qweight", DType::kI32, gptq ? std::vector<int64_t>{cols / 8, rows} : std::vector<int64_t>{cols, rows / 8},
           Fill::kRandomBits);
-      // GPTQ symmetric: every zero 8 (stored 7 in v1); AWQ asymmetric: zeros
-      // uniform in 0..15, as its min-max grids give.
-      Add(module + ".qzeros", DType::kI32, {cols / group_, rows / 8}, gptq ? Fill::kConstantU32 : Fill::kRandomBits);
-      out_.back().word = 0x77777777u;
+      // Zeros uniform over the codes, as asymmetric grids give (each group
+      // and output its own: a wrong index into them shows).
+      Add(module + ".qzeros", DType::kI32, {cols / group_, rows / 8}, Fill::kRandomBits);
       Add(module + ".scales", DType::kF16, {cols / group_, rows}, Fill::kF16Scales);
       if (gptq) {
         Add(module + ".g_idx", DType::kI32, {cols}, Fill::kGroupIndex);

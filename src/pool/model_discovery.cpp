@@ -87,17 +87,25 @@ uint64_t SumSafetensorsRecursive(const fs::path& dir, int depth) {
   return total;
 }
 
-// model_type, max_position_embeddings and the encoder flags of a config.json
-// (empty / 0 / false when unreadable).
-// GPTQ and AWQ weights grow at load: their groups' f16 scales and packed
-// zeros become f32 scales and biases (model/quant_repack.h). Bytes per weight
-// in memory over bytes per weight in the files.
+// Quantized checkpoints grow at load (model/quant_repack.h): GPTQ and AWQ
+// groups' f16 scales and packed zeros become an f32 scale and bias per group
+// of at most 128 columns; FP8 block scales become one f32 per row and block.
+// Bytes per weight in memory over bytes per weight in the files.
 double RepackGrowth(const HfQuantization& q) {
-  if (q.method == HfQuantization::Method::kFp8 || q.group_size <= 0) return 1.0;
-  const double code = q.bits / 8.0, g = q.group_size;
-  return (code + 8.0 / g) / (code + (2.0 + code) / g);
+  if (q.method == HfQuantization::Method::kFp8) {
+    if (q.block_rows <= 0) return 1.0;
+    return (1.0 + 4.0 / q.block_cols) / (1.0 + 4.0 / (static_cast<double>(q.block_rows) * q.block_cols));
+  }
+  const double code = q.bits / 8.0;
+  const int g = q.group_size;
+  const double in_memory = g <= 0 || g % 128 == 0 ? 128 : g % 64 == 0 ? 64 : 32;
+  const double in_files = g <= 0 ? 0.0 : (2.0 + code) / g;  // one group per row: next to nothing
+  return (code + 8.0 / in_memory) / (code + in_files);
 }
 
+// model_type, max_position_embeddings and the encoder flags of a config.json
+// (empty / 0 / false when unreadable); a quantized checkpoint's estimate grown
+// to its size in memory.
 void ReadConfigInfo(const fs::path& dir, DiscoveredModel* m) {
   const fs::path p = dir / "config.json";
   auto mc = LoadModelConfig(p.string());

@@ -78,7 +78,7 @@ struct Fixture {
 std::string Chat(const std::string& user) { return "<|im_start|>user\n" + user + "<|im_end|>\n<|im_start|>assistant\n"; }
 
 TEST(ScriptedModelEngine, RepliesFollowTheLatestWhenInThePrompt) {
-  for (DType kv : {DType::kF32, DType::kBF16, DType::kF16}) {
+  for (DType kv : {DType::kF32, DType::kBF16, DType::kF16, DType::kF8_E4M3}) {
     Fixture f(kv);
     FinishReason finish = FinishReason::kNone;
     EXPECT_EQ(f.Generate(Chat("hi")), "Hello there!");

@@ -47,16 +47,29 @@ TEST(ModelDiscovery, QuantizedCheckpointsEstimateTheirRepackedSize) {
   Touch(root + "/gptq/config.json", "{" + shape + R"(, "quantization_config": {"quant_method": "gptq",
       "bits": 4, "group_size": 32}})");
   Touch(root + "/gptq/model.safetensors", std::string(1000, 'w'));
+  Touch(root + "/row/config.json", "{" + shape + R"(, "quantization_config": {"quant_method": "gptq",
+      "bits": 4, "group_size": -1}})");
+  Touch(root + "/row/model.safetensors", std::string(1000, 'w'));
   Touch(root + "/fp8/config.json", "{" + shape + R"(, "quantization_config": {"quant_method": "fp8"}})");
   Touch(root + "/fp8/model.safetensors", std::string(1000, 'w'));
+  Touch(root + "/fp8-blocks/config.json", "{" + shape + R"(, "quantization_config": {"quant_method": "fp8",
+      "weight_block_size": [128, 128]}})");
+  Touch(root + "/fp8-blocks/model.safetensors", std::string(1000, 'w'));
   auto found = DiscoverModels({root});
   const DiscoveredModel* g = Find(found, "gptq");
+  const DiscoveredModel* r = Find(found, "row");
   const DiscoveredModel* f = Find(found, "fp8");
-  ASSERT_TRUE(g != nullptr && f != nullptr);
+  const DiscoveredModel* b = Find(found, "fp8-blocks");
+  ASSERT_TRUE(g != nullptr && r != nullptr && f != nullptr && b != nullptr);
   // 4-bit codes + f16 scales and 4-bit zeros per 32 (0.578 bytes a weight)
   // become codes + two f32 per 32 (0.75): x 1.297 on top of the 1.05.
   EXPECT_NEAR(static_cast<double>(g->estimated_bytes), 1050 * 0.75 / (0.5 + 2.5 / 32), 1.0);
+  // One group per row is held as groups of 128: 0.5 -> 0.5625.
+  EXPECT_NEAR(static_cast<double>(r->estimated_bytes), 1050 * 0.5625 / 0.5, 1.0);
+  // A per-tensor FP8 scale stays one value a row; a 128x128 block's becomes
+  // one per row of the block: 1 + 4/16384 -> 1 + 4/128 bytes a weight.
   EXPECT_EQ(f->estimated_bytes, 1050u);
+  EXPECT_NEAR(static_cast<double>(b->estimated_bytes), 1050 * (1 + 4.0 / 128) / (1 + 4.0 / 16384), 1.0);
 }
 
 TEST(ModelDiscovery, DirectoriesOrgFoldersGgufHiddenAndAdapters) {
