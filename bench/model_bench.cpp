@@ -32,7 +32,7 @@
 //                    [--precisions auto,fast,fast-int8,fast-bf16 (this order, every format)]
 //                    [--device cpu|cuda|cuda:N (default cpu)]
 //                    [--prefix NAME (llama1b)] [--batch N (8)] [--prompt N (16: decode runs' prompts)]
-//                    [--kv-dtype auto|f32|bf16|f16 (auto: the model's 16-bit type, as serve's)]
+//                    [--kv-dtype auto|f32|bf16|f16|fp8 (auto: the model's 16-bit type, as serve's)]
 //                    [--phases decode1,decode-batch,long,prefill (all; fewer for a profiler)]
 //   DIR holds NAME-bf16, NAME-mlx8, NAME-mlx4 (run_model_bench.sh writes llama1b-*).
 //        model_bench --random-config CONFIG.json [--arch llama] [--seed N (1)] [--group-size G (64)] ...

@@ -137,7 +137,7 @@ struct AttentionParams {
   float scale = 1;          // multiplies q·k (1/sqrt(head_dim) or an override)
   float softcap = 0;        // > 0: scores become softcap * tanh(scores / softcap)
   int64_t window = 0;       // > 0: a query at position p sees keys at positions > p - window
-  DType kv_dtype = DType::kF32;  // of the cache's K and V rows: F32, BF16 or F16
+  DType kv_dtype = DType::kF32;  // of the cache's K and V rows: F32, BF16, F16 or F8_E4M3
   int64_t n_rows = 0;       // q rows of the batch (Σ n_new): a GPU sizes its launch by it
   int64_t max_kv_len = 0;   // the largest kv_len of the batch: a GPU sizes its launch by it
   int64_t n_generated_rows = 0;  // rows at or past their sequence's generated_from (RowKind::kGenerated)
@@ -293,8 +293,9 @@ class Backend {
   virtual void RopeTables(float* x, int64_t n_tokens, const int32_t* positions, const float* inv_freq,
                           int64_t table_stride, const int32_t* table_of, const RopeParams& p) = 0;
   // Writes k/v[n, kv_dim] (row strides k_stride/v_stride) into cache rows
-  // slots[i] of k_cache/v_cache ([n_slots, kv_dim] of kv_dtype: F32, BF16 or
-  // F16, rounded to nearest even; slot = block * block_size + offset).
+  // slots[i] of k_cache/v_cache ([n_slots, kv_dim] of kv_dtype: F32, BF16,
+  // F16 or F8_E4M3, rounded to nearest even, FP8 saturated at +-448; slot =
+  // block * block_size + offset).
   virtual void StoreKv(const float* k, int64_t k_stride, const float* v, int64_t v_stride,
                        int64_t n, int64_t kv_dim, const int32_t* slots, void* k_cache,
                        void* v_cache, DType kv_dtype) = 0;

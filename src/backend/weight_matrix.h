@@ -52,7 +52,8 @@ struct WeightMatrix {
   // Any format: when set, stored column j holds input column col_order[j]
   // (int32[cols], a permutation: act-order GPTQ, whose groups are scattered
   // over the inputs, stored with each group's columns together). A MatMul
-  // gathers x into that order first; Embedding and MoE experts take none.
+  // gathers x into that order first; Embedding and the router take none, MoE
+  // experts only on the CPU.
   const int32_t* col_order = nullptr;
 };
 

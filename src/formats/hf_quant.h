@@ -39,11 +39,10 @@ struct HfQuantization {
   int group_size = 0;   // GPTQ / AWQ: input rows per group; 0 for one group over all
   bool zeros_minus_one = true;  // GPTQ v1 stores zero - 1
   // FP8 block scales: rows and columns a scale covers (0: per tensor or per
-  // channel, as the scale tensor's shape says).
+  // channel, as the scale tensor's shape says). Which modules are quantized
+  // is read from the tensors (a `.qweight`, an F8_E4M3 `.weight`), not from
+  // `modules_to_not_convert` / `ignore`.
   int block_rows = 0, block_cols = 0;
-  // Modules left in 16-bit (`modules_to_not_convert`, compressed-tensors'
-  // `ignore`): a module whose name ends with one of these keeps `.weight`.
-  std::vector<std::string> unquantized;
 
   const char* MethodName() const;
   // "GPTQ 4-bit g128", "AWQ 4-bit g128", "FP8 e4m3 (128x128 blocks)", ...

@@ -166,8 +166,13 @@ Result<std::unique_ptr<RepackedMatrix>> RepackGptq(const HfQuantization& q, cons
   // code by code into the stored columns.
   const int64_t words = cols / per;
   if (order.empty()) {
-    for (int64_t i = 0; i < words; ++i) {
-      for (int64_t n = 0; n < rows; ++n) m->codes[static_cast<size_t>(n * words + i)] = Word(qweight, i * rows + n);
+    // 16 outputs (one cache line of a qweight row) at a time: the reads use
+    // whole lines, the writes run along 16 rows.
+    for (int64_t n0 = 0; n0 < rows; n0 += 16) {
+      const int64_t n1 = std::min(rows, n0 + 16);
+      for (int64_t i = 0; i < words; ++i) {
+        for (int64_t n = n0; n < n1; ++n) m->codes[static_cast<size_t>(n * words + i)] = Word(qweight, i * rows + n);
+      }
     }
   } else {
     for (int64_t j = 0; j < cols; ++j) {
@@ -212,14 +217,22 @@ Result<std::unique_ptr<RepackedMatrix>> RepackAwq(const HfQuantization& q, const
                                 ": groups must be a multiple of 32 columns");
   }
   auto m = NewAffine(rows, cols, 4, mlx_group);
-  const int64_t words = cols / 8;
-  for (int64_t k = 0; k < cols; ++k) {
-    const uint32_t shift = static_cast<uint32_t>(4 * (k % 8));
-    for (int64_t nw = 0; nw < rows / 8; ++nw) {
-      const uint32_t packed = Word(qweight, k * (rows / 8) + nw);
-      for (int p = 0; p < 8; ++p) {
-        const int64_t n = 8 * nw + kOrder[p];
-        m->codes[static_cast<size_t>(n * words + k / 8)] |= ((packed >> (4 * p)) & 15u) << shift;
+  // An 8 x 8 nibble transpose per (8 inputs, 8 outputs): the words of inputs
+  // 8kw .. 8kw + 7 at output word nw give output rows 8nw + kOrder[p] their
+  // word kw. 16 output words (a cache line) at a time, so that the reads use
+  // whole lines and the writes run along 128 rows.
+  const int64_t words = cols / 8, out_words = rows / 8;
+  for (int64_t nw0 = 0; nw0 < out_words; nw0 += 16) {
+    const int64_t nw1 = std::min(out_words, nw0 + 16);
+    for (int64_t kw = 0; kw < words; ++kw) {
+      for (int64_t nw = nw0; nw < nw1; ++nw) {
+        uint32_t in[8];
+        for (int j = 0; j < 8; ++j) in[j] = Word(qweight, (8 * kw + j) * out_words + nw);
+        for (int p = 0; p < 8; ++p) {
+          uint32_t out = 0;
+          for (int j = 0; j < 8; ++j) out |= ((in[j] >> (4 * p)) & 15u) << (4 * j);
+          m->codes[static_cast<size_t>((8 * nw + kOrder[p]) * words + kw)] = out;
+        }
       }
     }
   }

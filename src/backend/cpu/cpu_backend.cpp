@@ -247,6 +247,10 @@ void CpuBackend::RouterMatMul(const WeightMatrix& w, const float* x, int64_t n, 
 
 void CpuBackend::Embedding(const WeightMatrix& w, const int32_t* ids, int64_t n, float scale,
                            float* out) {
+  if (w.col_order != nullptr) {  // its rows would come out permuted
+    Fail(Status::InvalidArgument("Embedding: a table in a column order of its own"));
+    return;
+  }
   cpu::Embedding(w, ids, n, scale, out, pool_);
 }
 
