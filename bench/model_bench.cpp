@@ -413,7 +413,7 @@ int Main(int argc, char** argv) {
                    "usage: model_bench --models DIR [--formats bf16,mlx8,mlx4 (also fp8, gptq4, awq4)] [--reps N] "
                    "[--prefill-reps N] [--prefill-tokens N] [--steps N] [--no-int8] "
                    "[--long-context N] [--precisions LIST] [--device cpu|cuda|cuda:N] [--prefix NAME] "
-                   "[--batch N] [--prompt N] [--kv-dtype auto|f32|bf16|f16] [--matmul-shapes]\n"
+                   "[--batch N] [--prompt N] [--kv-dtype auto|f32|bf16|f16|fp8] [--matmul-shapes]\n"
                    "       model_bench --random-config CONFIG.json [--arch llama] [--seed N] [--group-size G] "
                    "[the options above but --models, --prefix]\n");
       return 1;
