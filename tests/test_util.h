@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <stdlib.h>
 
+#include <filesystem>
 #include <string>
 
 #include "util/file.h"
@@ -30,6 +31,23 @@ inline std::string MakeTempDir() {
   char* p = ::mkdtemp(tmpl.data());
   return p ? std::string(p) : std::string();
 }
+
+// MakeTempDir's directory, removed with everything in it at scope exit.
+class ScopedTempDir {
+ public:
+  ScopedTempDir() : path_(MakeTempDir()) {}
+  ~ScopedTempDir() {
+    std::error_code ec;
+    std::filesystem::remove_all(path_, ec);
+  }
+  ScopedTempDir(const ScopedTempDir&) = delete;
+  ScopedTempDir& operator=(const ScopedTempDir&) = delete;
+  const std::string& path() const { return path_; }
+  std::string Sub(const std::string& name) const { return path_ + "/" + name; }
+
+ private:
+  std::string path_;
+};
 
 }  // namespace llmhost::testing
 

@@ -213,32 +213,56 @@ TEST(OpsAttentionTest, FastTilesAreBatchInvariantBitForBit) {
   ExpectTilesMatchSingleRows(72, 4, 1, cpu::kKeySegment + 100, 20.0f, 2 * cpu::kKeySegment + 300);
 }
 
+// A paged cache's worth of random K/V (and q) for n positions of one
+// sequence, its blocks in a shuffled table: the inputs of the narrow-cache
+// tests below.
+struct PagedInputs {
+  int64_t n, kvd, qd, bs = 16, blocks;
+  std::vector<float> k, v, q;
+  std::vector<int32_t> table, slots;
+  AttentionParams p;
+};
+
+PagedInputs MakePagedInputs(int64_t heads, int64_t kv_heads, int64_t hd, int64_t n, uint32_t seed) {
+  PagedInputs in;
+  in.n = n;
+  in.kvd = kv_heads * hd;
+  in.qd = heads * hd;
+  in.blocks = (n + in.bs - 1) / in.bs;
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> u(-3, 3);
+  in.k.resize(n * in.kvd);
+  in.v.resize(n * in.kvd);
+  in.q.resize(n * in.qd);
+  for (auto* vec : {&in.k, &in.v, &in.q}) {
+    for (float& x : *vec) x = u(rng);
+  }
+  in.table.resize(in.blocks);
+  in.slots.resize(n);
+  std::iota(in.table.begin(), in.table.end(), 0);
+  std::shuffle(in.table.begin(), in.table.end(), rng);
+  for (int64_t j = 0; j < n; ++j) in.slots[j] = in.table[j / in.bs] * in.bs + j % in.bs;
+  in.p.n_heads = heads;
+  in.p.n_kv_heads = kv_heads;
+  in.p.head_dim = hd;
+  in.p.q_stride = in.p.out_stride = in.qd;
+  in.p.block_size = in.bs;
+  in.p.scale = 1 / std::sqrt(static_cast<float>(hd));
+  return in;
+}
+
 // A 16-bit cache holds K/V rounded to nearest even; attention widens them
 // exactly, so it must give, bit for bit, what it gives over an f32 cache of
 // the rounded values: on both paths, for a prefill tile and decodes, with
 // more keys than one 64-key K batch and one 128-key V chunk. StoreKv's
 // rounding is checked against the scalar conversions.
 TEST(OpsAttentionTest, SixteenBitCachesEqualTheirRoundedF32Cache) {
-  const int64_t heads = 8, kv_heads = 2, hd = 72, bs = 16, n = 150, kvd = kv_heads * hd, qd = heads * hd;
-  const int64_t blocks = (n + bs - 1) / bs;
-  std::mt19937 rng(21);
-  std::uniform_real_distribution<float> u(-3, 3);
-  std::vector<float> k(n * kvd), v(n * kvd), q(n * qd);
-  for (auto* vec : {&k, &v, &q}) {
-    for (float& x : *vec) x = u(rng);
-  }
+  PagedInputs in = MakePagedInputs(8, 2, 72, 150, 21);
+  const int64_t n = in.n, kvd = in.kvd, qd = in.qd, bs = in.bs, blocks = in.blocks;
+  std::vector<float>&k = in.k, &v = in.v, &q = in.q;
+  const std::vector<int32_t>&table = in.table, &slots = in.slots;
+  const AttentionParams& p = in.p;
   k[5] = 70000.0f;  // beyond f16's range: rounds to inf in f16, as the scalar conversion does
-  std::vector<int32_t> table(blocks), slots(n);
-  std::iota(table.begin(), table.end(), 0);
-  std::shuffle(table.begin(), table.end(), rng);
-  for (int64_t j = 0; j < n; ++j) slots[j] = table[j / bs] * bs + j % bs;
-  AttentionParams p;
-  p.n_heads = heads;
-  p.n_kv_heads = kv_heads;
-  p.head_dim = hd;
-  p.q_stride = p.out_stride = qd;
-  p.block_size = bs;
-  p.scale = 1 / std::sqrt(static_cast<float>(hd));
   for (DType t : {DType::kBF16, DType::kF16}) {
     std::vector<uint16_t> k16(blocks * bs * kvd), v16(blocks * bs * kvd);
     cpu::StoreKv(k.data(), kvd, v.data(), kvd, n, kvd, slots.data(), k16.data(), v16.data(), t, nullptr);
@@ -281,26 +305,12 @@ TEST(OpsAttentionTest, SixteenBitCachesEqualTheirRoundedF32Cache) {
 // at +-448), and attention over them is, bit for bit, attention over an f32
 // cache of the widened values.
 TEST(OpsAttentionTest, Fp8CacheEqualsItsRoundedF32Cache) {
-  const int64_t heads = 4, kv_heads = 2, hd = 64, bs = 16, n = 140, kvd = kv_heads * hd, qd = heads * hd;
-  const int64_t blocks = (n + bs - 1) / bs;
-  std::mt19937 rng(22);
-  std::uniform_real_distribution<float> u(-3, 3);
-  std::vector<float> k(n * kvd), v(n * kvd), q(n * qd);
-  for (auto* vec : {&k, &v, &q}) {
-    for (float& x : *vec) x = u(rng);
-  }
+  PagedInputs in = MakePagedInputs(4, 2, 64, 140, 22);
+  const int64_t n = in.n, kvd = in.kvd, qd = in.qd, bs = in.bs, blocks = in.blocks;
+  std::vector<float>&k = in.k, &v = in.v, &q = in.q;
+  const std::vector<int32_t>&table = in.table, &slots = in.slots;
+  const AttentionParams& p = in.p;
   k[3] = 1000.0f;  // saturates to 448
-  std::vector<int32_t> table(blocks), slots(n);
-  std::iota(table.begin(), table.end(), 0);
-  std::shuffle(table.begin(), table.end(), rng);
-  for (int64_t j = 0; j < n; ++j) slots[j] = table[j / bs] * bs + j % bs;
-  AttentionParams p;
-  p.n_heads = heads;
-  p.n_kv_heads = kv_heads;
-  p.head_dim = hd;
-  p.q_stride = p.out_stride = qd;
-  p.block_size = bs;
-  p.scale = 1 / std::sqrt(static_cast<float>(hd));
   std::vector<uint8_t> k8(blocks * bs * kvd), v8(blocks * bs * kvd);
   cpu::StoreKv(k.data(), kvd, v.data(), kvd, n, kvd, slots.data(), k8.data(), v8.data(), DType::kF8_E4M3, nullptr);
   std::vector<float> kr(blocks * bs * kvd), vr(blocks * bs * kvd);

@@ -16,18 +16,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-class TempDir {
- public:
-  TempDir() : path_(testing::MakeTempDir()) {}
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
+using TempDir = testing::ScopedTempDir;
 
 void FlipByte(const std::string& file, uint64_t offset) {
   std::fstream f(file, std::ios::in | std::ios::out | std::ios::binary);

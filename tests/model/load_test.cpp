@@ -21,18 +21,7 @@ namespace {
 namespace fs = std::filesystem;
 using Json = nlohmann::json;
 
-class TempDir {
- public:
-  TempDir() : path_(testing::MakeTempDir()) {}
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
+using TempDir = testing::ScopedTempDir;
 
 std::string Fixture(const std::string& name) { return testing::ModelsRoot() + "/" + name; }
 

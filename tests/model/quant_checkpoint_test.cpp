@@ -34,18 +34,7 @@ namespace fs = std::filesystem;
 
 constexpr int64_t kVocab = 300;
 
-class TempDir {
- public:
-  TempDir() : path_(testing::MakeTempDir()) {}
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  std::string Sub(const std::string& name) const { return path_ + "/" + name; }
-
- private:
-  std::string path_;
-};
+using TempDir = testing::ScopedTempDir;
 
 uint32_t WordAt(const TensorView& t, int64_t i) {
   uint32_t v;

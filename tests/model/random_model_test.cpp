@@ -38,18 +38,7 @@ OJson TinyConfig(const std::string& arch) {
   return c;
 }
 
-class TempDir {
- public:
-  TempDir() : path_(testing::MakeTempDir()) {}
-  ~TempDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path_, ec);
-  }
-  std::string Sub(const std::string& name) const { return path_ + "/" + name; }
-
- private:
-  std::string path_;
-};
+using TempDir = testing::ScopedTempDir;
 
 // Writes `config` as <dir>/<stem>.json and returns its path.
 std::string WriteConfig(const TempDir& dir, const std::string& stem, const OJson& config) {

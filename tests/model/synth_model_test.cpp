@@ -40,19 +40,7 @@ OJson TinyConfig(const std::string& arch) {
   return c;
 }
 
-class TempDir {
- public:
-  TempDir() : path_(testing::MakeTempDir()) {}
-  ~TempDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path_, ec);
-  }
-  const std::string& path() const { return path_; }
-  std::string Sub(const std::string& name) const { return path_ + "/" + name; }
-
- private:
-  std::string path_;
-};
+using TempDir = testing::ScopedTempDir;
 
 SynthOptions Options(const std::string& arch, SynthDType dtype, const std::string& out) {
   SynthOptions o;

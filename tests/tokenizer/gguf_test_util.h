@@ -2,9 +2,6 @@
 // tensors, only the tokenizer.ggml.* keys that are set), and read goldens.
 #pragma once
 
-#include <dirent.h>
-#include <unistd.h>
-
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -15,30 +12,6 @@
 #include "util/file.h"
 
 namespace llmhost::testing {
-
-// A temporary directory (one level of plain files) removed with its files
-// when the object goes out of scope.
-class ScopedTempDir {
- public:
-  ScopedTempDir() : path_(MakeTempDir()) {}
-  ~ScopedTempDir() {
-    if (path_.empty()) return;
-    if (DIR* d = opendir(path_.c_str())) {
-      while (dirent* e = readdir(d)) {
-        std::string name = e->d_name;
-        if (name != "." && name != "..") ::unlink(JoinPath(path_, name).c_str());
-      }
-      closedir(d);
-    }
-    ::rmdir(path_.c_str());
-  }
-  ScopedTempDir(const ScopedTempDir&) = delete;
-  ScopedTempDir& operator=(const ScopedTempDir&) = delete;
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
 
 inline std::string GgufImageOf(const GgufVocab& v) {
   GgufWriter body;
