@@ -95,7 +95,8 @@ void RegisterSynthCommands(CLI::App& app) {
                   "config.json keys as inline JSON or @FILE (hidden_size, num_hidden_layers, "
                   "num_attention_heads, vocab_size, intermediate_size, ...); required but for scripted");
   cmd->add_option("--dtype", opts->dtype,
-                  "bf16, mlx4, mlx8, fp8 (e4m3, 128x128 block scales), gptq4 or awq4; required but for scripted");
+                  "bf16, mlx4, mlx8, fp8 (e4m3, 128x128 block scales), gptq4, awq4 or w4a16 (compressed-tensors "
+                  "pack-quantized); required but for scripted");
   cmd->add_option("--script", opts->script,
                   "--arch scripted: script.json ({\"replies\": [{\"when\": TEXT, \"text\": TEXT}, ...]}: the reply "
                   "whose `when` occurs latest in the prompt is generated; one without `when` is the default)");

@@ -95,15 +95,19 @@ Status ParseFp8(const JsonFields& f, HfQuantization* q) {
   return BlockSize(f, "weight_block_size", q);
 }
 
-// compressed-tensors: FP8 weights ("float-quantized"; every config group's
-// weights 8-bit floats).
+// compressed-tensors: FP8 weights ("float-quantized": every config group's
+// weights 8-bit floats) or packed integers ("pack-quantized": 4- or 8-bit
+// ints, per group or per channel).
 Status ParseCompressedTensors(const JsonFields& f, HfQuantization* q) {
   std::string format;
   RETURN_IF_ERROR(f.String("format", &format));
-  if (format != "float-quantized") {
+  if (format != "float-quantized" && format != "pack-quantized") {
     return Status::NotSupported(f.where() + ": compressed-tensors format '" + format +
-                                "' is not supported (\"float-quantized\": FP8 weights)");
+                                "' is not supported (\"float-quantized\": FP8 weights, \"pack-quantized\": "
+                                "4/8-bit integer weights)");
   }
+  const bool packed = format == "pack-quantized";
+  q->method = packed ? HfQuantization::Method::kPacked : HfQuantization::Method::kFp8;
   const Json* groups = f.Get("config_groups");
   if (groups == nullptr || !groups->is_object() || groups->empty()) {
     return Status::InvalidArgument(f.where() + ": 'config_groups' must be an object of quantization groups");
@@ -123,6 +127,31 @@ Status ParseCompressedTensors(const JsonFields& f, HfQuantization* q) {
     RETURN_IF_ERROR(w.Int("num_bits", &bits));
     RETURN_IF_ERROR(w.String("type", &type));
     RETURN_IF_ERROR(w.String("strategy", &strategy));
+    if (packed) {
+      if ((bits != 4 && bits != 8) || type != "int") {
+        return Status::NotSupported(where + ": packed weights of " + std::to_string(bits) + "-bit type '" + type +
+                                    "' are not supported (4- or 8-bit int)");
+      }
+      if (strategy != "group" && strategy != "channel") {
+        return Status::NotSupported(where + ": packed weight strategy '" + strategy +
+                                    "' is not supported (group or channel)");
+      }
+      int group = 0;
+      if (strategy == "group") {
+        RETURN_IF_ERROR(GroupSize(w, "group_size", &group));
+        if (group == 0) return Status::InvalidArgument(where + ": a group strategy needs a 'group_size'");
+      }
+      bool symmetric = true;
+      RETURN_IF_ERROR(w.Bool("symmetric", &symmetric));
+      if (!first && (bits != q->bits || group != q->group_size || symmetric != q->symmetric)) {
+        return Status::NotSupported(f.where() + ": config groups with different weight schemes are not supported");
+      }
+      q->bits = static_cast<int>(bits);
+      q->group_size = group;
+      q->symmetric = symmetric;
+      first = false;
+      continue;
+    }
     if (bits != 8 || type != "float") {
       return Status::NotSupported(where + ": weights of " + std::to_string(bits) + "-bit type '" + type +
                                   "' are not supported (8-bit float)");
@@ -153,6 +182,7 @@ const char* HfQuantization::MethodName() const {
     case Method::kGptq: return "gptq";
     case Method::kAwq: return "awq";
     case Method::kFp8: return "fp8";
+    case Method::kPacked: return "compressed-tensors";
   }
   return "?";
 }
@@ -162,7 +192,8 @@ std::string HfQuantization::Describe() const {
     return block_rows > 0 ? "FP8 e4m3 (" + std::to_string(block_rows) + "x" + std::to_string(block_cols) + " blocks)"
                           : "FP8 e4m3";
   }
-  std::string s = method == Method::kGptq ? "GPTQ " : "AWQ ";
+  std::string s = method == Method::kGptq ? "GPTQ " : method == Method::kAwq ? "AWQ " : "packed int ";
+  if (method == Method::kPacked) s += symmetric ? "symmetric " : "asymmetric ";
   s += std::to_string(bits) + "-bit";
   s += group_size > 0 ? " g" + std::to_string(group_size) : " (one group per row)";
   return s;
@@ -187,11 +218,10 @@ Result<std::optional<HfQuantization>> ParseHfQuantization(const Json& config, co
     q.method = HfQuantization::Method::kFp8;
     RETURN_IF_ERROR(ParseFp8(f, &q));
   } else if (method == "compressed-tensors") {
-    q.method = HfQuantization::Method::kFp8;
     RETURN_IF_ERROR(ParseCompressedTensors(f, &q));
   } else {
     return Status::NotSupported(name + ": quantization method '" + method +
-                                "' is not supported (gptq, awq, fp8, compressed-tensors FP8, or MLX)");
+                                "' is not supported (gptq, awq, fp8, compressed-tensors FP8 or packed int, or MLX)");
   }
   return std::optional<HfQuantization>(q);
 }

@@ -20,6 +20,14 @@
 //   (`weight_scale` per tensor, per output channel or per block); w = weight *
 //   scale. Activation scales (static FP8 activations) are not used: the
 //   activations stay in f32.
+// - compressed-tensors "pack-quantized" integer weights (W4A16 / W8A16):
+//   `weight_packed` int32 [out, in * bits / 32] (value i of a word is input
+//   column word * 32 / bits + i, stored unsigned: signed + 2^(bits-1)),
+//   `weight_scale` [out, in / group] (or [out, 1] per channel), for
+//   asymmetric schemes `weight_zero_point` int32 [out * bits / 32, groups]
+//   packed the same way down the outputs, `weight_g_idx` with an activation
+//   order, `weight_shape` [out, in]; w = scale * (q - zero), zero 2^(bits-1)
+//   when symmetric.
 #pragma once
 
 #include <optional>
@@ -33,11 +41,12 @@
 namespace llmhost {
 
 struct HfQuantization {
-  enum class Method { kGptq, kAwq, kFp8 };
+  enum class Method { kGptq, kAwq, kFp8, kPacked };  // kPacked: compressed-tensors pack-quantized
   Method method = Method::kGptq;
-  int bits = 4;         // GPTQ / AWQ: 4 or 8 (AWQ: 4)
-  int group_size = 0;   // GPTQ / AWQ: input rows per group; 0 for one group over all
+  int bits = 4;         // GPTQ / AWQ / packed: 4 or 8 (AWQ: 4)
+  int group_size = 0;   // GPTQ / AWQ / packed: input rows per group; 0 for one group over all
   bool zeros_minus_one = true;  // GPTQ v1 stores zero - 1
+  bool symmetric = true;        // packed: no weight_zero_point (zero 2^(bits-1))
   // FP8 block scales: rows and columns a scale covers (0: per tensor or per
   // channel, as the scale tensor's shape says). Which modules are quantized
   // is read from the tensors (a `.qweight`, an F8_E4M3 `.weight`), not from

@@ -106,6 +106,41 @@ void FillParams(RepackedMatrix* m, int64_t group, ZeroFn zero, ScaleFn scale) {
   }
 }
 
+// An activation order: g_idx (int32 [cols], each input column's group) as
+// the stored columns' input columns, the inputs sorted by group (stable) so
+// that each group's columns lie together; empty when the groups are already
+// in input order (or there is no g_idx).
+Result<std::vector<int32_t>> ActOrder(const TensorView* g_idx, const std::string& name, int64_t cols, int64_t group,
+                                      int64_t groups) {
+  std::vector<int32_t> order;
+  if (g_idx == nullptr) return order;
+  RETURN_IF_ERROR(Expect(*g_idx, name, DType::kI32, {cols}));
+  bool in_order = true;
+  std::vector<int64_t> members(static_cast<size_t>(groups), 0);
+  for (int64_t k = 0; k < cols; ++k) {
+    const int32_t g = static_cast<int32_t>(Word(*g_idx, k));
+    if (g < 0 || g >= groups) {
+      return Status::InvalidArgument("tensor '" + name + "': entry " + std::to_string(k) + " is group " +
+                                     std::to_string(g) + " of " + std::to_string(groups));
+    }
+    in_order = in_order && g == k / group;
+    ++members[static_cast<size_t>(g)];
+  }
+  if (in_order) return order;
+  for (int64_t g = 0; g < groups; ++g) {
+    const int64_t want = std::min<int64_t>(group, cols - g * group);
+    if (members[static_cast<size_t>(g)] != want) {
+      return Status::InvalidArgument("tensor '" + name + "': group " + std::to_string(g) + " has " +
+                                     std::to_string(members[static_cast<size_t>(g)]) + " columns, not " +
+                                     std::to_string(want));
+    }
+  }
+  order.resize(static_cast<size_t>(cols));
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&](int32_t a, int32_t b) { return Word(*g_idx, a) < Word(*g_idx, b); });
+  return order;
+}
+
 std::string GroupText(int64_t g) { return std::to_string(g) + "-column groups"; }
 
 }  // namespace
@@ -125,36 +160,8 @@ Result<std::unique_ptr<RepackedMatrix>> RepackGptq(const HfQuantization& q, cons
   RETURN_IF_ERROR(Expect(qweight, module + ".qweight", DType::kI32, {cols / per, rows}));
   RETURN_IF_ERROR(Expect(qzeros, module + ".qzeros", DType::kI32, {groups, rows / per}));
   RETURN_IF_ERROR(ExpectFloat(scales, module + ".scales", {groups, rows}));
-  // Act-order: the stored column j of each row is input column order[j],
-  // the inputs sorted by group (stable), so each group's columns lie together.
-  std::vector<int32_t> order;
-  if (g_idx != nullptr) {
-    RETURN_IF_ERROR(Expect(*g_idx, module + ".g_idx", DType::kI32, {cols}));
-    bool in_order = true;
-    std::vector<int64_t> members(static_cast<size_t>(groups), 0);
-    for (int64_t k = 0; k < cols; ++k) {
-      const int32_t g = static_cast<int32_t>(Word(*g_idx, k));
-      if (g < 0 || g >= groups) {
-        return Status::InvalidArgument("tensor '" + module + ".g_idx': entry " + std::to_string(k) + " is group " +
-                                       std::to_string(g) + " of " + std::to_string(groups));
-      }
-      in_order = in_order && g == k / group;
-      ++members[static_cast<size_t>(g)];
-    }
-    if (!in_order) {
-      for (int64_t g = 0; g < groups; ++g) {
-        const int64_t want = std::min<int64_t>(group, cols - g * group);
-        if (members[static_cast<size_t>(g)] != want) {
-          return Status::InvalidArgument("tensor '" + module + ".g_idx': group " + std::to_string(g) + " has " +
-                                         std::to_string(members[static_cast<size_t>(g)]) + " columns, not " +
-                                         std::to_string(want));
-        }
-      }
-      order.resize(static_cast<size_t>(cols));
-      std::iota(order.begin(), order.end(), 0);
-      std::stable_sort(order.begin(), order.end(), [&](int32_t a, int32_t b) { return Word(*g_idx, a) < Word(*g_idx, b); });
-    }
-  }
+  // Act-order: the stored column j of each row is input column order[j].
+  ASSIGN_OR_RETURN(std::vector<int32_t> order, ActOrder(g_idx, module + ".g_idx", cols, group, groups));
   const int mlx_group = MlxGroup(group, cols);
   if (mlx_group == 0) {
     return Status::NotSupported("'" + module + "': GPTQ " + GroupText(group) + " over " + std::to_string(cols) +
@@ -240,6 +247,60 @@ Result<std::unique_ptr<RepackedMatrix>> RepackAwq(const HfQuantization& q, const
       m.get(), group,
       [&](int64_t g, int64_t n) { return (Word(qzeros, g * (rows / 8) + n / 8) >> (4 * kNibbleOf[n % 8])) & 15u; },
       [&](int64_t g, int64_t n) { return FloatAt(scales, g * rows + n); });
+  return m;
+}
+
+Result<std::unique_ptr<RepackedMatrix>> RepackPacked(const HfQuantization& q, const std::string& module,
+                                                     const TensorView& packed, const TensorView& scale,
+                                                     const TensorView* zero_point, const TensorView* g_idx,
+                                                     int64_t rows, int64_t cols) {
+  const int bits = q.bits, per = 32 / bits;
+  const uint32_t mask = (1u << bits) - 1;
+  if (cols % per != 0) {
+    return Status::NotSupported("'" + module + "': " + std::to_string(cols) + " input columns do not fill " +
+                                std::to_string(bits) + "-bit words (padded rows are not supported)");
+  }
+  const int64_t group = q.group_size > 0 ? q.group_size : cols;
+  const int64_t groups = (cols + group - 1) / group;
+  const int64_t words = cols / per;
+  RETURN_IF_ERROR(Expect(packed, module + ".weight_packed", DType::kI32, {rows, words}));
+  RETURN_IF_ERROR(ExpectFloat(scale, module + ".weight_scale", {rows, groups}));
+  if (zero_point != nullptr) {
+    RETURN_IF_ERROR(Expect(*zero_point, module + ".weight_zero_point", DType::kI32, {(rows + per - 1) / per, groups}));
+  } else if (!q.symmetric) {
+    return Status::InvalidArgument("'" + module + "': an asymmetric scheme without '" + module + ".weight_zero_point'");
+  }
+  ASSIGN_OR_RETURN(std::vector<int32_t> order, ActOrder(g_idx, module + ".weight_g_idx", cols, group, groups));
+  const int mlx_group = MlxGroup(group, cols);
+  if (mlx_group == 0) {
+    return Status::NotSupported("'" + module + "': " + GroupText(group) + " over " + std::to_string(cols) +
+                                " columns: groups must be a multiple of 32 columns");
+  }
+  auto m = NewAffine(rows, cols, bits, mlx_group);
+  // A row's words are MLX's already (value i of word w is column w * per + i).
+  if (order.empty()) {
+    for (int64_t i = 0; i < rows * words; ++i) m->codes[static_cast<size_t>(i)] = Word(packed, i);
+  } else {
+    for (int64_t n = 0; n < rows; ++n) {
+      for (int64_t j = 0; j < cols; ++j) {
+        const int64_t k = order[static_cast<size_t>(j)];
+        const uint32_t v = (Word(packed, n * words + k / per) >> (bits * (k % per))) & mask;
+        m->codes[static_cast<size_t>(n * words + j / per)] |= v << (bits * (j % per));
+      }
+    }
+    m->order = std::move(order);
+    m->view.col_order = m->order.data();
+  }
+  // Codes and zeros are both stored with the same offset, which cancels;
+  // a symmetric scheme's zero is that offset.
+  const uint32_t offset = 1u << (bits - 1);
+  FillParams(
+      m.get(), group,
+      [&](int64_t g, int64_t n) {
+        return zero_point == nullptr ? offset
+                                     : (Word(*zero_point, (n / per) * groups + g) >> (bits * (n % per))) & mask;
+      },
+      [&](int64_t g, int64_t n) { return FloatAt(scale, n * groups + g); });
   return m;
 }
 

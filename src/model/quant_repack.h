@@ -1,7 +1,7 @@
 // GPTQ, AWQ and FP8 checkpoints' matrices (formats/hf_quant.h) as the
 // backends' weight formats, made once at load:
 //
-// - GPTQ and AWQ become MLX affine matrices (the bits of every kernel that
+// - GPTQ, AWQ and compressed-tensors packed ints become MLX affine matrices (the bits of every kernel that
 //   reads MLX): the codes repacked to one bit stream per output row, and per
 //   group an f32 scale s and bias -s * z. With 16-bit scales, s * q and s * z
 //   are exact in f32 and so is their difference, so w = s * q + (-s * z) is
@@ -45,6 +45,12 @@ Result<std::unique_ptr<RepackedMatrix>> RepackGptq(const HfQuantization& q, cons
 Result<std::unique_ptr<RepackedMatrix>> RepackAwq(const HfQuantization& q, const std::string& module,
                                                   const TensorView& qweight, const TensorView& qzeros,
                                                   const TensorView& scales, int64_t rows, int64_t cols);
+// compressed-tensors pack-quantized: `zero_point` null when symmetric, g_idx
+// null without an activation order (which is kept as RepackGptq keeps it).
+Result<std::unique_ptr<RepackedMatrix>> RepackPacked(const HfQuantization& q, const std::string& module,
+                                                     const TensorView& packed, const TensorView& scale,
+                                                     const TensorView* zero_point, const TensorView* g_idx,
+                                                     int64_t rows, int64_t cols);
 // `scale_name` is the scale tensor's name (weight_scale or weight_scale_inv),
 // for messages; its shape says per tensor, per channel, per group or per
 // block (q's block size).

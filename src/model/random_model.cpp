@@ -89,7 +89,7 @@ Status ParseDtypeField(const std::string& spec, const std::string& field, SynthO
     o->group_size = static_cast<int>(v);
   }
   auto d = ParseSynthDType(name);
-  if (!d.ok()) return BadSpec(spec, "DTYPE '" + name + "' (bf16, mlx4, mlx8, fp8, gptq4 or awq4)");
+  if (!d.ok()) return BadSpec(spec, "DTYPE '" + name + "' (bf16, mlx4, mlx8, fp8, gptq4, awq4 or w4a16)");
   if ((*d == SynthDType::kBF16 || *d == SynthDType::kFp8) && name != field) {
     return BadSpec(spec, name + " takes no group size");
   }

@@ -143,8 +143,9 @@ Result<SynthDType> ParseSynthDType(std::string_view name) {
   if (name == "fp8") return SynthDType::kFp8;
   if (name == "gptq4") return SynthDType::kGptq4;
   if (name == "awq4") return SynthDType::kAwq4;
+  if (name == "w4a16") return SynthDType::kW4A16;
   return Status::InvalidArgument("--dtype: '" + std::string(name) +
-                                 "' (expected bf16, mlx4, mlx8, fp8, gptq4 or awq4)");
+                                 "' (expected bf16, mlx4, mlx8, fp8, gptq4, awq4 or w4a16)");
 }
 
 const std::vector<std::string>& SynthArchitectures() {
@@ -164,7 +165,7 @@ Result<OJson> SynthConfig(const SynthOptions& o) {
   }
   if (!o.config.is_object()) return Status::InvalidArgument("--config: expected a JSON object");
   const bool mlx = IsMlx(o.dtype);
-  const bool grouped = mlx || o.dtype == SynthDType::kGptq4 || o.dtype == SynthDType::kAwq4;
+  const bool grouped = mlx || o.dtype == SynthDType::kGptq4 || o.dtype == SynthDType::kAwq4 || o.dtype == SynthDType::kW4A16;
   if (grouped && o.group_size != 32 && o.group_size != 64 && o.group_size != 128) {
     return Status::InvalidArgument("--group-size: " + std::to_string(o.group_size) + " (32, 64 or 128)");
   }
@@ -232,6 +233,13 @@ Result<OJson> SynthConfig(const SynthOptions& o) {
   } else if (o.dtype == SynthDType::kGptq4) {
     c["quantization_config"] = {{"quant_method", "gptq"}, {"bits", 4},        {"group_size", o.group_size},
                                 {"desc_act", false},      {"sym", true},      {"checkpoint_format", "gptq"}};
+  } else if (o.dtype == SynthDType::kW4A16) {
+    const OJson weights = {{"num_bits", 4},  {"type", "int"},           {"symmetric", false},
+                           {"strategy", "group"}, {"group_size", o.group_size}};
+    c["quantization_config"] = {{"quant_method", "compressed-tensors"},
+                                {"format", "pack-quantized"},
+                                {"config_groups", {{"group_0", {{"targets", {"Linear"}}, {"weights", weights}}}}},
+                                {"ignore", {"lm_head"}}};
   } else if (o.dtype == SynthDType::kAwq4) {
     c["quantization_config"] = {
         {"quant_method", "awq"}, {"bits", 4}, {"group_size", o.group_size}, {"version", "gemm"}, {"zero_point", true}};

@@ -40,8 +40,9 @@ namespace llmhost {
 
 // bf16; MLX affine 4/8-bit; the Hugging Face layouts GPU servers load: FP8
 // e4m3 with 128x128 block scales (quant_method "fp8"), GPTQ 4-bit (v1
-// checkpoint) and AWQ 4-bit GEMM, groups of group_size, zeros uniform.
-enum class SynthDType { kBF16, kMlx4, kMlx8, kFp8, kGptq4, kAwq4 };
+// checkpoint), AWQ 4-bit GEMM and compressed-tensors pack-quantized 4-bit
+// (W4A16, asymmetric), groups of group_size, zeros uniform.
+enum class SynthDType { kBF16, kMlx4, kMlx8, kFp8, kGptq4, kAwq4, kW4A16 };
 inline bool IsMlx(SynthDType d) { return d == SynthDType::kMlx4 || d == SynthDType::kMlx8; }
 
 struct SynthOptions {
@@ -54,7 +55,7 @@ struct SynthOptions {
   ThreadPool* pool = nullptr;   // generation threads (null: the calling thread only)
 };
 
-// "bf16", "mlx4", "mlx8", "fp8", "gptq4", "awq4"; InvalidArgument otherwise.
+// "bf16", "mlx4", "mlx8", "fp8", "gptq4", "awq4", "w4a16"; InvalidArgument otherwise.
 Result<SynthDType> ParseSynthDType(std::string_view name);
 // The architectures synth-model can write.
 const std::vector<std::string>& SynthArchitectures();

@@ -133,6 +133,13 @@ class Planner {
           {(rows + kFp8Block - 1) / kFp8Block, (cols + kFp8Block - 1) / kFp8Block}, Fill::kFp8Scales);
       return;
     }
+    if (dtype_ == SynthDType::kW4A16) {
+      // compressed-tensors pack-quantized, asymmetric: zeros packed down the outputs.
+      Add(module + ".weight_packed", DType::kI32, {rows, cols / 8}, Fill::kRandomBits);
+      Add(module + ".weight_scale", DType::kBF16, {rows, cols / group_}, Fill::kMlxScales);
+      Add(module + ".weight_zero_point", DType::kI32, {rows / 8, cols / group_}, Fill::kRandomBits);
+      return;
+    }
     if (dtype_ == SynthDType::kGptq4 || dtype_ == SynthDType::kAwq4) {
       // Codes uniform in 0..15 around the zero 8 (GPTQ v1 stores it as 7).
       const bool gptq = dtype_ == SynthDType::kGptq4;

@@ -73,7 +73,7 @@ class TableSource final : public WeightSource {
 
   const std::string& path() const override { return path_; }
   bool HasMatrix(const std::string& module) const override {
-    return st_->Has(module + ".weight") || (hf_ && st_->Has(module + ".qweight"));
+    return st_->Has(module + ".weight") || (hf_ && (st_->Has(module + ".qweight") || st_->Has(module + ".weight_packed")));
   }
   bool HasTensor(const std::string& name) const override { return st_->Has(name); }
 
@@ -105,7 +105,8 @@ class TableSource final : public WeightSource {
 
   void ReleaseMatrix(const std::string& module) override {
     for (const char* part : {".weight", ".scales", ".biases", ".qweight", ".qzeros", ".g_idx", ".weight_scale",
-                             ".weight_scale_inv"}) {
+                             ".weight_scale_inv", ".weight_packed", ".weight_zero_point", ".weight_g_idx",
+                             ".weight_shape"}) {
       st_->Release(module + part);
     }
     std::lock_guard<std::mutex> lock(mu_);
@@ -129,7 +130,18 @@ class TableSource final : public WeightSource {
   Result<WeightMatrix> LoadHf(const std::string& module, int64_t rows, int64_t cols) const {
     const HfQuantization& q = *hf_;
     Result<std::unique_ptr<RepackedMatrix>> made = Status::Internal("unreachable");
-    if (q.method == HfQuantization::Method::kFp8) {
+    auto optional = [&](const std::string& name) -> Result<std::optional<TensorView>> {
+      if (!st_->Has(name)) return std::optional<TensorView>();
+      ASSIGN_OR_RETURN(TensorView t, Get(name));
+      return std::optional<TensorView>(t);
+    };
+    if (q.method == HfQuantization::Method::kPacked) {
+      ASSIGN_OR_RETURN(TensorView w, Get(module + ".weight_packed"));
+      ASSIGN_OR_RETURN(TensorView sc, Get(module + ".weight_scale"));
+      ASSIGN_OR_RETURN(std::optional<TensorView> zp, optional(module + ".weight_zero_point"));
+      ASSIGN_OR_RETURN(std::optional<TensorView> gi, optional(module + ".weight_g_idx"));
+      made = RepackPacked(q, module, w, sc, zp ? &*zp : nullptr, gi ? &*gi : nullptr, rows, cols);
+    } else if (q.method == HfQuantization::Method::kFp8) {
       ASSIGN_OR_RETURN(TensorView w, Get(module + ".weight"));
       const std::string sname = module + (st_->Has(module + ".weight_scale_inv") ? ".weight_scale_inv" : ".weight_scale");
       ASSIGN_OR_RETURN(TensorView sc, Get(sname));
@@ -151,7 +163,8 @@ class TableSource final : public WeightSource {
     if (!made.ok()) return made.status().WithContext(path_);
     // The checkpoint's own tensors are not read again (FP8 codes are: they
     // are the view), so their pages go.
-    for (const char* part : {".qweight", ".qzeros", ".scales", ".g_idx", ".weight_scale", ".weight_scale_inv"}) {
+    for (const char* part : {".qweight", ".qzeros", ".scales", ".g_idx", ".weight_scale", ".weight_scale_inv",
+                             ".weight_packed", ".weight_zero_point", ".weight_g_idx"}) {
       if (st_->Has(module + part)) st_->Release(module + part);
     }
     const WeightMatrix view = (*made)->view;
@@ -164,6 +177,7 @@ class TableSource final : public WeightSource {
   // 16/32-bit matrix: lm_head and embeddings usually are).
   bool HfQuantized(const std::string& module) const {
     if (!hf_) return false;
+    if (hf_->method == HfQuantization::Method::kPacked) return st_->Has(module + ".weight_packed");
     if (hf_->method != HfQuantization::Method::kFp8) return st_->Has(module + ".qweight");
     auto w = st_->Has(module + ".weight") ? st_->Get(module + ".weight") : Result<TensorView>(Status::NotFound(""));
     return w.ok() && w->dtype == DType::kF8_E4M3;

@@ -87,8 +87,8 @@ uint64_t SumSafetensorsRecursive(const fs::path& dir, int depth) {
   return total;
 }
 
-// Quantized checkpoints grow at load (model/quant_repack.h): GPTQ and AWQ
-// groups' f16 scales and packed zeros become an f32 scale and bias per group
+// Quantized checkpoints grow at load (model/quant_repack.h): GPTQ, AWQ and
+// packed-int groups' 16-bit scales and zeros become an f32 scale and bias per group
 // of at most 128 columns; FP8 block scales become one f32 per row and block.
 // Bytes per weight in memory over bytes per weight in the files.
 double RepackGrowth(const HfQuantization& q) {
@@ -99,7 +99,9 @@ double RepackGrowth(const HfQuantization& q) {
   const double code = q.bits / 8.0;
   const int g = q.group_size;
   const double in_memory = g <= 0 || g % 128 == 0 ? 128 : g % 64 == 0 ? 64 : 32;
-  const double in_files = g <= 0 ? 0.0 : (2.0 + code) / g;  // one group per row: next to nothing
+  // A 16-bit scale and (packed asymmetric schemes, GPTQ, AWQ) a packed zero per group.
+  const double zero = q.method == HfQuantization::Method::kPacked && q.symmetric ? 0.0 : code;
+  const double in_files = g <= 0 ? 0.0 : (2.0 + zero) / g;  // one group per row: next to nothing
   return (code + 8.0 / in_memory) / (code + in_files);
 }
 

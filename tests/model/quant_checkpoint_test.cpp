@@ -77,6 +77,24 @@ std::vector<float> Dequantize(const SafetensorsModel& st, const std::string& mod
     }
     return w;
   }
+  if (dtype == SynthDType::kW4A16) {
+    // compressed-tensors pack-quantized: inputs along each output row's
+    // words, zeros packed down the outputs; code and zero share an offset.
+    const TensorView p = *st.Tensor(module + ".weight_packed");
+    const TensorView s = *st.Tensor(module + ".weight_scale");
+    const TensorView z = *st.Tensor(module + ".weight_zero_point");
+    const int64_t rows = p.shape[0], cols = p.shape[1] * 8, groups = s.shape[1];
+    w.resize(static_cast<size_t>(rows * cols));
+    for (int64_t n = 0; n < rows; ++n) {
+      for (int64_t k = 0; k < cols; ++k) {
+        const int64_t g = k / group;
+        const int q = static_cast<int>((WordAt(p, n * (cols / 8) + k / 8) >> (4 * (k % 8))) & 15);
+        const int zero = static_cast<int>((WordAt(z, (n / 8) * groups + g) >> (4 * (n % 8))) & 15);
+        w[static_cast<size_t>(n * cols + k)] = static_cast<float>(FloatAt(s, n * groups + g) * (q - zero));
+      }
+    }
+    return w;
+  }
   const TensorView qw = *st.Tensor(module + ".qweight");
   const TensorView qz = *st.Tensor(module + ".qzeros");
   const TensorView sc = *st.Tensor(module + ".scales");
@@ -151,15 +169,20 @@ void WriteTwin(const std::string& dir, const std::string& twin, SynthDType dtype
   ASSERT_TRUE(st.ok()) << st.status().ToString();
   std::map<std::string, std::vector<float>> made;
   std::vector<SafetensorsWriteTensor> out;
-  const char* marker = dtype == SynthDType::kFp8 ? ".weight_scale_inv" : ".qweight";
+  const char* marker = dtype == SynthDType::kFp8     ? ".weight_scale_inv"
+                       : dtype == SynthDType::kW4A16 ? ".weight_packed"
+                                                     : ".qweight";
   for (const auto& [name, e] : (*st)->entries()) {
     const size_t at = name.rfind(marker);
     if (at != std::string::npos && at + std::strlen(marker) == name.size()) {
       const std::string module = name.substr(0, at);
       std::vector<float>& w = made[module];
       w = Dequantize(**st, module, dtype, group);
-      const TensorView sc = *(*st)->Tensor(module + (dtype == SynthDType::kFp8 ? ".weight" : ".scales"));
-      const int64_t rows = dtype == SynthDType::kFp8 ? sc.shape[0] : sc.shape[1];
+      const bool by_rows = dtype == SynthDType::kFp8 || dtype == SynthDType::kW4A16;  // [out, ...] tensors
+      const TensorView sc = *(*st)->Tensor(module + (dtype == SynthDType::kFp8     ? ".weight"
+                                                     : dtype == SynthDType::kW4A16 ? ".weight_packed"
+                                                                                   : ".scales"));
+      const int64_t rows = by_rows ? sc.shape[0] : sc.shape[1];
       out.push_back({module + ".weight", DType::kF32, {rows, static_cast<int64_t>(w.size()) / rows},
                      std::string_view(reinterpret_cast<const char*>(w.data()), w.size() * 4)});
     }
@@ -167,7 +190,8 @@ void WriteTwin(const std::string& dir, const std::string& twin, SynthDType dtype
   for (const auto& [name, e] : (*st)->entries()) {
     bool part = false;  // a quantized module's tensor (its `.bias` stays)
     for (const auto& [module, w] : made) {
-      for (const char* s : {".qweight", ".qzeros", ".scales", ".g_idx", ".weight", ".weight_scale_inv"}) {
+      for (const char* s : {".qweight", ".qzeros", ".scales", ".g_idx", ".weight", ".weight_scale_inv",
+                            ".weight_packed", ".weight_scale", ".weight_zero_point"}) {
         part = part || name == module + s;
       }
     }
@@ -196,7 +220,10 @@ struct Case {
 
 std::string CaseName(const ::testing::TestParamInfo<Case>& i) {
   const SynthDType d = i.param.dtype;
-  const std::string dt = d == SynthDType::kFp8 ? "Fp8" : d == SynthDType::kGptq4 ? "Gptq4" : "Awq4";
+  const std::string dt = d == SynthDType::kFp8     ? "Fp8"
+                         : d == SynthDType::kGptq4 ? "Gptq4"
+                         : d == SynthDType::kW4A16 ? "W4a16"
+                                                   : "Awq4";
   return i.param.arch + "_" + dt + (i.param.act_order ? "_ActOrder" : "") +
          (i.param.device == DeviceKind::kCuda ? "_Cuda" : "_Cpu");
 }
@@ -294,6 +321,7 @@ std::vector<Case> Cases() {
     v.push_back({"phi3", SynthDType::kFp8, d});         // fused qkv and gate_up
     v.push_back({"gemma3_text", SynthDType::kGptq4, d});
     v.push_back({"llama", SynthDType::kGptq4, d, true});  // x gathered into the stored column order
+    v.push_back({"qwen3", SynthDType::kW4A16, d});         // compressed-tensors pack-quantized
   }
   return v;
 }
@@ -430,6 +458,46 @@ TEST(QuantRepack, GptqOneGroupPerRowBecomesGroupsOf128WithOneScale) {
   }
 }
 
+TEST(QuantRepack, PackedSymmetricPerChannelCentresOnTheOffset) {
+  // compressed-tensors pack-quantized, 4-bit, symmetric, one scale a row:
+  // w = s * (q - 8), q the stored unsigned code.
+  const int64_t rows = 8, cols = 64;
+  std::vector<uint8_t> packed(static_cast<size_t>(rows * cols / 8 * 4), 0), sc(static_cast<size_t>(rows * 2));
+  for (int64_t n = 0; n < rows; ++n) {
+    for (int64_t k = 0; k < cols; ++k) {
+      const uint32_t q = static_cast<uint32_t>((n * 7 + k * 3) % 16);
+      uint32_t word;
+      std::memcpy(&word, packed.data() + 4 * (n * cols / 8 + k / 8), 4);
+      word |= q << (4 * (k % 8));
+      std::memcpy(packed.data() + 4 * (n * cols / 8 + k / 8), &word, 4);
+    }
+    const uint16_t h = F32ToBf16(0.25f * static_cast<float>(n + 1));
+    std::memcpy(sc.data() + 2 * n, &h, 2);
+  }
+  HfQuantization q;
+  q.method = HfQuantization::Method::kPacked;
+  q.bits = 4;
+  q.group_size = 0;
+  q.symmetric = true;
+  auto r = RepackPacked(q, "m", View(DType::kI32, {rows, cols / 8}, packed), View(DType::kBF16, {rows, 1}, sc), nullptr,
+                        nullptr, rows, cols);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  std::vector<float> got(static_cast<size_t>(rows * cols));
+  DequantizeRows((*r)->view, 0, rows, got.data());
+  for (int64_t n = 0; n < rows; ++n) {
+    for (int64_t k = 0; k < cols; ++k) {
+      const int q4 = static_cast<int>((n * 7 + k * 3) % 16);
+      ASSERT_EQ(got[static_cast<size_t>(n * cols + k)], 0.25f * static_cast<float>(n + 1) * static_cast<float>(q4 - 8))
+          << n << "," << k;
+    }
+  }
+  q.symmetric = false;  // asymmetric needs its zero points
+  auto bad = RepackPacked(q, "m", View(DType::kI32, {rows, cols / 8}, packed), View(DType::kBF16, {rows, 1}, sc),
+                          nullptr, nullptr, rows, cols);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("m.weight_zero_point"), std::string::npos) << bad.status().ToString();
+}
+
 TEST(QuantRepack, Fp8ScalesOfEveryLayoutAndAWrongShape) {
   const int64_t rows = 4, cols = 64;
   std::vector<uint8_t> codes(static_cast<size_t>(rows * cols));
@@ -507,7 +575,9 @@ TEST(HfQuantConfig, ReadsEachMethodAndRefusesVariantsItCannotLoad) {
   for (const char* unsupported :
        {R"({"quant_method": "gptq", "bits": 3})", R"({"quant_method": "gptq", "bits": 4, "is_marlin_format": true})",
         R"({"quant_method": "awq", "bits": 4, "version": "gemv"})", R"({"quant_method": "bitsandbytes"})",
-        R"({"quant_method": "compressed-tensors", "format": "pack-quantized", "config_groups": {}})"}) {
+        R"({"quant_method": "compressed-tensors", "format": "int-quantized", "config_groups": {}})",
+        R"({"quant_method": "compressed-tensors", "format": "pack-quantized", "config_groups": {"g": {"weights":
+            {"num_bits": 4, "type": "int", "strategy": "tensor"}}}})"}) {
     auto r = parse(unsupported);
     ASSERT_FALSE(r.ok()) << unsupported;
     EXPECT_EQ(r.status().code(), StatusCode::kNotSupported) << r.status().ToString();
@@ -515,6 +585,11 @@ TEST(HfQuantConfig, ReadsEachMethodAndRefusesVariantsItCannotLoad) {
   auto bad = parse(R"({"quant_method": "gptq", "bits": "four"})");
   ASSERT_FALSE(bad.ok());
   EXPECT_EQ(bad.status().code(), StatusCode::kInvalidArgument);
+  auto packed = parse(R"({"quant_method": "compressed-tensors", "format": "pack-quantized",
+      "config_groups": {"group_0": {"targets": ["Linear"], "weights": {"num_bits": 4, "type": "int",
+      "symmetric": true, "strategy": "group", "group_size": 128}}}})");
+  ASSERT_TRUE(packed.ok() && packed->has_value()) << packed.status().ToString();
+  EXPECT_EQ((*packed)->Describe(), "packed int symmetric 4-bit g128");
   auto none = ParseHfQuantization(nlohmann::json::parse(R"({"quantization": {"bits": 4, "group_size": 64}})"), "c");
   ASSERT_TRUE(none.ok());
   EXPECT_FALSE(none->has_value());
