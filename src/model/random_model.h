@@ -4,7 +4,7 @@
 //
 //   random:ARCH:DTYPE:CONFIG.json[:SEED]
 //     ARCH    an architecture synth-model writes (llama, qwen3, ...)
-//     DTYPE   bf16, mlx4, mlx8, fp8, gptq4 or awq4; a group size other than
+//     DTYPE   bf16, mlx4, mlx8, fp8, gptq4, awq4 or w4a16; a group size other than
 //             64 as mlx4-g32 / mlx8-g128 / gptq4-g128
 //     CONFIG  a Hugging Face config.json (may be partial: synth-model's
 //             defaults complete it)
