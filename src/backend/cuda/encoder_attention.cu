@@ -26,24 +26,26 @@ __device__ float BlockReduce(float v, float* part) {
   return total;
 }
 
-// One block per (query row, head): the row's sequence by a scan of seqs,
-// its scores in shared memory, the softmax, then out column by column.
+// One block per (query row, head): block x is the x-th row of the sequences
+// taken in order (wherever their rows lie), found by a scan of seqs; its
+// scores in shared memory, the softmax, then out column by column.
 __global__ void __launch_bounds__(kThreads) EncoderAttentionKernel(const float* q, const float* k, const float* v,
                                                                     const EncoderSeq* seqs, int64_t n_seqs,
                                                                     EncoderAttentionParams p, float* out) {
   WaitForPriorGrid();
   extern __shared__ float smem[];
   __shared__ float part[kWarps];
-  const int64_t row = blockIdx.x, h = blockIdx.y, d = p.head_dim;
-  int64_t first = -1, len = 0;
-  for (int64_t s = 0; s < n_seqs; ++s) {
-    if (row >= seqs[s].row && row < seqs[s].row + seqs[s].len) {
+  const int64_t h = blockIdx.y, d = p.head_dim;
+  int64_t first = -1, len = 0, row = 0;
+  for (int64_t s = 0, before = 0; s < n_seqs; before += seqs[s].len, ++s) {
+    if (blockIdx.x < before + seqs[s].len) {
       first = seqs[s].row;
       len = seqs[s].len;
+      row = first + (blockIdx.x - before);
       break;
     }
   }
-  if (first < 0) return;  // a row no sequence covers is not written
+  if (first < 0) return;  // past the sequences' rows
   float* qh = smem;
   float* scores = smem + d;
   for (int64_t c = threadIdx.x; c < d; c += kThreads) qh[c] = q[row * p.qkv_stride + h * d + c];
