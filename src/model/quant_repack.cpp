@@ -69,9 +69,19 @@ int MlxGroup(int64_t group, int64_t cols) {
   return 0;
 }
 
-// An MLX affine matrix of rows x cols at `bits`, groups of `mlx_group`, with
-// its buffers sized; codes zeroed.
-std::unique_ptr<RepackedMatrix> NewAffine(int64_t rows, int64_t cols, int bits, int mlx_group) {
+
+std::string GroupText(int64_t g) { return std::to_string(g) + "-column groups"; }
+
+// An MLX affine matrix of rows x cols at `bits` for a checkpoint's groups of
+// `group` columns (MLX groups of 128, 64 or 32 inside them), its buffers
+// sized, codes zeroed. NotSupported naming `what` when no MLX group fits.
+Result<std::unique_ptr<RepackedMatrix>> NewAffine(const std::string& what, int64_t rows, int64_t cols, int bits,
+                                                  int64_t group) {
+  const int mlx_group = MlxGroup(group, cols);
+  if (mlx_group == 0) {
+    return Status::NotSupported(what + ": " + GroupText(group) + " over " + std::to_string(cols) +
+                                " columns: groups must be a multiple of 32 columns");
+  }
   auto m = std::make_unique<RepackedMatrix>();
   m->codes.assign(static_cast<size_t>(rows * cols * bits / 32), 0);
   m->scales.resize(static_cast<size_t>(rows * (cols / mlx_group)));
@@ -87,6 +97,22 @@ std::unique_ptr<RepackedMatrix> NewAffine(int64_t rows, int64_t cols, int bits, 
   v.scales = m->scales.data();
   v.biases = m->biases.data();
   return m;
+}
+
+// Act-order: stored column j of every row takes input column order[j]'s code
+// (code(n, k)), and the matrix keeps the order for its MatMuls.
+template <typename CodeFn>
+void PlaceInOrder(RepackedMatrix* m, std::vector<int32_t> order, CodeFn code) {
+  const WeightMatrix& v = m->view;
+  const int per = 32 / v.bits;
+  const int64_t words = v.cols / per;
+  for (int64_t n = 0; n < v.rows; ++n) {
+    for (int64_t j = 0; j < v.cols; ++j) {
+      m->codes[static_cast<size_t>(n * words + j / per)] |= code(n, order[static_cast<size_t>(j)]) << (v.bits * (j % per));
+    }
+  }
+  m->order = std::move(order);
+  m->view.col_order = m->order.data();
 }
 
 // Fills the MLX scales and biases: MLX group m of row n takes checkpoint
@@ -141,7 +167,6 @@ Result<std::vector<int32_t>> ActOrder(const TensorView* g_idx, const std::string
   return order;
 }
 
-std::string GroupText(int64_t g) { return std::to_string(g) + "-column groups"; }
 
 }  // namespace
 
@@ -162,12 +187,7 @@ Result<std::unique_ptr<RepackedMatrix>> RepackGptq(const HfQuantization& q, cons
   RETURN_IF_ERROR(ExpectFloat(scales, module + ".scales", {groups, rows}));
   // Act-order: the stored column j of each row is input column order[j].
   ASSIGN_OR_RETURN(std::vector<int32_t> order, ActOrder(g_idx, module + ".g_idx", cols, group, groups));
-  const int mlx_group = MlxGroup(group, cols);
-  if (mlx_group == 0) {
-    return Status::NotSupported("'" + module + "': GPTQ " + GroupText(group) + " over " + std::to_string(cols) +
-                                " columns: groups must be a multiple of 32 columns");
-  }
-  auto m = NewAffine(rows, cols, bits, mlx_group);
+  ASSIGN_OR_RETURN(auto m, NewAffine("'" + module + "': GPTQ", rows, cols, bits, group));
   // Word i of qweight's column n holds input rows i * per .. i * per + per - 1
   // in rising bit fields: MLX's word i of row n. A transpose; in act-order,
   // code by code into the stored columns.
@@ -182,16 +202,9 @@ Result<std::unique_ptr<RepackedMatrix>> RepackGptq(const HfQuantization& q, cons
       }
     }
   } else {
-    for (int64_t j = 0; j < cols; ++j) {
-      const int64_t k = order[static_cast<size_t>(j)];
-      const uint32_t shift_in = static_cast<uint32_t>(bits * (k % per)), shift_out = static_cast<uint32_t>(bits * (j % per));
-      for (int64_t n = 0; n < rows; ++n) {
-        const uint32_t q = (Word(qweight, (k / per) * rows + n) >> shift_in) & mask;
-        m->codes[static_cast<size_t>(n * words + j / per)] |= q << shift_out;
-      }
-    }
-    m->order = std::move(order);
-    m->view.col_order = m->order.data();
+    PlaceInOrder(m.get(), std::move(order), [&](int64_t n, int64_t k) {
+      return (Word(qweight, (k / per) * rows + n) >> (bits * (k % per))) & mask;
+    });
   }
   const uint32_t offset = q.zeros_minus_one ? 1 : 0;
   FillParams(
@@ -218,12 +231,7 @@ Result<std::unique_ptr<RepackedMatrix>> RepackAwq(const HfQuantization& q, const
   RETURN_IF_ERROR(Expect(qweight, module + ".qweight", DType::kI32, {cols, rows / 8}));
   RETURN_IF_ERROR(Expect(qzeros, module + ".qzeros", DType::kI32, {groups, rows / 8}));
   RETURN_IF_ERROR(ExpectFloat(scales, module + ".scales", {groups, rows}));
-  const int mlx_group = MlxGroup(group, cols);
-  if (mlx_group == 0) {
-    return Status::NotSupported("'" + module + "': AWQ " + GroupText(group) +
-                                ": groups must be a multiple of 32 columns");
-  }
-  auto m = NewAffine(rows, cols, 4, mlx_group);
+  ASSIGN_OR_RETURN(auto m, NewAffine("'" + module + "': AWQ", rows, cols, 4, group));
   // An 8 x 8 nibble transpose per (8 inputs, 8 outputs): the words of inputs
   // 8kw .. 8kw + 7 at output word nw give output rows 8nw + kOrder[p] their
   // word kw. 16 output words (a cache line) at a time, so that the reads use
@@ -271,25 +279,14 @@ Result<std::unique_ptr<RepackedMatrix>> RepackPacked(const HfQuantization& q, co
     return Status::InvalidArgument("'" + module + "': an asymmetric scheme without '" + module + ".weight_zero_point'");
   }
   ASSIGN_OR_RETURN(std::vector<int32_t> order, ActOrder(g_idx, module + ".weight_g_idx", cols, group, groups));
-  const int mlx_group = MlxGroup(group, cols);
-  if (mlx_group == 0) {
-    return Status::NotSupported("'" + module + "': " + GroupText(group) + " over " + std::to_string(cols) +
-                                " columns: groups must be a multiple of 32 columns");
-  }
-  auto m = NewAffine(rows, cols, bits, mlx_group);
+  ASSIGN_OR_RETURN(auto m, NewAffine("'" + module + "'", rows, cols, bits, group));
   // A row's words are MLX's already (value i of word w is column w * per + i).
   if (order.empty()) {
     for (int64_t i = 0; i < rows * words; ++i) m->codes[static_cast<size_t>(i)] = Word(packed, i);
   } else {
-    for (int64_t n = 0; n < rows; ++n) {
-      for (int64_t j = 0; j < cols; ++j) {
-        const int64_t k = order[static_cast<size_t>(j)];
-        const uint32_t v = (Word(packed, n * words + k / per) >> (bits * (k % per))) & mask;
-        m->codes[static_cast<size_t>(n * words + j / per)] |= v << (bits * (j % per));
-      }
-    }
-    m->order = std::move(order);
-    m->view.col_order = m->order.data();
+    PlaceInOrder(m.get(), std::move(order), [&](int64_t n, int64_t k) {
+      return (Word(packed, n * words + k / per) >> (bits * (k % per))) & mask;
+    });
   }
   // Codes and zeros are both stored with the same offset, which cancels;
   // a symmetric scheme's zero is that offset.
