@@ -30,7 +30,8 @@
 //                    [--prefill-reps N] [--prefill-tokens N (512; <= 4096, the models' context)]
 //                    [--steps N] [--no-int8] [--long-context N (0: skipped)]
 //                    [--precisions auto,fast,fast-int8,fast-bf16 (this order, every format)]
-//                    [--device cpu|cuda|cuda:N (default cpu)]
+//                    [--device cpu|cuda|cuda:N (default cpu)] [--tensor-parallel N (1: the
+//                    model split over N GPUs from --device)]
 //                    [--prefix NAME (llama1b)] [--batch N (8)] [--prompt N (16: decode runs' prompts)]
 //                    [--kv-dtype auto|f32|bf16|f16|fp8 (auto: the model's 16-bit type, as serve's)]
 //                    [--phases decode1,decode-batch,long,prefill (all; fewer for a profiler)]
@@ -100,6 +101,7 @@ struct Options {
   int prompt = 16;
   int long_context = 0;
   int batch = 8;
+  int tensor_parallel = 1;  // --tensor-parallel N: the model split over N devices from --device
   std::string kv_dtype = "auto";  // --kv-dtype: the KV cache's type (auto: the model's 16-bit type, as serve's)
   bool int8 = true;
   std::string prefix = "llama1b";
@@ -168,6 +170,9 @@ void Check(const Status& s, const char* what) {
   }
 }
 
+// The most prompt tokens Decode runs in one Forward.
+constexpr int64_t kPromptPassTokens = 16384;
+
 // `batch` sequences, each prefilled with its own `prompt`-token prompt, then
 // `reps` timed runs of `steps` decode steps (one Forward per step with every
 // sequence); the best run's tokens per second.
@@ -181,10 +186,29 @@ Rate Decode(Model& model, KvCache& cache, int batch, int prompt, const Options& 
   for (int b = 0; b < batch; ++b) prompts.push_back(PromptIds(prompt, vocab, 100 + b));
   for (int b = 0; b < batch; ++b) items.push_back({&seqs[b], prompts[b], LogitsRows::kLast, prompt});
   const double p0 = Now(), pc0 = CpuSeconds();
-  Check(model.Forward(items, cache, &out), "decode prompt");
-  if (prompt_rate) prompt_rate->Add(static_cast<double>(batch) * prompt, Now() - p0, CpuSeconds() - pc0, ThreadPool::Default().size());
-  auto step = [&] {
+  if (static_cast<int64_t>(batch) * prompt <= kPromptPassTokens) {
+    Check(model.Forward(items, cache, &out), "decode prompt");
     for (int b = 0; b < batch; ++b) next[b] = ArgMax(out.Row(b, 0), out.vocab);
+  } else {
+    // Many long prompts: passes of at most kPromptPassTokens (a pass's
+    // activations grow with its tokens), as the engine chunks prefill.
+    for (int b = 0; b < batch; ++b) {
+      for (int at = 0; at < prompt; at += kPromptPassTokens) {
+        const int len = std::min<int>(prompt - at, kPromptPassTokens);
+        const ForwardItem piece{&seqs[b], std::span<const int32_t>(prompts[b]).subspan(at, len), LogitsRows::kLast,
+                                prompt};
+        Check(model.Forward({&piece, 1}, cache, &out), "decode prompt");
+      }
+      next[b] = ArgMax(out.Row(0, 0), out.vocab);
+    }
+  }
+  if (prompt_rate) prompt_rate->Add(static_cast<double>(batch) * prompt, Now() - p0, CpuSeconds() - pc0, ThreadPool::Default().size());
+  bool first = true;
+  auto step = [&] {
+    if (!first) {
+      for (int b = 0; b < batch; ++b) next[b] = ArgMax(out.Row(b, 0), out.vocab);
+    }
+    first = false;
     for (int b = 0; b < batch; ++b) items[b].tokens = {&next[b], 1};
     Check(model.Forward(items, cache, &out), "decode step");
   };
@@ -326,11 +350,13 @@ Figures Run(const std::string& dir, Precision precision, const Options& o) {
   Figures f;
   auto spec = ParseDevice(o.device);
   Check(spec.status(), "--device");
-  auto backend = MakeBackend(*spec, precision, &ThreadPool::Default());
-  Check(backend.status(), o.device.c_str());
+  auto backends = MakeBackends(*spec, o.tensor_parallel, precision, &ThreadPool::Default());
+  Check(backends.status(), o.device.c_str());
+  std::vector<Backend*> ranks;
+  for (auto& b : *backends) ranks.push_back(b.get());
   f.rss_before = ResidentBytes();
   const double t0 = Now();
-  auto model = Model::Load(dir, backend->get());
+  auto model = Model::Load(dir, std::span<Backend* const>(ranks));
   Check(model.status(), dir.c_str());
   f.load_s = Now() - t0;
   f.rss_load = ResidentBytes();
@@ -392,6 +418,8 @@ int Main(int argc, char** argv) {
       o.long_context = std::max(0, std::atoi(value().c_str()));
     } else if (a == "--device") {
       o.device = value();
+    } else if (a == "--tensor-parallel") {
+      o.tensor_parallel = std::max(1, std::atoi(value().c_str()));
     } else if (a == "--prefix") {
       o.prefix = value();
     } else if (a == "--random-config") {
@@ -412,7 +440,7 @@ int Main(int argc, char** argv) {
       std::fprintf(stderr,
                    "usage: model_bench --models DIR [--formats bf16,mlx8,mlx4 (also fp8, gptq4, awq4)] [--reps N] "
                    "[--prefill-reps N] [--prefill-tokens N] [--steps N] [--no-int8] "
-                   "[--long-context N] [--precisions LIST] [--device cpu|cuda|cuda:N] [--prefix NAME] "
+                   "[--long-context N] [--precisions LIST] [--device cpu|cuda|cuda:N] [--tensor-parallel N] [--prefix NAME] "
                    "[--batch N] [--prompt N] [--kv-dtype auto|f32|bf16|f16|fp8] [--matmul-shapes]\n"
                    "       model_bench --random-config CONFIG.json [--arch llama] [--seed N] [--group-size G] "
                    "[the options above but --models, --prefix]\n");

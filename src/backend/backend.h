@@ -271,9 +271,11 @@ class Backend {
   // for kFastInt8 / kFastBf16), so that which experts a token goes to does
   // not hinge on activation rounding.
   virtual void RouterMatMul(const WeightMatrix& w, const float* x, int64_t n, float* y) = 0;
-  // out[i, :] = row ids[i] of w (dequantized) * scale; ids in [0, w.rows).
-  virtual void Embedding(const WeightMatrix& w, const int32_t* ids, int64_t n, float scale,
-                         float* out) = 0;
+  // out[i, :] = row ids[i] - first_id of w (dequantized) * scale. An id
+  // outside [first_id, first_id + w.rows) gives a row of zeros: w is then one
+  // rank's slice of a vocabulary-parallel table (model/tensor_parallel.h).
+  virtual void Embedding(const WeightMatrix& w, const int32_t* ids, int64_t n, float scale, float* out,
+                         int64_t first_id = 0) = 0;
   // out[r, :] = x[r, :] / sqrt(mean(x[r, :]²) + eps) * (add_one ? 1 + w : w)
   // over `rows` rows of `dim` values at `stride` (in and out alike); in place allowed.
   virtual void RmsNorm(const float* x, int64_t rows, int64_t dim, int64_t stride,

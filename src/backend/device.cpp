@@ -128,4 +128,22 @@ Result<std::unique_ptr<Backend>> MakeBackend(const DeviceSpec& spec, Precision p
 #endif
 }
 
+Result<std::vector<std::unique_ptr<Backend>>> MakeBackends(const DeviceSpec& first, int n, Precision precision,
+                                                          ThreadPool* pool) {
+  if (n < 1 || n > 64) return Status::InvalidArgument("--tensor-parallel " + std::to_string(n) + ": expected 1 to 64");
+  if (first.kind == DeviceKind::kCuda && n > 1 && first.index + n > CudaDeviceCount()) {
+    return Status::NotSupported("--tensor-parallel " + std::to_string(n) + " from " + first.ToString() + " needs GPUs " +
+                                first.ToString() + ".." + std::to_string(first.index + n - 1) + "; this machine has " +
+                                std::to_string(CudaDeviceCount()) + " GPU(s)");
+  }
+  std::vector<std::unique_ptr<Backend>> out;
+  for (int r = 0; r < n; ++r) {
+    DeviceSpec d = first;
+    if (d.kind == DeviceKind::kCuda) d.index += r;
+    ASSIGN_OR_RETURN(std::unique_ptr<Backend> b, MakeBackend(d, precision, pool));
+    out.push_back(std::move(b));
+  }
+  return out;
+}
+
 }  // namespace llmhost

@@ -59,4 +59,11 @@ bool CudaReadsGgmlInPlace(GgmlType t);
 // CUDA not built, no such GPU. `pool` is the CPU backend's.
 Result<std::unique_ptr<Backend>> MakeBackend(const DeviceSpec& spec, Precision precision, ThreadPool* pool);
 
+// The backends of an `n`-rank tensor-parallel model starting at `first`: GPUs
+// first.index .. first.index + n - 1 (NotSupported naming the GPUs there
+// are when too few), or n CPU backends on `pool` (the stand-in the tests
+// use: their work takes turns on the pool).
+Result<std::vector<std::unique_ptr<Backend>>> MakeBackends(const DeviceSpec& first, int n, Precision precision,
+                                                          ThreadPool* pool);
+
 }  // namespace llmhost

@@ -39,6 +39,7 @@ struct GenerateCliOptions {
   std::string precision = "fast";
   std::string kv_dtype = "f32";
   std::string device = "cpu";
+  int tensor_parallel = 1;
   bool show_special = false;
   bool verbose = false;
 };
@@ -69,7 +70,7 @@ int RunGenerate(const GenerateCliOptions& o) {
   if (o.max_tokens < 0) return Fail("--max-tokens must be >= 0");
   auto kv = ParseKvDtype(o.kv_dtype);
   if (!kv.ok()) return Fail("--kv-dtype: " + kv.status().message());
-  auto lm = LoadModelForCli(o.model, *precision, o.device, o.verbose);
+  auto lm = LoadModelForCli(o.model, *precision, o.device, o.verbose, o.tensor_parallel);
   if (!lm.ok()) return Fail(lm.status().ToString());
   Model& model = *lm->model;
   auto tok = LoadModelTokenizer(o.model);
@@ -124,6 +125,9 @@ void RegisterGenerateCommands(CLI::App& app) {
                   "K/V cache type: f32 (default: the reference), bf16, f16, fp8 (e4m3, saturating at +-448) or auto (the model's 16-bit type)");
   cmd->add_flag("--show-special", opts->show_special, "print special tokens (and the EOS)");
   cmd->add_option("--device", opts->device, "cpu (default), cuda, cuda:N or auto (a GPU when there is one)");
+  cmd->add_option("--tensor-parallel", opts->tensor_parallel,
+                  "split the model over N devices from --device (GPUs N..N+n-1; on the CPU a test stand-in)")
+      ->check(CLI::Range(1, 64));
   cmd->add_flag("--verbose", opts->verbose, "print model and memory figures on stderr");
   cmd->callback([opts] { ExitCode() = RunGenerate(*opts); });
 }

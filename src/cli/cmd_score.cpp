@@ -20,6 +20,7 @@ struct ScoreOptions {
   std::string precision = "f32";
   std::string kv_dtype = "f32";
   std::string device = "cpu";
+  int tensor_parallel = 1;
   bool verbose = false;
 };
 
@@ -35,7 +36,7 @@ int RunScore(const ScoreOptions& o) {
   if (!precision.ok()) return Fail(precision.status().ToString());
   auto kv = ParseKvDtype(o.kv_dtype);
   if (!kv.ok()) return Fail("--kv-dtype: " + kv.status().message());
-  auto lm = LoadModelForCli(o.model, *precision, o.device, o.verbose);
+  auto lm = LoadModelForCli(o.model, *precision, o.device, o.verbose, o.tensor_parallel);
   if (!lm.ok()) return Fail(lm.status().ToString());
   Model& model = *lm->model;
   const int64_t t = static_cast<int64_t>(ids->size());
@@ -73,6 +74,9 @@ void RegisterScoreCommands(CLI::App& app) {
   cmd->add_option("--kv-dtype", opts->kv_dtype,
                   "K/V cache type: f32 (default: the reference), bf16, f16, fp8 (e4m3, saturating at +-448) or auto (the model's 16-bit type)");
   cmd->add_option("--device", opts->device, "cpu (default), cuda, cuda:N or auto (a GPU when there is one)");
+  cmd->add_option("--tensor-parallel", opts->tensor_parallel,
+                  "split the model over N devices from --device (GPUs N..N+n-1; on the CPU a test stand-in)")
+      ->check(CLI::Range(1, 64));
   cmd->add_flag("--verbose", opts->verbose, "print model and memory figures on stderr");
   cmd->callback([opts] { ExitCode() = RunScore(*opts); });
 }

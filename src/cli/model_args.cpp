@@ -38,12 +38,17 @@ Result<Precision> ParsePrecision(const std::string& text) {
 }
 
 Result<LoadedModel> LoadModelForCli(const std::string& path, Precision precision, const std::string& device,
-                                    bool verbose) {
+                                    bool verbose, int tensor_parallel) {
   LoadedModel lm;
   ASSIGN_OR_RETURN(DeviceSpec spec, ParseDevice(device));
-  ASSIGN_OR_RETURN(lm.backend, MakeBackend(spec, precision, &ThreadPool::Default()));
+  ASSIGN_OR_RETURN(std::vector<std::unique_ptr<Backend>> backends,
+                   MakeBackends(spec, tensor_parallel, precision, &ThreadPool::Default()));
+  std::vector<Backend*> ranks;
+  for (auto& b : backends) ranks.push_back(b.get());
+  lm.backend = std::move(backends[0]);
+  for (size_t r = 1; r < backends.size(); ++r) lm.ranks.push_back(std::move(backends[r]));
   const uint64_t rss_before = ResidentBytes();
-  ASSIGN_OR_RETURN(lm.model, Model::Load(path, lm.backend.get()));
+  ASSIGN_OR_RETURN(lm.model, Model::Load(path, std::span<Backend* const>(ranks)));
   if (verbose) {
     const ModelSpec& s = lm.model->spec();
     const MemoryStats m = lm.backend->memory_stats();

@@ -20,14 +20,15 @@ Result<std::vector<int32_t>> ParseIdList(const std::string& text);
 Result<Precision> ParsePrecision(const std::string& text);
 
 struct LoadedModel {
-  std::unique_ptr<Backend> backend;
-  std::unique_ptr<Model> model;
+  std::unique_ptr<Backend> backend;             // rank 0's
+  std::vector<std::unique_ptr<Backend>> ranks;  // the other ranks' (--tensor-parallel)
+  std::unique_ptr<Model> model;                 // declared last: it goes first
 };
 
 // Loads PATH (directory, .gguf or random-weights spec) onto `device` ("cpu", "cuda", "cuda:N",
-// "auto"). With `verbose`, prints on stderr the architecture, the weight
-// bytes and the resident memory after loading.
+// "auto"), split over `tensor_parallel` devices from there. With `verbose`, prints on stderr the
+// architecture, the weight bytes and the resident memory after loading.
 Result<LoadedModel> LoadModelForCli(const std::string& path, Precision precision, const std::string& device,
-                                    bool verbose);
+                                    bool verbose, int tensor_parallel = 1);
 
 }  // namespace llmhost::cli

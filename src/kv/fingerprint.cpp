@@ -155,6 +155,7 @@ KvLayout LayoutOf(const Model& model, int64_t block_size, DType kv_dtype) {
   for (const LayerSpec& layer : s.layers) l.windows.push_back(layer.sliding ? layer.window : 0);
   l.numerics = model.backend()->name() + "/precision " +
                std::to_string(static_cast<int>(model.backend()->precision()));
+  l.tensor_parallel = model.tensor_parallel();
   return l;
 }
 
@@ -170,6 +171,11 @@ Sha256Digest ModelFingerprint(const Sha256Digest& weights_identity, const KvLayo
   PutU64(h, layout.windows.size());
   for (int64_t w : layout.windows) PutU64(h, static_cast<uint64_t>(w));
   PutString(h, layout.numerics);
+  // Only when split, so that the keys of unsplit models (and their saved blocks) stay as they were.
+  if (layout.tensor_parallel > 1) {
+    PutString(h, "tensor parallel");
+    PutU64(h, static_cast<uint64_t>(layout.tensor_parallel));
+  }
   return h.Finish();
 }
 

@@ -9,7 +9,8 @@
 //                              instead of every byte (~1 MiB of I/O per file).
 //   model fingerprint        = SHA-256 over a weights identity, the KV dtype,
 //                              the block size, the layer layout (layers, KV
-//                              heads, head size, each layer's sliding window)
+//                              heads, head size, each layer's sliding window,
+//                              the tensor-parallel ranks when more than one)
 //                              and the numerics that shape K/V (the backend's
 //                              name and precision).
 //
@@ -63,6 +64,7 @@ struct KvLayout {
   int64_t head_dim = 0;
   std::vector<int64_t> windows;  // per layer: sliding window, 0 = full attention
   std::string numerics;          // backend name + precision (K/V depend on them)
+  int tensor_parallel = 1;       // ranks the K/V heads are sharded over (a block holds every rank's shard)
 };
 
 // The layout of `model`'s KV cache with blocks of `block_size` positions of `kv_dtype`.

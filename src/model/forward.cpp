@@ -17,6 +17,7 @@
 #include "model/model.h"
 #include "model/scripted_model.h"
 #include "model/rope_freqs.h"
+#include "util/thread_team.h"
 
 namespace llmhost {
 
@@ -58,9 +59,21 @@ int64_t BatchBucket(int64_t n) {
 class ForwardPass {
  public:
   ForwardPass(Model& m, KvCache& cache, std::span<const ForwardItem> items, bool head)
-      : m_(m), s_(m.spec_), b_(*m.backend_), cache_(cache), items_(items), head_(head) {}
+      : m_(m), s_(m.spec_), b_(*m.backend_), cache_(cache), items_(items), head_(head), rank_(m.shard_.rank),
+        split_(m.shard_.size > 1) {}
 
-  Status Run(ForwardOutput* out);
+  Status Run(ForwardOutput* out) {
+    RETURN_IF_ERROR(Prepare());
+    return Compute(out);
+  }
+  // The two halves of Run. A rank of a split model runs them on its own
+  // thread, and its group reserves the sequences' blocks between them (one
+  // allocator for every rank): its Prepare reserves nothing and its Compute
+  // leaves the sequences' lengths to the group.
+  Status Prepare();
+  Status Compute(ForwardOutput* out);
+  // Per item: its length after this step.
+  const std::vector<int64_t>& new_lengths() const { return new_len_; }
 
  private:
   struct Ptrs {
@@ -81,8 +94,13 @@ class ForwardPass {
   // The longest sequence, rounded up: attention's launch is sized by it, so
   // that decode steps share a graph while their lengths stay in a bucket.
   int64_t KvLenBucket() const { return (max_len_ + 255) / 256 * 256; }
-  Status Prepare();
   void UploadMetadata();
+  // Rows of the head this rank computes (its vocabulary slice when split).
+  int64_t HeadRows() const { return m_.lm_head_.rows; }
+  // A row-parallel output's partial sums over the ranks (split models only).
+  void AllReduce(float* x, int64_t count) {
+    if (split_) m_.shard_.comm->AllReduceSum(x, count);
+  }
   void Layer(int64_t li);
   void ApplyRope(float* x, int64_t heads, int64_t stride, int rope_index);
   void DenseMlp(const LayerWeights& w);
@@ -108,6 +126,8 @@ class ForwardPass {
   KvCache& cache_;
   std::span<const ForwardItem> items_;
   bool head_;  // the output head runs (ForwardOutput::want_logits)
+  int rank_;    // this rank's shard of the cache
+  bool split_;  // a rank of a tensor-parallel group
 
   // Rows [begin, end) of one kind: the token rows, or the logits rows.
   struct RowRun {
@@ -190,7 +210,7 @@ void ForwardPass::Layout(Arena& a) {
     p_.ye = a.Take<float>(N * H);
   }
   p_.hsel = a.Take<float>(n_rows * H);
-  p_.logits = a.Take<float>(n_rows * s_.vocab);
+  p_.logits = a.Take<float>(n_rows * HeadRows());
 }
 
 Status ForwardPass::Prepare() {
@@ -264,6 +284,7 @@ Status ForwardPass::Prepare() {
     ASSIGN_OR_RETURN(m_.staging_, b_.AllocateStaging(grown, "forward staging"));
   }
   // Last, so that a failure above leaves every sequence as it was.
+  if (split_) return Status::OK();  // the group reserves, once for every rank
   for (size_t i = 0; i < items_.size(); ++i) {
     RETURN_IF_ERROR(cache_.Reserve(items_[i].seq, new_len_[i]));
   }
@@ -386,7 +407,6 @@ void ForwardPass::DenseMlp(const LayerWeights& w) {
     b_.GatedActivation(s_.activation, p_.gate, I, p_.up, I, N, I, p_.act, I);
   }
   MatMulRuns(w.down, p_.act, p_.t, token_runs_);
-  if (w.down_bias.valid()) b_.AddBias(p_.t, N, s_.hidden, s_.hidden, w.down_bias.as<float>());
 }
 
 void ForwardPass::MoeMlp(const LayerWeights& w) {
@@ -426,7 +446,8 @@ void ForwardPass::Layer(int64_t li) {
   }
   ApplyRope(p_.q, s_.n_heads, qkv_stride_, ls.rope_index);
   ApplyRope(p_.k, s_.n_kv_heads, k_stride_, ls.rope_index);
-  b_.StoreKv(p_.k, k_stride_, p_.v, v_stride_, N, kvd, p_.slots, cache_.k(li), cache_.v(li), cache_.dtype());
+  b_.StoreKv(p_.k, k_stride_, p_.v, v_stride_, N, kvd, p_.slots, cache_.k(li, rank_), cache_.v(li, rank_),
+             cache_.dtype());
 
   AttentionParams ap;
   ap.n_heads = s_.n_heads;
@@ -442,9 +463,10 @@ void ForwardPass::Layer(int64_t li) {
   ap.n_rows = N;
   ap.max_kv_len = KvLenBucket();
   ap.n_generated_rows = std::count(row_kind_.begin(), row_kind_.end(), RowKind::kGenerated);
-  b_.Attention(p_.q, cache_.k(li), cache_.v(li), p_.seqs, static_cast<int64_t>(items_.size()), ap,
+  b_.Attention(p_.q, cache_.k(li, rank_), cache_.v(li, rank_), p_.seqs, static_cast<int64_t>(items_.size()), ap,
                p_.attn);
   MatMulRuns(w.o, p_.attn, p_.t, token_runs_);
+  AllReduce(p_.t, N * H);  // biases and norms after the sum: whole on every rank
   if (w.o_bias.valid()) b_.AddBias(p_.t, N, H, H, w.o_bias.as<float>());
   if (w.post_attn_norm.valid()) {
     b_.RmsNorm(p_.t, N, H, H, w.post_attn_norm.as<float>(), eps, one, p_.t);
@@ -457,18 +479,20 @@ void ForwardPass::Layer(int64_t li) {
   } else {
     DenseMlp(w);
   }
+  AllReduce(p_.t, N * H);
+  if (w.down_bias.valid()) b_.AddBias(p_.t, N, H, H, w.down_bias.as<float>());
   if (w.post_ffn_norm.valid()) {
     b_.RmsNorm(p_.t, N, H, H, w.post_ffn_norm.as<float>(), eps, one, p_.t);
   }
   b_.Add(p_.x, p_.t, N * H, p_.x);
 }
 
-Status ForwardPass::Run(ForwardOutput* out) {
-  RETURN_IF_ERROR(Prepare());
+Status ForwardPass::Compute(ForwardOutput* out) {
   UploadMetadata();
-  const int64_t H = s_.hidden, V = s_.vocab;
+  const int64_t H = s_.hidden, V = HeadRows();
   b_.Enqueue(GraphKey(), [&] {
-    b_.Embedding(m_.embed_, p_.ids, n_, m_.embed_scale_, p_.x);
+    b_.Embedding(m_.embed_, p_.ids, n_, m_.embed_scale_, p_.x, split_ ? m_.shard_.vocab.begin : 0);
+    AllReduce(p_.x, n_ * H);  // a token's row comes from the one rank that holds it, zeros elsewhere
     for (int64_t li = 0; li < s_.n_layers; ++li) Layer(li);
     if (n_rows_ > 0) {
       b_.GatherRows(p_.x, H, p_.logit_rows, n_rows_, p_.hsel);
@@ -507,6 +531,7 @@ Status ForwardPass::Run(ForwardOutput* out) {
                   out->hidden.size() * sizeof(float));
   }
   if (Status s = b_.Synchronize(); !s.ok()) return s.WithContext("forward: the " + b_.name() + " backend failed");
+  if (split_) return Status::OK();  // the group moves the sequences on
   for (size_t i = 0; i < items_.size(); ++i) items_[i].seq->length = new_len_[i];
   return Status::OK();
 }
@@ -545,6 +570,7 @@ uint64_t ForwardPass::GraphKey() const {
 
 Status Model::Forward(std::span<const ForwardItem> items, KvCache& cache, ForwardOutput* out) {
   if (script_) return script_->Forward(items, cache, out);
+  if (!shards_.empty() && !items.empty()) return ForwardSplit(items, cache, out);
   if (items.empty()) {
     ForwardOutput empty;
     empty.want_logits = out->want_logits;
@@ -556,6 +582,55 @@ Status Model::Forward(std::span<const ForwardItem> items, KvCache& cache, Forwar
   }
   ForwardPass pass(*this, cache, items, out->want_logits);
   return pass.Run(out);
+}
+
+Status Model::ForwardSplit(std::span<const ForwardItem> items, KvCache& cache, ForwardOutput* out) {
+  const int n = tensor_parallel();
+  if (cache.ranks() != n) {
+    return Status::InvalidArgument("forward: the KV cache has " + std::to_string(cache.ranks()) +
+                                   " shards, the model " + std::to_string(n) + " ranks");
+  }
+  std::vector<std::unique_ptr<ForwardPass>> passes(static_cast<size_t>(n));
+  std::vector<Status> status(static_cast<size_t>(n));
+  std::vector<ForwardOutput> parts(static_cast<size_t>(n));
+  team_->Run([&](int r) {
+    const size_t i = static_cast<size_t>(r);
+    passes[i] = std::make_unique<ForwardPass>(*shards_[i], cache, items, out->want_logits);
+    status[i] = passes[i]->Prepare();
+  });
+  for (const Status& s : status) RETURN_IF_ERROR(s);
+  // Every rank validated the same batch: one reservation serves them all.
+  const std::vector<int64_t>& new_len = passes[0]->new_lengths();
+  for (size_t i = 0; i < items.size(); ++i) RETURN_IF_ERROR(cache.Reserve(items[i].seq, new_len[i]));
+  team_->Run([&](int r) {
+    const size_t i = static_cast<size_t>(r);
+    parts[i].want_logits = out->want_logits;
+    parts[i].want_hidden = out->want_hidden && r == 0;  // the hidden state is the same on every rank
+    status[i] = passes[i]->Compute(&parts[i]);
+  });
+  for (const Status& s : status) RETURN_IF_ERROR(s);
+  // Each rank's logits are its vocabulary columns of every row.
+  const ForwardOutput& p0 = parts[0];
+  const int64_t V = spec_.vocab;
+  int64_t rows = 0;
+  for (int64_t k : p0.n_rows) rows += k;
+  out->vocab = V;
+  out->first_row = p0.first_row;
+  out->n_rows = p0.n_rows;
+  out->logits.assign(out->want_logits ? static_cast<size_t>(rows * V) : 0, 0.0f);
+  if (out->want_logits) {
+    for (int r = 0; r < n; ++r) {
+      const ForwardOutput& p = parts[static_cast<size_t>(r)];
+      const int64_t begin = shards_[static_cast<size_t>(r)]->shard_.vocab.begin, cols = p.vocab;
+      for (int64_t row = 0; row < rows; ++row) {
+        std::copy_n(p.logits.data() + row * cols, cols, out->logits.data() + row * V + begin);
+      }
+    }
+  }
+  out->hidden_size = p0.hidden_size;
+  out->hidden = std::move(parts[0].hidden);
+  for (size_t i = 0; i < items.size(); ++i) items[i].seq->length = new_len[i];
+  return Status::OK();
 }
 
 }  // namespace llmhost

@@ -119,10 +119,17 @@ void BlockAllocator::Unref(int32_t id) {
 Result<std::unique_ptr<KvCache>> KvCache::Create(Backend* backend, int64_t n_layers,
                                                  int64_t kv_dim, int64_t block_size,
                                                  int64_t n_blocks, DType dtype, int64_t max_blocks) {
+  Backend* const one[] = {backend};
+  return Create(std::span<Backend* const>(one), n_layers, kv_dim, block_size, n_blocks, dtype, max_blocks);
+}
+
+Result<std::unique_ptr<KvCache>> KvCache::Create(std::span<Backend* const> ranks, int64_t n_layers,
+                                                 int64_t kv_dim, int64_t block_size,
+                                                 int64_t n_blocks, DType dtype, int64_t max_blocks) {
   if (max_blocks <= 0) max_blocks = n_blocks;
-  if (n_layers <= 0 || kv_dim <= 0 || block_size <= 0 || n_blocks <= 0 || max_blocks > (1 << 30) ||
+  if (ranks.empty() || n_layers <= 0 || kv_dim <= 0 || block_size <= 0 || n_blocks <= 0 || max_blocks > (1 << 30) ||
       n_blocks > max_blocks) {
-    return Status::InvalidArgument("kv cache: layers, kv_dim, block_size and blocks must be positive "
+    return Status::InvalidArgument("kv cache: ranks, layers, kv_dim, block_size and blocks must be positive "
                                    "(and the blocks at most max_blocks)");
   }
   if (dtype != DType::kF32 && dtype != DType::kBF16 && dtype != DType::kF16 && dtype != DType::kF8_E4M3) {
@@ -134,28 +141,36 @@ Result<std::unique_ptr<KvCache>> KvCache::Create(Backend* backend, int64_t n_lay
   // blocks asked for.
   for (;;) {
     std::unique_ptr<KvCache> c(
-        new KvCache(backend, n_layers, kv_dim, block_size, static_cast<int32_t>(max_blocks), dtype));
-    // A chunk: the fewest blocks whose per-layer bytes are whole commit units.
-    const size_t lbb = c->layer_block_bytes(), g = std::max<size_t>(backend->commit_granularity(), 1);
-    c->chunk_blocks_ = static_cast<int64_t>(g / std::gcd(lbb, g));
+        new KvCache(ranks, n_layers, kv_dim, block_size, static_cast<int32_t>(max_blocks), dtype));
+    // A chunk: the fewest blocks whose per-layer bytes are whole commit units (on every rank).
+    const size_t lbb = c->layer_block_bytes();
+    size_t chunk = 1;
+    for (Backend* b : ranks) {
+      const size_t g = std::max<size_t>(b->commit_granularity(), 1);
+      chunk = std::lcm(chunk, g / std::gcd(lbb, g));
+    }
+    c->chunk_blocks_ = static_cast<int64_t>(chunk);
     const size_t bytes = static_cast<size_t>(max_blocks) * lbb;
     Status st = Status::OK();
-    for (int64_t l = 0; l < n_layers && st.ok(); ++l) {
-      LayerBuffers b;
-      auto k = backend->Reserve(bytes, "kv cache K, layer " + std::to_string(l));
-      if (!k.ok()) {
-        st = k.status();
-        break;
+    for (size_t r = 0; r < ranks.size() && st.ok(); ++r) {
+      const std::string on = ranks.size() > 1 ? ", rank " + std::to_string(r) : "";
+      for (int64_t l = 0; l < n_layers && st.ok(); ++l) {
+        LayerBuffers b;
+        auto k = ranks[r]->Reserve(bytes, "kv cache K, layer " + std::to_string(l) + on);
+        if (!k.ok()) {
+          st = k.status();
+          break;
+        }
+        b.k = *k;
+        auto v = ranks[r]->Reserve(bytes, "kv cache V, layer " + std::to_string(l) + on);
+        if (!v.ok()) {
+          ranks[r]->Free(b.k);
+          st = v.status();
+          break;
+        }
+        b.v = *v;
+        c->layers_.push_back(b);
       }
-      b.k = *k;
-      auto v = backend->Reserve(bytes, "kv cache V, layer " + std::to_string(l));
-      if (!v.ok()) {
-        backend->Free(b.k);
-        st = v.status();
-        break;
-      }
-      b.v = *v;
-      c->layers_.push_back(b);
     }
     if (!st.ok()) {
       if (max_blocks <= n_blocks) return st;
@@ -173,15 +188,16 @@ Status KvCache::CommitRange(int64_t from, int64_t to) {
   const size_t lbb = layer_block_bytes();
   const size_t off = static_cast<size_t>(from) * lbb, len = static_cast<size_t>(to - from) * lbb;
   for (size_t l = 0; l < layers_.size(); ++l) {
-    Status st = backend_->Commit(layers_[l].k, off, len);
+    Backend* b = backend_of(l);
+    Status st = b->Commit(layers_[l].k, off, len);
     if (st.ok()) {
-      st = backend_->Commit(layers_[l].v, off, len);
-      if (!st.ok()) backend_->Decommit(layers_[l].k, off, len);
+      st = b->Commit(layers_[l].v, off, len);
+      if (!st.ok()) b->Decommit(layers_[l].k, off, len);
     }
     if (!st.ok()) {
       for (size_t u = 0; u < l; ++u) {
-        backend_->Decommit(layers_[u].k, off, len);
-        backend_->Decommit(layers_[u].v, off, len);
+        backend_of(u)->Decommit(layers_[u].k, off, len);
+        backend_of(u)->Decommit(layers_[u].v, off, len);
       }
       return st;
     }
@@ -192,9 +208,9 @@ Status KvCache::CommitRange(int64_t from, int64_t to) {
 void KvCache::DecommitRange(int64_t from, int64_t to) {
   const size_t lbb = layer_block_bytes();
   const size_t off = static_cast<size_t>(from) * lbb, len = static_cast<size_t>(to - from) * lbb;
-  for (LayerBuffers& b : layers_) {
-    backend_->Decommit(b.k, off, len);
-    backend_->Decommit(b.v, off, len);
+  for (size_t l = 0; l < layers_.size(); ++l) {
+    backend_of(l)->Decommit(layers_[l].k, off, len);
+    backend_of(l)->Decommit(layers_[l].v, off, len);
   }
 }
 
@@ -218,9 +234,9 @@ int64_t KvCache::ShrinkTo(int64_t blocks) {
 }
 
 KvCache::~KvCache() {
-  for (LayerBuffers& b : layers_) {
-    backend_->Free(b.k);
-    backend_->Free(b.v);
+  for (size_t l = 0; l < layers_.size(); ++l) {
+    backend_of(l)->Free(layers_[l].k);
+    backend_of(l)->Free(layers_[l].v);
   }
 }
 
@@ -276,36 +292,49 @@ void KvCache::Release(KvSequence* seq) {
 
 void KvCache::CopyBlock(int32_t from, int32_t to) {
   const size_t block_bytes = layer_block_bytes();
-  for (LayerBuffers& b : layers_) {
-    backend_->CopyDeviceToDevice(b.k, static_cast<size_t>(to) * block_bytes, b.k,
-                                 static_cast<size_t>(from) * block_bytes, block_bytes);
-    backend_->CopyDeviceToDevice(b.v, static_cast<size_t>(to) * block_bytes, b.v,
-                                 static_cast<size_t>(from) * block_bytes, block_bytes);
+  for (size_t l = 0; l < layers_.size(); ++l) {
+    const LayerBuffers& b = layers_[l];
+    backend_of(l)->CopyDeviceToDevice(b.k, static_cast<size_t>(to) * block_bytes, b.k,
+                                      static_cast<size_t>(from) * block_bytes, block_bytes);
+    backend_of(l)->CopyDeviceToDevice(b.v, static_cast<size_t>(to) * block_bytes, b.v,
+                                      static_cast<size_t>(from) * block_bytes, block_bytes);
   }
 }
 
-uint64_t KvCache::block_bytes() const { return 2 * static_cast<uint64_t>(n_layers_) * layer_block_bytes(); }
+uint64_t KvCache::block_bytes() const {
+  return 2 * static_cast<uint64_t>(n_layers_ * ranks()) * layer_block_bytes();
+}
 
 Status KvCache::ReadBlock(int32_t id, uint8_t* out) const {
-  const size_t bytes = layer_block_bytes();
+  const size_t bytes = layer_block_bytes(), L = static_cast<size_t>(n_layers_);
   const size_t offset = static_cast<size_t>(id) * bytes;
   // A device backend may still be writing K/V (the copies wait for it).
-  for (size_t l = 0; l < layers_.size(); ++l) {
-    backend_->CopyToHost(out + l * bytes, layers_[l].k, offset, bytes);
-    backend_->CopyToHost(out + (layers_.size() + l) * bytes, layers_[l].v, offset, bytes);
+  for (size_t r = 0; r < backends_.size(); ++r) {
+    uint8_t* shard = out + r * 2 * L * bytes;
+    for (size_t l = 0; l < L; ++l) {
+      const LayerBuffers& b = layers_[r * L + l];
+      backends_[r]->CopyToHost(shard + l * bytes, b.k, offset, bytes);
+      backends_[r]->CopyToHost(shard + (L + l) * bytes, b.v, offset, bytes);
+    }
   }
   // A failed device's error is sticky: the block is not to be kept.
-  return backend_->Synchronize();
+  for (Backend* b : backends_) RETURN_IF_ERROR(b->Synchronize());
+  return Status::OK();
 }
 
 void KvCache::WriteBlock(int32_t id, const uint8_t* in) {
-  const size_t bytes = layer_block_bytes();
+  const size_t bytes = layer_block_bytes(), L = static_cast<size_t>(n_layers_);
   const size_t offset = static_cast<size_t>(id) * bytes;
-  for (size_t l = 0; l < layers_.size(); ++l) {
-    backend_->CopyToDevice(layers_[l].k, offset, in + l * bytes, bytes);
-    backend_->CopyToDevice(layers_[l].v, offset, in + (layers_.size() + l) * bytes, bytes);
+  for (size_t r = 0; r < backends_.size(); ++r) {
+    const uint8_t* shard = in + r * 2 * L * bytes;
+    for (size_t l = 0; l < L; ++l) {
+      const LayerBuffers& b = layers_[r * L + l];
+      backends_[r]->CopyToDevice(b.k, offset, shard + l * bytes, bytes);
+      backends_[r]->CopyToDevice(b.v, offset, shard + (L + l) * bytes, bytes);
+    }
   }
-  (void)backend_->Synchronize();  // `in` may be freed once this returns (errors: as in ReadBlock)
+  // `in` may be freed once this returns (errors: as in ReadBlock).
+  for (Backend* b : backends_) (void)b->Synchronize();
 }
 
 }  // namespace llmhost

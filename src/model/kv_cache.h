@@ -15,6 +15,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string_view>
 #include <vector>
 
@@ -103,17 +104,25 @@ class KvCache {
                                                  int64_t kv_dim, int64_t block_size,
                                                  int64_t n_blocks, DType dtype = DType::kF32,
                                                  int64_t max_blocks = 0);
+  // A tensor-parallel model's cache: one shard per backend (rank), each
+  // holding kv_dim columns (its KV heads) of every position, all sharing one
+  // allocator and one block table per sequence.
+  static Result<std::unique_ptr<KvCache>> Create(std::span<Backend* const> ranks, int64_t n_layers,
+                                                 int64_t kv_dim, int64_t block_size,
+                                                 int64_t n_blocks, DType dtype = DType::kF32,
+                                                 int64_t max_blocks = 0);
   ~KvCache();
   KvCache(const KvCache&) = delete;
   KvCache& operator=(const KvCache&) = delete;
 
   int64_t block_size() const { return block_size_; }
   int64_t n_layers() const { return n_layers_; }
-  int64_t kv_dim() const { return kv_dim_; }
+  int64_t kv_dim() const { return kv_dim_; }  // of one rank's rows
+  int64_t ranks() const { return static_cast<int64_t>(backends_.size()); }
   int64_t BlocksFor(int64_t positions) const { return (positions + block_size_ - 1) / block_size_; }
   BlockAllocator& allocator() { return alloc_; }
   const BlockAllocator& allocator() const { return alloc_; }
-  // Committed bytes (all layers, K and V).
+  // Committed bytes (all layers, K and V, every rank).
   uint64_t bytes() const { return static_cast<uint64_t>(alloc_.total_blocks()) * block_bytes(); }
   uint64_t max_bytes() const { return static_cast<uint64_t>(alloc_.max_blocks()) * block_bytes(); }
   DType dtype() const { return dtype_; }
@@ -127,12 +136,16 @@ class KvCache {
   // never below the highest referenced block); cached contents there are
   // forgotten. Returns the blocks given back.
   int64_t ShrinkTo(int64_t blocks);
-  // Bytes of K and V of one position over every layer.
-  uint64_t bytes_per_token() const { return 2 * static_cast<uint64_t>(n_layers_ * kv_dim_) * DTypeSize(dtype_); }
+  // Bytes of K and V of one position over every layer (and rank).
+  uint64_t bytes_per_token() const {
+    return 2 * static_cast<uint64_t>(n_layers_ * kv_dim_ * ranks()) * DTypeSize(dtype_);
+  }
+  // Committed bytes on one rank's device.
+  uint64_t rank_bytes() const { return bytes() / static_cast<uint64_t>(ranks()); }
 
-  // Device pointers of a layer's K and V rows (elements of dtype()).
-  void* k(int64_t layer) const { return layers_[static_cast<size_t>(layer)].k.data; }
-  void* v(int64_t layer) const { return layers_[static_cast<size_t>(layer)].v.data; }
+  // Device pointers of a layer's K and V rows on a rank (elements of dtype()).
+  void* k(int64_t layer, int64_t rank = 0) const { return buffers(layer, rank).k.data; }
+  void* v(int64_t layer, int64_t rank = 0) const { return buffers(layer, rank).v.data; }
 
   // Blocks that Reserve(seq, new_length) would take from the free list.
   int64_t BlocksNeeded(const KvSequence& seq, int64_t new_length) const;
@@ -146,9 +159,10 @@ class KvCache {
   // Drops the sequence's references; it is empty afterwards.
   void Release(KvSequence* seq);
 
-  // One block of every layer as host bytes, laid out [2][n_layers][block_size]
-  // [kv_dim] of dtype() (K of every layer, then V): the unit the KV block
-  // store (kv/block_store.h) saves and restores.
+  // One block of every layer as host bytes, laid out [ranks][2][n_layers]
+  // [block_size][kv_dim] of dtype() (per rank: K of every layer, then V; a
+  // one-rank cache is [2][n_layers]...): the unit the KV block store
+  // (kv/block_store.h) saves and restores, every rank's shard in it.
   uint64_t block_bytes() const;
   // out: block_bytes(); not OK when the device failed (then `out` is garbage).
   Status ReadBlock(int32_t id, uint8_t* out) const;
@@ -159,19 +173,24 @@ class KvCache {
   struct LayerBuffers {
     DeviceBuffer k, v;
   };
-  KvCache(Backend* backend, int64_t n_layers, int64_t kv_dim, int64_t block_size, int32_t max_blocks, DType dtype)
-      : backend_(backend), n_layers_(n_layers), kv_dim_(kv_dim), block_size_(block_size), dtype_(dtype),
-        alloc_(max_blocks, 0) {}
+  KvCache(std::span<Backend* const> ranks, int64_t n_layers, int64_t kv_dim, int64_t block_size, int32_t max_blocks,
+          DType dtype)
+      : backends_(ranks.begin(), ranks.end()), n_layers_(n_layers), kv_dim_(kv_dim), block_size_(block_size),
+        dtype_(dtype), alloc_(max_blocks, 0) {}
+  const LayerBuffers& buffers(int64_t layer, int64_t rank) const {
+    return layers_[static_cast<size_t>(rank * n_layers_ + layer)];
+  }
+  Backend* backend_of(size_t index) const { return backends_[index / static_cast<size_t>(n_layers_)]; }
   Status CommitRange(int64_t from_block, int64_t to_block);  // all layers; undone on failure
   void DecommitRange(int64_t from_block, int64_t to_block);
   size_t layer_block_bytes() const { return static_cast<size_t>(block_size_ * kv_dim_) * DTypeSize(dtype_); }
   void CopyBlock(int32_t from, int32_t to);
 
-  Backend* backend_;
+  std::vector<Backend*> backends_;  // per rank
   int64_t n_layers_, kv_dim_, block_size_;
   DType dtype_;
   BlockAllocator alloc_;
-  std::vector<LayerBuffers> layers_;
+  std::vector<LayerBuffers> layers_;  // [rank][layer]
   int64_t chunk_blocks_ = 1;
 };
 

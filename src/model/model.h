@@ -28,12 +28,14 @@
 #include "formats/hf_config.h"
 #include "model/arch.h"
 #include "model/kv_cache.h"
+#include "model/tensor_parallel.h"
 #include "model/weight_source.h"
 #include "util/status.h"
 
 namespace llmhost {
 
 class ScriptedOutput;
+class ThreadTeam;
 
 enum class LogitsRows { kNone, kLast, kAll };
 
@@ -95,13 +97,20 @@ class Model {
   // not), a .gguf file or a random-weights spec ("random:...",
   // model/random_model.h). `backend` must outlive the model.
   static Result<std::unique_ptr<Model>> Load(const std::string& path, Backend* backend);
+  // The model split over several backends (tensor parallelism,
+  // model/tensor_parallel.h): one rank each, in order; one backend is Load.
+  // The backends must outlive the model.
+  static Result<std::unique_ptr<Model>> Load(const std::string& path, std::span<Backend* const> backends);
   ~Model();
   Model(const Model&) = delete;
   Model& operator=(const Model&) = delete;
 
   const ModelSpec& spec() const { return spec_; }
   const ModelConfig& config() const { return config_; }
-  Backend* backend() const { return backend_; }
+  Backend* backend() const { return backend_; }  // rank 0's when split
+  // Ranks of its tensor-parallel group (1: one backend) and their backends.
+  int tensor_parallel() const { return shards_.empty() ? 1 : static_cast<int>(shards_.size()); }
+  std::vector<Backend*> backends() const;
   const std::string& path() const { return path_; }
   bool is_gguf() const { return gguf_; }
   int64_t vocab_size() const { return spec_.vocab; }
@@ -127,21 +136,41 @@ class Model {
   // outside [0, vocab) or a sequence past the cache's reach.
   Status Forward(std::span<const ForwardItem> items, KvCache& cache, ForwardOutput* out);
   // Frees the activation workspace (it is re-allocated by the next Forward).
-  void ReleaseWorkspace() {
-    backend_->Free(workspace_);
-    backend_->Free(staging_);
-  }
+  void ReleaseWorkspace();
 
  private:
   Model() = default;
   static Result<std::unique_ptr<Model>> LoadScripted(std::unique_ptr<Model> m, const std::string& path);
+  // Opens path's weights, filling config_ (and gguf_); the spec's GGUF
+  // RoPE details come back through the pointers.
+  Result<std::unique_ptr<WeightSource>> OpenSource(const std::string& path, bool* interleaved,
+                                                   std::vector<float>* freq_factors);
   Status Bind(WeightSource& src);
+  // Embedding, head and final norm; then each layer (a split model binds
+  // layer by layer over its ranks, so a generated tensor is made once).
+  Status BindTop(WeightSource& src);
   Status BindLayer(WeightSource& src, int64_t i, LayerWeights* w);
-  Result<WeightMatrix> Prepare(WeightSource& src, const std::string& module, int64_t rows,
-                               int64_t cols);
+  // How a rank of a split model keeps a matrix (model/tensor_parallel.h).
+  enum class Split {
+    kWhole,   // every rank all of it
+    kOut,     // column-parallel: its share of the rows
+    kIn,      // row-parallel: its share of the columns
+    kQkv,     // fused q | k | v rows: its share of each
+    kGateUp,  // fused gate | up rows: its share of each
+    kVocab,   // its vocabulary rows (shard_.vocab)
+  };
+  Result<WeightMatrix> Prepare(WeightSource& src, const std::string& module, int64_t rows, int64_t cols,
+                               Split split = Split::kWhole);
+  // The rank's part of `host` as this backend's weight.
+  Result<WeightMatrix> PrepareSplit(const WeightMatrix& host, Split split);
   Result<DeviceBuffer> Upload(const std::vector<float>& host, const std::string& tag);
-  Result<DeviceBuffer> LoadVector(WeightSource& src, const std::string& name, int64_t n);
+  // A vector whole, or (kOut) this rank's share of it.
+  Result<DeviceBuffer> LoadVector(WeightSource& src, const std::string& name, int64_t n,
+                                  Split split = Split::kWhole);
   Result<DeviceBuffer> OptionalVector(WeightSource& src, const std::string& name, int64_t n);
+  // The spec the stored tensors have (the unsplit model's).
+  const ModelSpec& stored_spec() const { return shard_.full ? *shard_.full : spec_; }
+  Status ForwardSplit(std::span<const ForwardItem> items, KvCache& cache, ForwardOutput* out);
   Status UploadRopeTables();
   // inv_freq of ropes[rope_index] for a sequence of seq_len positions, with
   // the GGUF frequency factors applied.
@@ -170,6 +199,16 @@ class Model {
   std::vector<float> rope_scaling_;
   DeviceBuffer workspace_;  // activations and batch metadata, grown on demand
   DeviceBuffer staging_;    // the backend's host memory the batch metadata is uploaded from, grown on demand
+
+  // Tensor parallelism. A rank's model: shard_ says which; host_slices_ keep
+  // the column slices its CPU backend reads in place. The group's model
+  // (the one callers see) holds the ranks, their collectives and threads;
+  // declared last, so that the ranks go before the source they may view.
+  ShardInfo shard_;
+  std::vector<std::vector<uint8_t>> host_slices_;
+  std::vector<std::unique_ptr<Collective>> collectives_;
+  std::vector<std::unique_ptr<Model>> shards_;
+  std::unique_ptr<ThreadTeam> team_;
 
   friend class ForwardPass;
 };

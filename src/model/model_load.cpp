@@ -14,6 +14,7 @@
 #include "model/scripted_model.h"
 #include "model/rope_freqs.h"
 #include "util/file.h"
+#include "util/thread_team.h"
 
 namespace llmhost {
 
@@ -76,33 +77,38 @@ Result<std::unique_ptr<Model>> Model::LoadScripted(std::unique_ptr<Model> m, con
   return m;
 }
 
+Result<std::unique_ptr<WeightSource>> Model::OpenSource(const std::string& path, bool* interleaved,
+                                                        std::vector<float>* freq_factors) {
+  if (IsRandomModelSpec(path)) {
+    ASSIGN_OR_RETURN(RandomModelParts r, OpenRandomModel(path, &ThreadPool::Default()));
+    config_ = std::move(r.config);
+    return std::move(r.weights);
+  }
+  if (IsDirectory(path)) {
+    // Config and architecture first: an unknown architecture is reported
+    // before anything about its weights.
+    ASSIGN_OR_RETURN(config_, LoadModelConfig(path));
+    if (config_.model_type == kScriptedModelType) return std::unique_ptr<WeightSource>();  // the caller's case
+    auto spec = BuildModelSpec(config_);
+    if (!spec.ok()) return spec.status().WithContext(path);
+    return OpenSafetensorsSource(path, config_.mlx_quantization, config_.hf_quantization);
+  }
+  if (!FileExists(path)) return Status::NotFound(path + ": no such model directory or file");
+  if (LooksLikeGguf(path)) {
+    gguf_ = true;
+    return OpenGgufSource(path, &config_, interleaved, freq_factors);
+  }
+  return Status::InvalidArgument(path + ": not a model directory or a GGUF file");
+}
+
 Result<std::unique_ptr<Model>> Model::Load(const std::string& path, Backend* backend) {
   std::unique_ptr<Model> m(new Model());
   m->backend_ = backend;
   m->path_ = path;
-  std::unique_ptr<WeightSource> src;
   bool interleaved = false;
   std::vector<float> freq_factors;
-  if (IsRandomModelSpec(path)) {
-    ASSIGN_OR_RETURN(RandomModelParts r, OpenRandomModel(path, &ThreadPool::Default()));
-    m->config_ = std::move(r.config);
-    src = std::move(r.weights);
-  } else if (IsDirectory(path)) {
-    // Config and architecture first: an unknown architecture is reported
-    // before anything about its weights.
-    ASSIGN_OR_RETURN(m->config_, LoadModelConfig(path));
-    if (m->config_.model_type == kScriptedModelType) return LoadScripted(std::move(m), path);
-    auto spec = BuildModelSpec(m->config_);
-    if (!spec.ok()) return spec.status().WithContext(path);
-    ASSIGN_OR_RETURN(src, OpenSafetensorsSource(path, m->config_.mlx_quantization, m->config_.hf_quantization));
-  } else if (!FileExists(path)) {
-    return Status::NotFound(path + ": no such model directory or file");
-  } else if (LooksLikeGguf(path)) {
-    m->gguf_ = true;
-    ASSIGN_OR_RETURN(src, OpenGgufSource(path, &m->config_, &interleaved, &freq_factors));
-  } else {
-    return Status::InvalidArgument(path + ": not a model directory or a GGUF file");
-  }
+  ASSIGN_OR_RETURN(std::unique_ptr<WeightSource> src, m->OpenSource(path, &interleaved, &freq_factors));
+  if (!src) return LoadScripted(std::move(m), path);
   auto spec = BuildModelSpec(m->config_);
   if (!spec.ok()) return spec.status().WithContext(path);
   m->spec_ = std::move(spec).value();
@@ -118,6 +124,68 @@ Result<std::unique_ptr<Model>> Model::Load(const std::string& path, Backend* bac
   return m;
 }
 
+Result<std::unique_ptr<Model>> Model::Load(const std::string& path, std::span<Backend* const> backends) {
+  if (backends.empty()) return Status::InvalidArgument("a model needs a backend");
+  if (backends.size() == 1) return Load(path, backends[0]);
+  const int n = static_cast<int>(backends.size());
+  std::unique_ptr<Model> m(new Model());
+  m->backend_ = backends[0];
+  m->path_ = path;
+  bool interleaved = false;
+  std::vector<float> freq_factors;
+  ASSIGN_OR_RETURN(std::unique_ptr<WeightSource> src, m->OpenSource(path, &interleaved, &freq_factors));
+  if (!src) return Status::NotSupported(path + ": a scripted test model runs on one device (no --tensor-parallel)");
+  auto spec = BuildModelSpec(m->config_);
+  if (!spec.ok()) return spec.status().WithContext(path);
+  m->spec_ = std::move(spec).value();
+  if (interleaved) m->spec_.rope_pairing = RopePairing::kInterleaved;
+  m->spec_.rope_freq_factors = std::move(freq_factors);
+  m->weight_bytes_ = src->TotalBytes();
+  auto local = ShardSpec(m->spec_, n);
+  if (!local.ok()) return local.status().WithContext(path);
+  ASSIGN_OR_RETURN(m->collectives_, MakeCollectives(backends));
+  for (int r = 0; r < n; ++r) {
+    std::unique_ptr<Model> s(new Model());
+    s->backend_ = backends[static_cast<size_t>(r)];
+    s->path_ = path;
+    s->gguf_ = m->gguf_;
+    s->config_ = m->config_;
+    s->spec_ = *local;
+    s->weight_bytes_ = m->weight_bytes_;
+    s->shard_ = ShardInfo{r, n, m->collectives_[static_cast<size_t>(r)].get(), &m->spec_,
+                          VocabRows(m->spec_.vocab, r, n)};
+    m->shards_.push_back(std::move(s));
+  }
+  // Layer by layer over the ranks: each stored tensor is read (or generated)
+  // once and released after the last rank took its part.
+  for (auto& s : m->shards_) RETURN_IF_ERROR(s->BindTop(*src));
+  for (auto& s : m->shards_) s->layers_.resize(static_cast<size_t>(m->spec_.n_layers));
+  for (int64_t i = 0; i < m->spec_.n_layers; ++i) {
+    for (auto& s : m->shards_) {
+      RETURN_IF_ERROR(s->BindLayer(*src, i, &s->layers_[static_cast<size_t>(i)]));
+    }
+  }
+  for (auto& s : m->shards_) RETURN_IF_ERROR(s->UploadRopeTables());
+  m->embed_scale_ = m->shards_[0]->embed_scale_;
+  // CPU ranks read row slices in place: the files stay mapped.
+  if (backends[0]->kind() == DeviceKind::kCpu) m->source_ = std::move(src);
+  m->team_ = std::make_unique<ThreadTeam>(n);
+  return m;
+}
+
+std::vector<Backend*> Model::backends() const {
+  if (shards_.empty()) return {backend_};
+  std::vector<Backend*> out;
+  for (const auto& s : shards_) out.push_back(s->backend_);
+  return out;
+}
+
+void Model::ReleaseWorkspace() {
+  for (const auto& s : shards_) s->ReleaseWorkspace();
+  backend_->Free(workspace_);
+  backend_->Free(staging_);
+}
+
 Model::~Model() {
   for (const WeightMatrix& w : prepared_) backend_->ReleaseWeight(w);
   for (DeviceBuffer& b : owned_) backend_->Free(b);
@@ -126,13 +194,64 @@ Model::~Model() {
   backend_->Free(staging_);
 }
 
-Result<WeightMatrix> Model::Prepare(WeightSource& src, const std::string& module, int64_t rows,
-                                    int64_t cols) {
+Result<WeightMatrix> Model::Prepare(WeightSource& src, const std::string& module, int64_t rows, int64_t cols,
+                                    Split split) {
   ASSIGN_OR_RETURN(WeightMatrix host, src.Matrix(module, rows, cols));
-  auto dev = backend_->PrepareWeight(host);
+  auto dev = PrepareSplit(host, split);
   if (!dev.ok()) return dev.status().WithContext(src.path() + ": " + module);
+  // The backend holds a copy (of every rank's part, once the last rank has taken its own).
+  if (backend_->kind() != DeviceKind::kCpu && shard_.rank == shard_.size - 1) src.ReleaseMatrix(module);
+  return dev;
+}
+
+Result<WeightMatrix> Model::PrepareSplit(const WeightMatrix& host, Split split) {
+  WeightMatrix part = host;
+  std::vector<uint8_t> storage;
+  if (shard_.size > 1 && split != Split::kWhole) {
+    const int64_t r = shard_.rank, n = shard_.size;
+    auto share = [&](int64_t base, int64_t len) { return RowRange{base + len / n * r, base + len / n * (r + 1)}; };
+    Result<WeightMatrix> sliced = Status::OK();
+    switch (split) {
+      case Split::kOut: {
+        const RowRange one[] = {share(0, host.rows)};
+        sliced = SliceRows(host, one, &storage);
+        break;
+      }
+      case Split::kIn: {
+        const RowRange c = share(0, host.cols);
+        sliced = SliceCols(host, c.begin, c.end, &storage);
+        break;
+      }
+      case Split::kQkv: {
+        const ModelSpec& f = stored_spec();
+        const RowRange three[] = {share(0, f.q_dim()), share(f.q_dim(), f.kv_dim()),
+                                  share(f.q_dim() + f.kv_dim(), f.kv_dim())};
+        sliced = SliceRows(host, three, &storage);
+        break;
+      }
+      case Split::kGateUp: {
+        const int64_t I = host.rows / 2;
+        const RowRange two[] = {share(0, I), share(I, I)};
+        sliced = SliceRows(host, two, &storage);
+        break;
+      }
+      case Split::kVocab: {
+        const RowRange one[] = {shard_.vocab};
+        sliced = SliceRows(host, one, &storage);
+        break;
+      }
+      case Split::kWhole: break;
+    }
+    if (!sliced.ok()) {
+      return sliced.status().WithContext("tensor parallel rank " + std::to_string(r) + " of " + std::to_string(n));
+    }
+    part = *sliced;
+  }
+  auto dev = backend_->PrepareWeight(part);
+  if (!dev.ok()) return dev.status();
   prepared_.push_back(*dev);
-  if (backend_->kind() != DeviceKind::kCpu) src.ReleaseMatrix(module);  // the backend holds a copy
+  // A CPU backend reads the copy in place; a device has its own.
+  if (!storage.empty() && backend_->kind() == DeviceKind::kCpu) host_slices_.push_back(std::move(storage));
   return dev;
 }
 
@@ -143,8 +262,12 @@ Result<DeviceBuffer> Model::Upload(const std::vector<float>& host, const std::st
   return b;
 }
 
-Result<DeviceBuffer> Model::LoadVector(WeightSource& src, const std::string& name, int64_t n) {
+Result<DeviceBuffer> Model::LoadVector(WeightSource& src, const std::string& name, int64_t n, Split split) {
   ASSIGN_OR_RETURN(std::vector<float> v, src.Vector(name, n));
+  if (shard_.size > 1 && split == Split::kOut) {
+    const size_t per = v.size() / static_cast<size_t>(shard_.size), at = per * static_cast<size_t>(shard_.rank);
+    v = std::vector<float>(v.begin() + static_cast<std::ptrdiff_t>(at), v.begin() + static_cast<std::ptrdiff_t>(at + per));
+  }
   return Upload(v, name);
 }
 
@@ -154,24 +277,29 @@ Result<DeviceBuffer> Model::OptionalVector(WeightSource& src, const std::string&
 }
 
 Status Model::Bind(WeightSource& src) {
-  const ModelSpec& s = spec_;
-  ASSIGN_OR_RETURN(embed_, Prepare(src, "model.embed_tokens", s.vocab, s.hidden));
-  if (s.tie_embeddings) {
-    lm_head_ = embed_;
-  } else {
-    ASSIGN_OR_RETURN(lm_head_, Prepare(src, "lm_head", s.vocab, s.hidden));
-  }
-  ASSIGN_OR_RETURN(final_norm_, LoadVector(src, "model.norm.weight", s.hidden));
-  embed_scale_ = s.scale_embeddings ? EmbeddingScale(s.hidden, embed_) : 1.0f;
-  layers_.resize(static_cast<size_t>(s.n_layers));
-  for (int64_t i = 0; i < s.n_layers; ++i) {
+  RETURN_IF_ERROR(BindTop(src));
+  layers_.resize(static_cast<size_t>(spec_.n_layers));
+  for (int64_t i = 0; i < spec_.n_layers; ++i) {
     RETURN_IF_ERROR(BindLayer(src, i, &layers_[static_cast<size_t>(i)]));
   }
   return Status::OK();
 }
 
+Status Model::BindTop(WeightSource& src) {
+  const ModelSpec& s = stored_spec();
+  ASSIGN_OR_RETURN(embed_, Prepare(src, "model.embed_tokens", s.vocab, s.hidden, Split::kVocab));
+  if (s.tie_embeddings) {
+    lm_head_ = embed_;
+  } else {
+    ASSIGN_OR_RETURN(lm_head_, Prepare(src, "lm_head", s.vocab, s.hidden, Split::kVocab));
+  }
+  ASSIGN_OR_RETURN(final_norm_, LoadVector(src, "model.norm.weight", s.hidden));
+  embed_scale_ = s.scale_embeddings ? EmbeddingScale(s.hidden, embed_) : 1.0f;
+  return Status::OK();
+}
+
 Status Model::BindLayer(WeightSource& src, int64_t i, LayerWeights* w) {
-  const ModelSpec& s = spec_;
+  const ModelSpec& s = stored_spec();  // the stored shapes; a rank keeps its part
   const std::string p = "model.layers." + std::to_string(i) + ".";
   const int64_t H = s.hidden, qd = s.q_dim(), kvd = s.kv_dim();
   ASSIGN_OR_RETURN(w->attn_norm, LoadVector(src, p + "input_layernorm.weight", H));
@@ -187,25 +315,25 @@ Status Model::BindLayer(WeightSource& src, int64_t i, LayerWeights* w) {
     ASSIGN_OR_RETURN(w->k_norm, LoadVector(src, p + "self_attn.k_norm.weight", s.head_dim));
   }
   if (s.fused_qkv) {
-    ASSIGN_OR_RETURN(w->qkv, Prepare(src, p + "self_attn.qkv_proj", qd + 2 * kvd, H));
+    ASSIGN_OR_RETURN(w->qkv, Prepare(src, p + "self_attn.qkv_proj", qd + 2 * kvd, H, Split::kQkv));
   } else {
-    ASSIGN_OR_RETURN(w->q, Prepare(src, p + "self_attn.q_proj", qd, H));
-    ASSIGN_OR_RETURN(w->k, Prepare(src, p + "self_attn.k_proj", kvd, H));
-    ASSIGN_OR_RETURN(w->v, Prepare(src, p + "self_attn.v_proj", kvd, H));
+    ASSIGN_OR_RETURN(w->q, Prepare(src, p + "self_attn.q_proj", qd, H, Split::kOut));
+    ASSIGN_OR_RETURN(w->k, Prepare(src, p + "self_attn.k_proj", kvd, H, Split::kOut));
+    ASSIGN_OR_RETURN(w->v, Prepare(src, p + "self_attn.v_proj", kvd, H, Split::kOut));
     if (s.qkv_bias) {
-      ASSIGN_OR_RETURN(w->q_bias, LoadVector(src, p + "self_attn.q_proj.bias", qd));
-      ASSIGN_OR_RETURN(w->k_bias, LoadVector(src, p + "self_attn.k_proj.bias", kvd));
-      ASSIGN_OR_RETURN(w->v_bias, LoadVector(src, p + "self_attn.v_proj.bias", kvd));
+      ASSIGN_OR_RETURN(w->q_bias, LoadVector(src, p + "self_attn.q_proj.bias", qd, Split::kOut));
+      ASSIGN_OR_RETURN(w->k_bias, LoadVector(src, p + "self_attn.k_proj.bias", kvd, Split::kOut));
+      ASSIGN_OR_RETURN(w->v_bias, LoadVector(src, p + "self_attn.v_proj.bias", kvd, Split::kOut));
     }
   }
-  ASSIGN_OR_RETURN(w->o, Prepare(src, p + "self_attn.o_proj", H, qd));
+  ASSIGN_OR_RETURN(w->o, Prepare(src, p + "self_attn.o_proj", H, qd, Split::kIn));
   if (s.o_bias) {
     ASSIGN_OR_RETURN(w->o_bias, LoadVector(src, p + "self_attn.o_proj.bias", H));
   }
 
   if (s.layers[static_cast<size_t>(i)].moe) {
     const int64_t E = s.n_experts, I = s.moe_intermediate;
-    ASSIGN_OR_RETURN(w->router, Prepare(src, p + "mlp.gate", E, H));
+    ASSIGN_OR_RETURN(w->router, Prepare(src, p + "mlp.gate", E, H));  // whole: every rank routes
     w->experts.resize(static_cast<size_t>(E));
     if (src.HasMatrix(p + "mlp.switch_mlp.gate_proj")) {  // MLX: stacked [E, rows, cols]
       const std::string sp = p + "mlp.switch_mlp.";
@@ -214,21 +342,23 @@ Status Model::BindLayer(WeightSource& src, int64_t i, LayerWeights* w) {
       ASSIGN_OR_RETURN(auto d, src.StackedMatrices(sp + "down_proj", E, H, I));
       for (int64_t e = 0; e < E; ++e) {
         LayerWeights::Expert& x = w->experts[static_cast<size_t>(e)];
-        for (auto [dst, v] : {std::pair{&x.gate, &g}, {&x.up, &u}, {&x.down, &d}}) {
-          ASSIGN_OR_RETURN(*dst, backend_->PrepareWeight((*v)[static_cast<size_t>(e)]));
-          prepared_.push_back(*dst);
+        for (auto [dst, v, split] : {std::tuple{&x.gate, &g, Split::kOut}, {&x.up, &u, Split::kOut},
+                                     {&x.down, &d, Split::kIn}}) {
+          auto prepared = PrepareSplit((*v)[static_cast<size_t>(e)], split);
+          if (!prepared.ok()) return prepared.status().WithContext(src.path() + ": " + sp + " expert " + std::to_string(e));
+          *dst = *prepared;
         }
       }
-      if (backend_->kind() != DeviceKind::kCpu) {
+      if (backend_->kind() != DeviceKind::kCpu && shard_.rank == shard_.size - 1) {
         for (const char* part : {"gate_proj", "up_proj", "down_proj"}) src.ReleaseMatrix(sp + part);
       }
     } else {
       for (int64_t e = 0; e < E; ++e) {
         const std::string ep = p + "mlp.experts." + std::to_string(e) + ".";
         LayerWeights::Expert& x = w->experts[static_cast<size_t>(e)];
-        ASSIGN_OR_RETURN(x.gate, Prepare(src, ep + "gate_proj", I, H));
-        ASSIGN_OR_RETURN(x.up, Prepare(src, ep + "up_proj", I, H));
-        ASSIGN_OR_RETURN(x.down, Prepare(src, ep + "down_proj", H, I));
+        ASSIGN_OR_RETURN(x.gate, Prepare(src, ep + "gate_proj", I, H, Split::kOut));
+        ASSIGN_OR_RETURN(x.up, Prepare(src, ep + "up_proj", I, H, Split::kOut));
+        ASSIGN_OR_RETURN(x.down, Prepare(src, ep + "down_proj", H, I, Split::kIn));
       }
     }
     if (backend_->kind() != DeviceKind::kCpu) {
@@ -241,7 +371,7 @@ Status Model::BindLayer(WeightSource& src, int64_t i, LayerWeights* w) {
     }
     w->moe = MoeExperts{};
     w->moe.hidden = H;
-    w->moe.inter = I;
+    w->moe.inter = spec_.moe_intermediate;  // this rank's share
     w->moe.activation = s.activation;
     for (const LayerWeights::Expert& x : w->experts) {  // `experts` is not resized again
       w->moe.gate.push_back(&x.gate);
@@ -253,16 +383,16 @@ Status Model::BindLayer(WeightSource& src, int64_t i, LayerWeights* w) {
   const int64_t I = s.intermediate;
   if (I <= 0) return Status::InvalidArgument(path_ + ": intermediate_size must be positive");
   if (s.fused_gate_up) {
-    ASSIGN_OR_RETURN(w->gate_up, Prepare(src, p + "mlp.gate_up_proj", 2 * I, H));
+    ASSIGN_OR_RETURN(w->gate_up, Prepare(src, p + "mlp.gate_up_proj", 2 * I, H, Split::kGateUp));
   } else {
-    ASSIGN_OR_RETURN(w->gate, Prepare(src, p + "mlp.gate_proj", I, H));
-    ASSIGN_OR_RETURN(w->up, Prepare(src, p + "mlp.up_proj", I, H));
+    ASSIGN_OR_RETURN(w->gate, Prepare(src, p + "mlp.gate_proj", I, H, Split::kOut));
+    ASSIGN_OR_RETURN(w->up, Prepare(src, p + "mlp.up_proj", I, H, Split::kOut));
     if (s.mlp_bias) {
-      ASSIGN_OR_RETURN(w->gate_bias, LoadVector(src, p + "mlp.gate_proj.bias", I));
-      ASSIGN_OR_RETURN(w->up_bias, LoadVector(src, p + "mlp.up_proj.bias", I));
+      ASSIGN_OR_RETURN(w->gate_bias, LoadVector(src, p + "mlp.gate_proj.bias", I, Split::kOut));
+      ASSIGN_OR_RETURN(w->up_bias, LoadVector(src, p + "mlp.up_proj.bias", I, Split::kOut));
     }
   }
-  ASSIGN_OR_RETURN(w->down, Prepare(src, p + "mlp.down_proj", H, I));
+  ASSIGN_OR_RETURN(w->down, Prepare(src, p + "mlp.down_proj", H, I, Split::kIn));
   if (s.mlp_bias) {
     ASSIGN_OR_RETURN(w->down_bias, LoadVector(src, p + "mlp.down_proj.bias", H));
   }
@@ -304,10 +434,16 @@ Status Model::UploadRopeTables() {
 
 Result<std::unique_ptr<KvCache>> Model::CreateKvCache(int64_t n_blocks, int64_t block_size, DType dtype,
                                                       int64_t max_blocks) const {
+  if (!shards_.empty()) {
+    const std::vector<Backend*> ranks = backends();
+    return KvCache::Create(ranks, spec_.n_layers, shards_[0]->spec_.kv_dim(), block_size, n_blocks, dtype,
+                           max_blocks);
+  }
   return KvCache::Create(backend_, spec_.n_layers, spec_.kv_dim(), block_size, n_blocks, dtype, max_blocks);
 }
 
 DType Model::Native16BitType() const {
+  if (!shards_.empty()) return shards_[0]->Native16BitType();
   if (embed_.format == WeightFormat::kBF16) return DType::kBF16;
   if (embed_.format == WeightFormat::kMlxAffine && embed_.scale_dtype == DType::kBF16) return DType::kBF16;
   return DType::kF16;

@@ -128,6 +128,12 @@ class TableSource final : public WeightSource {
   // A GPTQ / AWQ / FP8 matrix made at load (quant_repack.h), kept until
   // ReleaseMatrix or the source's end.
   Result<WeightMatrix> LoadHf(const std::string& module, int64_t rows, int64_t cols) const {
+    {
+      // Made already (each rank of a split model asks for it): views of it stay valid.
+      std::lock_guard<std::mutex> lock(mu_);
+      auto it = made_.find(module);
+      if (it != made_.end()) return it->second->view;
+    }
     const HfQuantization& q = *hf_;
     Result<std::unique_ptr<RepackedMatrix>> made = Status::Internal("unreachable");
     auto optional = [&](const std::string& name) -> Result<std::optional<TensorView>> {

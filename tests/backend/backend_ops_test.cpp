@@ -20,6 +20,7 @@
 
 #include "backend/cpu/cpu_backend.h"
 #include "backend/cpu/cpu_features.h"
+#include "backend/cpu/quant_formats.h"
 #include "backend/device.h"
 #include "formats/dtype.h"
 #include "device_buffers.h"
@@ -177,7 +178,11 @@ TEST_P(BackendOpsTest, RouterMatMulAndEmbedding) {
       const std::vector<float> x = Random(n * cols, rng);
       std::vector<int32_t> ids(static_cast<size_t>(n));
       for (int32_t& id : ids) id = static_cast<int32_t>(Uniform(rng, 0, rows - 1));
-      std::vector<float> router[2], embed[2];
+      // A vocabulary-parallel slice: ids below first_id or past its rows give zeros.
+      const int64_t first_id = Uniform(rng, 0, rows / 2);
+      std::vector<int32_t> wide(ids);
+      for (int32_t& id : wide) id = static_cast<int32_t>(id + Uniform(rng, 0, 1) * rows);
+      std::vector<float> router[2], embed[2], sliced[2];
       Backend* bs[2] = {ref_.get(), got_.get()};
       for (int i = 0; i < 2; ++i) {
         auto w = bs[i]->PrepareWeight(ow.w);
@@ -189,11 +194,26 @@ TEST_P(BackendOpsTest, RouterMatMulAndEmbedding) {
         float* de = d.Alloc<float>(n * cols);
         bs[i]->Embedding(*w, d.Put(ids), n, 0.5f, de);
         embed[i] = d.Get(de, n * cols);
+        float* ds = d.Alloc<float>(n * cols);
+        bs[i]->Embedding(*w, d.Put(wide), n, 0.5f, ds, first_id);
+        sliced[i] = d.Get(ds, n * cols);
         bs[i]->ReleaseWeight(*w);
       }
       // Router logits never use rounded activations, whatever the precision.
       EXPECT_LE(WorstRowError(router[1], router[0], rows), kF32Tol);
       EXPECT_LE(WorstRowError(embed[1], embed[0], cols), 1e-6);
+      EXPECT_LE(WorstRowError(sliced[1], sliced[0], cols), 1e-6);
+      // The reference itself: a kept id gives its row of the slice, any other id zeros.
+      for (int64_t i = 0; i < n; ++i) {
+        const int64_t r = wide[static_cast<size_t>(i)] - first_id;
+        const bool kept = r >= 0 && r < rows;
+        std::vector<float> want(static_cast<size_t>(cols), 0.0f);
+        if (kept) quant::DequantizeRangeScalar(ow.w, r, 0, cols, want.data());
+        for (int64_t c2 = 0; c2 < cols; ++c2) {
+          ASSERT_EQ(sliced[0][static_cast<size_t>(i * cols + c2)], kept ? want[static_cast<size_t>(c2)] * 0.5f : 0.0f)
+              << "token " << i << " col " << c2;
+        }
+      }
     }
   }
 }

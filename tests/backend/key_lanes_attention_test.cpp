@@ -1,5 +1,5 @@
-// The key-per-thread chunk kernel of attention (cuda/attention_keys.cuh,
-// LLMHOST_CUDA_DECODE_ATTENTION=keys) against the CPU reference and the
+// The key-per-thread chunk kernel of attention (cuda/attention_keys.cuh, the
+// default; LLMHOST_CUDA_DECODE_ATTENTION=warps the other) against the CPU reference and the
 // warp-per-key kernel: generated rows and f32-path prompt rows stay within
 // the f32 path's bound, a row's bits do not depend on its batch (other
 // sequences beside it, its place, prompt chunks), and contexts that span one
@@ -37,9 +37,9 @@ class KeyLanesAttentionTest : public GpuAttentionTest {
   }
   static void KeyLanes(bool on) {
     if (on) {
-      setenv("LLMHOST_CUDA_DECODE_ATTENTION", "keys", 1);
-    } else {
       unsetenv("LLMHOST_CUDA_DECODE_ATTENTION");
+    } else {
+      setenv("LLMHOST_CUDA_DECODE_ATTENTION", "warps", 1);
     }
   }
 };

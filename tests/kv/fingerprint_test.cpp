@@ -129,6 +129,19 @@ TEST(FingerprintTest, LayoutAndErrors) {
   other.numerics += "x";
   EXPECT_NE(ModelFingerprint(w, other), *f256);
 
+  // Split over two ranks: the layout says so, and its blocks (every rank's
+  // shard) never match the unsplit model's.
+  CpuBackend r0(nullptr), r1(nullptr);
+  Backend* const ranks[] = {&r0, &r1};
+  auto split = Model::Load(dir, std::span<Backend* const>(ranks));
+  ASSERT_TRUE(split.ok()) << split.status().ToString();
+  KvLayout ls2 = LayoutOf(**split, 256);
+  EXPECT_EQ(ls2.tensor_parallel, 2);
+  EXPECT_EQ(l.tensor_parallel, 1);
+  EXPECT_NE(ModelFingerprint(w, ls2), *f256);
+  ls2.tensor_parallel = 1;
+  EXPECT_EQ(ModelFingerprint(w, ls2), *f256);  // unsplit keys are as before
+
   // The mistral fixture has sliding-window layers: they enter the layout.
   CpuBackend b2(nullptr);
   auto swa = Model::Load(testing::ModelsRoot() + "/mistral-tiny-swa", &b2);

@@ -245,13 +245,13 @@ void CpuBackend::RouterMatMul(const WeightMatrix& w, const float* x, int64_t n, 
   if (Status s = llmhost::MatMul(w, x, n, y, mp, pool_); !s.ok()) Fail(s.WithContext("RouterMatMul"));
 }
 
-void CpuBackend::Embedding(const WeightMatrix& w, const int32_t* ids, int64_t n, float scale,
-                           float* out) {
+void CpuBackend::Embedding(const WeightMatrix& w, const int32_t* ids, int64_t n, float scale, float* out,
+                           int64_t first_id) {
   if (w.col_order != nullptr) {  // its rows would come out permuted
     Fail(Status::InvalidArgument("Embedding: a table in a column order of its own"));
     return;
   }
-  cpu::Embedding(w, ids, n, scale, out, pool_);
+  cpu::Embedding(w, ids, n, scale, out, pool_, first_id);
 }
 
 void CpuBackend::RmsNorm(const float* x, int64_t rows, int64_t dim, int64_t stride,

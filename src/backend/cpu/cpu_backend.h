@@ -62,8 +62,8 @@ class CpuBackend : public Backend {
 
   void MatMul(const WeightMatrix& w, const float* x, int64_t n, float* y, RowKind rows) override;
   void RouterMatMul(const WeightMatrix& w, const float* x, int64_t n, float* y) override;
-  void Embedding(const WeightMatrix& w, const int32_t* ids, int64_t n, float scale,
-                 float* out) override;
+  void Embedding(const WeightMatrix& w, const int32_t* ids, int64_t n, float scale, float* out,
+                 int64_t first_id = 0) override;
   void RmsNorm(const float* x, int64_t rows, int64_t dim, int64_t stride, const float* weight,
                float eps, bool add_one, float* out) override;
   void RmsNormHeads(float* x, int64_t n_tokens, int64_t n_heads, int64_t head_dim, int64_t token_stride,

@@ -8,9 +8,9 @@
 
 namespace llmhost::cpu {
 
-// out[i, :] = w[ids[i], :] * scale (w.cols values per row). Ids must be in
-// [0, w.rows) (the model checks them before any op runs).
+// out[i, :] = w[ids[i] - first_id, :] * scale (w.cols values per row); zeros
+// for an id outside [first_id, first_id + w.rows) (a vocabulary-parallel slice).
 void Embedding(const WeightMatrix& w, const int32_t* ids, int64_t n, float scale, float* out,
-               ThreadPool* pool);
+               ThreadPool* pool, int64_t first_id = 0);
 
 }  // namespace llmhost::cpu

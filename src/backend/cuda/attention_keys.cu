@@ -157,7 +157,7 @@ size_t SharedBytes(const AttentionParams& p) {
 
 bool KeyLanesEnabled() {
   const char* v = std::getenv("LLMHOST_CUDA_DECODE_ATTENTION");
-  return v != nullptr && std::strcmp(v, "keys") == 0;
+  return v == nullptr || std::strcmp(v, "warps") != 0;
 }
 
 bool KeyLanesFit(const AttentionParams& p, const void* k_cache, const void* v_cache) {

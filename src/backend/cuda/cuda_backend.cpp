@@ -198,7 +198,10 @@ void CudaBackend::Fail(Status s) {
 void CudaBackend::CheckLaunch(const char* op) {
   const cudaError_t e = cudaGetLastError();
   if (e == cudaSuccess) return;
-  Status s = Status::Internal(std::string("cuda ") + op + ": " + CudaError(e));
+  OpFailed(Status::Internal(std::string("cuda ") + op + ": " + CudaError(e)));
+}
+
+void CudaBackend::OpFailed(Status s) {
   if (capturing_) {  // the recording is dropped and the step run as plain launches
     if (capture_error_.ok()) capture_error_ = std::move(s);
     return;
@@ -262,6 +265,13 @@ void CudaBackend::Enqueue(uint64_t key, const std::function<void()>& ops) {
 }
 
 uint64_t CudaBackend::graph_replays() const { return graphs_ ? graphs_->replays() : 0; }
+
+void CudaBackend::DropGraphs() {
+  auto recording = WaitForRecording();
+  Use();
+  ++generation_;
+  if (graphs_) graphs_->Clear();
+}
 
 Status CudaBackend::CheckWeight(const WeightMatrix& w) const { return llmhost::CheckWeight(w); }
 
@@ -726,7 +736,8 @@ void CudaBackend::RouterMatMul(const WeightMatrix& w, const float* x, int64_t n,
   CheckLaunch("RouterMatMul");
 }
 
-void CudaBackend::Embedding(const WeightMatrix& w, const int32_t* ids, int64_t n, float scale, float* out) {
+void CudaBackend::Embedding(const WeightMatrix& w, const int32_t* ids, int64_t n, float scale, float* out,
+                            int64_t first_id) {
   cuda::DevWeight d;
   if (!Prepared(w, "Embedding", &d)) return;
   if (d.col_order != nullptr) {
@@ -734,7 +745,7 @@ void CudaBackend::Embedding(const WeightMatrix& w, const int32_t* ids, int64_t n
     return;
   }
   Use();
-  cuda::LaunchEmbedding(d, ids, n, scale, out, S(stream_));
+  cuda::LaunchEmbedding(d, ids, n, scale, out, first_id, S(stream_));
   CheckLaunch("Embedding");
 }
 

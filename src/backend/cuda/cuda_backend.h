@@ -84,7 +84,8 @@ class CudaBackend : public Backend {
   void MatMul(const WeightMatrix& w, const float* x, int64_t n, float* y, RowKind rows) override;
   void MatMuls(std::span<const MatMulJob> jobs, const float* x, int64_t n, RowKind rows) override;
   void RouterMatMul(const WeightMatrix& w, const float* x, int64_t n, float* y) override;
-  void Embedding(const WeightMatrix& w, const int32_t* ids, int64_t n, float scale, float* out) override;
+  void Embedding(const WeightMatrix& w, const int32_t* ids, int64_t n, float scale, float* out,
+                 int64_t first_id = 0) override;
   void RmsNorm(const float* x, int64_t rows, int64_t dim, int64_t stride, const float* weight, float eps,
                bool add_one, float* out) override;
   void RmsNormHeads(float* x, int64_t n_tokens, int64_t n_heads, int64_t head_dim, int64_t token_stride,
@@ -116,9 +117,24 @@ class CudaBackend : public Backend {
               int64_t k, std::span<const RowKind> rows, const MoeScratch& scratch, float* out) override;
   void GatherRows(const float* src, int64_t cols, const int32_t* rows, int64_t n, float* dst) override;
 
+  // For code outside the backend that enqueues work of its own on this GPU
+  // (cuda/nccl_collective.cpp); each of its calls starts with Use().
+  int device() const { return device_; }
+  void* stream() const { return stream_; }  // cudaStream_t
+  void Use() const;  // makes device_ current on the calling thread
+  // Grows `*buf` (the caller's, freed with Free) to `need` bytes: false, and
+  // a sticky error, when it cannot; while a graph records it does not grow,
+  // and the recording is dropped so that the step runs as plain launches.
+  bool Scratch(DeviceBuffer* buf, size_t need, const char* tag);
+  // An enqueued operation failed: the sticky error, or while a graph records,
+  // why the recording is dropped (the plain run that follows reports it).
+  void OpFailed(Status s);
+  // Drops every recorded graph, before something they hold goes away (an
+  // NCCL communicator waits in its destroy for the graphs that use it).
+  void DropGraphs();
+
  private:
   CudaBackend(int device, Precision precision);
-  void Use() const;               // makes device_ current on the calling thread
   void Fail(Status s);            // records the first error (sticky)
   void CheckLaunch(const char* op);  // a launch's error, if any, becomes sticky
   bool InBounds(const DeviceBuffer& buf, size_t offset, size_t bytes, const char* what);
@@ -127,8 +143,6 @@ class CudaBackend : public Backend {
   // The kernels' view of `w`; false (and a sticky error naming `op`) for a
   // weight another backend prepared.
   bool Prepared(const WeightMatrix& w, const char* op, cuda::DevWeight* d);
-  // Grows a scratch buffer to `need` bytes (false, and a sticky error, when it cannot).
-  bool Scratch(DeviceBuffer* buf, size_t need, const char* tag);
   // Prompt rows of a 16-bit weight on cuBLASLt; false where it does not apply.
   bool LtMatMul(const cuda::DevWeight& d, const float* x, int64_t n, float* y);
 

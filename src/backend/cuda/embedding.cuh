@@ -9,6 +9,8 @@
 
 namespace llmhost::cuda {
 
-void LaunchEmbedding(const DevWeight& w, const int32_t* ids, int64_t n, float scale, float* out, cudaStream_t s);
+// Ids outside [first_id, first_id + w.rows) give rows of zeros.
+void LaunchEmbedding(const DevWeight& w, const int32_t* ids, int64_t n, float scale, float* out, int64_t first_id,
+                     cudaStream_t s);
 
 }  // namespace llmhost::cuda
