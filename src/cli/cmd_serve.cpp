@@ -122,6 +122,15 @@ int RunServe(const server::SettingValues& cli_values) {
       fo.device = DeviceSpec{};
     }
   }
+  fo.tensor_parallel = s.tensor_parallel;
+  if (s.tensor_parallel > 1) {
+    if (fo.device.kind == DeviceKind::kCuda && po.gpus.size() < static_cast<size_t>(s.tensor_parallel)) {
+      return Fail("--tensor-parallel " + std::to_string(s.tensor_parallel) + ": the server computes on " +
+                  std::to_string(po.gpus.size()) + " GPU(s)");
+    }
+    LOG_INFO("serve: models are split over " << s.tensor_parallel
+                                             << (fo.device.kind == DeviceKind::kCuda ? " GPUs" : " CPU stand-ins (a test setup)"));
+  }
   fo.engine.max_concurrent_requests = s.max_concurrent_requests;
   fo.engine.max_queue = s.max_queue;
   fo.engine.block_size = s.block_size;

@@ -38,7 +38,7 @@ struct BlockMeta {
   int64_t token_count = 0;     // positions held (= block_size: only full blocks are stored)
   int64_t n_layers = 0;
   int64_t block_size = 0;
-  int64_t kv_dim = 0;
+  int64_t kv_dim = 0;          // a split model's: all ranks' (its data is their shards in rank order)
   std::string dtype = "F32";   // safetensors dtype name of the data
 
   // 2 × n_layers × block_size × kv_dim × the dtype's size (0 for an unknown dtype).

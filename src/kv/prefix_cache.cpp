@@ -76,7 +76,7 @@ BlockMeta PrefixCache::StoreMetaOf(const BlockKey& index_key) const {
   m.token_count = cache_->block_size();
   m.n_layers = cache_->n_layers();
   m.block_size = cache_->block_size();
-  m.kv_dim = cache_->kv_dim();
+  m.kv_dim = cache_->kv_dim() * cache_->ranks();  // every rank's shard (KvCache::ReadBlock's layout)
   m.dtype = DTypeName(cache_->dtype());
   return m;
 }

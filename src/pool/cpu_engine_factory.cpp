@@ -25,9 +25,15 @@ class CpuLoadedEngine final : public LoadedEngine {
       : m_(std::move(m)), chunk_(chunk), threads_(threads), kv_dtype_(kv_dtype), kv_fixed_(kv_fixed) {}
   std::shared_ptr<ServedModel> served() const override { return m_; }
   BudgetBytes DeviceActiveBytes() const override {
-    const uint64_t b = m_->backend->memory_stats().bytes_in_use;
     BudgetBytes out{};
-    out[BudgetIndex(m_->backend->kind() == DeviceKind::kCpu ? Budget::kHost : Budget::kDevice)] = b;
+    const bool cpu = m_->backend->kind() == DeviceKind::kCpu;
+    out[BudgetIndex(cpu ? Budget::kHost : Budget::kDevice)] = m_->backend->memory_stats().bytes_in_use;
+    // A split model's other ranks: the host's, or the next GPUs' budgets.
+    for (size_t r = 0; r < m_->ranks.size(); ++r) {
+      const uint64_t b = m_->ranks[r]->memory_stats().bytes_in_use;
+      const size_t i = cpu ? BudgetIndex(Budget::kHost) : BudgetIndex(GpuBudget(static_cast<int>(r) + 1));
+      if (i < out.size()) out[i] += b;
+    }
     return out;
   }
   int64_t ActiveRequests() const override {
@@ -173,8 +179,13 @@ DeviceSpec CpuEngineFactory::DeviceFor(const ModelSettings& settings) const {
   return options_.device;
 }
 
+int CpuEngineFactory::TensorParallelFor(const ModelSettings& settings) const {
+  return static_cast<int>(settings.tensor_parallel.value_or(options_.tensor_parallel));
+}
+
 BudgetBytes CpuEngineFactory::ResidentEstimate(const DiscoveredModel& model, const ModelSettings& settings) {
   const bool gpu = DeviceFor(settings).kind != DeviceKind::kCpu;
+  const int tp = IsEmbeddingModel(model, settings) ? 1 : TensorParallelFor(settings);
   uint64_t bytes = model.estimated_bytes;
   if (gpu) {
     auto w = GpuWeightBytes(model);
@@ -188,6 +199,11 @@ BudgetBytes CpuEngineFactory::ResidentEstimate(const DiscoveredModel& model, con
     bytes += KvPoolBytes(*shape, o) + WorkspaceBytes(*shape, o);
   }
   BudgetBytes b{};
+  if (gpu && tp > 1) {
+    // Split: each of the first tp GPUs holds a share (the pool admits it only where all have room).
+    for (int r = 0; r < tp && r < kMaxGpus; ++r) b[BudgetIndex(GpuBudget(r))] = (bytes + tp - 1) / tp;
+    return b;
+  }
   b[BudgetIndex(gpu ? Budget::kDevice : Budget::kHost)] = bytes;
   return b;
 }
@@ -203,11 +219,16 @@ Result<std::unique_ptr<LoadedEngine>> CpuEngineFactory::Load(const DiscoveredMod
   m->entry = entry;
   DeviceSpec device = DeviceFor(settings);
   if (device.kind == DeviceKind::kCuda && cuda_device >= 0) device.index = cuda_device;
-  auto backend = MakeBackend(device, options_.precision, options_.threads);
-  if (!backend.ok()) return backend.status().WithContext("loading model '" + entry.id + "'");
-  m->backend = std::move(*backend);
-  if (IsEmbeddingModel(entry, settings)) return LoadEmbeddingEngine(std::move(m), settings, abort);
-  auto model = Model::Load(entry.path, m->backend.get());
+  const bool embedding = IsEmbeddingModel(entry, settings);
+  const int tp = embedding ? 1 : TensorParallelFor(settings);
+  auto backends = MakeBackends(device, tp, options_.precision, options_.threads);
+  if (!backends.ok()) return backends.status().WithContext("loading model '" + entry.id + "'");
+  std::vector<Backend*> ranks;
+  for (auto& b : *backends) ranks.push_back(b.get());
+  m->backend = std::move((*backends)[0]);
+  for (size_t r = 1; r < backends->size(); ++r) m->ranks.push_back(std::move((*backends)[r]));
+  if (embedding) return LoadEmbeddingEngine(std::move(m), settings, abort);
+  auto model = Model::Load(entry.path, std::span<Backend* const>(ranks));
   if (!model.ok()) return model.status().WithContext("loading model '" + entry.id + "'");
   m->model = std::move(*model);
   RETURN_IF_ERROR(aborted());

@@ -45,6 +45,7 @@ Result<uint64_t> GpuWeightBytes(const DiscoveredModel& model);
 struct CpuEngineFactoryOptions {
   EngineOptions engine;  // engine.kv_dtype is set per model from kv_dtype below
   DeviceSpec device;     // where models compute unless their settings say otherwise
+  int tensor_parallel = 1;  // GPUs a model is split over unless its settings say otherwise
   Precision precision = Precision::kFast;
   // The KV cache's element type; nullopt ("auto"): each model's own 16-bit
   // type (Model::Native16BitType). F32 by default: the reference path.
@@ -67,6 +68,7 @@ class CpuEngineFactory final : public EngineFactory {
  private:
   // The model's `device` setting, else the server's.
   DeviceSpec DeviceFor(const ModelSettings& settings) const;
+  int TensorParallelFor(const ModelSettings& settings) const;
   EngineOptions EngineOptionsFor(const ModelSettings& settings) const;
   CpuEngineFactoryOptions options_;
 };

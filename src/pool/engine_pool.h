@@ -312,6 +312,8 @@ class EnginePool {
 
   // pool_kv_budget.cpp: a loaded engine's KV growth, in committed_.
   bool ClaimKv(const std::shared_ptr<Slot>& slot, uint64_t bytes);
+  // ClaimKv of a model split over several GPUs: a share on each, granted while every GPU stays under its ceiling.
+  bool ClaimSplitKv(Lock& lock, const std::shared_ptr<Slot>& slot, uint64_t bytes);
   void ReturnKv(const std::shared_ptr<Slot>& slot, uint64_t bytes);
   bool MakeRoomForKv(Lock& lock);  // the manager: evicts an idle model for a denied claim
   // Bytes of model `id` and the pinned models in budget `b` at their admission sizes

@@ -40,9 +40,18 @@ struct EnginePool::Slot {
 
   bool pinned() const { return settings.pinned && !pending_unload; }
   bool on_gpu() const { return estimate[BudgetIndex(Budget::kDevice)] > 0; }
+  // GPUs a split model (tensor parallelism) is priced on: the first N, each
+  // a share; 1 otherwise.
+  int gpu_span() const {
+    int n = 0;
+    for (int g = 0; g < kMaxGpus; ++g) n += estimate[BudgetIndex(GpuBudget(g))] > 0;
+    return std::max(n, 1);
+  }
   Budget home = Budget::kHost;  // where its admission placed it: its GPU's budget, or the host
-  // Where its KV cache lives: its GPU's memory for a model priced there.
+  // Where its KV cache lives: its GPU's memory for a model priced there (a
+  // split model's: home and the next gpu_span() - 1 GPUs, a share each).
   Budget kv_budget() const { return home; }
+  int kv_span() const { return home == Budget::kHost ? 1 : gpu_span(); }
   uint64_t freeable(Budget b) const {
     const size_t i = static_cast<size_t>(b);
     return std::max(resident[i], measured[i]);

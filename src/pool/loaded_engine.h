@@ -64,7 +64,8 @@ inline uint64_t TotalBytes(const BudgetBytes& b) {
 // which before using either.
 struct ServedModel {
   DiscoveredModel entry;
-  std::unique_ptr<Backend> backend;
+  std::unique_ptr<Backend> backend;             // rank 0's when the model is split
+  std::vector<std::unique_ptr<Backend>> ranks;  // the other ranks' (tensor parallelism)
   std::unique_ptr<Model> model;
   std::unique_ptr<Tokenizer> tokenizer;
   std::optional<ChatTemplate> chat_template;  // none: the model has no (usable) template

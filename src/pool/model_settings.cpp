@@ -123,6 +123,7 @@ const char* ModelKindName(ModelKind k) {
 std::string ModelSettings::RuntimeKey() const {
   return (model_type_override ? *model_type_override : "") + "|" +
          (max_context_window ? std::to_string(*max_context_window) : "") + "|" + (device ? *device : "") + "|" +
+         (tensor_parallel ? std::to_string(*tensor_parallel) : "") + "|" +
          ModelKindName(kind) + "|" + (instruction ? *instruction : "");
 }
 
@@ -150,6 +151,7 @@ Json ModelSettingsToJson(const ModelSettings& s) {
   if (s.max_context_window) j["max_context_window"] = *s.max_context_window;
   if (s.max_tokens) j["max_tokens"] = *s.max_tokens;
   if (s.device) j["device"] = *s.device;
+  if (s.tensor_parallel) j["tensor_parallel"] = *s.tensor_parallel;
   if (s.tool_parser) j["tool_parser"] = *s.tool_parser;
   if (s.kind != ModelKind::kChat) j["kind"] = ModelKindName(s.kind);
   if (s.instruction) j["instruction"] = *s.instruction;
@@ -192,6 +194,8 @@ Result<ModelSettings> ApplyModelSettingsJson(const ModelSettings& base, const Js
       } else if (s.device && !ParseDevice(*s.device).ok()) {
         return Bad(key, "expected cpu, cuda or cuda:N (or auto: the server's device)");
       }
+    } else if (key == "tensor_parallel") {
+      ASSIGN_OR_RETURN(s.tensor_parallel, Integer(v, key, 1, 64));
     } else if (key == "tool_parser") {
       ASSIGN_OR_RETURN(s.tool_parser, Text(v, key));
       if (s.tool_parser && *s.tool_parser == "auto") {

@@ -6,7 +6,7 @@
 //       "sampling": {"temperature": 0.7, "top_p": 0.8, "top_k": 20, "min_p": 0,
 //                    "repetition_penalty": 1.0, "presence_penalty": 0, "frequency_penalty": 0},
 //       "chat_template_kwargs": {"enable_thinking": false},
-//       "max_context_window": 32768, "max_tokens": 4096, "device": "cuda:1",
+//       "max_context_window": 32768, "max_tokens": 4096, "device": "cuda:1", "tensor_parallel": 2,
 //       "tool_parser": "hermes", "kind": "chat", "instruction": "..."}}}
 //
 // Every field is optional. Aliases are unique (and differ from other models'
@@ -54,6 +54,9 @@ struct ModelSettings {
   // unset: the server's --device. A model too large for every GPU may be
   // served on the CPU this way.
   std::optional<std::string> device;
+  // GPUs the model is split over (tensor parallelism, model/tensor_parallel.h):
+  // the server's first N GPUs; unset: the server's --tensor-parallel (1).
+  std::optional<int64_t> tensor_parallel;
   // The tool-call / reasoning markup of the model's output (chat/output_format.h
   // names: hermes, qwen3_coder, ..., none); unset: chosen from its chat template.
   std::optional<std::string> tool_parser;

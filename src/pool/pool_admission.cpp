@@ -141,7 +141,20 @@ EnginePool::AdmissionPlan EnginePool::PlanAdmission(const Slot& head, uint64_t t
   AdmissionPlan plan;
   MemorySnapshot m = SampleLocked();
   plan.size = head.estimate;
-  if (head.on_gpu()) {
+  if (head.on_gpu() && head.gpu_span() > 1) {
+    // A split model takes the server's first gpu_span() GPUs, a share on each.
+    const int span = head.gpu_span();
+    int present = 0;
+    while (present < span && present < static_cast<int>(m.devices.size()) && m.devices[present].present) ++present;
+    if (present < span) {
+      plan.kind = Plan::kNever;
+      plan.error = MakeError(PoolErrorCode::kUnavailable,
+                             "the model '" + head.model.id + "' is split over " + std::to_string(span) +
+                                 " GPUs (tensor_parallel) but the server computes on " + std::to_string(present));
+      return plan;
+    }
+    plan.gpu = 0;
+  } else if (head.on_gpu()) {
     plan.gpu = ChooseGpu(head, ticket, m, &plan.error);
     if (plan.gpu < 0) {
       plan.kind = Plan::kNever;

@@ -40,6 +40,8 @@ std::shared_ptr<KvBudget> EnginePool::MakeKvBudget(const std::shared_ptr<Slot>& 
 bool EnginePool::ClaimKv(const std::shared_ptr<Slot>& slot, uint64_t bytes) {
   Lock lock(mu_);
   if (stop_ || (slot->state != SlotState::kLoaded && slot->state != SlotState::kLoading)) return false;
+  const int span = slot->kv_span();
+  if (span > 1) return ClaimSplitKv(lock, slot, bytes);
   const Budget b = slot->kv_budget();
   const size_t i = static_cast<size_t>(b);
   auto grant = [&] {
@@ -82,13 +84,41 @@ bool EnginePool::ClaimKv(const std::shared_ptr<Slot>& slot, uint64_t bytes) {
   return false;
 }
 
+bool EnginePool::ClaimSplitKv(Lock&, const std::shared_ptr<Slot>& slot, uint64_t bytes) {
+  // A split model's cache grows by the same share on each of its GPUs: each
+  // budget must take its share under the admission rule (no eviction here:
+  // a denied claim waits, as the engine retries).
+  const int span = slot->kv_span();
+  const uint64_t share = (bytes + static_cast<uint64_t>(span) - 1) / static_cast<uint64_t>(span);
+  MemorySnapshot m = SampleLocked();
+  for (int r = 0; r < span; ++r) {
+    const Budget b = static_cast<Budget>(static_cast<int>(slot->kv_budget()) + r);
+    const size_t i = static_cast<size_t>(b);
+    const MemoryLimits* L = m.Limits(b);
+    if (!L || !L->guard_on || L->admission_ceiling == 0) continue;
+    const uint64_t projected = std::max(m.device_active[i], committed_[i]) + share;
+    if (projected > L->admission_ceiling) return false;
+  }
+  slot->kv_claimed += share * static_cast<uint64_t>(span);
+  for (int r = 0; r < span; ++r) {
+    const size_t i = static_cast<size_t>(slot->kv_budget()) + static_cast<size_t>(r);
+    slot->resident[i] += share;
+    committed_[i] += share;
+  }
+  return true;
+}
+
 void EnginePool::ReturnKv(const std::shared_ptr<Slot>& slot, uint64_t bytes) {
   std::lock_guard<std::mutex> lock(mu_);
-  const size_t i = static_cast<size_t>(slot->kv_budget());
+  const uint64_t span = static_cast<uint64_t>(slot->kv_span());
   const uint64_t n = std::min(bytes, slot->kv_claimed);  // nothing after an unload settled the slot
   slot->kv_claimed -= n;
-  slot->resident[i] = Sat(slot->resident[i], n);
-  committed_[i] = Sat(committed_[i], n);
+  for (uint64_t r = 0; r < span; ++r) {
+    const size_t i = static_cast<size_t>(slot->kv_budget()) + static_cast<size_t>(r);
+    const uint64_t share = n / span + (r < n % span ? 1 : 0);
+    slot->resident[i] = Sat(slot->resident[i], share);
+    committed_[i] = Sat(committed_[i], share);
+  }
 }
 
 bool EnginePool::MakeRoomForKv(Lock& lock) {

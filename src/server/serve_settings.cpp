@@ -156,6 +156,9 @@ const std::vector<ServeFlag>& ServeFlags() {
        "default), cpu, cuda (every GPU, each its own memory budget: a model loads on the one where it fits with "
        "the fewest evictions) or cuda:N (that GPU alone: the CUDA device number, as CUDA_VISIBLE_DEVICES renumbers "
        "them); a model's own `device` setting overrides it"},
+      {"tensor-parallel", false,
+       "split each model over the first N GPUs (tensor parallelism over NCCL; default 1); a model's own "
+       "`tensor_parallel` setting overrides it"},
       {"log-format", false,
        "stderr log lines: text (default) or json (one object per line with ts, level, msg, request_id)"},
       {"gpu-memory-guard-gb", false,
@@ -336,6 +339,8 @@ Result<ServeSettings> ResolveServeSettings(const SettingValues& cli, const EnvLo
       ASSIGN_OR_RETURN(s.drain_timeout, ParseInt(*v, 0, 3600));
     } else if (name == "io-threads") {
       ASSIGN_OR_RETURN(s.io_threads, ParseInt(*v, 1, 64));
+    } else if (name == "tensor-parallel") {
+      ASSIGN_OR_RETURN(s.tensor_parallel, ParseInt(*v, 1, 64));
     } else if (name == "stats-interval") {
       ASSIGN_OR_RETURN(s.stats_interval, ParseInt(*v, 1, 60));
     } else if (name == "ssl-cert") {

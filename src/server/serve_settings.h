@@ -49,6 +49,7 @@ struct ServeSettings {
   std::string precision = "auto";       // CPU matmul precision: auto, fast, fast-int8, fast-bf16, f32
   std::string kv_dtype = "auto";        // KV cache element type: auto, f32, bf16, f16, fp8 (e4m3)
   std::string device = "auto";          // where models compute: auto, cpu, cuda, cuda:0
+  int tensor_parallel = 1;              // GPUs each model is split over (a model's own setting overrides it)
   std::string log_format = "text";      // stderr lines: text or json (util/log_json.h)
   double gpu_memory_guard_gb = 0;       // > 0: the GPU's ceiling in GiB
   // Memory guard (pool/memory_limits.h).

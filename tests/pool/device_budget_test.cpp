@@ -263,6 +263,60 @@ TEST(DeviceBudget, KvClaimsCountOnTheModelsOwnGpu) {
   EXPECT_EQ(CommittedOn(f.pool->Memory(), 1), 4 * kGB);
 }
 
+// A model split over two GPUs (tensor_parallel 2) is priced half on each,
+// loads from the first GPU, is admitted only where both have room (a model
+// on either GPU that stands in the way goes), claims its KV growth half on
+// each, and is refused naming the GPUs when the server has too few.
+TEST(DeviceBudget, ASplitModelTakesAShareOfEachOfItsGpus) {
+  PoolFixture f;
+  AddTwoGpus(f);
+  f.factory->Set("s", Gpu(24 * kGB));
+  f.factory->Set("b", Gpu(10 * kGB));
+  f.factory->Set("w", Gpu(24 * kGB));
+  f.Start({"b", "s", "w"});
+  ASSERT_TRUE(f.pool->UpdateSettings("s", {{"tensor_parallel", 2}}).ok());
+  ASSERT_TRUE(f.pool->UpdateSettings("w", {{"tensor_parallel", 4}}).ok());
+  ASSERT_TRUE(f.pool->UpdateSettings("b", {{"device", "cuda:1"}}).ok());
+  ASSERT_TRUE(f.Touch("s").ok());
+  EXPECT_EQ(f.factory->Last("s")->cuda_device, 0);
+  MemorySnapshot m = f.pool->Memory();
+  EXPECT_EQ(CommittedOn(m, 0), 12 * kGB);
+  EXPECT_EQ(CommittedOn(m, 1), 12 * kGB);
+  EXPECT_EQ(m.committed[0], 0u);
+
+  // Its KV cache grows by the same share on each GPU, never above either ceiling (19 GiB).
+  KvBudget& kv = *f.factory->Last("s")->kv_budget;
+  EXPECT_TRUE(kv.Claim(4 * kGB));
+  m = f.pool->Memory();
+  EXPECT_EQ(CommittedOn(m, 0), 14 * kGB);
+  EXPECT_EQ(CommittedOn(m, 1), 14 * kGB);
+  EXPECT_FALSE(kv.Claim(12 * kGB)) << "6 GiB more on each would pass the ceiling";
+  kv.Return(4 * kGB);
+  m = f.pool->Memory();
+  EXPECT_EQ(CommittedOn(m, 0), 12 * kGB);
+  EXPECT_EQ(CommittedOn(m, 1), 12 * kGB);
+
+  // b on GPU 1 does not fit beside s's half there: s goes (GPU 0 empties too).
+  f.Advance(1);
+  ASSERT_TRUE(f.Touch("b").ok());
+  EXPECT_EQ(f.LoadedIds(), (std::vector<std::string>{"b"}));
+  m = f.pool->Memory();
+  EXPECT_EQ(CommittedOn(m, 0), 0u);
+  EXPECT_EQ(CommittedOn(m, 1), 10 * kGB);
+  // s again: GPU 0 has room, GPU 1 does not until b goes.
+  f.Advance(1);
+  ASSERT_TRUE(f.Touch("s").ok());
+  EXPECT_EQ(f.LoadedIds(), (std::vector<std::string>{"s"}));
+  m = f.pool->Memory();
+  for (int g = 0; g < 2; ++g) EXPECT_EQ(CommittedOn(m, g), 12 * kGB);
+
+  const PoolError e = f.Touch("w");
+  EXPECT_EQ(e.code, PoolErrorCode::kUnavailable);
+  EXPECT_NE(e.message.find("split over 4 GPUs"), std::string::npos) << e.message;
+  EXPECT_FALSE(f.pool->UpdateSettings("w", {{"tensor_parallel", 0}}).ok());
+  EXPECT_FALSE(f.pool->UpdateSettings("w", {{"tensor_parallel", 65}}).ok());
+}
+
 // The swap test on two GPUs: three models that do not fit together, asked
 // for in turn; every GPU's committed bytes stay under its ceiling, and the
 // model that goes is the least recently used of all, whichever GPU holds it.

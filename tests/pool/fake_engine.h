@@ -102,6 +102,11 @@ class FakeFactory final : public EngineFactory {
     auto it = shared_->specs.find(m.id);
     const FakeModelSpec spec = it == shared_->specs.end() ? Spec(kGB) : it->second;
     BudgetBytes b{};
+    const int64_t tp = settings.tensor_parallel.value_or(1);
+    if (OnGpu(spec, settings) && tp > 1) {  // as the real factory: a share on each of the first tp GPUs
+      for (int64_t r = 0; r < tp && r < kMaxGpus; ++r) b[BudgetIndex(GpuBudget(static_cast<int>(r)))] = spec.resident / tp;
+      return b;
+    }
     b[BudgetIndex(OnGpu(spec, settings) ? Budget::kDevice : Budget::kHost)] = spec.resident;
     return b;
   }
