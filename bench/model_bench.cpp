@@ -531,8 +531,8 @@ int Main(int argc, char** argv) {
   }
   const double bw1 = bandwidth();
   const double bw = std::max(bw0, bw1);
-  std::printf("\n%s bandwidth at end: %.1f GB/s; efficiency below uses the best, %.1f GB/s\n", gpu ? "copy" : "read",
-              bw1, bw);
+  std::printf("\n%s bandwidth at end: %.1f GB/s; efficiency below uses the best, %.1f GB/s%s\n", gpu ? "copy" : "read",
+              bw1, bw, gpu && o.tensor_parallel > 1 ? " (one GPU's: the bound is one GPU's share of the weights)" : "");
   std::printf("load average at end: %s\n\n", bench::LoadAverage().c_str());
 
   std::printf("| format (precision) | weight MiB | prefill tok/s | vs llama.cpp | decode b1 tok/s | "
@@ -549,9 +549,11 @@ int Main(int argc, char** argv) {
   };
   for (const Row& r : rows) {
     const LlamaCppFigures& ref = r.format->ref;
-    const double bytes = static_cast<double>(r.f.weight_bytes);
+    const double all_bytes = static_cast<double>(r.f.weight_bytes);
+    // Split over GPUs, each reads its share at once: the bound is one share per step.
+    const double bytes = all_bytes / o.tensor_parallel;
     std::printf("| %s | %.0f | %.1f | %s | %.2f | %s | %.0f%% | %.2f | %.0f%% | %.0f / %.0f |\n",
-                r.label.c_str(), bytes / 1048576.0, r.f.prefill.wall,
+                r.label.c_str(), all_bytes / 1048576.0, r.f.prefill.wall,
                 ratio(r.f.prefill.wall, ref.name, ref.prefill).c_str(), r.f.decode1.wall,
                 ratio(r.f.decode1.wall, ref.name, ref.decode).c_str(),
                 100 * bytes * r.f.decode1.wall / (bw * 1e9), r.f.decode8.wall,
