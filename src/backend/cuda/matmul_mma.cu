@@ -57,10 +57,13 @@ __device__ __forceinline__ void SplitX8(const float (&xv)[8], uint32_t (&h)[4], 
 // and U are: each warp's steps in order, then the warps in order.
 // With Pipe, a warp loads its next U steps' weights before it sums the
 // current ones (two register buffers): the same sums in the same order.
+// With `early`, a warp's first weight loads go out before it waits for the
+// kernel before it (weights are never written by a step: only x is), so they
+// are in flight while that kernel finishes.
 template <int NT, int RT, int U, bool Split, bool XVec, bool Pipe>
 __global__ void __launch_bounds__(kWarps * 32, RT >= 4 || (Pipe && NT * RT >= 8) ? 1 : 2)
-    MmaRowsKernel(MmaWeights ws, const float* x, int64_t n) {
-  WaitForPriorGrid();
+    MmaRowsKernel(MmaWeights ws, const float* x, int64_t n, bool early) {
+  if (!early) WaitForPriorGrid();
   int i = 0;
   while (i + 1 < ws.count && blockIdx.y >= ws.first[i + 1]) ++i;
   const DevWeight& w = ws.w[i];
@@ -134,6 +137,7 @@ __global__ void __launch_bounds__(kWarps * 32, RT >= 4 || (Pipe && NT * RT >= 8)
   if constexpr (Pipe) {
     Words wa, wb;
     load(0, wa);
+    if (early) WaitForPriorGrid();
     for (int64_t base = 0; base < steps; base += 2 * kStride) {
       load(base + kStride, wb);
       sum(base, wa);
@@ -142,9 +146,11 @@ __global__ void __launch_bounds__(kWarps * 32, RT >= 4 || (Pipe && NT * RT >= 8)
       sum(base + kStride, wb);
     }
   } else {
+    Words wv;
+    load(0, wv);
+    if (early) WaitForPriorGrid();
     for (int64_t base = 0; base < steps; base += kStride) {
-      Words wv;
-      load(base, wv);
+      if (base > 0) load(base, wv);
       sum(base, wv);
     }
   }
@@ -200,20 +206,21 @@ void LaunchShape(MmaWeights ws, int64_t n, const float* x, cudaStream_t s) {
   // Pipelined loads (opt-in): half the steps a buffer, two buffers (U does
   // not change the sums).
   const int shape = nt * 8 + rt + (MmaPipelineEnabled() ? 64 : 0);
+  const bool early = EarlyWeightLoadsEnabled();
   constexpr int kT = kWarps * 32;
   switch (shape) {
-    case 1 * 8 + 1: LaunchPdl(MmaRowsKernel<1, 1, 4, Split, XVec, false>, grid, kT, 0, s, ws, x, n); break;
-    case 2 * 8 + 1: LaunchPdl(MmaRowsKernel<2, 1, 4, Split, XVec, false>, grid, kT, 0, s, ws, x, n); break;
-    case 2 * 8 + 2: LaunchPdl(MmaRowsKernel<2, 2, 2, Split, XVec, false>, grid, kT, 0, s, ws, x, n); break;
-    case 4 * 8 + 1: LaunchPdl(MmaRowsKernel<4, 1, 2, Split, XVec, false>, grid, kT, 0, s, ws, x, n); break;
-    case 4 * 8 + 2: LaunchPdl(MmaRowsKernel<4, 2, 1, Split, XVec, false>, grid, kT, 0, s, ws, x, n); break;
-    case 4 * 8 + 4: LaunchPdl(MmaRowsKernel<4, 4, 1, Split, XVec, false>, grid, kT, 0, s, ws, x, n); break;
-    case 64 + 1 * 8 + 1: LaunchPdl(MmaRowsKernel<1, 1, 2, Split, XVec, true>, grid, kT, 0, s, ws, x, n); break;
-    case 64 + 2 * 8 + 1: LaunchPdl(MmaRowsKernel<2, 1, 2, Split, XVec, true>, grid, kT, 0, s, ws, x, n); break;
-    case 64 + 2 * 8 + 2: LaunchPdl(MmaRowsKernel<2, 2, 1, Split, XVec, true>, grid, kT, 0, s, ws, x, n); break;
-    case 64 + 4 * 8 + 1: LaunchPdl(MmaRowsKernel<4, 1, 1, Split, XVec, true>, grid, kT, 0, s, ws, x, n); break;
-    case 64 + 4 * 8 + 2: LaunchPdl(MmaRowsKernel<4, 2, 1, Split, XVec, true>, grid, kT, 0, s, ws, x, n); break;
-    default: LaunchPdl(MmaRowsKernel<4, 4, 1, Split, XVec, true>, grid, kT, 0, s, ws, x, n); break;
+    case 1 * 8 + 1: LaunchPdl(MmaRowsKernel<1, 1, 4, Split, XVec, false>, grid, kT, 0, s, ws, x, n, early); break;
+    case 2 * 8 + 1: LaunchPdl(MmaRowsKernel<2, 1, 4, Split, XVec, false>, grid, kT, 0, s, ws, x, n, early); break;
+    case 2 * 8 + 2: LaunchPdl(MmaRowsKernel<2, 2, 2, Split, XVec, false>, grid, kT, 0, s, ws, x, n, early); break;
+    case 4 * 8 + 1: LaunchPdl(MmaRowsKernel<4, 1, 2, Split, XVec, false>, grid, kT, 0, s, ws, x, n, early); break;
+    case 4 * 8 + 2: LaunchPdl(MmaRowsKernel<4, 2, 1, Split, XVec, false>, grid, kT, 0, s, ws, x, n, early); break;
+    case 4 * 8 + 4: LaunchPdl(MmaRowsKernel<4, 4, 1, Split, XVec, false>, grid, kT, 0, s, ws, x, n, early); break;
+    case 64 + 1 * 8 + 1: LaunchPdl(MmaRowsKernel<1, 1, 2, Split, XVec, true>, grid, kT, 0, s, ws, x, n, early); break;
+    case 64 + 2 * 8 + 1: LaunchPdl(MmaRowsKernel<2, 1, 2, Split, XVec, true>, grid, kT, 0, s, ws, x, n, early); break;
+    case 64 + 2 * 8 + 2: LaunchPdl(MmaRowsKernel<2, 2, 1, Split, XVec, true>, grid, kT, 0, s, ws, x, n, early); break;
+    case 64 + 4 * 8 + 1: LaunchPdl(MmaRowsKernel<4, 1, 1, Split, XVec, true>, grid, kT, 0, s, ws, x, n, early); break;
+    case 64 + 4 * 8 + 2: LaunchPdl(MmaRowsKernel<4, 2, 1, Split, XVec, true>, grid, kT, 0, s, ws, x, n, early); break;
+    default: LaunchPdl(MmaRowsKernel<4, 4, 1, Split, XVec, true>, grid, kT, 0, s, ws, x, n, early); break;
   }
 }
 
@@ -224,6 +231,11 @@ void LaunchShape(MmaWeights ws, int64_t n, const float* x, cudaStream_t s) {
 bool MmaPipelineEnabled() {
   const char* v = std::getenv("LLMHOST_CUDA_MMA_PIPELINE");
   return v != nullptr && std::strcmp(v, "on") == 0;
+}
+
+bool EarlyWeightLoadsEnabled() {
+  const char* v = std::getenv("LLMHOST_CUDA_EARLY_WEIGHTS");
+  return v == nullptr || std::strcmp(v, "off") != 0;
 }
 
 bool MlxMmaEnabled() {

@@ -33,6 +33,12 @@ bool MmaRows(const DevWeight& w);
 // (LLMHOST_CUDA_MMA_PIPELINE=on; read at each launch).
 bool MmaPipelineEnabled();
 
+// The tensor-core GEMVs issue their first weight loads before they wait for
+// the kernel before them (programmatic dependent launch: weights are never
+// written by a step, so only x has to wait); LLMHOST_CUDA_EARLY_WEIGHTS=off
+// waits first (read at each launch). The sums do not change.
+bool EarlyWeightLoadsEnabled();
+
 // Whether a and b can share one launch (the same kernel: format, cols, MLX
 // bits and group size).
 bool MmaFusable(const DevWeight& a, const DevWeight& b);

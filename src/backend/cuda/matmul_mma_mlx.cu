@@ -1,4 +1,5 @@
 #include "backend/cuda/common.cuh"
+#include "backend/cuda/matmul_mma.cuh"
 #include "backend/cuda/matmul_mma_mlx.cuh"
 #include "backend/cuda/mma_bf16.cuh"
 
@@ -156,15 +157,17 @@ __device__ __forceinline__ void LoadParams(const uint16_t* row_params, int64_t s
 // would spill.)
 // With Pipe, a warp loads its next U steps before it sums the current ones
 // (two register buffers), so that weight bytes stay in flight while it
-// computes; the sums are the same, in the same order.
+// computes; the sums are the same, in the same order. With `early`, the
+// first weight loads go out before the wait for the kernel before it
+// (matmul_mma.cu says why).
 template <int NT, int RT, int U, int Bits, int GS, bool Split, bool Pipe>
 __global__ void __launch_bounds__(kWarps * 32,
                                   RT * NT >= 4 || (Layout<Bits>::kStepCols / GS == 4 && U * RT >= 4) ? 1 : 2)
-    MmaMlxKernel(MlxWeights ws, const float* x, int64_t n, bool xvec) {
+    MmaMlxKernel(MlxWeights ws, const float* x, int64_t n, bool xvec, bool early) {
   using L = Layout<Bits>;
   constexpr int kStepCols = L::kStepCols, kGroups = kStepCols / GS, kSlotsPerGroup = 4 / kGroups;
   constexpr int kParamWords = (kGroups + 1) / 2, kPairs = L::kPairs;
-  WaitForPriorGrid();
+  if (!early) WaitForPriorGrid();
   int i = 0;
   while (i + 1 < ws.count && blockIdx.y >= ws.first[i + 1]) ++i;
   const DevWeight& w = ws.w[i];
@@ -302,6 +305,7 @@ __global__ void __launch_bounds__(kWarps * 32,
     Words wa, wb;
     Params sa, ba, sb, bb;
     load(0, wa, sa, ba);
+    if (early) WaitForPriorGrid();
     for (int64_t base = 0; base < steps; base += 2 * kStride) {
       load(base + kStride, wb, sb, bb);
       sum(base, wa, sa, ba);
@@ -310,10 +314,12 @@ __global__ void __launch_bounds__(kWarps * 32,
       sum(base + kStride, wb, sb, bb);
     }
   } else {
+    Words wv;
+    Params sw, bw;
+    load(0, wv, sw, bw);
+    if (early) WaitForPriorGrid();
     for (int64_t base = 0; base < steps; base += kStride) {
-      Words wv;
-      Params sw, bw;
-      load(base, wv, sw, bw);
+      if (base > 0) load(base, wv, sw, bw);
       sum(base, wv, sw, bw);
     }
   }
@@ -371,17 +377,18 @@ void LaunchShape(MlxWeights ws, int64_t n, const float* x, bool xvec, cudaStream
   // One token tile (the latency-bound case) may pipeline its loads: half the
   // steps a buffer, two buffers (U does not change the sums).
   const bool pipe = nt == 1 && MlxPipelineEnabled();
+  const bool early = EarlyWeightLoadsEnabled();
   switch (nt * 8 + rt + (pipe ? 64 : 0)) {
-    case 1 * 8 + 1: LaunchPdl(MmaMlxKernel<1, 1, 4, Bits, GS, Split, false>, grid, kThreads, 0, s, ws, x, n, xvec); break;
-    case 1 * 8 + 2: LaunchPdl(MmaMlxKernel<1, 2, 2, Bits, GS, Split, false>, grid, kThreads, 0, s, ws, x, n, xvec); break;
-    case 1 * 8 + 4: LaunchPdl(MmaMlxKernel<1, 4, 1, Bits, GS, Split, false>, grid, kThreads, 0, s, ws, x, n, xvec); break;
-    case 64 + 1 * 8 + 1: LaunchPdl(MmaMlxKernel<1, 1, 2, Bits, GS, Split, true>, grid, kThreads, 0, s, ws, x, n, xvec); break;
-    case 64 + 1 * 8 + 2: LaunchPdl(MmaMlxKernel<1, 2, 1, Bits, GS, Split, true>, grid, kThreads, 0, s, ws, x, n, xvec); break;
-    case 64 + 1 * 8 + 4: LaunchPdl(MmaMlxKernel<1, 4, 1, Bits, GS, Split, true>, grid, kThreads, 0, s, ws, x, n, xvec); break;
-    case 2 * 8 + 1: LaunchPdl(MmaMlxKernel<2, 1, 2, Bits, GS, Split, false>, grid, kThreads, 0, s, ws, x, n, xvec); break;
-    case 2 * 8 + 2: LaunchPdl(MmaMlxKernel<2, 2, 1, Bits, GS, Split, false>, grid, kThreads, 0, s, ws, x, n, xvec); break;
-    case 4 * 8 + 1: LaunchPdl(MmaMlxKernel<4, 1, 1, Bits, GS, Split, false>, grid, kThreads, 0, s, ws, x, n, xvec); break;
-    default: LaunchPdl(MmaMlxKernel<4, 2, 1, Bits, GS, Split, false>, grid, kThreads, 0, s, ws, x, n, xvec); break;
+    case 1 * 8 + 1: LaunchPdl(MmaMlxKernel<1, 1, 4, Bits, GS, Split, false>, grid, kThreads, 0, s, ws, x, n, xvec, early); break;
+    case 1 * 8 + 2: LaunchPdl(MmaMlxKernel<1, 2, 2, Bits, GS, Split, false>, grid, kThreads, 0, s, ws, x, n, xvec, early); break;
+    case 1 * 8 + 4: LaunchPdl(MmaMlxKernel<1, 4, 1, Bits, GS, Split, false>, grid, kThreads, 0, s, ws, x, n, xvec, early); break;
+    case 64 + 1 * 8 + 1: LaunchPdl(MmaMlxKernel<1, 1, 2, Bits, GS, Split, true>, grid, kThreads, 0, s, ws, x, n, xvec, early); break;
+    case 64 + 1 * 8 + 2: LaunchPdl(MmaMlxKernel<1, 2, 1, Bits, GS, Split, true>, grid, kThreads, 0, s, ws, x, n, xvec, early); break;
+    case 64 + 1 * 8 + 4: LaunchPdl(MmaMlxKernel<1, 4, 1, Bits, GS, Split, true>, grid, kThreads, 0, s, ws, x, n, xvec, early); break;
+    case 2 * 8 + 1: LaunchPdl(MmaMlxKernel<2, 1, 2, Bits, GS, Split, false>, grid, kThreads, 0, s, ws, x, n, xvec, early); break;
+    case 2 * 8 + 2: LaunchPdl(MmaMlxKernel<2, 2, 1, Bits, GS, Split, false>, grid, kThreads, 0, s, ws, x, n, xvec, early); break;
+    case 4 * 8 + 1: LaunchPdl(MmaMlxKernel<4, 1, 1, Bits, GS, Split, false>, grid, kThreads, 0, s, ws, x, n, xvec, early); break;
+    default: LaunchPdl(MmaMlxKernel<4, 2, 1, Bits, GS, Split, false>, grid, kThreads, 0, s, ws, x, n, xvec, early); break;
   }
 }
 
