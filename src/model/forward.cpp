@@ -558,7 +558,7 @@ uint64_t ForwardPass::GraphKey() const {
                             reinterpret_cast<uintptr_t>(m_.embed_.data),
                             reinterpret_cast<uintptr_t>(m_.workspace_.data),
                             static_cast<uint64_t>(m_.workspace_.bytes),
-                            reinterpret_cast<uintptr_t>(cache_.k(0)),
+                            reinterpret_cast<uintptr_t>(cache_.k(0, rank_)),
                             static_cast<uint64_t>(cache_.dtype()),
                             static_cast<uint64_t>(b_.precision())};
   uint64_t h = 1469598103934665603ull;  // FNV-1a over the words

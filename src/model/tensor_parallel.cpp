@@ -21,7 +21,8 @@ Result<ModelSpec> ShardSpec(const ModelSpec& full, int size) {
   if (size == 1) return s;
   if (full.n_kv_heads % size != 0) return Indivisible("key/value heads", full.n_kv_heads, size);
   if (VocabRows(full.vocab, size - 1, size).begin >= full.vocab) {
-    return Indivisible("vocabulary rows", full.vocab, size);
+    return Status::InvalidArgument("--tensor-parallel " + std::to_string(size) + ": the model's vocabulary (" +
+                                   std::to_string(full.vocab) + " rows) is too small to give every rank some");
   }
   const bool dense = std::any_of(full.layers.begin(), full.layers.end(), [](const LayerSpec& l) { return !l.moe; });
   const bool moe = std::any_of(full.layers.begin(), full.layers.end(), [](const LayerSpec& l) { return l.moe; });

@@ -45,13 +45,16 @@ class CpuLoadedEngine final : public LoadedEngine {
   int64_t context_length() const override { return m_->engine->context_length(); }
   PrefillDims prefill_dims() const override {
     const ModelSpec& s = m_->model->spec();
+    // A split model's ranks each hold the same share: one rank's prompt is
+    // priced (on its first GPU, which holds that share like the others).
+    const int64_t tp = m_->model->tensor_parallel();
     PrefillDims d;
     d.n_layers = s.n_layers;
-    d.n_heads = s.n_heads;
-    d.n_kv_heads = s.n_kv_heads;
+    d.n_heads = s.n_heads / tp;
+    d.n_kv_heads = s.n_kv_heads / tp;
     d.head_dim = s.head_dim;
     d.hidden = s.hidden;
-    d.intermediate = std::max(s.intermediate, s.moe_intermediate);
+    d.intermediate = std::max(s.intermediate, s.moe_intermediate) / tp;
     d.kv_dtype_bytes = static_cast<int64_t>(DTypeSize(kv_dtype_));
     d.prefill_chunk = chunk_;
     // The CPU attention kernel keeps one score row per task (a thread's
@@ -180,7 +183,11 @@ DeviceSpec CpuEngineFactory::DeviceFor(const ModelSettings& settings) const {
 }
 
 int CpuEngineFactory::TensorParallelFor(const ModelSettings& settings) const {
-  return static_cast<int>(settings.tensor_parallel.value_or(options_.tensor_parallel));
+  if (settings.tensor_parallel) return static_cast<int>(*settings.tensor_parallel);
+  // A model its own setting sends to the CPU (too large for the GPUs) is not
+  // split by the server's --tensor-parallel, which is about the GPUs.
+  if (DeviceFor(settings).kind == DeviceKind::kCpu && options_.device.kind != DeviceKind::kCpu) return 1;
+  return options_.tensor_parallel;
 }
 
 BudgetBytes CpuEngineFactory::ResidentEstimate(const DiscoveredModel& model, const ModelSettings& settings) {
@@ -192,18 +199,24 @@ BudgetBytes CpuEngineFactory::ResidentEstimate(const DiscoveredModel& model, con
     if (w.ok()) bytes = static_cast<uint64_t>(static_cast<double>(*w) * 1.05);
   }
   auto shape = ReadModelShape(model);
+  uint64_t workspace = 0;  // each rank's whole: a rank's activations keep the full hidden width
   if (shape.ok() && IsEmbeddingModel(model, settings)) {
     bytes += EmbeddingRuntimeBytes(*shape);
   } else if (shape.ok()) {
     const EngineOptions o = EngineOptionsFor(settings);
-    bytes += KvPoolBytes(*shape, o) + WorkspaceBytes(*shape, o);
+    bytes += KvPoolBytes(*shape, o);
+    workspace = WorkspaceBytes(*shape, o);
   }
   BudgetBytes b{};
   if (gpu && tp > 1) {
-    // Split: each of the first tp GPUs holds a share (the pool admits it only where all have room).
-    for (int r = 0; r < tp && r < kMaxGpus; ++r) b[BudgetIndex(GpuBudget(r))] = (bytes + tp - 1) / tp;
+    // Split: each of the first tp GPUs holds a share of the weights and KV,
+    // a workspace and the collective's buffer (the pool admits it only where
+    // all of them have room).
+    const uint64_t per_rank = (bytes + tp - 1) / tp + workspace + (uint64_t{64} << 20);
+    for (int r = 0; r < tp && r < kMaxGpus; ++r) b[BudgetIndex(GpuBudget(r))] = per_rank;
     return b;
   }
+  bytes += workspace;
   b[BudgetIndex(gpu ? Budget::kDevice : Budget::kHost)] = bytes;
   return b;
 }

@@ -25,6 +25,7 @@ struct EnginePool::Slot {
   BudgetBytes measured{};  // live growth seen across the load
   uint64_t kv_claimed = 0; // bytes its KV cache claimed beyond the estimate (in resident[kv_budget()])
   uint64_t kv_wanted = 0;  // a denied claim the manager should make room for
+  Budget kv_wanted_in = Budget::kHost;  // in which budget (a split model's may be any of its GPUs)
   int64_t in_use = 0;      // leases
   std::vector<std::shared_ptr<ModelLease::AbortBlock>> leases;
   bool pending_unload = false;  // unload once drained (manual unload of a busy model)
@@ -48,10 +49,18 @@ struct EnginePool::Slot {
     return std::max(n, 1);
   }
   Budget home = Budget::kHost;  // where its admission placed it: its GPU's budget, or the host
+  int span = 1;                 // GPUs from home its admission placed it on (a split model's ranks)
   // Where its KV cache lives: its GPU's memory for a model priced there (a
-  // split model's: home and the next gpu_span() - 1 GPUs, a share each).
+  // split model's: home and the next span - 1 GPUs, a share each). Fixed at
+  // admission: a settings change waits for the reload.
   Budget kv_budget() const { return home; }
-  int kv_span() const { return home == Budget::kHost ? 1 : gpu_span(); }
+  int kv_span() const { return home == Budget::kHost ? 1 : span; }
+  // The part of kv_claimed held in budget b.
+  uint64_t kv_claimed_in(Budget b) const {
+    const int k = static_cast<int>(b) - static_cast<int>(home);
+    if (k < 0 || k >= kv_span()) return 0;
+    return kv_claimed / static_cast<uint64_t>(kv_span());
+  }
   uint64_t freeable(Budget b) const {
     const size_t i = static_cast<size_t>(b);
     return std::max(resident[i], measured[i]);

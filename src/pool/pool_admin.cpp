@@ -120,11 +120,12 @@ Result<ModelSettings> EnginePool::UpdateSettings(const std::string& name, const 
     std::lock_guard<std::mutex> lock(mu_);
     if (std::shared_ptr<Slot> s = FindSlot(id)) {
       s->settings = settings;
-      if (s->state == SlotState::kUnloaded) s->estimate = estimate;
+      // The next admission's price (a loaded model keeps what its admission
+      // committed, and the GPUs it was placed on, until it unloads).
+      s->estimate = estimate;
       if ((s->state == SlotState::kLoaded || s->state == SlotState::kLoading) &&
           s->runtime_key != settings.RuntimeKey()) {
         s->reload_pending = true;  // applied once it drains (the manager unloads; the next request reloads)
-        s->estimate = estimate;
         LOG_INFO("pool: " << id << ": runtime settings changed; reloading once idle");
       }
     }

@@ -392,6 +392,7 @@ bool EnginePool::AdmitHead(Lock& lock, std::vector<Completion>* done) {
       blocked_ticket_ = 0;
       slot->resident = plan.size;
       slot->home = slot->on_gpu() ? GpuBudget(plan.gpu) : Budget::kHost;
+      slot->span = slot->on_gpu() ? slot->gpu_span() : 1;
       slot->planned_gpu = -1;
       LoadSlot(lock, slot);
       return true;

@@ -77,6 +77,7 @@ bool EnginePool::ClaimKv(const std::shared_ptr<Slot>& slot, uint64_t bytes) {
   const std::vector<VictimCandidate> cands = Candidates(b);
   if (ChooseVictim(cands, static_cast<int64_t>(projected - target), slot->model.id)) {
     slot->kv_wanted = std::max(slot->kv_wanted, projected - target);
+    slot->kv_wanted_in = b;
     cv_.notify_all();
     return false;
   }
@@ -85,9 +86,10 @@ bool EnginePool::ClaimKv(const std::shared_ptr<Slot>& slot, uint64_t bytes) {
 }
 
 bool EnginePool::ClaimSplitKv(Lock&, const std::shared_ptr<Slot>& slot, uint64_t bytes) {
-  // A split model's cache grows by the same share on each of its GPUs: each
-  // budget must take its share under the admission rule (no eviction here:
-  // a denied claim waits, as the engine retries).
+  // A split model's cache grows by the same share on each of its GPUs, each
+  // under the rule of an admission: below the soft target at once; above it
+  // only when no idle model there could make room (the manager evicts it and
+  // the engine retries); never above a ceiling.
   const int span = slot->kv_span();
   const uint64_t share = (bytes + static_cast<uint64_t>(span) - 1) / static_cast<uint64_t>(span);
   MemorySnapshot m = SampleLocked();
@@ -96,8 +98,17 @@ bool EnginePool::ClaimSplitKv(Lock&, const std::shared_ptr<Slot>& slot, uint64_t
     const size_t i = static_cast<size_t>(b);
     const MemoryLimits* L = m.Limits(b);
     if (!L || !L->guard_on || L->admission_ceiling == 0) continue;
+    const uint64_t ceiling = L->admission_ceiling;
+    const uint64_t target = std::min(L->soft_bytes == 0 ? ceiling : L->soft_bytes, ceiling);
     const uint64_t projected = std::max(m.device_active[i], committed_[i]) + share;
-    if (projected > L->admission_ceiling) return false;
+    if (projected <= target) continue;
+    if (ChooseVictim(Candidates(b), static_cast<int64_t>(projected - target), slot->model.id)) {
+      slot->kv_wanted = std::max(slot->kv_wanted, projected - target);
+      slot->kv_wanted_in = b;
+      cv_.notify_all();
+      return false;
+    }
+    if (projected > ceiling) return false;
   }
   slot->kv_claimed += share * static_cast<uint64_t>(span);
   for (int r = 0; r < span; ++r) {
@@ -127,7 +138,7 @@ bool EnginePool::MakeRoomForKv(Lock& lock) {
     const uint64_t want = s->kv_wanted;
     s->kv_wanted = 0;
     if (s->state != SlotState::kLoaded) continue;
-    const std::vector<VictimCandidate> cands = Candidates(s->kv_budget());
+    const std::vector<VictimCandidate> cands = Candidates(s->kv_wanted_in);
     if (auto v = ChooseVictim(cands, static_cast<int64_t>(want), id)) {
       std::shared_ptr<Slot> victim = FindSlot(cands[*v].id);
       LOG_INFO("pool: evicting " << victim->model.id << " for the KV cache of " << id << " (" << (want >> 20)

@@ -72,7 +72,7 @@ uint64_t EnginePool::AloneBytes(const std::string& id, Budget b) const {
   uint64_t bytes = 0;
   for (const auto& [sid, s] : slots_) {
     if (s->state == SlotState::kUnloaded || (sid != id && !s->pinned())) continue;
-    const uint64_t kv = s->kv_budget() == b ? s->kv_claimed : 0;
+    const uint64_t kv = s->kv_claimed_in(b);
     bytes += s->resident[i] > kv ? s->resident[i] - kv : 0;
   }
   return bytes;

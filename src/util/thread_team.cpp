@@ -1,5 +1,7 @@
 #include "util/thread_team.h"
 
+#include <utility>
+
 namespace llmhost {
 
 ThreadTeam::ThreadTeam(int size) {
@@ -23,6 +25,7 @@ void ThreadTeam::Run(const std::function<void(int rank)>& fn) {
   start_.notify_all();
   done_.wait(lock, [&] { return running_ == 0; });
   fn_ = nullptr;
+  if (error_) std::rethrow_exception(std::exchange(error_, nullptr));
 }
 
 void ThreadTeam::Loop(int rank) {
@@ -36,8 +39,14 @@ void ThreadTeam::Loop(int rank) {
       seen = round_;
       fn = fn_;
     }
-    (*fn)(rank);
+    std::exception_ptr e;
+    try {
+      (*fn)(rank);
+    } catch (...) {
+      e = std::current_exception();
+    }
     std::lock_guard<std::mutex> lock(mu_);
+    if (e && !error_) error_ = e;
     if (--running_ == 0) done_.notify_one();
   }
 }

@@ -10,6 +10,7 @@
 #pragma once
 
 #include <condition_variable>
+#include <exception>
 #include <functional>
 #include <mutex>
 #include <thread>
@@ -25,7 +26,8 @@ class ThreadTeam {
   ThreadTeam& operator=(const ThreadTeam&) = delete;
 
   int size() const { return static_cast<int>(threads_.size()); }
-  // Runs fn(rank) on every member's thread and waits for all of them.
+  // Runs fn(rank) on every member's thread and waits for all of them; an
+  // exception a part throws is thrown here once every part has ended.
   void Run(const std::function<void(int rank)>& fn);
 
  private:
@@ -36,6 +38,7 @@ class ThreadTeam {
   const std::function<void(int)>* fn_ = nullptr;
   uint64_t round_ = 0;
   int running_ = 0;
+  std::exception_ptr error_;  // the first part's exception this round
   bool stop_ = false;
   std::vector<std::thread> threads_;
 };

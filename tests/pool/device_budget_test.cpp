@@ -291,10 +291,13 @@ TEST(DeviceBudget, ASplitModelTakesAShareOfEachOfItsGpus) {
   EXPECT_EQ(CommittedOn(m, 0), 14 * kGB);
   EXPECT_EQ(CommittedOn(m, 1), 14 * kGB);
   EXPECT_FALSE(kv.Claim(12 * kGB)) << "6 GiB more on each would pass the ceiling";
+  // A settings change waits for the reload: the loaded model keeps the GPUs its admission gave it.
+  ASSERT_TRUE(f.pool->UpdateSettings("s", {{"tensor_parallel", 1}}).ok());
   kv.Return(4 * kGB);
   m = f.pool->Memory();
   EXPECT_EQ(CommittedOn(m, 0), 12 * kGB);
   EXPECT_EQ(CommittedOn(m, 1), 12 * kGB);
+  ASSERT_TRUE(f.pool->UpdateSettings("s", {{"tensor_parallel", 2}}).ok());
 
   // b on GPU 1 does not fit beside s's half there: s goes (GPU 0 empties too).
   f.Advance(1);
@@ -305,7 +308,8 @@ TEST(DeviceBudget, ASplitModelTakesAShareOfEachOfItsGpus) {
   EXPECT_EQ(CommittedOn(m, 1), 10 * kGB);
   // s again: GPU 0 has room, GPU 1 does not until b goes.
   f.Advance(1);
-  ASSERT_TRUE(f.Touch("s").ok());
+  const PoolError again = f.Touch("s");
+  ASSERT_TRUE(again.ok()) << again.message;
   EXPECT_EQ(f.LoadedIds(), (std::vector<std::string>{"s"}));
   m = f.pool->Memory();
   for (int g = 0; g < 2; ++g) EXPECT_EQ(CommittedOn(m, g), 12 * kGB);

@@ -7,6 +7,7 @@
 #include <atomic>
 #include <mutex>
 #include <set>
+#include <stdexcept>
 #include <thread>
 #include <vector>
 
@@ -33,6 +34,20 @@ TEST(ThreadTeam, EachRankRunsOnItsOwnThreadEveryRound) {
     if (round == 0) first = ids;
     EXPECT_EQ(ids, first) << "a rank keeps its thread";
   }
+}
+
+TEST(ThreadTeam, APartsExceptionReachesTheCallerAfterEveryPartEnded) {
+  ThreadTeam team(2);
+  std::atomic<int> ended{0};
+  EXPECT_THROW(team.Run([&](int rank) {
+                 ended.fetch_add(1);
+                 if (rank == 1) throw std::runtime_error("rank 1 failed");
+               }),
+               std::runtime_error);
+  EXPECT_EQ(ended.load(), 2);
+  std::atomic<int> again{0};
+  team.Run([&](int) { again.fetch_add(1); });  // the team still works
+  EXPECT_EQ(again.load(), 2);
 }
 
 }  // namespace

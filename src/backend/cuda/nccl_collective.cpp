@@ -94,6 +94,18 @@ class NcclCollective final : public Collective {
   int rank() const override { return rank_; }
   int size() const override { return size_; }
 
+  // More than two ranks gather into a scratch buffer: all of it now, so that
+  // no step allocates (one rank failing to would leave the others waiting in
+  // the gather for good).
+  Status Reserve() {
+    if (size_ <= 2) return Status::OK();
+    if (!b_->Scratch(&scratch_, kGatherBytes, "all-gathered ranks")) {
+      return Status::ResourceExhausted("NCCL: " + b_->name() + " cannot hold the all-gather buffer (" +
+                                       std::to_string(kGatherBytes >> 20) + " MiB)");
+    }
+    return b_->Synchronize();
+  }
+
   void AllReduceSum(float* buf, int64_t count) override {
     if (size_ == 1 || count <= 0) return;
     b_->Use();
@@ -103,6 +115,7 @@ class NcclCollective final : public Collective {
       return;
     }
     const int64_t step = std::min<int64_t>(count, static_cast<int64_t>(kGatherBytes / (sizeof(float) * size_)));
+    // Reserve made it kGatherBytes: this never grows.
     if (!b_->Scratch(&scratch_, static_cast<size_t>(step) * size_ * sizeof(float), "all-gathered ranks")) return;
     for (int64_t begin = 0; begin < count; begin += step) {
       const int64_t n = std::min(step, count - begin);
@@ -177,6 +190,7 @@ Result<std::vector<std::unique_ptr<Collective>>> MakeNcclCollectives(std::span<B
     out.push_back(std::make_unique<NcclCollective>(api, comms[static_cast<size_t>(i)], gpus[static_cast<size_t>(i)],
                                                    i, n));
   }
+  for (auto& c : out) RETURN_IF_ERROR(static_cast<NcclCollective*>(c.get())->Reserve());
   return out;
 }
 
