@@ -210,7 +210,7 @@ Result<WeightMatrix> Model::PrepareSplit(const WeightMatrix& host, Split split) 
   if (shard_.size > 1 && split != Split::kWhole) {
     const int64_t r = shard_.rank, n = shard_.size;
     auto share = [&](int64_t base, int64_t len) { return RowRange{base + len / n * r, base + len / n * (r + 1)}; };
-    Result<WeightMatrix> sliced = Status::OK();
+    Result<WeightMatrix> sliced = Status::Internal("no split");
     switch (split) {
       case Split::kOut: {
         const RowRange one[] = {share(0, host.rows)};
