@@ -145,6 +145,8 @@ class Model {
   // RoPE details come back through the pointers.
   Result<std::unique_ptr<WeightSource>> OpenSource(const std::string& path, bool* interleaved,
                                                    std::vector<float>* freq_factors);
+  // spec_ from config_ and the GGUF RoPE details; weight_bytes_ from the source.
+  Status BuildSpec(bool interleaved, std::vector<float> freq_factors, const WeightSource& src);
   Status Bind(WeightSource& src);
   // Embedding, head and final norm; then each layer (a split model binds
   // layer by layer over its ranks, so a generated tensor is made once).

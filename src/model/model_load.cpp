@@ -101,6 +101,16 @@ Result<std::unique_ptr<WeightSource>> Model::OpenSource(const std::string& path,
   return Status::InvalidArgument(path + ": not a model directory or a GGUF file");
 }
 
+Status Model::BuildSpec(bool interleaved, std::vector<float> freq_factors, const WeightSource& src) {
+  auto spec = BuildModelSpec(config_);
+  if (!spec.ok()) return spec.status().WithContext(path_);
+  spec_ = std::move(spec).value();
+  if (interleaved) spec_.rope_pairing = RopePairing::kInterleaved;
+  spec_.rope_freq_factors = std::move(freq_factors);
+  weight_bytes_ = src.TotalBytes();
+  return Status::OK();
+}
+
 Result<std::unique_ptr<Model>> Model::Load(const std::string& path, Backend* backend) {
   std::unique_ptr<Model> m(new Model());
   m->backend_ = backend;
@@ -109,12 +119,7 @@ Result<std::unique_ptr<Model>> Model::Load(const std::string& path, Backend* bac
   std::vector<float> freq_factors;
   ASSIGN_OR_RETURN(std::unique_ptr<WeightSource> src, m->OpenSource(path, &interleaved, &freq_factors));
   if (!src) return LoadScripted(std::move(m), path);
-  auto spec = BuildModelSpec(m->config_);
-  if (!spec.ok()) return spec.status().WithContext(path);
-  m->spec_ = std::move(spec).value();
-  if (interleaved) m->spec_.rope_pairing = RopePairing::kInterleaved;
-  m->spec_.rope_freq_factors = std::move(freq_factors);
-  m->weight_bytes_ = src->TotalBytes();
+  RETURN_IF_ERROR(m->BuildSpec(interleaved, std::move(freq_factors), *src));
   RETURN_IF_ERROR(m->Bind(*src));
   // A backend that copied the weights needs the files (or generated tensors)
   // no more: unmapping them gives their pages back (they would count in the
@@ -135,12 +140,7 @@ Result<std::unique_ptr<Model>> Model::Load(const std::string& path, std::span<Ba
   std::vector<float> freq_factors;
   ASSIGN_OR_RETURN(std::unique_ptr<WeightSource> src, m->OpenSource(path, &interleaved, &freq_factors));
   if (!src) return Status::NotSupported(path + ": a scripted test model runs on one device (no --tensor-parallel)");
-  auto spec = BuildModelSpec(m->config_);
-  if (!spec.ok()) return spec.status().WithContext(path);
-  m->spec_ = std::move(spec).value();
-  if (interleaved) m->spec_.rope_pairing = RopePairing::kInterleaved;
-  m->spec_.rope_freq_factors = std::move(freq_factors);
-  m->weight_bytes_ = src->TotalBytes();
+  RETURN_IF_ERROR(m->BuildSpec(interleaved, std::move(freq_factors), *src));
   auto local = ShardSpec(m->spec_, n);
   if (!local.ok()) return local.status().WithContext(path);
   ASSIGN_OR_RETURN(m->collectives_, MakeCollectives(backends));

@@ -80,8 +80,14 @@ __device__ __forceinline__ float Load(const void* base, int64_t i) {
 // finished and its writes are visible. What overlaps is the launch and the
 // blocks' start-up, a few microseconds per kernel in a decode step of
 // hundreds. LLMHOST_CUDA_PDL=off launches them plainly (the wait is then a
-// no-op).
-__device__ __forceinline__ void WaitForPriorGrid() { asm volatile("griddepcontrol.wait;" ::: "memory"); }
+// no-op). Once past its wait, a block lets the next kernel be scheduled
+// (launch_dependents): the next kernel's blocks take SMs as this one's last
+// wave leaves them, and its weight loads (matmul_mma.cu) start there, while
+// its own wait still holds it until this kernel has finished.
+__device__ __forceinline__ void WaitForPriorGrid() {
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+  asm volatile("griddepcontrol.launch_dependents;" :::);
+}
 
 inline bool PdlEnabled() {
   static const bool on = [] {
