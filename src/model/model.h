@@ -156,6 +156,7 @@ class Model {
   enum class Split {
     kWhole,   // every rank all of it
     kOut,     // column-parallel: its share of the rows
+    kKv,      // k or v: the rows of its KV heads (KvRows)
     kIn,      // row-parallel: its share of the columns
     kQkv,     // fused q | k | v rows: its share of each
     kGateUp,  // fused gate | up rows: its share of each

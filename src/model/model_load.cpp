@@ -217,6 +217,11 @@ Result<WeightMatrix> Model::PrepareSplit(const WeightMatrix& host, Split split) 
         sliced = SliceRows(host, one, &storage);
         break;
       }
+      case Split::kKv: {
+        const RowRange one[] = {KvRows(stored_spec(), shard_.rank, shard_.size)};
+        sliced = SliceRows(host, one, &storage);
+        break;
+      }
       case Split::kIn: {
         const RowRange c = share(0, host.cols);
         sliced = SliceCols(host, c.begin, c.end, &storage);
@@ -224,8 +229,9 @@ Result<WeightMatrix> Model::PrepareSplit(const WeightMatrix& host, Split split) 
       }
       case Split::kQkv: {
         const ModelSpec& f = stored_spec();
-        const RowRange three[] = {share(0, f.q_dim()), share(f.q_dim(), f.kv_dim()),
-                                  share(f.q_dim() + f.kv_dim(), f.kv_dim())};
+        const RowRange kv = KvRows(f, shard_.rank, shard_.size);
+        const RowRange three[] = {share(0, f.q_dim()), {f.q_dim() + kv.begin, f.q_dim() + kv.end},
+                                  {f.q_dim() + f.kv_dim() + kv.begin, f.q_dim() + f.kv_dim() + kv.end}};
         sliced = SliceRows(host, three, &storage);
         break;
       }
@@ -264,9 +270,11 @@ Result<DeviceBuffer> Model::Upload(const std::vector<float>& host, const std::st
 
 Result<DeviceBuffer> Model::LoadVector(WeightSource& src, const std::string& name, int64_t n, Split split) {
   ASSIGN_OR_RETURN(std::vector<float> v, src.Vector(name, n));
-  if (shard_.size > 1 && split == Split::kOut) {
+  if (shard_.size > 1 && (split == Split::kOut || split == Split::kKv)) {
     const size_t per = v.size() / static_cast<size_t>(shard_.size), at = per * static_cast<size_t>(shard_.rank);
-    v = std::vector<float>(v.begin() + static_cast<std::ptrdiff_t>(at), v.begin() + static_cast<std::ptrdiff_t>(at + per));
+    const RowRange rows = split == Split::kKv ? KvRows(stored_spec(), shard_.rank, shard_.size)
+                                              : RowRange{static_cast<int64_t>(at), static_cast<int64_t>(at + per)};
+    v = std::vector<float>(v.begin() + rows.begin, v.begin() + rows.end);
   }
   return Upload(v, name);
 }
@@ -318,12 +326,12 @@ Status Model::BindLayer(WeightSource& src, int64_t i, LayerWeights* w) {
     ASSIGN_OR_RETURN(w->qkv, Prepare(src, p + "self_attn.qkv_proj", qd + 2 * kvd, H, Split::kQkv));
   } else {
     ASSIGN_OR_RETURN(w->q, Prepare(src, p + "self_attn.q_proj", qd, H, Split::kOut));
-    ASSIGN_OR_RETURN(w->k, Prepare(src, p + "self_attn.k_proj", kvd, H, Split::kOut));
-    ASSIGN_OR_RETURN(w->v, Prepare(src, p + "self_attn.v_proj", kvd, H, Split::kOut));
+    ASSIGN_OR_RETURN(w->k, Prepare(src, p + "self_attn.k_proj", kvd, H, Split::kKv));
+    ASSIGN_OR_RETURN(w->v, Prepare(src, p + "self_attn.v_proj", kvd, H, Split::kKv));
     if (s.qkv_bias) {
       ASSIGN_OR_RETURN(w->q_bias, LoadVector(src, p + "self_attn.q_proj.bias", qd, Split::kOut));
-      ASSIGN_OR_RETURN(w->k_bias, LoadVector(src, p + "self_attn.k_proj.bias", kvd, Split::kOut));
-      ASSIGN_OR_RETURN(w->v_bias, LoadVector(src, p + "self_attn.v_proj.bias", kvd, Split::kOut));
+      ASSIGN_OR_RETURN(w->k_bias, LoadVector(src, p + "self_attn.k_proj.bias", kvd, Split::kKv));
+      ASSIGN_OR_RETURN(w->v_bias, LoadVector(src, p + "self_attn.v_proj.bias", kvd, Split::kKv));
     }
   }
   ASSIGN_OR_RETURN(w->o, Prepare(src, p + "self_attn.o_proj", H, qd, Split::kIn));

@@ -4,9 +4,11 @@
 // (backend/collective.h) add the parts up.
 //
 //   attention: q/k/v column-parallel by KV-head groups (rank r keeps KV
-//              heads [r·kv/N, (r+1)·kv/N) and their query heads), o
-//              row-parallel (its input columns of those heads), then an
-//              all-reduce of o's output;
+//              heads [r·kv/N, (r+1)·kv/N) and their query heads; with fewer
+//              KV heads than ranks, each KV head is kept by N/kv ranks, each
+//              with its share of the head's query heads), o row-parallel (its
+//              input columns of those query heads), then an all-reduce of o's
+//              output;
 //   MLP:       gate/up column-parallel, down row-parallel, all-reduce (MoE:
 //              each expert so, the router whole on every rank);
 //   embedding: vocabulary-parallel rows (an id outside a rank's rows embeds
@@ -41,5 +43,9 @@ Result<ModelSpec> ShardSpec(const ModelSpec& full, int size);
 
 // Rank r's rows of a vocabulary: ceil(vocab / size) a rank, the last fewer.
 RowRange VocabRows(int64_t vocab, int rank, int size);
+
+// Rank r's rows of k (or v): its KV heads, or the one head it shares with
+// other ranks when there are fewer KV heads than ranks.
+RowRange KvRows(const ModelSpec& full, int rank, int size);
 
 }  // namespace llmhost

@@ -120,6 +120,8 @@ TEST(TensorParallelTest, FixturesSplitOverTwoRanksGiveTheWholeModelsTokens) {
     ExpectSplitMatchesWhole(Fixture(name), 2);
   }
   ExpectSplitMatchesWhole(Fixture("llama-tiny-gguf/llama-tiny-q4_0.gguf"), 2);
+  // 4 ranks over 2 KV heads: each head kept by two ranks, each with half its query heads.
+  for (const char* name : {"llama3-tiny", "qwen2-tiny", "phi3-tiny", "qwen3moe-tiny"}) ExpectSplitMatchesWhole(Fixture(name), 4);
 }
 
 TEST(TensorParallelTest, RandomModelsOfEveryFormatSplit) {
@@ -136,6 +138,8 @@ TEST(TensorParallelTest, RandomModelsOfEveryFormatSplit) {
   // FP8's 128x128 blocks: down_proj's 256 columns split in two, not in four.
   ExpectSplitMatchesWhole(RandomModelSpecString("llama", "fp8", 32, config, 3), 2);
   ExpectSplitMatchesWhole(RandomModelSpecString("qwen3", "bf16", 32, config, 4), 4);
+  // 8 ranks over 4 KV heads (each kept by two ranks).
+  ExpectSplitMatchesWhole(RandomModelSpecString("llama", "bf16", 32, config, 5), 8);
 }
 
 TEST(TensorParallelTest, WhatDoesNotSplitIsRefusedWithTheReason) {
