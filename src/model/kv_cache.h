@@ -140,8 +140,6 @@ class KvCache {
   uint64_t bytes_per_token() const {
     return 2 * static_cast<uint64_t>(n_layers_ * kv_dim_ * ranks()) * DTypeSize(dtype_);
   }
-  // Committed bytes on one rank's device.
-  uint64_t rank_bytes() const { return bytes() / static_cast<uint64_t>(ranks()); }
 
   // Device pointers of a layer's K and V rows on a rank (elements of dtype()).
   void* k(int64_t layer, int64_t rank = 0) const { return buffers(layer, rank).k.data; }
