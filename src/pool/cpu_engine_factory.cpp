@@ -209,7 +209,7 @@ BudgetBytes CpuEngineFactory::ResidentEstimate(const DiscoveredModel& model, con
   }
   BudgetBytes b{};
   if (gpu && tp > 1) {
-    // Split: each of the first tp GPUs holds a share of the weights and KV,
+    // Split: each of tp GPUs (priced from GPU 0; the pool places the run) holds a share of the weights and KV,
     // a workspace and the collective's buffer (the pool admits it only where
     // all of them have room).
     const uint64_t per_rank = (bytes + tp - 1) / tp + workspace + (uint64_t{64} << 20);

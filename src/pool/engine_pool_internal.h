@@ -41,7 +41,7 @@ struct EnginePool::Slot {
 
   bool pinned() const { return settings.pinned && !pending_unload; }
   bool on_gpu() const { return estimate[BudgetIndex(Budget::kDevice)] > 0; }
-  // GPUs a split model (tensor parallelism) is priced on: the first N, each
+  // GPUs a split model (tensor parallelism) is priced on: N (a run the pool places), each
   // a share; 1 otherwise.
   int gpu_span() const {
     int n = 0;

@@ -40,13 +40,15 @@ using BudgetBytes = std::array<uint64_t, kBudgetCount>;
 inline Budget GpuBudget(int gpu) { return static_cast<Budget>(1 + gpu); }
 inline int GpuOf(Budget b) { return static_cast<int>(b) - 1; }  // -1: the host
 inline size_t BudgetIndex(Budget b) { return static_cast<size_t>(b); }
-// `bytes` as a factory reports them (a GPU's at kDevice), moved to GPU `gpu`'s budget.
+// `bytes` as a factory reports them (a GPU's at kDevice; a model split over
+// GPUs, its ranks' at GpuBudget(0), GpuBudget(1), ...), moved to start at GPU
+// `gpu`'s budget.
 inline BudgetBytes OnGpu(BudgetBytes bytes, int gpu) {
-  if (gpu > 0) {
-    bytes[1 + gpu] += bytes[1];
-    bytes[1] = 0;
-  }
-  return bytes;
+  if (gpu <= 0) return bytes;
+  BudgetBytes out{};
+  out[0] = bytes[0];
+  for (int g = 0; g + gpu < kMaxGpus; ++g) out[static_cast<size_t>(1 + g + gpu)] = bytes[static_cast<size_t>(1 + g)];
+  return out;
 }
 inline uint64_t TotalBytes(const BudgetBytes& b) {
   uint64_t t = 0;

@@ -55,7 +55,8 @@ struct ModelSettings {
   // served on the CPU this way.
   std::optional<std::string> device;
   // GPUs the model is split over (tensor parallelism, model/tensor_parallel.h):
-  // the server's first N GPUs; unset: the server's --tensor-parallel (1).
+  // N of the server's GPUs (an aligned run; `device` "cuda:K" names its first);
+  // unset: the server's --tensor-parallel (1).
   std::optional<int64_t> tensor_parallel;
   // The tool-call / reasoning markup of the model's output (chat/output_format.h
   // names: hermes, qwen3_coder, ..., none); unset: chosen from its chat template.

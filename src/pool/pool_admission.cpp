@@ -141,20 +141,7 @@ EnginePool::AdmissionPlan EnginePool::PlanAdmission(const Slot& head, uint64_t t
   AdmissionPlan plan;
   MemorySnapshot m = SampleLocked();
   plan.size = head.estimate;
-  if (head.on_gpu() && head.gpu_span() > 1) {
-    // A split model takes the server's first gpu_span() GPUs, a share on each.
-    const int span = head.gpu_span();
-    int present = 0;
-    while (present < span && present < static_cast<int>(m.devices.size()) && m.devices[present].present) ++present;
-    if (present < span) {
-      plan.kind = Plan::kNever;
-      plan.error = MakeError(PoolErrorCode::kUnavailable,
-                             "the model '" + head.model.id + "' is split over " + std::to_string(span) +
-                                 " GPUs (tensor_parallel) but the server computes on " + std::to_string(present));
-      return plan;
-    }
-    plan.gpu = 0;
-  } else if (head.on_gpu()) {
+  if (head.on_gpu()) {
     plan.gpu = ChooseGpu(head, ticket, m, &plan.error);
     if (plan.gpu < 0) {
       plan.kind = Plan::kNever;
@@ -304,26 +291,40 @@ EnginePool::Fit EnginePool::EvictionsToFit(const Slot& head, Budget b, uint64_t 
 }
 
 int EnginePool::ChooseGpu(const Slot& head, uint64_t ticket, const MemorySnapshot& m, PoolError* error) const {
-  // Settings' "cuda:N" names one GPU; "cuda" (or none) lets the pool choose.
+  // Settings' "cuda:N" names one GPU (a split model's first); "cuda" (or
+  // none) lets the pool choose. A model split over `span` GPUs takes an
+  // aligned run of them (0-1, 2-3, ...), its ranks on consecutive GPUs.
   std::optional<int> wanted;
   const std::optional<std::string>& device = head.settings.device;
   if (device && device->rfind("cuda:", 0) == 0) {
     if (auto d = ParseDevice(*device); d.ok()) wanted = d->index;
   }
+  const int span = head.gpu_span();
+  auto run_present = [&](size_t n) {
+    for (int r = 0; r < span; ++r) {
+      if (n + r >= m.devices.size() || !m.devices[n + r].present) return false;
+    }
+    return true;
+  };
   std::vector<int> eligible;
   std::string served;
   for (size_t n = 0; n < m.devices.size(); ++n) {
     const DeviceBudgetSnapshot& d = m.devices[n];
     if (!d.present) continue;
     served += (served.empty() ? "cuda:" : ", cuda:") + std::to_string(d.cuda_index);
+    if (n % static_cast<size_t>(span) != 0 || !run_present(n)) continue;
     if (!wanted || d.cuda_index == *wanted) eligible.push_back(static_cast<int>(n));
   }
   if (eligible.empty()) {
     // 409: the server cannot serve it as it is set up (the settings or --device say what to change).
+    const std::string where = served.empty() ? std::string("no GPU") : served;
     *error = MakeError(PoolErrorCode::kUnavailable,
-                       served.empty() ? "the model '" + head.model.id + "' needs GPU memory but no GPU was found"
-                                      : "the model '" + head.model.id + "' asks for " + *device +
-                                            " (its device setting) but the server computes on " + served);
+                       served.empty() && span == 1 ? "the model '" + head.model.id + "' needs GPU memory but no GPU was found"
+                       : span > 1 ? "the model '" + head.model.id + "' is split over " + std::to_string(span) +
+                                        " GPUs (tensor_parallel)" + (device ? " from " + *device : std::string()) +
+                                        " but the server computes on " + where
+                                  : "the model '" + head.model.id + "' asks for " + *device +
+                                        " (its device setting) but the server computes on " + served);
     return -1;
   }
   if (evicted_for_ticket_ == ticket && head.planned_gpu >= 0 &&
@@ -332,17 +333,25 @@ int EnginePool::ChooseGpu(const Slot& head, uint64_t ticket, const MemorySnapsho
   }
   // Fewest evictions; then the least recently used victims (LRU across the
   // GPUs); then the most room left.
-  const uint64_t size = head.estimate[BudgetIndex(Budget::kDevice)];
+  const uint64_t size = head.estimate[BudgetIndex(Budget::kDevice)];  // each rank's, when split
   int best = -1;
   Fit best_fit;
   uint64_t best_room = 0;
   for (int n : eligible) {
-    const Budget b = GpuBudget(n);
-    const size_t i = BudgetIndex(b);
-    const Fit fit = EvictionsToFit(head, b, size, m);
-    const uint64_t used = std::max(m.device_active[i], committed_[i]);
-    const uint64_t ceiling = m.devices[n].limits.admission_ceiling;
-    const uint64_t room = ceiling > used ? ceiling - used : 0;
+    // A run of GPUs: the evictions on all of them, the newest victim, the least room.
+    Fit fit;
+    uint64_t room = UINT64_MAX;
+    for (int r = 0; r < span; ++r) {
+      const Budget b = GpuBudget(n + r);
+      const size_t i = BudgetIndex(b);
+      const Fit f = EvictionsToFit(head, b, size, m);
+      fit.evictions = f.evictions >= kWaitCost || fit.evictions >= kWaitCost ? std::max(f.evictions, fit.evictions)
+                                                                              : fit.evictions + f.evictions;
+      fit.newest_victim = std::max(fit.newest_victim, f.newest_victim);
+      const uint64_t used = std::max(m.device_active[i], committed_[i]);
+      const uint64_t ceiling = m.devices[static_cast<size_t>(n + r)].limits.admission_ceiling;
+      room = std::min(room, ceiling > used ? ceiling - used : 0);
+    }
     const bool better =
         best < 0 || fit.evictions < best_fit.evictions ||
         (fit.evictions == best_fit.evictions &&

@@ -157,7 +157,7 @@ const std::vector<ServeFlag>& ServeFlags() {
        "the fewest evictions) or cuda:N (that GPU alone: the CUDA device number, as CUDA_VISIBLE_DEVICES renumbers "
        "them); a model's own `device` setting overrides it"},
       {"tensor-parallel", false,
-       "split each model over the first N GPUs (tensor parallelism over NCCL; default 1); a model's own "
+       "split each model over N GPUs (tensor parallelism over NCCL; default 1); a model's own "
        "`tensor_parallel` setting overrides it"},
       {"log-format", false,
        "stderr log lines: text (default) or json (one object per line with ts, level, msg, request_id)"},

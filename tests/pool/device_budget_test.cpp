@@ -321,6 +321,50 @@ TEST(DeviceBudget, ASplitModelTakesAShareOfEachOfItsGpus) {
   EXPECT_FALSE(f.pool->UpdateSettings("w", {{"tensor_parallel", 65}}).ok());
 }
 
+// On four GPUs, split models take aligned pairs (0-1, 2-3): a second one
+// goes to the free pair instead of evicting, a third evicts the pair used
+// least recently, and a split model named "cuda:2" takes GPUs 2-3.
+TEST(DeviceBudget, SplitModelsTakeRunsOfGpus) {
+  PoolFixture f;
+  std::vector<GpuMemory> gpus;
+  f.options.gpus.clear();
+  for (int g = 0; g < 4; ++g) {
+    gpus.push_back(GpuMemory{g, "H200", 20 * kGB, 20 * kGB, 0, {}});
+    f.options.gpus.push_back(GpuTarget{g, {}});
+  }
+  f.probe->set_gpus(gpus);
+  for (const char* id : {"p", "q", "r", "t"}) f.factory->Set(id, Gpu(24 * kGB));
+  f.Start({"p", "q", "r", "t"});
+  for (const char* id : {"p", "q", "r", "t"}) ASSERT_TRUE(f.pool->UpdateSettings(id, {{"tensor_parallel", 2}}).ok());
+  ASSERT_TRUE(f.pool->UpdateSettings("t", {{"device", "cuda:2"}}).ok());
+  ASSERT_TRUE(f.Touch("p").ok());
+  f.Advance(1);
+  ASSERT_TRUE(f.Touch("q").ok());
+  EXPECT_EQ(f.LoadedIds(), (std::vector<std::string>{"p", "q"}));
+  const int gp = f.factory->Last("p")->cuda_device, gq = f.factory->Last("q")->cuda_device;
+  EXPECT_TRUE((gp == 0 && gq == 2) || (gp == 2 && gq == 0)) << gp << " " << gq;
+  MemorySnapshot m = f.pool->Memory();
+  for (int g = 0; g < 4; ++g) EXPECT_EQ(CommittedOn(m, g), 12 * kGB) << "GPU " << g;
+  // r: every pair is full; p was used least recently.
+  f.Advance(1);
+  ASSERT_TRUE(f.Touch("r").ok());
+  EXPECT_EQ(f.LoadedIds(), (std::vector<std::string>{"q", "r"}));
+  EXPECT_EQ(f.factory->Last("r")->cuda_device, gp);
+  // t wants GPUs 2-3.
+  f.Advance(1);
+  ASSERT_TRUE(f.Touch("t").ok());
+  EXPECT_EQ(f.factory->Last("t")->cuda_device, 2);
+  m = f.pool->Memory();
+  for (int g = 0; g < 4; ++g) EXPECT_LE(CommittedOn(m, g), m.devices[g].limits.admission_ceiling) << "GPU " << g;
+  EXPECT_EQ(CommittedOn(m, 2), 12 * kGB);
+  EXPECT_EQ(CommittedOn(m, 3), 12 * kGB);
+  // cuda:1 starts no aligned pair.
+  ASSERT_TRUE(f.pool->UpdateSettings("p", {{"device", "cuda:1"}}).ok());
+  const PoolError e = f.Touch("p");
+  EXPECT_EQ(e.code, PoolErrorCode::kUnavailable);
+  EXPECT_NE(e.message.find("split over 2 GPUs (tensor_parallel) from cuda:1"), std::string::npos) << e.message;
+}
+
 // The swap test on two GPUs: three models that do not fit together, asked
 // for in turn; every GPU's committed bytes stay under its ceiling, and the
 // model that goes is the least recently used of all, whichever GPU holds it.
