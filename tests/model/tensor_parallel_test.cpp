@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "backend/cpu/cpu_backend.h"
+#include "backend/device.h"
 #include "model/model.h"
 #include "model/random_model.h"
 #include "model/tensor_parallel.h"
@@ -47,12 +48,12 @@ std::unique_ptr<Model> LoadOn(const std::string& path, Ranks& ranks) {
 }
 
 // Every position's logits of `tokens`, then `steps` greedy tokens.
-struct Run {
+struct GenRun {
   std::vector<float> logits;
   std::vector<int32_t> greedy;
 };
-Run Generate(Model& m, const std::vector<int32_t>& tokens, int steps) {
-  Run run;
+GenRun Generate(Model& m, const std::vector<int32_t>& tokens, int steps) {
+  GenRun run;
   auto cache = m.CreateKvCache(2, 16);
   EXPECT_TRUE(cache.ok()) << cache.status().ToString();
   if (!cache.ok()) return run;
@@ -105,7 +106,7 @@ void ExpectSplitMatchesWhole(const std::string& path, int n) {
   ASSERT_TRUE(whole && split);
   EXPECT_EQ(split->tensor_parallel(), n);
   EXPECT_EQ(split->vocab_size(), whole->vocab_size());
-  const Run a = Generate(*whole, kPrompt, 8), b = Generate(*split, kPrompt, 8);
+  const GenRun a = Generate(*whole, kPrompt, 8), b = Generate(*split, kPrompt, 8);
   ASSERT_EQ(a.logits.size(), b.logits.size());
   ASSERT_FALSE(a.logits.empty());
   EXPECT_LE(WorstRowError(b.logits, a.logits, whole->vocab_size()), 1e-4);
@@ -202,6 +203,29 @@ TEST(TensorParallelTest, RowsAreBatchInvariantAndBlocksRoundTrip) {
   ASSERT_TRUE(m->Forward({&on_copy, 1}, **cache, &x).ok());
   ASSERT_TRUE(m->Forward({&on_orig, 1}, **cache, &y).ok());
   EXPECT_EQ(std::memcmp(x.Row(0, 0), y.Row(0, 0), V * sizeof(float)), 0);
+}
+
+// On GPUs (NCCL between them): the fixtures split over 2 GPUs give the
+// one-GPU run's logits within the bound and its greedy tokens, at the
+// reference precision and at serve's `auto`. Skipped with fewer than 2 GPUs.
+TEST(TensorParallelTest, SplitOverTwoGpusMatchesOneGpu_Cuda) {
+  if (CudaDeviceCount() < 2) GTEST_SKIP() << "needs 2 GPUs (" << CudaDeviceCount() << " here)";
+  for (Precision p : {Precision::kReference, Precision::kAuto}) {
+    for (const char* name : {"llama3-tiny", "qwen3-tiny", "phi3-tiny", "gemma3-tiny", "qwen3moe-tiny"}) {
+      SCOPED_TRACE(std::string(name) + " precision " + std::to_string(static_cast<int>(p)));
+      auto one = MakeBackends(DeviceSpec{DeviceKind::kCuda, 0}, 1, p, nullptr);
+      auto two = MakeBackends(DeviceSpec{DeviceKind::kCuda, 0}, 2, p, nullptr);
+      ASSERT_TRUE(one.ok() && two.ok()) << (one.ok() ? two.status() : one.status()).ToString();
+      std::vector<Backend*> r1 = {(*one)[0].get()}, r2 = {(*two)[0].get(), (*two)[1].get()};
+      auto whole = Model::Load(Fixture(name), std::span<Backend* const>(r1));
+      auto split = Model::Load(Fixture(name), std::span<Backend* const>(r2));
+      ASSERT_TRUE(whole.ok() && split.ok()) << (whole.ok() ? split.status() : whole.status()).ToString();
+      const GenRun a = Generate(**whole, kPrompt, 8), b = Generate(**split, kPrompt, 8);
+      ASSERT_EQ(a.logits.size(), b.logits.size());
+      EXPECT_LE(WorstRowError(b.logits, a.logits, (*whole)->vocab_size()), p == Precision::kReference ? 1e-4 : 1e-2);
+      EXPECT_EQ(a.greedy, b.greedy);
+    }
+  }
 }
 
 TEST(TensorParallelTest, VocabularyRowsCoverEveryIdOnce) {
