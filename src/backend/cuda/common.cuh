@@ -80,14 +80,11 @@ __device__ __forceinline__ float Load(const void* base, int64_t i) {
 // finished and its writes are visible. What overlaps is the launch and the
 // blocks' start-up, a few microseconds per kernel in a decode step of
 // hundreds. LLMHOST_CUDA_PDL=off launches them plainly (the wait is then a
-// no-op). Once past its wait, a block lets the next kernel be scheduled
-// (launch_dependents): the next kernel's blocks take SMs as this one's last
-// wave leaves them, and its weight loads (matmul_mma.cu) start there, while
-// its own wait still holds it until this kernel has finished.
-__device__ __forceinline__ void WaitForPriorGrid() {
-  asm volatile("griddepcontrol.wait;" ::: "memory");
-  asm volatile("griddepcontrol.launch_dependents;" :::);
-}
+// no-op). The next kernel is scheduled when this one ends: letting it be
+// scheduled once this one is past its wait (griddepcontrol.launch_dependents)
+// measured b1 unchanged and 32 sequences 6.5% slower on an H100 (its waiting
+// blocks hold SMs), so kernels do not trigger early.
+__device__ __forceinline__ void WaitForPriorGrid() { asm volatile("griddepcontrol.wait;" ::: "memory"); }
 
 inline bool PdlEnabled() {
   static const bool on = [] {
