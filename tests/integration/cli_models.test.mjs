@@ -129,10 +129,11 @@ test('run without a server: the model in this process, the same answers', () => 
   assert.match(missing.stderr, /no model 'nope' in .*\(models: .*scripted/);
 });
 
-// `bench --json --prompt-tokens 600 --decode-tokens 8 --concurrency 1,3`'s figures.
+// `bench --json --prompt-tokens 640 --decode-tokens 8 --concurrency 1,3`'s figures. The prompt's random words
+// come to 640 tokens give or take ~15% (508 were seen for 600): between two and three full 256-token blocks.
 function checkBench(b) {
   assert.equal(b.model, 'qwen3-tiny');
-  assert.ok(b.prefill.prompt_tokens > 512 && b.prefill.prompt_tokens < 700, JSON.stringify(b.prefill));
+  assert.ok(b.prefill.prompt_tokens > 512 && b.prefill.prompt_tokens < 768, JSON.stringify(b.prefill));
   assert.ok(b.prefill.tokens_per_s > 0 && b.prefill.ttft_ms > 0, JSON.stringify(b.prefill));
   assert.equal(b.cached_prefix.prompt_tokens, b.prefill.prompt_tokens);
   assert.equal(b.cached_prefix.cached_tokens, 512, JSON.stringify(b.cached_prefix));
@@ -144,7 +145,7 @@ function checkBench(b) {
     assert.ok(l.tokens_per_s > 0 && l.mean_ttft_ms > 0, JSON.stringify(l));
   }
 }
-const BENCH_ARGS = ['--json', '--prompt-tokens', '600', '--decode-tokens', '8', '--concurrency', '1,3'];
+const BENCH_ARGS = ['--json', '--prompt-tokens', '640', '--decode-tokens', '8', '--concurrency', '1,3'];
 const TABLE_HEAD = /^TEST\s+PROMPT\s+CACHED\s+GENERATED\s+TTFT ms\s+TOKENS\/S$/m;
 
 test('bench --json: positive rates, the cached prefix reused, every concurrency level', () => {

@@ -291,13 +291,18 @@ TEST(DeviceBudget, ASplitModelTakesAShareOfEachOfItsGpus) {
   EXPECT_EQ(CommittedOn(m, 0), 14 * kGB);
   EXPECT_EQ(CommittedOn(m, 1), 14 * kGB);
   EXPECT_FALSE(kv.Claim(12 * kGB)) << "6 GiB more on each would pass the ceiling";
-  // A settings change waits for the reload: the loaded model keeps the GPUs its admission gave it.
-  ASSERT_TRUE(f.pool->UpdateSettings("s", {{"tensor_parallel", 1}}).ok());
-  kv.Return(4 * kGB);
-  m = f.pool->Memory();
-  EXPECT_EQ(CommittedOn(m, 0), 12 * kGB);
-  EXPECT_EQ(CommittedOn(m, 1), 12 * kGB);
-  ASSERT_TRUE(f.pool->UpdateSettings("s", {{"tensor_parallel", 2}}).ok());
+  // A settings change waits for the reload: the loaded model (leased, so it cannot drain meanwhile) keeps
+  // the GPUs its admission gave it.
+  {
+    AcquireResult lease = f.pool->Acquire("s", 5);
+    ASSERT_TRUE(lease.ok());
+    ASSERT_TRUE(f.pool->UpdateSettings("s", {{"tensor_parallel", 1}}).ok());
+    kv.Return(4 * kGB);
+    m = f.pool->Memory();
+    EXPECT_EQ(CommittedOn(m, 0), 12 * kGB);
+    EXPECT_EQ(CommittedOn(m, 1), 12 * kGB);
+    ASSERT_TRUE(f.pool->UpdateSettings("s", {{"tensor_parallel", 2}}).ok());
+  }
 
   // b on GPU 1 does not fit beside s's half there: s goes (GPU 0 empties too).
   f.Advance(1);
