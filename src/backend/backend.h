@@ -301,6 +301,23 @@ class Backend {
   virtual void StoreKv(const float* k, int64_t k_stride, const float* v, int64_t v_stride,
                        int64_t n, int64_t kv_dim, const int32_t* slots, void* k_cache,
                        void* v_cache, DType kv_dtype) = 0;
+  // Two steps of a decoder layer in one op where a backend fuses them (a
+  // GPU: one launch instead of two or three); each gives what the steps
+  // it stands for give, bit for bit on the same backend.
+  // x[r, :] += t[r, :], then out = RmsNorm(x) over rows of dim contiguous values.
+  virtual void AddRmsNorm(float* x, const float* t, int64_t rows, int64_t dim, const float* weight, float eps,
+                          bool add_one, float* out) {
+    Add(x, t, rows * dim, x);
+    RmsNorm(x, rows, dim, dim, weight, eps, add_one, out);
+  }
+  // Rope of q (rq) and k (rk) of n tokens, then StoreKv of k and v.
+  virtual void RopeStoreKv(float* q, const RopeParams& rq, float* k, const RopeParams& rk, const float* v,
+                           int64_t v_stride, int64_t n, const int32_t* positions, const float* inv_freq,
+                           int64_t kv_dim, const int32_t* slots, void* k_cache, void* v_cache, DType kv_dtype) {
+    Rope(q, n, positions, inv_freq, rq);
+    Rope(k, n, positions, inv_freq, rk);
+    StoreKv(k, rk.row_stride, v, v_stride, n, kv_dim, slots, k_cache, v_cache, kv_dtype);
+  }
   // Causal attention for a batch of sequences reading K/V (of p.kv_dtype)
   // through block tables. out[q_row + i, h * head_dim ...] for every head h.
   virtual void Attention(const float* q, const void* k_cache, const void* v_cache,

@@ -101,7 +101,10 @@ class ForwardPass {
   void AllReduce(float* x, int64_t count) {
     if (split_) m_.shard_.comm->AllReduceSum(x, count);
   }
-  void Layer(int64_t li);
+  // Layer li; `normed`: p_.h already holds its attention norm of x (the
+  // layer before added its output to x and normed it in one op).
+  void Layer(int64_t li, bool normed);
+  RopeParams RopeOf(int64_t heads, int64_t stride, int rope_index) const;
   void ApplyRope(float* x, int64_t heads, int64_t stride, int rope_index);
   void DenseMlp(const LayerWeights& w);
   void MoeMlp(const LayerWeights& w);
@@ -346,7 +349,7 @@ void ForwardPass::UploadMetadata() {
   b_.CopyToDevice(m_.workspace_, 0, m_.staging_.as<char>(), staged_);
 }
 
-void ForwardPass::ApplyRope(float* x, int64_t heads, int64_t stride, int rope_index) {
+RopeParams ForwardPass::RopeOf(int64_t heads, int64_t stride, int rope_index) const {
   RopeParams rp;
   rp.n_heads = heads;
   rp.head_dim = s_.head_dim;
@@ -354,6 +357,11 @@ void ForwardPass::ApplyRope(float* x, int64_t heads, int64_t stride, int rope_in
   rp.row_stride = stride;
   rp.attention_scaling = m_.rope_scaling_[static_cast<size_t>(rope_index)];
   rp.pairing = s_.rope_pairing;
+  return rp;
+}
+
+void ForwardPass::ApplyRope(float* x, int64_t heads, int64_t stride, int rope_index) {
+  const RopeParams rp = RopeOf(heads, stride, rope_index);
   const int d = dyn_index_[static_cast<size_t>(rope_index)];
   if (d < 0) {
     b_.Rope(x, n_, p_.pos, m_.rope_tables_[static_cast<size_t>(rope_index)].as<float>(), rp);
@@ -424,14 +432,14 @@ void ForwardPass::MoeMlp(const LayerWeights& w) {
   b_.MoeFfn(w.moe, p_.h, N, p_.topk_ids, p_.topk_w, K, row_kind_, sc, p_.t);
 }
 
-void ForwardPass::Layer(int64_t li) {
+void ForwardPass::Layer(int64_t li, bool normed) {
   const LayerSpec& ls = s_.layers[li];
   const LayerWeights& w = m_.layers_[li];
   const int64_t N = n_, H = s_.hidden, hd = s_.head_dim, qd = s_.q_dim(), kvd = s_.kv_dim();
   const float eps = s_.rms_eps;
   const bool one = s_.norm_add_one;
 
-  b_.RmsNorm(p_.x, N, H, H, w.attn_norm.as<float>(), eps, one, p_.h);
+  if (!normed) b_.RmsNorm(p_.x, N, H, H, w.attn_norm.as<float>(), eps, one, p_.h);
   if (s_.fused_qkv) {
     MatMulRuns(w.qkv, p_.h, p_.qkv, token_runs_);
   } else {
@@ -444,10 +452,17 @@ void ForwardPass::Layer(int64_t li) {
     b_.RmsNormHeads(p_.q, N, s_.n_heads, hd, qkv_stride_, w.q_norm.as<float>(), eps, one);
     b_.RmsNormHeads(p_.k, N, s_.n_kv_heads, hd, k_stride_, w.k_norm.as<float>(), eps, one);
   }
-  ApplyRope(p_.q, s_.n_heads, qkv_stride_, ls.rope_index);
-  ApplyRope(p_.k, s_.n_kv_heads, k_stride_, ls.rope_index);
-  b_.StoreKv(p_.k, k_stride_, p_.v, v_stride_, N, kvd, p_.slots, cache_.k(li, rank_), cache_.v(li, rank_),
-             cache_.dtype());
+  if (dyn_index_[static_cast<size_t>(ls.rope_index)] < 0) {  // one table for every token: one op
+    b_.RopeStoreKv(p_.q, RopeOf(s_.n_heads, qkv_stride_, ls.rope_index), p_.k,
+                   RopeOf(s_.n_kv_heads, k_stride_, ls.rope_index), p_.v, v_stride_, N, p_.pos,
+                   m_.rope_tables_[static_cast<size_t>(ls.rope_index)].as<float>(), kvd, p_.slots,
+                   cache_.k(li, rank_), cache_.v(li, rank_), cache_.dtype());
+  } else {
+    ApplyRope(p_.q, s_.n_heads, qkv_stride_, ls.rope_index);
+    ApplyRope(p_.k, s_.n_kv_heads, k_stride_, ls.rope_index);
+    b_.StoreKv(p_.k, k_stride_, p_.v, v_stride_, N, kvd, p_.slots, cache_.k(li, rank_), cache_.v(li, rank_),
+               cache_.dtype());
+  }
 
   AttentionParams ap;
   ap.n_heads = s_.n_heads;
@@ -471,9 +486,7 @@ void ForwardPass::Layer(int64_t li) {
   if (w.post_attn_norm.valid()) {
     b_.RmsNorm(p_.t, N, H, H, w.post_attn_norm.as<float>(), eps, one, p_.t);
   }
-  b_.Add(p_.x, p_.t, N * H, p_.x);
-
-  b_.RmsNorm(p_.x, N, H, H, w.pre_ffn_norm.as<float>(), eps, one, p_.h);
+  b_.AddRmsNorm(p_.x, p_.t, N, H, w.pre_ffn_norm.as<float>(), eps, one, p_.h);
   if (ls.moe) {
     MoeMlp(w);
   } else {
@@ -484,7 +497,11 @@ void ForwardPass::Layer(int64_t li) {
   if (w.post_ffn_norm.valid()) {
     b_.RmsNorm(p_.t, N, H, H, w.post_ffn_norm.as<float>(), eps, one, p_.t);
   }
-  b_.Add(p_.x, p_.t, N * H, p_.x);
+  if (li + 1 < s_.n_layers) {  // the next layer's attention norm with the add
+    b_.AddRmsNorm(p_.x, p_.t, N, H, m_.layers_[li + 1].attn_norm.as<float>(), eps, one, p_.h);
+  } else {
+    b_.Add(p_.x, p_.t, N * H, p_.x);
+  }
 }
 
 Status ForwardPass::Compute(ForwardOutput* out) {
@@ -493,7 +510,7 @@ Status ForwardPass::Compute(ForwardOutput* out) {
   b_.Enqueue(GraphKey(), [&] {
     b_.Embedding(m_.embed_, p_.ids, n_, m_.embed_scale_, p_.x, split_ ? m_.shard_.vocab.begin : 0);
     AllReduce(p_.x, n_ * H);  // a token's row comes from the one rank that holds it, zeros elsewhere
-    for (int64_t li = 0; li < s_.n_layers; ++li) Layer(li);
+    for (int64_t li = 0; li < s_.n_layers; ++li) Layer(li, li > 0);
     if (n_rows_ > 0) {
       b_.GatherRows(p_.x, H, p_.logit_rows, n_rows_, p_.hsel);
       b_.RmsNorm(p_.hsel, n_rows_, H, H, m_.final_norm_.as<float>(), s_.rms_eps, s_.norm_add_one, p_.hsel);

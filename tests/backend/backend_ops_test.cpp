@@ -446,6 +446,93 @@ TEST_P(BackendOpsTest, MoeFfnMatchesEachTokensExpertsComposed) {
   }
 }
 
+// The fused steps of a decoder layer: AddRmsNorm and RopeStoreKv give, on
+// each backend, the bits of the ops they stand for run one after another
+// (q and k of a fused qkv row, partial rotation, every K/V type), and
+// match the reference as those ops do.
+TEST_P(BackendOpsTest, FusedLayerSteps) {
+  std::mt19937 rng(8);
+  for (int c = 0; c < kCases; ++c) {
+    const DType dtypes[] = {DType::kF32, DType::kBF16, DType::kF16, DType::kF8_E4M3};
+    const DType kv_dtype = dtypes[c % 4];
+    const int64_t rows = Uniform(rng, 1, 40), dim = c % 3 == 0 ? 4096 : 8 * Uniform(rng, 1, 200);
+    const bool add_one = c % 2;
+    const int64_t kv_heads = Uniform(rng, 1, 4), q_heads = kv_heads * Uniform(rng, 1, 4);
+    const int64_t head_dim = 2 * Uniform(rng, 2, 64), kv_dim = kv_heads * head_dim;
+    const int64_t qkv_stride = (q_heads + 2 * kv_heads) * head_dim;  // q | k | v in one row
+    RopeParams rq;
+    rq.n_heads = q_heads;
+    rq.head_dim = head_dim;
+    rq.rot_dim = c % 5 == 1 ? 2 * Uniform(rng, 1, head_dim / 2) : head_dim;
+    rq.row_stride = qkv_stride;
+    rq.attention_scaling = c % 3 == 0 ? 1.0f : 0.9f;
+    rq.pairing = c % 2 ? RopePairing::kInterleaved : RopePairing::kHalfSplit;
+    RopeParams rk = rq;
+    rk.n_heads = kv_heads;
+    std::vector<int32_t> pos(static_cast<size_t>(rows)), slots(static_cast<size_t>(rows));
+    for (int32_t& p : pos) p = static_cast<int32_t>(Uniform(rng, 0, 40000));
+    const int64_t n_slots = rows + 16;
+    for (int64_t r = 0; r < rows; ++r) slots[r] = static_cast<int32_t>((r * 7 + 3) % n_slots);
+    std::vector<float> inv_freq(static_cast<size_t>(rq.rot_dim / 2));
+    for (size_t i = 0; i < inv_freq.size(); ++i) inv_freq[i] = std::pow(10000.0f, -2.0f * i / rq.rot_dim);
+    const std::vector<float> x = Random(rows * dim, rng, 3), t = Random(rows * dim, rng, 3), w = Random(dim, rng);
+    const std::vector<float> qkv = Random(rows * qkv_stride, rng, 2);
+    const size_t cache_bytes = static_cast<size_t>(n_slots * kv_dim) * DTypeSize(kv_dtype);
+    SCOPED_TRACE("rows " + std::to_string(rows) + " dim " + std::to_string(dim) + " heads " + std::to_string(q_heads) +
+                 "/" + std::to_string(kv_heads) + " d " + std::to_string(head_dim) + " rot " +
+                 std::to_string(rq.rot_dim) + " kv " + DTypeName(kv_dtype));
+    std::vector<float> fused_x[2], fused_h[2], plain_x[2], plain_h[2], fused_qkv[2], plain_qkv[2];
+    std::vector<uint8_t> fused_kc[2], fused_vc[2], plain_kc[2], plain_vc[2];
+    Backend* bs[2] = {ref_.get(), got_.get()};
+    for (int i = 0; i < 2; ++i) {
+      Device d(*bs[i]);
+      float* dx = d.Put(x);
+      float* dh = d.Alloc<float>(rows * dim);
+      bs[i]->AddRmsNorm(dx, d.Put(t), rows, dim, d.Put(w), 1e-6f, add_one, dh);
+      fused_x[i] = d.Get(dx, rows * dim);
+      fused_h[i] = d.Get(dh, rows * dim);
+      float* px = d.Put(x);
+      float* ph = d.Alloc<float>(rows * dim);
+      bs[i]->Add(px, d.Put(t), rows * dim, px);
+      bs[i]->RmsNorm(px, rows, dim, dim, d.Put(w), 1e-6f, add_one, ph);
+      plain_x[i] = d.Get(px, rows * dim);
+      plain_h[i] = d.Get(ph, rows * dim);
+
+      const std::vector<uint8_t> poison(cache_bytes, 0x5A);
+      for (bool fused : {true, false}) {
+        float* q = d.Put(qkv);
+        float* k = q + q_heads * head_dim;
+        const float* v = k + kv_dim;
+        void* kc = d.Put(poison);
+        void* vc = d.Put(poison);
+        const int32_t* dpos = d.Put(pos);
+        const float* dfreq = d.Put(inv_freq);
+        const int32_t* dslots = d.Put(slots);
+        if (fused) {
+          bs[i]->RopeStoreKv(q, rq, k, rk, v, qkv_stride, rows, dpos, dfreq, kv_dim, dslots, kc, vc, kv_dtype);
+        } else {
+          bs[i]->Rope(q, rows, dpos, dfreq, rq);
+          bs[i]->Rope(k, rows, dpos, dfreq, rk);
+          bs[i]->StoreKv(k, qkv_stride, v, qkv_stride, rows, kv_dim, dslots, kc, vc, kv_dtype);
+        }
+        (fused ? fused_qkv : plain_qkv)[i] = d.Get(q, rows * qkv_stride);
+        (fused ? fused_kc : plain_kc)[i] = d.GetBytes(kc, cache_bytes);
+        (fused ? fused_vc : plain_vc)[i] = d.GetBytes(vc, cache_bytes);
+      }
+    }
+    for (int i = 0; i < 2; ++i) {
+      EXPECT_EQ(fused_x[i], plain_x[i]) << "AddRmsNorm's sum, backend " << i;
+      EXPECT_EQ(fused_h[i], plain_h[i]) << "AddRmsNorm's norm, backend " << i;
+      EXPECT_EQ(fused_qkv[i], plain_qkv[i]) << "RopeStoreKv's q and k, backend " << i;
+      EXPECT_EQ(fused_kc[i], plain_kc[i]) << "RopeStoreKv's K cache, backend " << i;
+      EXPECT_EQ(fused_vc[i], plain_vc[i]) << "RopeStoreKv's V cache, backend " << i;
+    }
+    EXPECT_LE(WorstRowError(fused_x[1], fused_x[0], dim), 1e-7) << "AddRmsNorm's sum";
+    EXPECT_LE(WorstRowError(fused_h[1], fused_h[0], dim), 1e-5) << "AddRmsNorm";
+    EXPECT_LE(WorstRowError(fused_qkv[1], fused_qkv[0], qkv_stride), 1e-5) << "RopeStoreKv's q and k";
+  }
+}
+
 // StoreKv and Attention over one paged cache: sequences at once (prefill
 // chunks and one-token decodes), scrambled block tables, GQA, windows,
 // soft-capping, 16-bit and FP8 K/V, q rows inside wider (fused) rows; now and then a

@@ -74,6 +74,20 @@ __device__ __forceinline__ float Load(const void* base, int64_t i) {
   }
 }
 
+// Element `at` of a K/V cache of type E set to v, rounded as the CPU rounds.
+template <Elem E>
+__device__ __forceinline__ void StoreElem(void* cache, int64_t at, float v) {
+  if constexpr (E == Elem::kF32) {
+    static_cast<float*>(cache)[at] = v;
+  } else if constexpr (E == Elem::kBF16) {
+    static_cast<uint16_t*>(cache)[at] = F32ToBf16Bits(v);
+  } else if constexpr (E == Elem::kF8) {
+    static_cast<uint8_t*>(cache)[at] = F32ToFp8Bits(v);
+  } else {
+    static_cast<uint16_t*>(cache)[at] = F32ToF16Bits(v);
+  }
+}
+
 // Programmatic dependent launch (Hopper): a kernel launched by LaunchPdl may
 // be scheduled while the kernel before it in the stream still runs, and
 // waits in WaitForPriorGrid (its first statement) until that one has

@@ -839,6 +839,42 @@ void CudaBackend::GatedActivation(Activation act, const float* gate, int64_t gat
   CheckLaunch("GatedActivation");
 }
 
+// LLMHOST_CUDA_FUSED_STEPS=off runs AddRmsNorm and RopeStoreKv as the ops
+// they stand for (the same bits, more launches): for speed comparisons.
+static bool FusedStepsEnabled() {
+  const char* v = std::getenv("LLMHOST_CUDA_FUSED_STEPS");
+  return v == nullptr || std::strcmp(v, "off") != 0;
+}
+
+void CudaBackend::AddRmsNorm(float* x, const float* t, int64_t rows, int64_t dim, const float* weight, float eps,
+                             bool add_one, float* out) {
+  if (!FusedStepsEnabled()) {
+    Backend::AddRmsNorm(x, t, rows, dim, weight, eps, add_one, out);
+    return;
+  }
+  Use();
+  cuda::LaunchAddRmsNorm(x, t, rows, dim, weight, eps, add_one, out, S(stream_));
+  CheckLaunch("AddRmsNorm");
+}
+
+void CudaBackend::RopeStoreKv(float* q, const RopeParams& rq, float* k, const RopeParams& rk, const float* v,
+                              int64_t v_stride, int64_t n, const int32_t* positions, const float* inv_freq,
+                              int64_t kv_dim, const int32_t* slots, void* k_cache, void* v_cache, DType kv_dtype) {
+  if (kv_dtype != DType::kF32 && kv_dtype != DType::kBF16 && kv_dtype != DType::kF16 &&
+      kv_dtype != DType::kF8_E4M3) {
+    Fail(Status::InvalidArgument(std::string("cuda RopeStoreKv: KV type ") + DTypeName(kv_dtype)));
+    return;
+  }
+  Use();
+  if (!FusedStepsEnabled() ||
+      !cuda::LaunchRopeStoreKv(q, rq, k, rk, v, v_stride, n, positions, inv_freq, kv_dim, slots, k_cache, v_cache,
+                               kv_dtype, S(stream_))) {
+    Backend::RopeStoreKv(q, rq, k, rk, v, v_stride, n, positions, inv_freq, kv_dim, slots, k_cache, v_cache, kv_dtype);
+    return;
+  }
+  CheckLaunch("RopeStoreKv");
+}
+
 void CudaBackend::Add(const float* a, const float* b, int64_t n, float* out) {
   Use();
   cuda::LaunchAdd(a, b, n, out, S(stream_));

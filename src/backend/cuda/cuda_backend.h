@@ -100,6 +100,11 @@ class CudaBackend : public Backend {
                  int64_t n_seqs, const AttentionParams& p, float* out) override;
   void GatedActivation(Activation act, const float* gate, int64_t gate_stride, const float* up,
                        int64_t up_stride, int64_t rows, int64_t cols, float* out, int64_t out_stride) override;
+  void AddRmsNorm(float* x, const float* t, int64_t rows, int64_t dim, const float* weight, float eps, bool add_one,
+                  float* out) override;
+  void RopeStoreKv(float* q, const RopeParams& rq, float* k, const RopeParams& rk, const float* v, int64_t v_stride,
+                   int64_t n, const int32_t* positions, const float* inv_freq, int64_t kv_dim, const int32_t* slots,
+                   void* k_cache, void* v_cache, DType kv_dtype) override;
   void Add(const float* a, const float* b, int64_t n, float* out) override;
   void AddBias(float* x, int64_t rows, int64_t cols, int64_t stride, const float* bias) override;
   void Scale(float* x, int64_t n, float s) override;

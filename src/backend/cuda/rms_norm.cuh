@@ -13,4 +13,9 @@ namespace llmhost::cuda {
 void LaunchRmsNorm(const float* x, int64_t rows, int64_t group, int64_t group_stride, int64_t dim,
                    const float* weight, float eps, bool add_one, float* out, cudaStream_t s);
 
+// x += t, then out = RmsNorm(x), over rows of dim contiguous values, in one
+// launch: the bits of LaunchAdd and then LaunchRmsNorm.
+void LaunchAddRmsNorm(float* x, const float* t, int64_t rows, int64_t dim, const float* weight, float eps,
+                      bool add_one, float* out, cudaStream_t s);
+
 }  // namespace llmhost::cuda

@@ -12,20 +12,8 @@ __global__ void StoreKvKernel(const float* k, int64_t k_stride, const float* v, 
   const int64_t c = static_cast<int64_t>(blockIdx.y) * blockDim.x + threadIdx.x;
   if (c >= kv_dim) return;
   const int64_t at = static_cast<int64_t>(slots[i]) * kv_dim + c;
-  const float kv = k[i * k_stride + c], vv = v[i * v_stride + c];
-  if constexpr (E == Elem::kF32) {
-    static_cast<float*>(k_cache)[at] = kv;
-    static_cast<float*>(v_cache)[at] = vv;
-  } else if constexpr (E == Elem::kBF16) {
-    static_cast<uint16_t*>(k_cache)[at] = F32ToBf16Bits(kv);
-    static_cast<uint16_t*>(v_cache)[at] = F32ToBf16Bits(vv);
-  } else if constexpr (E == Elem::kF8) {
-    static_cast<uint8_t*>(k_cache)[at] = F32ToFp8Bits(kv);
-    static_cast<uint8_t*>(v_cache)[at] = F32ToFp8Bits(vv);
-  } else {
-    static_cast<uint16_t*>(k_cache)[at] = F32ToF16Bits(kv);
-    static_cast<uint16_t*>(v_cache)[at] = F32ToF16Bits(vv);
-  }
+  StoreElem<E>(k_cache, at, k[i * k_stride + c]);
+  StoreElem<E>(v_cache, at, v[i * v_stride + c]);
 }
 
 }  // namespace

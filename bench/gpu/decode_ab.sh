@@ -1,0 +1,95 @@
+#!/usr/bin/env bash
+# On the lent GPU machine, from the repository root with .devcarry carried
+# (bench/gpu/pack.sh): the CUDA tests, then decode of the Llama-3-8B shape
+# (random weights, model_bench) with each variant named in VARIANTS against
+# the default, alternated, and an ncu profile of one decode step's GEMVs.
+#   VARIANTS="LLMHOST_CUDA_GEMV_STREAM=3 LLMHOST_CUDA_FUSED_STEPS=off" bench/gpu/decode_ab.sh
+# Logs land in $OUT (or /tmp/decode-ab); the last lines are a table.
+set -uo pipefail
+stage=/tmp/llmhost-stage
+out=${OUT:-/tmp/decode-ab}
+mkdir -p "$stage" "$out"
+tar -C "$stage" -xJf .devcarry/stage.tar.xz || exit 1
+export LD_LIBRARY_PATH=$stage/lib
+B=$stage/bin
+nvidia-smi --query-gpu=name,memory.total,clocks.max.sm --format=csv,noheader | tee "$out/gpu.txt"
+
+if [ "${SKIP_TESTS:-0}" != 1 ]; then
+  "$B/backend_tests" --gtest_filter="${BACKEND_TESTS:-*cuda*:Cuda*:*Cuda*:KeyLanes*:PromptAttention*}" >"$out/backend_tests.log" 2>&1
+  echo "backend_tests rc=$?: $(grep -E '^\[  PASSED|^\[  FAILED' "$out/backend_tests.log" | tr '\n' ' ')"
+  grep -E '^\[  FAILED ' "$out/backend_tests.log" | head -20
+  if [ -x "$B/engine_tests" ]; then
+    "$B/engine_tests" --gtest_filter='Cuda*' >"$out/engine_tests.log" 2>&1
+    echo "engine_tests rc=$?: $(grep -E '^\[  PASSED|^\[  FAILED' "$out/engine_tests.log" | tr '\n' ' ')"
+  fi
+  if [ -x "$B/model_tests" ]; then
+    "$B/model_tests" --gtest_filter="${MODEL_TESTS:-*Cuda*:*RandomModel*}" >"$out/model_tests.log" 2>&1
+    echo "model_tests rc=$?: $(grep -E '^\[  PASSED|^\[  FAILED' "$out/model_tests.log" | tr '\n' ' ')"
+    grep -E '^\[  FAILED ' "$out/model_tests.log" | head -20
+  fi
+fi
+
+cfg=/tmp/llama8b.json
+cat >"$cfg" <<'JSON'
+{"hidden_size": 4096, "num_hidden_layers": 32, "num_attention_heads": 32, "num_key_value_heads": 8,
+ "intermediate_size": 14336, "vocab_size": 32000, "tie_word_embeddings": false, "max_position_embeddings": 16384}
+JSON
+mb() {  # mb LABEL ENV... -- model_bench args: one line of figures
+  local label=$1
+  shift
+  local envs=()
+  while [ "$1" != -- ]; do envs+=("$1"); shift; done
+  shift
+  env "${envs[@]}" "$B/model_bench" --random-config "$cfg" --arch llama --seed 1 --device cuda --precisions auto \
+    --reps 3 "$@" >"$out/mb.log" 2>&1
+  local line
+  line=$(grep -E 'decode b1 .*tok/s' "$out/mb.log" | head -1 | sed -E 's/.*decode b1 ([0-9.]+), (b[0-9]+) ([0-9.]+) tok\/s.*/b1 \1  \2 \3/')
+  echo "| $label | $* | $line |" | tee -a "$out/table.md"
+  cat "$out/mb.log" >>"$out/model_bench.log"
+}
+read -r -a variants <<<"${VARIANTS:-}"
+for round in 1 2; do
+  for v in NONE "${variants[@]}"; do
+    e=()
+    [ "$v" != NONE ] && e=("$v")
+    mb "${v/NONE/default} r$round" "${e[@]}" -- --formats bf16 --prompt 512 --steps 32 --batch 8 --phases decode1,decode-batch
+  done
+done
+for v in NONE "${variants[@]}"; do
+  e=()
+  [ "$v" != NONE ] && e=("$v")
+  mb "${v/NONE/default} mlx4" "${e[@]}" -- --formats mlx4 --group-size 64 --prompt 512 --steps 32 --batch 32 --phases decode1,decode-batch
+done
+# A 32-layer skeleton (hidden 512): a step's launches and small kernels with
+# next to no weights to read.
+small=/tmp/skeleton.json
+cat >"$small" <<'JSON'
+{"hidden_size": 512, "num_hidden_layers": 32, "num_attention_heads": 8, "num_key_value_heads": 2,
+ "intermediate_size": 1024, "vocab_size": 32000, "tie_word_embeddings": false, "max_position_embeddings": 16384}
+JSON
+for v in NONE "${variants[@]}"; do
+  e=()
+  [ "$v" != NONE ] && e=("$v")
+  cfg_saved=$cfg
+  cfg=$small
+  mb "${v/NONE/default} skeleton" "${e[@]}" -- --formats bf16 --prompt 512 --steps 64 --batch 8 --phases decode1,decode-batch
+  cfg=$cfg_saved
+done
+if [ -n "${NCU_ENV:-}" ] && command -v ncu >/dev/null; then
+  env LLMHOST_CUDA_GRAPHS=off $NCU_ENV ncu --clock-control none --kernel-name regex:'Mma' --launch-skip 200 --launch-count 12 \
+    --metrics gpu__time_duration.sum,dram__bytes_read.sum,dram__throughput.avg.pct_of_peak_sustained_elapsed \
+    "$B/model_bench" --random-config "$cfg" --arch llama --seed 1 --device cuda --precisions auto --reps 1 \
+    --formats bf16 --prompt 16 --steps 4 --batch 1 --phases decode1 >"$out/ncu.log" 2>&1
+  grep -E 'Mma|gpu__time|dram__' "$out/ncu.log" | sed -E 's/ +/ /g' | head -48
+fi
+if [ "${NCU_B32:-0}" = 1 ] && command -v ncu >/dev/null; then
+  # Why 32 sequences' GEMVs take ~4x their weight reads: throughput and warp stalls of one layer's four.
+  env LLMHOST_CUDA_GRAPHS=off ncu --clock-control none --kernel-name regex:'MmaRows' --launch-skip 8 --launch-count 4 \
+    --section SpeedOfLight --section Occupancy --section WarpStateStats --section MemoryWorkloadAnalysis \
+    "$B/model_bench" --random-config "$cfg" --arch llama --seed 1 --device cuda --precisions auto --reps 1 \
+    --formats bf16 --prompt 16 --steps 2 --batch 32 --phases decode-batch >"$out/ncu_b32.log" 2>&1
+  grep -E 'MmaRows|Duration|DRAM Throughput|Compute \(SM\) Throughput|L2 Cache Throughput|Achieved Occupancy|Registers Per|Stall|Warp Cycles Per Issued' \
+    "$out/ncu_b32.log" | sed -E 's/ +/ /g' | head -60
+fi
+echo
+cat "$out/table.md"
