@@ -471,8 +471,11 @@ TEST_P(BackendOpsTest, FusedLayerSteps) {
     rk.n_heads = kv_heads;
     std::vector<int32_t> pos(static_cast<size_t>(rows)), slots(static_cast<size_t>(rows));
     for (int32_t& p : pos) p = static_cast<int32_t>(Uniform(rng, 0, 40000));
-    const int64_t n_slots = rows + 16;
-    for (int64_t r = 0; r < rows; ++r) slots[r] = static_cast<int32_t>((r * 7 + 3) % n_slots);
+    const int64_t n_slots = rows + 16;  // each token its own slot, scattered
+    std::vector<int32_t> perm(static_cast<size_t>(n_slots));
+    std::iota(perm.begin(), perm.end(), 0);
+    std::shuffle(perm.begin(), perm.end(), rng);
+    std::copy(perm.begin(), perm.begin() + rows, slots.begin());
     std::vector<float> inv_freq(static_cast<size_t>(rq.rot_dim / 2));
     for (size_t i = 0; i < inv_freq.size(); ++i) inv_freq[i] = std::pow(10000.0f, -2.0f * i / rq.rot_dim);
     const std::vector<float> x = Random(rows * dim, rng, 3), t = Random(rows * dim, rng, 3), w = Random(dim, rng);

@@ -7,8 +7,8 @@ namespace {
 constexpr int kWarps = 8;       // as matmul_mma.cu: the steps of a 16-row tile dealt over 8 warps
 constexpr int kRows = 16;
 constexpr int kStepCols = 64;
-constexpr int kSlots = 8;       // 16-byte slots a lane fills a step: 4 of weights, 4 of x
-constexpr int kSlotBytes = 32 * 16;  // one slot of every lane of a warp
+constexpr int kWeightBytes = kRows * 128;     // a step of a tile: 16 rows x 64 bf16 columns
+constexpr int kStageBytes = kWeightBytes + 4 * 32 * 16;  // and x: 4 x 16 bytes a lane
 
 __device__ __forceinline__ void CopyAsync16(uint32_t dst, const void* src, bool valid) {
   // A zero source size fills the 16 bytes with zeros (a padding row or token).
@@ -23,22 +23,25 @@ __device__ __forceinline__ void WaitGroup() {
 // grid: up to `tiles` resident blocks; block b takes row tiles b, b + grid, ...
 // A warp's items are (tile, step) pairs in that order: step s = warp + 8 k of
 // each tile (k < spw, the same count for every warp so that the block meets
-// at each tile's end; a step past the row's end is empty). Lane (g, c) copies
-// into its own slots the 16-byte chunks that matmul_mma.cu's lane (g, c)
-// loads (rows g and g + 8, columns 64 s + 16 c, +16) and the same columns of
-// token g, and reads back only those: cp.async.wait_group makes a thread's
-// own copies visible to it, so the ring needs no block barrier.
+// at each tile's end; a step past the row's end is empty). A step's rows
+// reach the ring in whole 128-byte lines, and lane (g, c) then reads what
+// matmul_mma.cu's lane (g, c) loads (rows g and g + 8, columns 64 s + 16 c,
+// +16) and its token's x, and sums them as that kernel does. Each lane
+// waits for its own copies (cp.async.wait_group), then the warp meets
+// (__syncwarp) before reading others' and again before a stage is refilled.
+// (Each lane copying only what it reads, 16 bytes at a 32-byte stride,
+// measured half the plain kernel's speed on an H100: every L2 sector was
+// fetched twice, half used each time.)
 template <int S, bool Split>
 __global__ void __launch_bounds__(kWarps * 32) MmaStreamKernel(MmaWeights ws, const float* x, int64_t n,
                                                                int64_t tiles, bool early) {
-  extern __shared__ uint4 ring[];  // [warp][stage][slot][lane]
+  extern __shared__ uint4 ring[];  // [warp][stage]: 16 rows x 8 chunks of weights, then x [4][lane]
   __shared__ float part[2][kWarps - 1][4][32];
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, g = lane >> 2, c = lane & 3;
   const int64_t cols = ws.w[0].cols;
   const int steps = static_cast<int>(cols / kStepCols), spw = (steps + kWarps - 1) / kWarps;
   const int my_tiles = blockIdx.x < tiles ? static_cast<int>((tiles - 1 - blockIdx.x) / gridDim.x) + 1 : 0;
-  const uint4* mine = ring + warp * S * kSlots * 32 + lane;
-  const uint32_t mine_s = static_cast<uint32_t>(__cvta_generic_to_shared(mine));
+  const uint32_t mine_s = static_cast<uint32_t>(__cvta_generic_to_shared(ring)) + warp * S * kStageBytes;
   const bool tv = g < n;
   const float* xg = x + (tv ? g : 0) * cols + 16 * c;
   auto weight_of = [&](int64_t tile) {
@@ -50,10 +53,13 @@ __global__ void __launch_bounds__(kWarps * 32) MmaStreamKernel(MmaWeights ws, co
   // A cursor over this warp's items in order: tile t (the block's t-th),
   // k-th step of it (step warp + 8 k), its ring stage; the tile's two rows'
   // bytes at this lane's columns, found once a tile.
+  // A cursor over this warp's items in order: tile t (the block's t-th),
+  // k-th step of it (step warp + 8 k), its ring stage; the tile rows this
+  // lane copies (lane / 8 + 4 q, q < 4), found once a tile.
   struct Cursor {
     int t = 0, k = 0, stage = 0;
-    const char* row[2];
-    bool rv[2];
+    const char* row[4];
+    bool rv[4];
   };
   auto locate = [&](Cursor& q) {
     if (q.t >= my_tiles) return;
@@ -61,10 +67,10 @@ __global__ void __launch_bounds__(kWarps * 32) MmaStreamKernel(MmaWeights ws, co
     const int i = weight_of(tile);
     const DevWeight& w = ws.w[i];
 #pragma unroll
-    for (int half = 0; half < 2; ++half) {
-      const int64_t r = (tile - ws.first[i]) * kRows + g + 8 * half;
-      q.rv[half] = r < w.rows;
-      q.row[half] = static_cast<const char*>(w.data) + (q.rv[half] ? r : 0) * w.row_bytes + 32 * c;
+    for (int j = 0; j < 4; ++j) {
+      const int64_t r = (tile - ws.first[i]) * kRows + (lane >> 3) + 4 * j;
+      q.rv[j] = r < w.rows;
+      q.row[j] = static_cast<const char*>(w.data) + (q.rv[j] ? r : 0) * w.row_bytes + 16 * (lane & 7);
     }
   };
   auto advance = [&](Cursor& q) {
@@ -75,22 +81,26 @@ __global__ void __launch_bounds__(kWarps * 32) MmaStreamKernel(MmaWeights ws, co
       locate(q);
     }
   };
+  // A step's 16 rows x 128 bytes go out as four fully used 512-byte copies
+  // (row lane / 8 + 4 j, chunk lane % 8), each chunk stored at
+  // [row][chunk ^ (row % 8)] so that the lanes' reads below meet no bank
+  // twice; x as the lane sums it (valid tokens only).
   auto issue = [&](const Cursor& q, bool weights, bool xs) {
     const int s = warp + kWarps * q.k;
     if (q.t >= my_tiles || s >= steps) return;
-    const uint32_t dst = mine_s + static_cast<uint32_t>(q.stage * kSlots * kSlotBytes);
+    const uint32_t dst = mine_s + static_cast<uint32_t>(q.stage * kStageBytes);
     if (weights) {
+      const int ch = lane & 7;
 #pragma unroll
-      for (int half = 0; half < 2; ++half) {
-        const char* src = q.row[half] + static_cast<int64_t>(s) * 128;
-        CopyAsync16(dst + (2 * half) * kSlotBytes, src, q.rv[half]);
-        CopyAsync16(dst + (2 * half + 1) * kSlotBytes, src + 16, q.rv[half]);
+      for (int j = 0; j < 4; ++j) {
+        const int r = (lane >> 3) + 4 * j;
+        CopyAsync16(dst + (r * 8 + (ch ^ (r & 7))) * 16, q.row[j] + static_cast<int64_t>(s) * 128, q.rv[j]);
       }
     }
-    if (xs) {
+    if (xs && tv) {
 #pragma unroll
       for (int k = 0; k < 4; ++k) {
-        CopyAsync16(dst + (4 + k) * kSlotBytes, xg + static_cast<int64_t>(s) * kStepCols + 4 * k, tv);
+        CopyAsync16(dst + kWeightBytes + (k * 32 + lane) * 16, xg + static_cast<int64_t>(s) * kStepCols + 4 * k, true);
       }
     }
   };
@@ -118,19 +128,24 @@ __global__ void __launch_bounds__(kWarps * 32) MmaStreamKernel(MmaWeights ws, co
     CommitGroup();
     advance(ahead);
     WaitGroup<S - 1>();
+    __syncwarp();  // the step's chunks came through other lanes' copies
     if (warp + kWarps * now.k < steps) {
-      const uint4* slot = mine + now.stage * kSlots * 32;
-      const uint4 w0[2] = {slot[0], slot[32]}, w1[2] = {slot[64], slot[96]};
+      const char* stage = reinterpret_cast<const char*>(ring) + (warp * S + now.stage) * kStageBytes;
+      const uint4* wrows = reinterpret_cast<const uint4*>(stage);
+      const float4* xs = reinterpret_cast<const float4*>(stage + kWeightBytes) + lane;
 #pragma unroll
       for (int ch = 0; ch < 2; ++ch) {
-        const float4 a = reinterpret_cast<const float4&>(slot[(4 + 2 * ch) * 32]);
-        const float4 b = reinterpret_cast<const float4&>(slot[(5 + 2 * ch) * 32]);
+        const int pos = (2 * c + ch) ^ g;  // rows g and g + 8 share the swizzle
+        const uint4 wa = wrows[g * 8 + pos], wb = wrows[(g + 8) * 8 + pos];
+        const float4 zero = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+        const float4 a = tv ? xs[(2 * ch) * 32] : zero, b = tv ? xs[(2 * ch + 1) * 32] : zero;
         const float xv[8] = {a.x, a.y, a.z, a.w, b.x, b.y, b.z, b.w};
         uint32_t h[4], l[4];
         SplitX8<Split>(xv, h, l);
-        MmaChunk<Split>(w0[ch], w1[ch], h, l, acc);
+        MmaChunk<Split>(wa, wb, h, l, acc);
       }
     }
+    __syncwarp();  // every lane has read the stage before any lane's next copy into it
     if (now.k != spw - 1) continue;
     // The tile's end: the warps' sums added in warp order by warp 0, as
     // matmul_mma.cu adds them. part alternates by tile: warp 0 has read a
@@ -162,7 +177,7 @@ __global__ void __launch_bounds__(kWarps * 32) MmaStreamKernel(MmaWeights ws, co
 
 template <int S, bool Split>
 void Launch(const MmaWeights& ws, const float* x, int64_t n, int64_t tiles, bool early, cudaStream_t s) {
-  constexpr size_t kSmem = static_cast<size_t>(kWarps) * S * kSlots * kSlotBytes;
+  constexpr size_t kSmem = static_cast<size_t>(kWarps) * S * kStageBytes;
   static int per_sm[16] = {};  // resident blocks an SM, by device (the same for every launch)
   int dev = 0, sms = 0;
   cudaGetDevice(&dev);
