@@ -3,7 +3,7 @@
 # (bench/gpu/pack.sh): the CUDA tests, then decode of the Llama-3-8B shape
 # (random weights, model_bench) with each variant named in VARIANTS against
 # the default, alternated, and an ncu profile of one decode step's GEMVs.
-#   VARIANTS="LLMHOST_CUDA_GEMV_STREAM=3 LLMHOST_CUDA_FUSED_STEPS=off" bench/gpu/decode_ab.sh
+#   VARIANTS="LLMHOST_CUDA_FUSED_STEPS=off LLMHOST_CUDA_PDL=off" NCU_ENV="" NCU_B32=1 bench/gpu/decode_ab.sh
 # Logs land in $OUT (or /tmp/decode-ab); the last lines are a table.
 set -uo pipefail
 stage=/tmp/llmhost-stage

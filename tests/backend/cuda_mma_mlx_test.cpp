@@ -10,7 +10,6 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
-#include <limits>
 #include <string>
 #include <vector>
 
@@ -103,33 +102,6 @@ class CudaMmaMlxTest : public ::testing::Test {
             << "pipelined, n " << m;
       }
       unsetenv("LLMHOST_CUDA_MLX_PIPELINE");
-      // One token streamed (LLMHOST_CUDA_MLX_STREAM=on: resident blocks, a
-      // cp.async ring): the same bits alone and fused, every row written
-      // (y poisoned first). 8-bit rows of group 64 keep the plain kernel.
-      const std::vector<float> plain2 = Run(*dw2, *dx, 0, kTokens, *dy2);
-      setenv("LLMHOST_CUDA_MLX_STREAM", "on", 1);
-      auto poison = [&](const DeviceBuffer& buf, int64_t count) {
-        const std::vector<float> nan(count, std::numeric_limits<float>::quiet_NaN());
-        b_->CopyToDevice(buf, 0, nan.data(), nan.size() * 4);
-      };
-      for (int64_t first : {int64_t{0}, int64_t{13}, kTokens - 1}) {
-        poison(*dy, rows);
-        const std::vector<float> streamed = Run(*dw, *dx, first, 1, *dy);
-        EXPECT_EQ(0, std::memcmp(streamed.data(), batch.data() + first * rows, rows * 4)) << "streamed, token " << first;
-      }
-      {
-        poison(*dy, rows);
-        poison(*dy2, 45);
-        const Backend::MatMulJob jobs[] = {{&*dw, dy->as<float>()}, {&*dw2, dy2->as<float>()}};
-        b_->MatMuls(jobs, dx->as<float>(), 1, RowKind::kGenerated);
-        std::vector<float> fused(rows), fused2(45);
-        b_->CopyToHost(fused.data(), *dy, 0, fused.size() * 4);
-        b_->CopyToHost(fused2.data(), *dy2, 0, fused2.size() * 4);
-        ASSERT_TRUE(b_->Synchronize().ok());
-        EXPECT_EQ(0, std::memcmp(fused.data(), batch.data(), rows * 4)) << "streamed, fused";
-        EXPECT_EQ(0, std::memcmp(fused2.data(), plain2.data(), 45 * 4)) << "streamed, fused second";
-      }
-      unsetenv("LLMHOST_CUDA_MLX_STREAM");
       // Fused with a second weight (as q/k/v or gate/up): each y as MatMul's.
       const std::vector<float> alone2 = Run(*dw2, *dx, 0, kTokens, *dy2);
       for (int64_t m : {int64_t{1}, int64_t{17}}) {

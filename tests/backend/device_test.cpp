@@ -9,7 +9,6 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
-#include <limits>
 #include <random>
 #include <vector>
 
@@ -327,82 +326,6 @@ TEST_F(CudaTest, PipelinedTensorCoreRowsGiveTheSameBits) {
   b_->ReleaseWeight(*dw);
   b_->Free(*dx);
   b_->Free(*dy);
-}
-
-// LLMHOST_CUDA_GEMV_STREAM (resident blocks walking row tiles, a cp.async
-// ring of steps) gives the plain kernel's bits for 1 to 8 tokens: one weight
-// and three fused in a launch (tiles of each met by one block), rows not a
-// multiple of 16, a column count whose steps do not divide among the 8
-// warps, and both ring depths.
-TEST_F(CudaTest, StreamedTensorCoreRowsGiveTheSameBits) {
-  std::mt19937 rng(13);
-  std::uniform_real_distribution<float> u(-1, 1);
-  const int64_t cols = 1344;  // 21 steps of 64 columns: warps 5-7 have one fewer
-  const int64_t rows[3] = {4104, 1000, 1000};
-  std::vector<RandomBf16> ws;
-  std::vector<WeightMatrix> dws;
-  for (int64_t r : rows) {
-    ws.emplace_back(r, cols, rng);
-    auto dw = b_->PrepareWeight(ws.back().host);
-    ASSERT_TRUE(dw.ok());
-    dws.push_back(std::move(*dw));
-  }
-  const int64_t n = 8;
-  std::vector<float> x(n * cols);
-  for (float& v : x) v = u(rng);
-  auto dx = b_->Allocate(x.size() * 4, "x");
-  ASSERT_TRUE(dx.ok());
-  b_->CopyToDevice(*dx, 0, x.data(), x.size() * 4);
-  std::vector<DeviceBuffer> dys;
-  for (int64_t r : rows) {
-    auto dy = b_->Allocate(n * r * 4, "y");
-    ASSERT_TRUE(dy.ok());
-    dys.push_back(std::move(*dy));
-  }
-  auto run = [&](int64_t m, bool fused) {
-    std::vector<std::vector<float>> out;
-    for (size_t k = 0; k < dys.size(); ++k) {  // poisoned: every element must be written
-      std::vector<float> nan(n * rows[k], std::numeric_limits<float>::quiet_NaN());
-      b_->CopyToDevice(dys[k], 0, nan.data(), nan.size() * 4);
-    }
-    if (fused) {
-      const Backend::MatMulJob jobs[] = {{&dws[0], dys[0].as<float>()}, {&dws[1], dys[1].as<float>()},
-                                         {&dws[2], dys[2].as<float>()}};
-      b_->MatMuls(jobs, dx->as<float>(), m, RowKind::kGenerated);
-    } else {
-      b_->MatMul(dws[0], dx->as<float>(), m, dys[0].as<float>(), RowKind::kGenerated);
-    }
-    for (size_t k = 0; k < (fused ? dys.size() : 1); ++k) {
-      out.emplace_back(m * rows[k]);
-      b_->CopyToHost(out.back().data(), dys[k], 0, out.back().size() * 4);
-    }
-    EXPECT_TRUE(b_->Synchronize().ok());
-    return out;
-  };
-  for (Precision p : {Precision::kAuto, Precision::kFastBf16}) {
-    b_->set_precision(p);
-    for (int64_t m : {int64_t{1}, int64_t{2}, int64_t{5}, n}) {
-      for (bool fused : {false, true}) {
-        setenv("LLMHOST_CUDA_GEMV_STREAM", "off", 1);
-        const auto plain = run(m, fused);
-        for (const char* stages : {"3", "6"}) {
-          setenv("LLMHOST_CUDA_GEMV_STREAM", stages, 1);
-          const auto streamed = run(m, fused);
-          for (size_t k = 0; k < plain.size(); ++k) {
-            for (float v : streamed[k]) ASSERT_FALSE(std::isnan(v)) << "an element left unwritten";
-            EXPECT_EQ(0, std::memcmp(plain[k].data(), streamed[k].data(), plain[k].size() * 4))
-                << PrecisionName(p) << " n " << m << " weight " << k << " stages " << stages
-                << (fused ? " fused" : "");
-          }
-        }
-        unsetenv("LLMHOST_CUDA_GEMV_STREAM");
-      }
-    }
-  }
-  b_->set_precision(Precision::kAuto);
-  for (auto& dw : dws) b_->ReleaseWeight(dw);
-  b_->Free(*dx);
-  for (auto& dy : dys) b_->Free(dy);
 }
 
 }  // namespace

@@ -1,7 +1,6 @@
 #include "backend/cuda/common.cuh"
 #include "backend/cuda/matmul_mma.cuh"
 #include "backend/cuda/matmul_mma_mlx.cuh"
-#include "backend/cuda/matmul_mma_stream.cuh"
 #include "backend/cuda/mma_bf16.cuh"
 
 namespace llmhost::cuda {
@@ -10,7 +9,41 @@ namespace {
 constexpr int kWarps = 8;         // a block: 16 weight rows, the columns' steps dealt over 8 warps
 constexpr int kRows = 16;         // the MMA's m
 constexpr int kStepCols = 64;     // columns per step: each lane's two 16-byte loads of a row
+constexpr int kMaxWeights = 4;
 constexpr int64_t kMinBlocks = 128;  // about one per SM of an H100 / H200
+
+struct MmaWeights {
+  DevWeight w[kMaxWeights];
+  float* y[kMaxWeights];
+  int64_t first[kMaxWeights + 1];  // weight i's first block
+  int count = 0;
+};
+
+// One 16-byte chunk of rows g and g + 8 (wa, wb) against the same 8 columns
+// of x (its bf16 terms h, and l with Split): the chunk's columns 0-3 are k
+// 2c, 2c+1, 2c+8, 2c+9 of the first MMA, 4-7 of the second. Every launch
+// shape adds the terms in this order: first half hi, lo; second half hi, lo.
+template <bool Split>
+__device__ __forceinline__ void MmaChunk(const uint4& wa, const uint4& wb, const uint32_t (&h)[4],
+                                         const uint32_t (&l)[4], float (&acc)[4]) {
+  Mma(acc, wa.x, wb.x, wa.y, wb.y, h[0], h[1]);
+  if constexpr (Split) Mma(acc, wa.x, wb.x, wa.y, wb.y, l[0], l[1]);
+  Mma(acc, wa.z, wb.z, wa.w, wb.w, h[2], h[3]);
+  if constexpr (Split) Mma(acc, wa.z, wb.z, wa.w, wb.w, l[2], l[3]);
+}
+
+template <bool Split>
+__device__ __forceinline__ void SplitX8(const float (&xv)[8], uint32_t (&h)[4], uint32_t (&l)[4]) {
+#pragma unroll
+  for (int j = 0; j < 4; ++j) {
+    if constexpr (Split) {
+      SplitPair(xv[2 * j], xv[2 * j + 1], &h[j], &l[j]);
+    } else {
+      h[j] = PackBf16(xv[2 * j], xv[2 * j + 1]);
+      l[j] = 0;
+    }
+  }
+}
 
 // grid (ceil(n / (8 NT)), Σ blocks): a block takes RT tiles of 16 rows and NT
 // tiles of 8 tokens. Warp w takes the steps s = w, w + 8, ... of every row
@@ -223,7 +256,7 @@ bool MmaFusable(const DevWeight& a, const DevWeight& b) {
 
 void LaunchMmaMatMul(const DevWeight* w, float* const* y, int count, const float* x, int64_t n, bool split,
                      cudaStream_t s) {
-  if (n <= 0 || count < 1 || count > kMaxMmaWeights) return;
+  if (n <= 0 || count < 1 || count > kMaxWeights) return;
   if (w[0].fmt == WFmt::kMlx) {
     LaunchMmaMlxMatMul(w, y, count, x, n, split, s);
     return;
@@ -234,7 +267,6 @@ void LaunchMmaMatMul(const DevWeight* w, float* const* y, int count, const float
     ws.w[k] = w[k];
     ws.y[k] = y[k];
   }
-  if (LaunchMmaStream(ws, x, n, split, EarlyWeightLoadsEnabled(), s)) return;
   // x rows are cols * 4 bytes apart, a multiple of 256 here: aligned rows when the first is.
   const bool xvec = (reinterpret_cast<uintptr_t>(x) & 15u) == 0;
   if (split) {

@@ -2,14 +2,144 @@
 #include "backend/cuda/matmul_mma.cuh"
 #include "backend/cuda/matmul_mma_mlx.cuh"
 #include "backend/cuda/mma_bf16.cuh"
-#include "backend/cuda/mma_mlx.cuh"
-#include "backend/cuda/matmul_mma_mlx_stream.cuh"
 
 namespace llmhost::cuda {
 namespace {
 
 constexpr int kWarps = 8;          // a block's warps deal the steps of its rows among them
+constexpr int kTileRows = 15;      // weight rows of a 16-row MMA tile; row 15 is the ones row
+constexpr int kMaxWeights = 4;
 constexpr int64_t kMinBlocks = 128;  // about one per SM of an H100 / H200
+
+// A step is 64 bytes of a row (16 a lane, four 32-bit words): 128 columns
+// of 4-bit codes or 64 of 8-bit ones.
+template <int Bits>
+struct Layout {
+  static constexpr int kWordCols = 32 / Bits;
+  static constexpr int kStepCols = 16 * kWordCols;
+  static constexpr int kPairs = kWordCols / 2;  // bf16 pairs of a word; an MMA takes two
+  static constexpr uint32_t kOnes = Bits == 4 ? 0x11111111u : 0x01010101u;  // codes of 1: the ones row
+};
+
+struct MlxWeights {
+  DevWeight w[kMaxWeights];
+  float* y[kMaxWeights];
+  int64_t first[kMaxWeights + 1];  // weight i's first block
+  int count = 0;
+};
+
+// The codes of `word` (column i at bits Bits * i) as exact bf16 pairs.
+// 4-bit: (q_i, q_{i+4}), i = 0..3: q in the mantissa of 128 (0x4300 | q is
+// 128 + q), then 128 subtracted by one bf16x2 fma. 8-bit: (q_2i, q_2i+1),
+// i = 0..1: each byte an f32 (2^23 + q, minus 2^23), then packed (q < 256
+// has 8 significant bits: exact in bf16).
+template <int Bits>
+__device__ __forceinline__ void Codes(uint32_t word, uint32_t (&p)[Layout<Bits>::kPairs]) {
+  if constexpr (Bits == 4) {
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      const uint32_t biased = ((word >> (4 * i)) & 0x000F000Fu) | 0x43004300u;
+      asm("fma.rn.bf16x2 %0, %1, %2, %3;" : "=r"(p[i]) : "r"(biased), "r"(0x3F803F80u), "r"(0xC300C300u));
+    }
+  } else {
+    float q[4];
+#pragma unroll
+    for (int k = 0; k < 4; ++k) q[k] = __uint_as_float(0x4B000000u | ((word >> (8 * k)) & 0xFFu)) - 8388608.0f;
+    p[0] = PackBf16(q[0], q[1]);
+    p[1] = PackBf16(q[2], q[3]);
+  }
+}
+
+// x's columns of a word's codes, paired as Codes pairs them: split into bf16
+// terms (hi, and lo with Split) once for every row tile.
+template <int Bits, bool Split>
+__device__ __forceinline__ void XTerms(const float* p, bool valid, bool xvec, uint32_t (&h)[Layout<Bits>::kPairs],
+                                       uint32_t (&l)[Layout<Bits>::kPairs]) {
+  constexpr int kCols = Layout<Bits>::kWordCols;
+  float v[kCols];
+  if (!valid) {
+#pragma unroll
+    for (int k = 0; k < kCols; ++k) v[k] = 0.0f;
+  } else if (xvec) {
+#pragma unroll
+    for (int k = 0; k < kCols; k += 4) {
+      const float4 a = __ldg(reinterpret_cast<const float4*>(p + k));
+      v[k] = a.x, v[k + 1] = a.y, v[k + 2] = a.z, v[k + 3] = a.w;
+    }
+  } else {
+#pragma unroll
+    for (int k = 0; k < kCols; ++k) v[k] = __ldg(p + k);
+  }
+#pragma unroll
+  for (int i = 0; i < Layout<Bits>::kPairs; ++i) {
+    const float x0 = Bits == 4 ? v[i] : v[2 * i], x1 = Bits == 4 ? v[i + 4] : v[2 * i + 1];
+    if constexpr (Split) {
+      SplitPair(x0, x1, &h[i], &l[i]);
+    } else {
+      h[i] = PackBf16(x0, x1);
+      l[i] = 0;
+    }
+  }
+}
+
+// One stage of a transpose of the 4x4 words of a row's four lanes: the words
+// whose index bit B differs from the lane's bit B trade places with lane
+// c ^ (1 << B). Every lane of the warp takes part.
+template <int B>
+__device__ __forceinline__ void Exchange(uint32_t (&v)[4], int c) {
+  constexpr int l0 = 0, l1 = B == 1 ? 1 : 2, h0 = l0 | (1 << B), h1 = l1 | (1 << B);
+  const bool up = (c >> B) & 1;
+  const uint32_t r0 = __shfl_xor_sync(0xFFFFFFFFu, up ? v[l0] : v[h0], 1 << B);
+  const uint32_t r1 = __shfl_xor_sync(0xFFFFFFFFu, up ? v[l1] : v[h1], 1 << B);
+  if (up) {
+    v[l0] = r0;
+    v[l1] = r1;
+  } else {
+    v[h0] = r0;
+    v[h1] = r1;
+  }
+}
+
+// Lane c loads bytes [16c, 16c + 16) of a row's 64-byte step; an MMA takes
+// its k from all four lanes of a row, so where a step holds G groups the
+// words are regrouped until word slot j of the four lanes lies in one group:
+// group j of 4 (a full transpose), j / 2 of 2, or as loaded for 1.
+template <int G>
+__device__ __forceinline__ void Regroup(uint32_t (&v)[4], int c) {
+  if constexpr (G >= 2) Exchange<1>(v, c);
+  if constexpr (G == 4) Exchange<0>(v, c);
+}
+
+// The first column (within the step) of slot j on lane c after Regroup<G>,
+// for words of W columns.
+template <int G, int W>
+__device__ __forceinline__ int SlotCol(int c, int j) {
+  if constexpr (G == 4) return 4 * W * j + W * c;
+  if constexpr (G == 2) return 4 * W * ((j & 2) | (c & 1)) + W * ((c & 2) | (j & 1));
+  return 4 * W * c + W * j;
+}
+
+// A group's scale or bias among the packed 16-bit values of a step.
+template <int PW>
+__device__ __forceinline__ float ParamAt(const uint32_t (&words)[PW], int group, Elem t) {
+  const uint16_t h = static_cast<uint16_t>(words[group >> 1] >> (16 * (group & 1)));
+  return t == Elem::kBF16 ? Bf16ToF32(h) : F16ToF32(h);
+}
+
+// The 16-bit scales (or biases) of one row's G groups in step s, packed two a word.
+template <int G>
+__device__ __forceinline__ void LoadParams(const uint16_t* row_params, int64_t s, bool valid,
+                                           uint32_t (&out)[(G + 1) / 2]) {
+  if constexpr (G == 1) {
+    out[0] = valid ? __ldg(row_params + s) : 0u;
+  } else if constexpr (G == 2) {
+    out[0] = valid ? __ldg(reinterpret_cast<const uint32_t*>(row_params + 2 * s)) : 0u;
+  } else {
+    const uint2 v = valid ? __ldg(reinterpret_cast<const uint2*>(row_params + 4 * s)) : make_uint2(0, 0);
+    out[0] = v.x;
+    out[1] = v.y;
+  }
+}
 
 // grid (ceil(n / (8 NT)), Σ blocks): a block takes RT tiles of 15 rows and
 // NT tiles of 8 tokens. Warp w takes the steps s = w, w + 8, ... of every row
@@ -42,7 +172,7 @@ __global__ void __launch_bounds__(kWarps * 32,
   while (i + 1 < ws.count && blockIdx.y >= ws.first[i + 1]) ++i;
   const DevWeight& w = ws.w[i];
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, g = lane >> 2, c = lane & 3;
-  const int64_t r0 = (blockIdx.y - ws.first[i]) * kMlxTileRows * RT, t0 = static_cast<int64_t>(blockIdx.x) * NT * 8;
+  const int64_t r0 = (blockIdx.y - ws.first[i]) * kTileRows * RT, t0 = static_cast<int64_t>(blockIdx.x) * NT * 8;
   const int64_t cols = w.cols, steps = cols / kStepCols, groups = cols / GS;
   const Elem param_type = w.scale_type;
   const uint4* row[RT][2];
@@ -55,8 +185,8 @@ __global__ void __launch_bounds__(kWarps * 32,
 #pragma unroll
     for (int half = 0; half < 2; ++half) {
       const int f = g + 8 * half;  // the tile's row: 15 is the ones row
-      const int64_t r = r0 + rt * kMlxTileRows + f;
-      rv[rt][half] = f < kMlxTileRows && r < w.rows;
+      const int64_t r = r0 + rt * kTileRows + f;
+      rv[rt][half] = f < kTileRows && r < w.rows;
       const int64_t rr = rv[rt][half] ? r : 0;
       row[rt][half] = reinterpret_cast<const uint4*>(static_cast<const char*>(w.data) + rr * w.row_bytes) + c;
       params[rt][half] = rr * groups;
@@ -218,8 +348,8 @@ __global__ void __launch_bounds__(kWarps * 32,
           for (int k = 0; k < kWarps - 1; ++k) v += parts[k][t][e][lane];
           // d0, d1: tile row g, tokens 2c, 2c + 1; d2, d3: tile row g + 8.
           const int f = g + (e >= 2 ? 8 : 0);
-          const int64_t r = r0 + rt * kMlxTileRows + f, tok = t0 + t * 8 + 2 * c + (e & 1);
-          if (f < kMlxTileRows && r < w.rows && tok < n) y[tok * w.rows + r] = v;
+          const int64_t r = r0 + rt * kTileRows + f, tok = t0 + t * 8 + 2 * c + (e & 1);
+          if (f < kTileRows && r < w.rows && tok < n) y[tok * w.rows + r] = v;
         }
       }
     }
@@ -237,10 +367,10 @@ void LaunchShape(MlxWeights ws, int64_t n, const float* x, bool xvec, cudaStream
   int64_t rows = 0;
   for (int k = 0; k < ws.count; ++k) rows += ws.w[k].rows;
   int rt = nt == 1 ? 4 : 2;
-  while (rt > 1 && token_tiles * (rows / (kMlxTileRows * rt)) < kMinBlocks) rt /= 2;
+  while (rt > 1 && token_tiles * (rows / (kTileRows * rt)) < kMinBlocks) rt /= 2;
   ws.first[0] = 0;
   for (int k = 0; k < ws.count; ++k) {
-    ws.first[k + 1] = ws.first[k] + (ws.w[k].rows + kMlxTileRows * rt - 1) / (kMlxTileRows * rt);
+    ws.first[k + 1] = ws.first[k] + (ws.w[k].rows + kTileRows * rt - 1) / (kTileRows * rt);
   }
   const dim3 grid(static_cast<unsigned>(token_tiles), static_cast<unsigned>(ws.first[ws.count]));
   constexpr int kThreads = kWarps * 32;
@@ -281,14 +411,13 @@ bool MmaMlxRows(const DevWeight& w) {
 
 void LaunchMmaMlxMatMul(const DevWeight* w, float* const* y, int count, const float* x, int64_t n, bool split,
                         cudaStream_t s) {
-  if (n <= 0 || count < 1 || count > kMaxMmaWeights) return;
+  if (n <= 0 || count < 1 || count > kMaxWeights) return;
   MlxWeights ws;
   ws.count = count;
   for (int k = 0; k < count; ++k) {
     ws.w[k] = w[k];
     ws.y[k] = y[k];
   }
-  if (LaunchMmaMlxStream(ws, x, n, split, EarlyWeightLoadsEnabled(), s)) return;
   // x rows are cols * 4 bytes apart, a multiple of 512 here: aligned rows when the first is.
   const bool xvec = Aligned(x, 16);
   const bool g32 = w[0].group_size == 32;

@@ -8,8 +8,6 @@
 
 #include <cstdint>
 
-#include "backend/cuda/elem.h"
-
 namespace llmhost::cuda {
 
 // D += A · B, m16n8k16, bf16 in, f32 accumulate. Lane (g, c) = (lane / 4,
@@ -49,42 +47,6 @@ __device__ __forceinline__ void LoadX8(const float* p, bool valid, float (&v)[8]
   } else {
 #pragma unroll
     for (int j = 0; j < 8; ++j) v[j] = __ldg(p + j);
-  }
-}
-
-// Up to 4 bf16 weights of the same cols in one launch (q, k and v; gate
-// and up): weight i's y, and its first block (or row tile) in the launch.
-constexpr int kMaxMmaWeights = 4;
-struct MmaWeights {
-  DevWeight w[kMaxMmaWeights];
-  float* y[kMaxMmaWeights];
-  int64_t first[kMaxMmaWeights + 1];
-  int count = 0;
-};
-
-// One 16-byte chunk of rows g and g + 8 (wa, wb) against the same 8 columns
-// of x (its bf16 terms h, and l with Split): the chunk's columns 0-3 are k
-// 2c, 2c+1, 2c+8, 2c+9 of the first MMA, 4-7 of the second. Every launch
-// shape adds the terms in this order: first half hi, lo; second half hi, lo.
-template <bool Split>
-__device__ __forceinline__ void MmaChunk(const uint4& wa, const uint4& wb, const uint32_t (&h)[4],
-                                         const uint32_t (&l)[4], float (&acc)[4]) {
-  Mma(acc, wa.x, wb.x, wa.y, wb.y, h[0], h[1]);
-  if constexpr (Split) Mma(acc, wa.x, wb.x, wa.y, wb.y, l[0], l[1]);
-  Mma(acc, wa.z, wb.z, wa.w, wb.w, h[2], h[3]);
-  if constexpr (Split) Mma(acc, wa.z, wb.z, wa.w, wb.w, l[2], l[3]);
-}
-
-template <bool Split>
-__device__ __forceinline__ void SplitX8(const float (&xv)[8], uint32_t (&h)[4], uint32_t (&l)[4]) {
-#pragma unroll
-  for (int j = 0; j < 4; ++j) {
-    if constexpr (Split) {
-      SplitPair(xv[2 * j], xv[2 * j + 1], &h[j], &l[j]);
-    } else {
-      h[j] = PackBf16(xv[2 * j], xv[2 * j + 1]);
-      l[j] = 0;
-    }
   }
 }
 
