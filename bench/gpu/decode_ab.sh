@@ -47,6 +47,14 @@ mb() {  # mb LABEL ENV... -- model_bench args: one line of figures
   echo "| $label | $* | $line |" | tee -a "$out/table.md"
   cat "$out/mb.log" >>"$out/model_bench.log"
 }
+if [ "${FIGURES:-0}" = 1 ]; then
+  # The issue's figures at the defaults: 16-token prompts (b1, 32 sequences, prefill 512), then after 8,192 tokens.
+  for fmt in bf16 mlx4; do
+    "$B/model_bench" --random-config "$cfg" --arch llama --seed 1 --group-size 64 --device cuda --precisions auto \
+      --reps 3 --prefill-reps 2 --steps 32 --prompt 16 --batch 32 --long-context 8192 --formats $fmt >"$out/fig_$fmt.log" 2>&1
+    grep -E 'copy bandwidth at start|tok/s' "$out/fig_$fmt.log" | grep -vE '^\|' | cut -c1-260
+  done
+fi
 read -r -a variants <<<"${VARIANTS:-}"
 for round in 1 2; do
   for v in NONE "${variants[@]}"; do
