@@ -777,13 +777,18 @@ void CudaBackend::RopeTables(float* x, int64_t n_tokens, const int32_t* position
   CheckLaunch("RopeTables");
 }
 
+// The K/V types the CUDA kernels store; any other fails the backend, naming the op.
+bool CudaBackend::KvTypeStorable(DType kv_dtype, const char* op) {
+  if (kv_dtype == DType::kF32 || kv_dtype == DType::kBF16 || kv_dtype == DType::kF16 || kv_dtype == DType::kF8_E4M3) {
+    return true;
+  }
+  Fail(Status::InvalidArgument(std::string("cuda ") + op + ": KV type " + DTypeName(kv_dtype)));
+  return false;
+}
+
 void CudaBackend::StoreKv(const float* k, int64_t k_stride, const float* v, int64_t v_stride, int64_t n,
                           int64_t kv_dim, const int32_t* slots, void* k_cache, void* v_cache, DType kv_dtype) {
-  if (kv_dtype != DType::kF32 && kv_dtype != DType::kBF16 && kv_dtype != DType::kF16 &&
-      kv_dtype != DType::kF8_E4M3) {
-    Fail(Status::InvalidArgument(std::string("cuda StoreKv: KV type ") + DTypeName(kv_dtype)));
-    return;
-  }
+  if (!KvTypeStorable(kv_dtype, "StoreKv")) return;
   Use();
   cuda::LaunchStoreKv(k, k_stride, v, v_stride, n, kv_dim, slots, k_cache, v_cache, kv_dtype, S(stream_));
   CheckLaunch("StoreKv");
@@ -860,11 +865,7 @@ void CudaBackend::AddRmsNorm(float* x, const float* t, int64_t rows, int64_t dim
 void CudaBackend::RopeStoreKv(float* q, const RopeParams& rq, float* k, const RopeParams& rk, const float* v,
                               int64_t v_stride, int64_t n, const int32_t* positions, const float* inv_freq,
                               int64_t kv_dim, const int32_t* slots, void* k_cache, void* v_cache, DType kv_dtype) {
-  if (kv_dtype != DType::kF32 && kv_dtype != DType::kBF16 && kv_dtype != DType::kF16 &&
-      kv_dtype != DType::kF8_E4M3) {
-    Fail(Status::InvalidArgument(std::string("cuda RopeStoreKv: KV type ") + DTypeName(kv_dtype)));
-    return;
-  }
+  if (!KvTypeStorable(kv_dtype, "RopeStoreKv")) return;
   Use();
   if (!FusedStepsEnabled() ||
       !cuda::LaunchRopeStoreKv(q, rq, k, rk, v, v_stride, n, positions, inv_freq, kv_dim, slots, k_cache, v_cache,

@@ -141,6 +141,7 @@ class CudaBackend : public Backend {
  private:
   CudaBackend(int device, Precision precision);
   void Fail(Status s);            // records the first error (sticky)
+  bool KvTypeStorable(DType kv_dtype, const char* op);
   void CheckLaunch(const char* op);  // a launch's error, if any, becomes sticky
   bool InBounds(const DeviceBuffer& buf, size_t offset, size_t bytes, const char* what);
   bool PromptRowsOnTensorCores() const;  // by precision_
