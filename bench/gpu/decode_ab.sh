@@ -99,5 +99,19 @@ if [ "${NCU_B32:-0}" = 1 ] && command -v ncu >/dev/null; then
   grep -E 'MmaRows|Duration|DRAM Throughput|Compute \(SM\) Throughput|L2 Cache Throughput|Achieved Occupancy|Registers Per|Stall|Warp Cycles Per Issued' \
     "$out/ncu_b32.log" | sed -E 's/ +/ /g' | head -60
 fi
+if [ "${NCU_DETAIL:-0}" = 1 ] && command -v ncu >/dev/null; then
+  # Where decode's non-weight time goes: attention over 8,192 keys (chunks and merge), and the MLX 4-bit GEMV at one token.
+  sec="--section SpeedOfLight --section Occupancy --section WarpStateStats"
+  env LLMHOST_CUDA_GRAPHS=off ncu --clock-control none --kernel-name regex:'KeyLanes|Merge' --launch-skip 64 --launch-count 4 $sec \
+    "$B/model_bench" --random-config "$cfg" --arch llama --seed 1 --device cuda --precisions auto --reps 1 \
+    --formats bf16 --prompt 16 --steps 2 --batch 1 --long-context 8192 --phases long >"$out/ncu_attn.log" 2>&1
+  env LLMHOST_CUDA_GRAPHS=off ncu --clock-control none --kernel-name regex:'MmaMlx' --launch-skip 8 --launch-count 4 $sec \
+    "$B/model_bench" --random-config "$cfg" --arch llama --seed 1 --group-size 64 --device cuda --precisions auto --reps 1 \
+    --formats mlx4 --prompt 16 --steps 2 --batch 1 --phases decode1 >"$out/ncu_mlx.log" 2>&1
+  for f in ncu_attn ncu_mlx; do
+    grep -E 'KeyLanes|Merge|MmaMlx|Duration|DRAM Throughput|Compute \(SM\) Throughput|Achieved Occupancy|Theoretical Occupancy|Registers Per|Warp Cycles Per Issued|stalled' \
+      "$out/$f.log" | sed -E 's/ +/ /g' | cut -c1-200 | head -60
+  done
+fi
 echo
 cat "$out/table.md"
