@@ -49,21 +49,27 @@ mb() {  # mb LABEL ENV... -- model_bench args: one line of figures
 }
 if [ "${FIGURES:-0}" = 1 ]; then
   # The issue's figures at the defaults: 16-token prompts (b1, 32 sequences, prefill 512), then after 8,192 tokens.
-  for fmt in bf16 mlx4; do
+  for fmt in ${FIG_FORMATS:-bf16 mlx4}; do
     "$B/model_bench" --random-config "$cfg" --arch llama --seed 1 --group-size 64 --device cuda --precisions auto \
       --reps 3 --prefill-reps 2 --steps 32 --prompt 16 --batch 32 --long-context 8192 --formats $fmt >"$out/fig_$fmt.log" 2>&1
     grep -E 'copy bandwidth at start|tok/s' "$out/fig_$fmt.log" | grep -vE '^\|' | cut -c1-260
   done
 fi
 read -r -a variants <<<"${VARIANTS:-}"
-for round in 1 2; do
+runs=(NONE "${variants[@]}")
+rounds="1 2"
+if [ "${QUICK:-0}" = 1 ]; then  # QUICK=1: no A/B rows, no skeleton
+  runs=()
+  rounds=""
+fi
+for round in $rounds; do
   for v in NONE "${variants[@]}"; do
     e=()
     [ "$v" != NONE ] && e=("$v")
     mb "${v/NONE/default} r$round" "${e[@]}" -- --formats bf16 --prompt 512 --steps 32 --batch 8 --phases decode1,decode-batch
   done
 done
-for v in NONE "${variants[@]}"; do
+for v in "${runs[@]}"; do
   e=()
   [ "$v" != NONE ] && e=("$v")
   mb "${v/NONE/default} mlx4" "${e[@]}" -- --formats mlx4 --group-size 64 --prompt 512 --steps 32 --batch 32 --phases decode1,decode-batch
@@ -75,7 +81,7 @@ cat >"$small" <<'JSON'
 {"hidden_size": 512, "num_hidden_layers": 32, "num_attention_heads": 8, "num_key_value_heads": 2,
  "intermediate_size": 1024, "vocab_size": 32000, "tie_word_embeddings": false, "max_position_embeddings": 16384}
 JSON
-for v in NONE "${variants[@]}"; do
+for v in "${runs[@]}"; do
   e=()
   [ "$v" != NONE ] && e=("$v")
   cfg_saved=$cfg
@@ -105,7 +111,7 @@ if [ "${NCU_DETAIL:-0}" = 1 ] && command -v ncu >/dev/null; then
   env LLMHOST_CUDA_GRAPHS=off ncu --clock-control none --kernel-name regex:'KeyLanes|Merge' --launch-skip 64 --launch-count 4 $sec \
     "$B/model_bench" --random-config "$cfg" --arch llama --seed 1 --device cuda --precisions auto --reps 1 \
     --formats bf16 --prompt 16 --steps 2 --batch 1 --long-context 8192 --phases long >"$out/ncu_attn.log" 2>&1
-  env LLMHOST_CUDA_GRAPHS=off ncu --clock-control none --kernel-name regex:'MmaMlx' --launch-skip 8 --launch-count 4 $sec \
+  [ "${QUICK:-0}" = 1 ] || env LLMHOST_CUDA_GRAPHS=off ncu --clock-control none --kernel-name regex:'MmaMlx' --launch-skip 8 --launch-count 4 $sec \
     "$B/model_bench" --random-config "$cfg" --arch llama --seed 1 --group-size 64 --device cuda --precisions auto --reps 1 \
     --formats mlx4 --prompt 16 --steps 2 --batch 1 --phases decode1 >"$out/ncu_mlx.log" 2>&1
   for f in ncu_attn ncu_mlx; do
@@ -114,4 +120,4 @@ if [ "${NCU_DETAIL:-0}" = 1 ] && command -v ncu >/dev/null; then
   done
 fi
 echo
-cat "$out/table.md"
+cat "$out/table.md" 2>/dev/null

@@ -102,10 +102,18 @@ __global__ void ChunkKernel(const float* q, const void* k_cache, const void* v_c
 }
 
 // Merges a (row, head)'s chunk partials in chunk order: o = Σ_c exp(m_c - M)
-// acc_c / Σ_c exp(m_c - M) l_c. grid (rows, n_heads).
+// acc_c / Σ_c exp(m_c - M) l_c. grid (rows, n_heads); dynamic shared memory:
+// 2 floats a chunk. The block first reads every chunk's m and l at once and
+// turns m into its weight exp(m_c - M) (M: the exact max, in any order), so
+// that the sums in chunk order below wait on no global read; their values
+// and order are those of summing straight from the partials (the one-chunk
+// path in the chunk kernels repeats this arithmetic).
 __global__ void MergeKernel(const float* part, const AttentionSeq* seqs, int64_t n_seqs, AttentionParams p,
                             int64_t row0, int64_t n_chunks, float* out, bool generated_only) {
   WaitForPriorGrid();
+  extern __shared__ float merge_smem[];
+  __shared__ float warp_max[kWarps];
+  __shared__ float inv_shared;
   const int64_t row = row0 + blockIdx.x, h = blockIdx.y;
   AttentionSeq seq;
   if (!FindSeq(seqs, n_seqs, row, &seq)) return;
@@ -113,20 +121,48 @@ __global__ void MergeKernel(const float* part, const AttentionSeq* seqs, int64_t
   KeyRange(seq, row, p.window, &lo, &pos);
   if (generated_only && pos < seq.generated_from) return;
   const int d = static_cast<int>(p.head_dim);
-  const int64_t c_lo = lo / kAttentionChunk, c_hi = pos / kAttentionChunk;
-  const float* base = part + (blockIdx.x * p.n_heads + h) * n_chunks * (d + 2);
+  const int64_t c_lo = lo / kAttentionChunk, nc = pos / kAttentionChunk - c_lo + 1;
+  const float* base = part + ((blockIdx.x * p.n_heads + h) * n_chunks + c_lo) * (d + 2);
+  float* wgt = merge_smem;       // [nc]: m_c, then exp(m_c - M)
+  float* lsum = merge_smem + n_chunks;  // [nc]: l_c
   float mx = -INFINITY;
-  for (int64_t c = c_lo; c <= c_hi; ++c) mx = fmaxf(mx, base[c * (d + 2)]);
-  float l = 0.0f;
-  for (int64_t c = c_lo; c <= c_hi; ++c) l = fmaf(expf(base[c * (d + 2)] - mx), base[c * (d + 2) + 1], l);
-  const float inv = __fdiv_rn(1.0f, l);
-  for (int col = threadIdx.x; col < d; col += blockDim.x) {
+  for (int64_t i = threadIdx.x; i < nc; i += kThreads) {
+    const float m = base[i * (d + 2)];
+    wgt[i] = m;
+    lsum[i] = base[i * (d + 2) + 1];
+    mx = fmaxf(mx, m);
+  }
+  for (int o = 16; o > 0; o >>= 1) mx = fmaxf(mx, __shfl_xor_sync(0xFFFFFFFFu, mx, o));
+  if ((threadIdx.x & 31) == 0) warp_max[threadIdx.x >> 5] = mx;
+  __syncthreads();
+#pragma unroll
+  for (int w = 0; w < kWarps; ++w) mx = fmaxf(mx, warp_max[w]);
+  for (int64_t i = threadIdx.x; i < nc; i += kThreads) wgt[i] = expf(wgt[i] - mx);
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    float l = 0.0f;
+    for (int64_t i = 0; i < nc; ++i) l = fmaf(wgt[i], lsum[i], l);
+    inv_shared = __fdiv_rn(1.0f, l);
+  }
+  __syncthreads();
+  const float inv = inv_shared;
+  for (int col = threadIdx.x; col < d; col += kThreads) {
     float o = 0.0f;
-    for (int64_t c = c_lo; c <= c_hi; ++c) {
-      o = fmaf(expf(base[c * (d + 2)] - mx), base[c * (d + 2) + 2 + col], o);
-    }
+#pragma unroll 8
+    for (int64_t i = 0; i < nc; ++i) o = fmaf(wgt[i], base[i * (d + 2) + 2 + col], o);
     out[row * p.out_stride + h * d + col] = __fmul_rn(o, inv);
   }
+}
+
+// Launches MergeKernel for rows [r0, r0 + rows).
+void LaunchMerge(const float* scratch, const AttentionSeq* seqs, int64_t n_seqs, const AttentionParams& p, int64_t r0,
+                 int64_t rows, int64_t n_chunks, float* out, bool generated_only, cudaStream_t s) {
+  const size_t smem = static_cast<size_t>(2 * n_chunks) * sizeof(float);
+  if (smem > 48 * 1024) {
+    cudaFuncSetAttribute(MergeKernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem));
+  }
+  LaunchPdl(MergeKernel, dim3(static_cast<unsigned>(rows), static_cast<unsigned>(p.n_heads)), kThreads, smem, s,
+            scratch, seqs, n_seqs, p, r0, n_chunks, out, generated_only);
 }
 
 }  // namespace
@@ -151,10 +187,7 @@ void LaunchAttention(const float* q, const void* k_cache, const void* v_cache, c
     if (key_lanes) {
       LaunchKeyLanesChunks(q, k_cache, v_cache, seqs, n_seqs, p, r0, rows, n_chunks, scratch,
                            n_chunks == 1 ? out : nullptr, generated_only, s);
-      if (n_chunks > 1) {
-        LaunchPdl(MergeKernel, dim3(static_cast<unsigned>(rows), static_cast<unsigned>(p.n_heads)), kThreads, 0, s,
-                  scratch, seqs, n_seqs, p, r0, n_chunks, out, generated_only);
-      }
+      if (n_chunks > 1) LaunchMerge(scratch, seqs, n_seqs, p, r0, rows, n_chunks, out, generated_only, s);
       continue;
     }
     const dim3 grid(static_cast<unsigned>(n_chunks), static_cast<unsigned>(p.n_kv_heads), static_cast<unsigned>(rows));
@@ -176,8 +209,7 @@ void LaunchAttention(const float* q, const void* k_cache, const void* v_cache, c
       }
     });
     if (n_chunks == 1) continue;  // the chunk kernel wrote the rows
-    LaunchPdl(MergeKernel, dim3(static_cast<unsigned>(rows), static_cast<unsigned>(p.n_heads)), kThreads, 0, s,
-        scratch, seqs, n_seqs, p, r0, n_chunks, out, generated_only);
+    LaunchMerge(scratch, seqs, n_seqs, p, r0, rows, n_chunks, out, generated_only, s);
   }
 }
 
