@@ -105,7 +105,9 @@ class ForwardPass {
   // layer before added its output to x and normed it in one op).
   void Layer(int64_t li, bool normed);
   RopeParams RopeOf(int64_t heads, int64_t stride, int rope_index) const;
-  void ApplyRope(float* x, int64_t heads, int64_t stride, int rope_index);
+  // RoPE with a table per sequence (a length-dependent rope; the one-table
+  // case goes through RopeStoreKv).
+  void ApplyRopeTables(float* x, int64_t heads, int64_t stride, int rope_index);
   void DenseMlp(const LayerWeights& w);
   void MoeMlp(const LayerWeights& w);
   // Per-step host data goes through the backend's staging memory (pinned on
@@ -360,13 +362,9 @@ RopeParams ForwardPass::RopeOf(int64_t heads, int64_t stride, int rope_index) co
   return rp;
 }
 
-void ForwardPass::ApplyRope(float* x, int64_t heads, int64_t stride, int rope_index) {
+void ForwardPass::ApplyRopeTables(float* x, int64_t heads, int64_t stride, int rope_index) {
   const RopeParams rp = RopeOf(heads, stride, rope_index);
   const int d = dyn_index_[static_cast<size_t>(rope_index)];
-  if (d < 0) {
-    b_.Rope(x, n_, p_.pos, m_.rope_tables_[static_cast<size_t>(rope_index)].as<float>(), rp);
-    return;
-  }
   // This rope's tables: one per sequence, half_ apart.
   const size_t s_bucket = static_cast<size_t>(BatchBucket(static_cast<int64_t>(items_.size())));
   b_.RopeTables(x, n_, p_.pos, p_.dyn_rope + static_cast<size_t>(d) * s_bucket * half_, half_, p_.token_seq, rp);
@@ -458,8 +456,8 @@ void ForwardPass::Layer(int64_t li, bool normed) {
                    m_.rope_tables_[static_cast<size_t>(ls.rope_index)].as<float>(), kvd, p_.slots,
                    cache_.k(li, rank_), cache_.v(li, rank_), cache_.dtype());
   } else {
-    ApplyRope(p_.q, s_.n_heads, qkv_stride_, ls.rope_index);
-    ApplyRope(p_.k, s_.n_kv_heads, k_stride_, ls.rope_index);
+    ApplyRopeTables(p_.q, s_.n_heads, qkv_stride_, ls.rope_index);
+    ApplyRopeTables(p_.k, s_.n_kv_heads, k_stride_, ls.rope_index);
     b_.StoreKv(p_.k, k_stride_, p_.v, v_stride_, N, kvd, p_.slots, cache_.k(li, rank_), cache_.v(li, rank_),
                cache_.dtype());
   }

@@ -122,7 +122,6 @@ bool LaunchRopeStoreKv(float* q, const RopeParams& rq, float* k, const RopeParam
   a.interleaved = rk.pairing == RopePairing::kInterleaved;
   a.positions = positions, a.inv_freq = inv_freq, a.slots = slots;
   a.k_cache = k_cache, a.v_cache = v_cache;
-  if (a.half <= 0) a.half = 0;
   const int64_t items = (a.q_heads + a.kv_heads) * a.half + a.kv_heads * (a.head_dim - 2 * a.half) + kv_dim;
   const dim3 grid(static_cast<unsigned>(n), Blocks(items, 256));
   ForElem(ElemOf(kv_dtype), [&]<Elem E>() { LaunchPdl(RopeStoreKvKernel<E>, grid, 256, 0, s, a); });
