@@ -114,7 +114,13 @@ class BackendOpsTest : public ::testing::TestWithParam<Candidate> {
   // The tolerance of a MatMul of `spec` rows of `kind` on the candidate.
   double MatMulTol(const FormatSpec& spec, RowKind kind) const {
     const Precision p = got_->precision();
-    if (got_->kind() == DeviceKind::kCuda) return got_->RowKindMatters() && kind == RowKind::kPrompt ? kCudaF16Tol : kF32Tol;
+    if (got_->kind() == DeviceKind::kCuda) {
+      // MLX 4-bit generated rows at kAuto: int8 activations (cuda/matmul_int8.cuh).
+      const bool int8 = spec.format == WeightFormat::kMlxAffine && spec.bits == 4 &&
+                        (p == Precision::kFastInt8 || (p == Precision::kAuto && kind == RowKind::kGenerated));
+      if (int8) return kInt8Tol;
+      return got_->RowKindMatters() && kind == RowKind::kPrompt ? kCudaF16Tol : kF32Tol;
+    }
     const bool amx = HasBf16Matmul(ActiveCpuIsa());
     if (p == Precision::kFastBf16 && amx) return kBf16Tol;
     if (p == Precision::kAuto && kind == RowKind::kPrompt && amx) return kBf16Tol;

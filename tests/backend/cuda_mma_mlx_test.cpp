@@ -25,13 +25,17 @@ class CudaMmaMlxTest : public ::testing::Test {
   void SetUp() override {
     if (CudaDeviceCount() == 0) GTEST_SKIP() << (CudaBuilt() ? "no GPU here" : "built without CUDA");
     setenv("LLMHOST_CUDA_MLX_MMA", "on", 1);  // the default, whatever the environment says
+    setenv("LLMHOST_CUDA_MLX_INT8", "off", 1);  // 4-bit rows at kAuto would go to the int8 kernel
     DeviceSpec d;
     d.kind = DeviceKind::kCuda;
     auto b = MakeBackend(d, Precision::kAuto, nullptr);
     ASSERT_TRUE(b.ok()) << b.status().ToString();
     b_ = std::move(*b);
   }
-  void TearDown() override { unsetenv("LLMHOST_CUDA_MLX_MMA"); }
+  void TearDown() override {
+    unsetenv("LLMHOST_CUDA_MLX_MMA");
+    unsetenv("LLMHOST_CUDA_MLX_INT8");
+  }
 
   // y[n, rows] of `w` over x's rows [first, first + n), copied to the host.
   std::vector<float> Run(const WeightMatrix& w, const DeviceBuffer& x, int64_t first, int64_t n,

@@ -20,6 +20,7 @@
 #include "backend/cuda/graph_cache.h"
 #include "backend/cuda/lt_gemm.h"
 #include "backend/cuda/matmul.cuh"
+#include "backend/cuda/matmul_int8.cuh"
 #include "backend/cuda/matmul_mma.cuh"
 #include "backend/cuda/matmul_tc.cuh"
 #include "backend/cuda/prompt_attention.cuh"
@@ -180,6 +181,7 @@ CudaBackend::~CudaBackend() {
   if (tc_scratch_.valid()) Free(tc_scratch_);
   if (attn_scratch_.valid()) Free(attn_scratch_);
   if (order_scratch_.valid()) Free(order_scratch_);
+  if (int8_scratch_.valid()) Free(int8_scratch_);
   if (lt_workspace_.valid()) Free(lt_workspace_);
   graphs_.reset();
   if (stream_) {
@@ -615,6 +617,20 @@ bool CudaBackend::GeneratedRowsOnTensorCores(const cuda::DevWeight& d) const {
   return PromptRowsOnTensorCores() && cuda::MmaRows(d);
 }
 
+bool CudaBackend::Int8Rows(const cuda::DevWeight& d, RowKind kind) const {
+  const char* v = std::getenv("LLMHOST_CUDA_MLX_INT8");  // read at each call, as the other switches
+  const bool enabled = v == nullptr || std::strcmp(v, "off") != 0;
+  const bool by_precision =
+      precision_ == Precision::kFastInt8 || (precision_ == Precision::kAuto && kind == RowKind::kGenerated);
+  return enabled && by_precision && cuda::Int8MlxRows(d);
+}
+
+void CudaBackend::Int8MatMuls(const cuda::DevWeight* d, float* const* y, int count, const float* x, int64_t n) {
+  if (!Scratch(&int8_scratch_, static_cast<size_t>(cuda::Int8QxBytes(n, d[0].cols)), "int8 activations")) return;
+  cuda::LaunchQuantizeX(x, n, d[0].cols, int8_scratch_.data, S(stream_));
+  cuda::LaunchInt8MlxMatMul(d, y, count, int8_scratch_.data, n, S(stream_));
+}
+
 bool CudaBackend::Prepared(const WeightMatrix& w, const char* op, cuda::DevWeight* d) {
   if (DevWeightOf(w, d)) return true;
   Fail(Status::InvalidArgument(std::string("cuda ") + op + ": the weight was not prepared by this backend"));
@@ -680,6 +696,17 @@ void CudaBackend::MatMuls(std::span<const MatMulJob> jobs, const float* x, int64
     ys[i] = jobs[i].y;
   }
   Use();
+  if (Int8Rows(d[0], rows)) {
+    bool same = true;
+    for (size_t i = 0; i < jobs.size(); ++i) same = same && cuda::Int8Fusable(d[0], d[i]);
+    if (!same) {  // one at a time: each weight's own kernel
+      Backend::MatMuls(jobs, x, n, rows);
+      return;
+    }
+    Int8MatMuls(d, ys, static_cast<int>(jobs.size()), x, n);
+    CheckLaunch("MatMul");
+    return;
+  }
   if (GeneratedRowsOnTensorCores(d[0])) {
     bool same = true;
     for (size_t i = 0; i < jobs.size(); ++i) same = same && cuda::MmaFusable(d[0], d[i]);
@@ -706,7 +733,9 @@ void CudaBackend::MatMul(const WeightMatrix& w, const float* x, int64_t n, float
     x = order_scratch_.as<float>();
     d.col_order = nullptr;
   }
-  if (rows == RowKind::kPrompt && PromptRowsOnTensorCores() && LtMatMul(d, x, n, y)) {
+  if (Int8Rows(d, rows)) {
+    Int8MatMuls(&d, &y, 1, x, n);
+  } else if (rows == RowKind::kPrompt && PromptRowsOnTensorCores() && LtMatMul(d, x, n, y)) {
     // done on cuBLASLt
   } else if (rows == RowKind::kPrompt && PromptRowsOnTensorCores()) {
     // The f16 copy of x: a scratch buffer kept for the next call (grown to the

@@ -79,7 +79,7 @@ class CudaBackend : public Backend {
 
   Precision precision() const override { return precision_; }
   void set_precision(Precision p) override { precision_ = p; }
-  bool RowKindMatters() const override { return PromptRowsOnTensorCores(); }
+  bool RowKindMatters() const override { return PromptRowsOnTensorCores(); }  // kFastInt8: the same for both
 
   void MatMul(const WeightMatrix& w, const float* x, int64_t n, float* y, RowKind rows) override;
   void MatMuls(std::span<const MatMulJob> jobs, const float* x, int64_t n, RowKind rows) override;
@@ -146,6 +146,12 @@ class CudaBackend : public Backend {
   bool InBounds(const DeviceBuffer& buf, size_t offset, size_t bytes, const char* what);
   bool PromptRowsOnTensorCores() const;  // by precision_
   bool GeneratedRowsOnTensorCores(const cuda::DevWeight& d) const;
+  // Rows of `kind` that multiply int8 activations with `d`'s codes
+  // (cuda/matmul_int8.cuh): MLX 4-bit generated rows at kAuto, every MLX
+  // 4-bit row at kFastInt8 (LLMHOST_CUDA_MLX_INT8=off: neither).
+  bool Int8Rows(const cuda::DevWeight& d, RowKind kind) const;
+  // y[i] = x · w[i]ᵀ through the int8 kernel (x quantized once for all).
+  void Int8MatMuls(const cuda::DevWeight* d, float* const* y, int count, const float* x, int64_t n);
   // The kernels' view of `w`; false (and a sticky error naming `op`) for a
   // weight another backend prepared.
   bool Prepared(const WeightMatrix& w, const char* op, cuda::DevWeight* d);
@@ -186,6 +192,7 @@ class CudaBackend : public Backend {
   std::atomic<std::thread::id> capture_thread_{};
   std::unique_lock<std::mutex> WaitForRecording();
   DeviceBuffer attn_scratch_;  // Attention's chunk partials (cuda/attention.cuh)
+  DeviceBuffer int8_scratch_;  // x quantized to int8 (cuda/matmul_int8.cuh)
   DeviceBuffer order_scratch_;  // x in a weight's stored column order (WeightMatrix::col_order)
 };
 

@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# On the lent GPU (.devcarry carried): the MLX int8-activation GEMV
+# (cuda/matmul_int8.cuh) checked and timed. The CUDA MatMul tests, then MLX
+# 4-bit g64 decode of the Llama-3-8B shape (random weights) at 1, 8 and 32
+# sequences with the int8 kernel (the default) and with
+# LLMHOST_CUDA_MLX_INT8=off (the tensor-core GEMV), alternated, then the issue's
+# MLX 4-bit figures (after 16 and 8,192 tokens) and an ncu of one step's GEMVs.
+#   NCU=0 to skip the profile; ROUNDS (default 2).
+set -uo pipefail
+s=/tmp/llmhost-stage
+out=${OUT:-/tmp/int8-check}
+mkdir -p "$s" "$out"
+tar -C "$s" -xJf .devcarry/stage.tar.xz || exit 1
+export LD_LIBRARY_PATH=$s/lib
+B=$s/bin
+nvidia-smi --query-gpu=name,memory.total,clocks.max.sm --format=csv,noheader
+"$B/backend_tests" --gtest_filter='*Int8Mlx*:*MmaMlx*:*MatMul*cuda*:*FusedLayerSteps*cuda*' >"$out/backend_tests.log" 2>&1
+echo "backend_tests rc=$?: $(grep -E '^\[  PASSED|^\[  FAILED' "$out/backend_tests.log" | tr '\n' ' ')"
+grep -E '^\[  FAILED |Failure|Expected|Which is|vs the CPU|vs exact' "$out/backend_tests.log" | head -30
+"$B/engine_tests" --gtest_filter='Cuda*' >"$out/engine_tests.log" 2>&1
+echo "engine_tests rc=$?: $(grep -E '^\[  PASSED|^\[  FAILED' "$out/engine_tests.log" | tr '\n' ' ')"
+"$B/model_tests" --gtest_filter='*Cuda*:*RandomModel*' >"$out/model_tests.log" 2>&1
+echo "model_tests rc=$?: $(grep -E '^\[  PASSED|^\[  FAILED' "$out/model_tests.log" | tr '\n' ' ')"
+grep -E '^\[  FAILED ' "$out/model_tests.log" | head -10
+cfg=/tmp/llama8b.json
+cat >"$cfg" <<'JSON'
+{"hidden_size": 4096, "num_hidden_layers": 32, "num_attention_heads": 32, "num_key_value_heads": 8,
+ "intermediate_size": 14336, "vocab_size": 32000, "tie_word_embeddings": false, "max_position_embeddings": 16384}
+JSON
+mb() {  # mb LABEL ENV... -- model_bench args
+  local label=$1
+  shift
+  local envs=()
+  while [ "$1" != -- ]; do envs+=("$1"); shift; done
+  shift
+  env "${envs[@]}" "$B/model_bench" --random-config "$cfg" --arch llama --seed 1 --group-size 64 --device cuda \
+    --precisions auto --reps 3 --formats mlx4 "$@" >"$out/mb.log" 2>&1
+  echo "| $label | $* | $(grep -E 'tok/s' "$out/mb.log" | grep -vE '^\|' | head -2 | tr '\n' ' ' | cut -c1-200) |" | tee -a "$out/table.md"
+  cat "$out/mb.log" >>"$out/model_bench.log"
+}
+for round in $(seq 1 "${ROUNDS:-2}"); do
+  for v in LLMHOST_CUDA_MLX_INT8=on LLMHOST_CUDA_MLX_INT8=off; do
+    mb "$v r$round" "$v" -- --prompt 512 --steps 32 --batch 8 --phases decode1,decode-batch
+    mb "$v r$round" "$v" -- --prompt 16 --steps 16 --batch 32 --phases decode-batch
+  done
+done
+"$B/model_bench" --random-config "$cfg" --arch llama --seed 1 --group-size 64 --device cuda --precisions auto \
+  --reps 3 --prefill-reps 2 --steps 32 --prompt 16 --batch 32 --long-context 8192 --formats mlx4 >"$out/fig_mlx4.log" 2>&1
+grep -E 'copy bandwidth at start|tok/s' "$out/fig_mlx4.log" | grep -vE '^\|' | cut -c1-260
+if [ "${NCU:-1}" = 1 ] && command -v ncu >/dev/null; then
+  env LLMHOST_CUDA_GRAPHS=off ncu --clock-control none --kernel-name regex:'Int8Mlx|QuantizeX' --launch-skip 20 --launch-count 10 \
+    --section SpeedOfLight --section Occupancy --section WarpStateStats \
+    "$B/model_bench" --random-config "$cfg" --arch llama --seed 1 --group-size 64 --device cuda --precisions auto \
+    --reps 1 --formats mlx4 --prompt 16 --steps 2 --batch 1 --phases decode1 >"$out/ncu.log" 2>&1
+  grep -E 'Int8Mlx|QuantizeX|Duration|DRAM Throughput|Compute \(SM\) Throughput|Achieved Occupancy|Registers Per|Warp Cycles Per Issued' \
+    "$out/ncu.log" | sed -E 's/ +/ /g' | cut -c1-160 | head -70
+fi
+echo
+cat "$out/table.md"

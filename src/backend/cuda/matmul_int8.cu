@@ -1,0 +1,208 @@
+#include "backend/cuda/common.cuh"
+#include "backend/cuda/matmul_int8.cuh"
+
+namespace llmhost::cuda {
+namespace {
+
+constexpr int kWarps = 4;
+constexpr int kRowsPerWarp = 2;  // rows a warp sums together (each x chunk loaded once for them)
+constexpr int kBlockRows = kWarps * kRowsPerWarp;
+constexpr int kAhead = 4;        // chunks of each row a lane loads before it sums them
+constexpr int kMaxWeights = 4;
+constexpr int kQuantWarps = 8;
+
+int64_t XqBytes(int64_t n, int64_t cols) { return (n * cols + 15) / 16 * 16; }
+
+// qx: xq[n][cols] (int8, each 32-column chunk in the order its codes are
+// multiplied: a weight word's even columns, then its odd ones), then
+// (dx, xs)[n][cols / 32].
+//
+// One warp per chunk: lane i holds column i. The chunk's max and sum are
+// butterflies (the max is exact in any order; the sum's order is fixed).
+__global__ void __launch_bounds__(kQuantWarps * 32) QuantizeXKernel(const float* x, int64_t cols, int8_t* xq,
+                                                                    float2* dxs) {
+  WaitForPriorGrid();
+  const int lane = threadIdx.x & 31;
+  const int64_t chunks = cols / 32, b = static_cast<int64_t>(blockIdx.x) * kQuantWarps + (threadIdx.x >> 5);
+  const int64_t t = blockIdx.y;
+  if (b >= chunks) return;
+  const float v = x[t * cols + b * 32 + lane];
+  float amax = fabsf(v);
+  for (int o = 16; o > 0; o >>= 1) amax = fmaxf(amax, __shfl_xor_sync(0xFFFFFFFFu, amax, o));
+  const float sum = WarpSum(v);
+  // The CPU's rounding: x times the rounded reciprocal, to nearest even.
+  const float id = amax > 0.0f ? 127.0f / amax : 0.0f;
+  const int q = __float2int_rn(__fmul_rn(v, id));
+  // Column 8w + j of the chunk (word w, code j) goes to int 2w + (j & 1), byte j / 2.
+  const int at = 4 * (2 * (lane >> 3) + (lane & 1)) + ((lane & 7) >> 1);
+  xq[t * cols + b * 32 + at] = static_cast<int8_t>(q);
+  if (lane == 0) dxs[t * chunks + b] = make_float2(amax / 127.0f, sum);
+}
+
+struct Int8Weights {
+  DevWeight w[kMaxWeights];
+  float* y[kMaxWeights];
+  int64_t first[kMaxWeights + 1];  // weight i's first block of kBlockRows rows
+  int count = 0;
+};
+
+// Σ q · xq over one 32-bit word of codes (columns 8w .. 8w + 7): its even
+// codes against `even`, its odd ones against `odd`.
+__device__ __forceinline__ int DotWord(uint32_t word, int even, int odd, int s) {
+  s = __dp4a(static_cast<int>(word & 0x0F0F0F0Fu), even, s);
+  return __dp4a(static_cast<int>((word >> 4) & 0x0F0F0F0Fu), odd, s);
+}
+
+// One row's codes, scale and bias for the chunks k0, k0 + 32, ... (kAhead of them).
+template <Elem SE>
+__device__ __forceinline__ void LoadChunks(const DevWeight& w, int64_t r, int64_t k0, int64_t chunks, int gshift,
+                                           uint4 (&q)[kAhead], float (&sc)[kAhead], float (&bi)[kAhead]) {
+  const int64_t groups = w.cols >> (5 + gshift);
+#pragma unroll
+  for (int a = 0; a < kAhead; ++a) {
+    const int64_t k = k0 + a * 32;
+    q[a] = make_uint4(0, 0, 0, 0);
+    sc[a] = bi[a] = 0.0f;
+    if (r < w.rows && k < chunks) {
+      q[a] = __ldg(reinterpret_cast<const uint4*>(static_cast<const uint8_t*>(w.data) + r * w.row_bytes) + k);
+      const int64_t g = r * groups + (k >> gshift);
+      sc[a] = Load<SE>(w.scales, g);
+      bi[a] = Load<SE>(w.biases, g);
+    }
+  }
+}
+
+// 1-D grid: block b takes kBlockRows rows (row block b / tiles, over the
+// weights in turn) for tokens [T * (b % tiles), + T): a row block's token
+// tiles are neighbours, so they find its codes in L2.
+template <int T, Elem SE>
+__global__ void __launch_bounds__(kWarps * 32) Int8MlxKernel(Int8Weights ws, const int8_t* xq, const float2* dxs,
+                                                             int64_t n, int tiles, int gshift) {
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  const int64_t rb = blockIdx.x / tiles;
+  const int64_t t0 = static_cast<int64_t>(blockIdx.x % tiles) * T;
+  int i = 0;
+  while (i + 1 < ws.count && rb >= ws.first[i + 1]) ++i;
+  const DevWeight& w = ws.w[i];
+  const int64_t r0 = (rb - ws.first[i]) * kBlockRows + warp * kRowsPerWarp;
+  const int nt = n - t0 < T ? static_cast<int>(n - t0) : T;
+  const int64_t cols = w.cols, chunks = cols / 32;
+  uint4 q[kRowsPerWarp][kAhead];
+  float sc[kRowsPerWarp][kAhead], bi[kRowsPerWarp][kAhead];
+  // Weights are never written by a step: their first loads go out before
+  // the wait for the kernel that wrote x.
+#pragma unroll
+  for (int rr = 0; rr < kRowsPerWarp; ++rr) LoadChunks<SE>(w, r0 + rr, lane, chunks, gshift, q[rr], sc[rr], bi[rr]);
+  WaitForPriorGrid();
+  float acc[kRowsPerWarp][T];
+#pragma unroll
+  for (int rr = 0; rr < kRowsPerWarp; ++rr) {
+#pragma unroll
+    for (int t = 0; t < T; ++t) acc[rr][t] = 0.0f;
+  }
+  for (int64_t k0 = lane; k0 < chunks; k0 += 32 * kAhead) {
+    if (k0 != lane) {
+#pragma unroll
+      for (int rr = 0; rr < kRowsPerWarp; ++rr) LoadChunks<SE>(w, r0 + rr, k0, chunks, gshift, q[rr], sc[rr], bi[rr]);
+    }
+#pragma unroll
+    for (int a = 0; a < kAhead; ++a) {
+      const int64_t k = k0 + a * 32;
+      if (k >= chunks) break;
+#pragma unroll
+      for (int t = 0; t < T; ++t) {
+        if (t < nt) {
+          const int4* xp = reinterpret_cast<const int4*>(xq + (t0 + t) * cols + k * 32);
+          const int4 xa = __ldg(xp), xb = __ldg(xp + 1);
+          const float2 d = __ldg(dxs + (t0 + t) * chunks + k);
+#pragma unroll
+          for (int rr = 0; rr < kRowsPerWarp; ++rr) {
+            int s = DotWord(q[rr][a].x, xa.x, xa.y, 0);
+            s = DotWord(q[rr][a].y, xa.z, xa.w, s);
+            s = DotWord(q[rr][a].z, xb.x, xb.y, s);
+            s = DotWord(q[rr][a].w, xb.z, xb.w, s);
+            acc[rr][t] = fmaf(__fmul_rn(sc[rr][a], d.x), static_cast<float>(s), acc[rr][t]);
+            acc[rr][t] = fmaf(bi[rr][a], d.y, acc[rr][t]);
+          }
+        }
+      }
+    }
+  }
+#pragma unroll
+  for (int rr = 0; rr < kRowsPerWarp; ++rr) {
+#pragma unroll
+    for (int t = 0; t < T; ++t) {
+      const float v = WarpSum(acc[rr][t]);
+      if (lane == 0 && t < nt && r0 + rr < w.rows) ws.y[i][(t0 + t) * w.rows + r0 + rr] = v;
+    }
+  }
+}
+
+bool Aligned(const void* p, uintptr_t bytes) { return (reinterpret_cast<uintptr_t>(p) & (bytes - 1)) == 0; }
+
+// chunk index >> gshift = group index within a row (groups of 32, 64, 128).
+int GroupShift(const DevWeight& w) { return w.group_size == 32 ? 0 : w.group_size == 64 ? 1 : 2; }
+
+template <int T>
+void LaunchTokens(const Int8Weights& ws, const int8_t* xq, const float2* dxs, int64_t n, int gshift,
+                  cudaStream_t s) {
+  const int tiles = static_cast<int>((n + T - 1) / T);
+  const dim3 grid(static_cast<unsigned>(ws.first[ws.count] * tiles));
+  switch (ws.w[0].scale_type) {
+    case Elem::kF32: LaunchPdl(Int8MlxKernel<T, Elem::kF32>, grid, kWarps * 32, 0, s, ws, xq, dxs, n, tiles, gshift); break;
+    case Elem::kF16: LaunchPdl(Int8MlxKernel<T, Elem::kF16>, grid, kWarps * 32, 0, s, ws, xq, dxs, n, tiles, gshift); break;
+    default: LaunchPdl(Int8MlxKernel<T, Elem::kBF16>, grid, kWarps * 32, 0, s, ws, xq, dxs, n, tiles, gshift); break;
+  }
+}
+
+}  // namespace
+
+bool Int8MlxRows(const DevWeight& w) {
+  if (w.fmt != WFmt::kMlx || w.bits != 4 || w.rows <= 0 || w.cols <= 0 || w.cols % 32 != 0) return false;
+  if ((w.group_size != 32 && w.group_size != 64 && w.group_size != 128) || w.cols % w.group_size != 0) return false;
+  if (w.scale_type == Elem::kF8 || w.row_bytes != w.cols / 2) return false;
+  const uintptr_t scale_align = w.scale_type == Elem::kF32 ? 4 : 2;
+  return Aligned(w.data, 16) && Aligned(w.scales, scale_align) && Aligned(w.biases, scale_align);
+}
+
+bool Int8Fusable(const DevWeight& a, const DevWeight& b) {
+  return Int8MlxRows(a) && Int8MlxRows(b) && a.cols == b.cols && a.scale_type == b.scale_type &&
+         a.group_size == b.group_size;
+}
+
+int64_t Int8QxBytes(int64_t n, int64_t cols) { return XqBytes(n, cols) + n * (cols / 32) * 8; }
+
+void LaunchQuantizeX(const float* x, int64_t n, int64_t cols, void* qx, cudaStream_t s) {
+  if (n <= 0 || cols < 32) return;
+  auto* xq = static_cast<int8_t*>(qx);
+  auto* dxs = reinterpret_cast<float2*>(xq + XqBytes(n, cols));
+  const dim3 grid(Blocks(cols / 32, kQuantWarps), static_cast<unsigned>(n));
+  LaunchPdl(QuantizeXKernel, grid, kQuantWarps * 32, 0, s, x, cols, xq, dxs);
+}
+
+void LaunchInt8MlxMatMul(const DevWeight* w, float* const* y, int count, const void* qx, int64_t n,
+                         cudaStream_t s) {
+  if (n <= 0 || count < 1 || count > kMaxWeights) return;
+  Int8Weights ws;
+  ws.count = count;
+  ws.first[0] = 0;
+  for (int k = 0; k < count; ++k) {
+    ws.w[k] = w[k];
+    ws.y[k] = y[k];
+    ws.first[k + 1] = ws.first[k] + (w[k].rows + kBlockRows - 1) / kBlockRows;
+  }
+  const auto* xq = static_cast<const int8_t*>(qx);
+  const auto* dxs = reinterpret_cast<const float2*>(xq + XqBytes(n, w[0].cols));
+  const int gshift = GroupShift(w[0]);
+  if (n == 1) {
+    LaunchTokens<1>(ws, xq, dxs, n, gshift, s);
+  } else if (n == 2) {
+    LaunchTokens<2>(ws, xq, dxs, n, gshift, s);
+  } else if (n <= 4) {
+    LaunchTokens<4>(ws, xq, dxs, n, gshift, s);
+  } else {
+    LaunchTokens<8>(ws, xq, dxs, n, gshift, s);
+  }
+}
+
+}  // namespace llmhost::cuda
