@@ -1,11 +1,14 @@
 #!/usr/bin/env bash
 # On the lent GPU (.devcarry carried): the MLX int8-activation GEMV
-# (cuda/matmul_int8.cuh) checked and timed. The CUDA MatMul tests, then MLX
-# 4-bit g64 decode of the Llama-3-8B shape (random weights) at 1, 8 and 32
-# sequences with the int8 kernel (the default) and with
-# LLMHOST_CUDA_MLX_INT8=off (the tensor-core GEMV), alternated, then the issue's
-# MLX 4-bit figures (after 16 and 8,192 tokens) and an ncu of one step's GEMVs.
-#   NCU=0 to skip the profile; ROUNDS (default 2).
+# (cuda/matmul_int8.cuh) checked and timed. The CUDA MatMul and attention
+# tests, then MLX 4-bit g64 decode of the Llama-3-8B shape (random weights) at
+# 1, 8 and 32 sequences with the int8 kernel (the default), without the
+# quantizer's early trigger (LLMHOST_CUDA_INT8_EARLY=off) and with
+# LLMHOST_CUDA_MLX_INT8=off (the tensor-core GEMV), alternated; decode b1
+# after 8,192 tokens with attention's V through shared memory
+# (LLMHOST_CUDA_KEYLANES_PREFETCH=on) or not; the issue's MLX 4-bit figures;
+# an ncu of one step's int8 kernels.
+#   NCU=0 to skip the profile; ROUNDS (default 2); FIGURES=0 to skip the figures.
 set -uo pipefail
 s=/tmp/llmhost-stage
 out=${OUT:-/tmp/int8-check}
@@ -14,7 +17,7 @@ tar -C "$s" -xJf .devcarry/stage.tar.xz || exit 1
 export LD_LIBRARY_PATH=$s/lib
 B=$s/bin
 nvidia-smi --query-gpu=name,memory.total,clocks.max.sm --format=csv,noheader
-"$B/backend_tests" --gtest_filter='*Int8Mlx*:*MmaMlx*:*MatMul*cuda*:*FusedLayerSteps*cuda*' >"$out/backend_tests.log" 2>&1
+"$B/backend_tests" --gtest_filter='*Int8Mlx*:*MmaMlx*:*MatMul*cuda*:*FusedLayerSteps*cuda*:*KeyLanes*:*Attention*cuda*' >"$out/backend_tests.log" 2>&1
 echo "backend_tests rc=$?: $(grep -E '^\[  PASSED|^\[  FAILED' "$out/backend_tests.log" | tr '\n' ' ')"
 grep -E '^\[  FAILED |Failure|Expected|Which is|vs the CPU|vs exact' "$out/backend_tests.log" | head -30
 "$B/engine_tests" --gtest_filter='Cuda*' >"$out/engine_tests.log" 2>&1
@@ -39,14 +42,23 @@ mb() {  # mb LABEL ENV... -- model_bench args
   cat "$out/mb.log" >>"$out/model_bench.log"
 }
 for round in $(seq 1 "${ROUNDS:-2}"); do
-  for v in LLMHOST_CUDA_MLX_INT8=on LLMHOST_CUDA_MLX_INT8=off; do
+  for v in LLMHOST_CUDA_MLX_INT8=on LLMHOST_CUDA_INT8_EARLY=off LLMHOST_CUDA_MLX_INT8=off; do
     mb "$v r$round" "$v" -- --prompt 512 --steps 32 --batch 8 --phases decode1,decode-batch
     mb "$v r$round" "$v" -- --prompt 16 --steps 16 --batch 32 --phases decode-batch
   done
 done
-"$B/model_bench" --random-config "$cfg" --arch llama --seed 1 --group-size 64 --device cuda --precisions auto \
-  --reps 3 --prefill-reps 2 --steps 32 --prompt 16 --batch 32 --long-context 8192 --formats mlx4 >"$out/fig_mlx4.log" 2>&1
-grep -E 'copy bandwidth at start|tok/s' "$out/fig_mlx4.log" | grep -vE '^\|' | cut -c1-260
+for v in LLMHOST_CUDA_KEYLANES_PREFETCH=off LLMHOST_CUDA_KEYLANES_PREFETCH=on LLMHOST_CUDA_KEYLANES_PREFETCH=off LLMHOST_CUDA_KEYLANES_PREFETCH=on; do
+  for fmt in bf16 mlx4; do
+    env "$v" "$B/model_bench" --random-config "$cfg" --arch llama --seed 1 --group-size 64 --device cuda --precisions auto \
+      --reps 2 --steps 16 --prompt 16 --batch 1 --long-context 8192 --formats $fmt --phases long >"$out/long.log" 2>&1
+    echo "| $v $fmt | $(grep -E 'after a' "$out/long.log" | grep -vE '^\|' | head -1 | cut -c1-160) |" | tee -a "$out/table.md"
+  done
+done
+if [ "${FIGURES:-1}" = 1 ]; then
+  "$B/model_bench" --random-config "$cfg" --arch llama --seed 1 --group-size 64 --device cuda --precisions auto \
+    --reps 3 --prefill-reps 2 --steps 32 --prompt 16 --batch 32 --long-context 8192 --formats mlx4 >"$out/fig_mlx4.log" 2>&1
+  grep -E 'copy bandwidth at start|tok/s' "$out/fig_mlx4.log" | grep -vE '^\|' | cut -c1-260
+fi
 if [ "${NCU:-1}" = 1 ] && command -v ncu >/dev/null; then
   env LLMHOST_CUDA_GRAPHS=off ncu --clock-control none --kernel-name regex:'Int8Mlx|QuantizeX' --launch-skip 20 --launch-count 10 \
     --section SpeedOfLight --section Occupancy --section WarpStateStats \

@@ -99,6 +99,10 @@ __device__ __forceinline__ void StoreElem(void* cache, int64_t at, float v) {
 // measured b1 unchanged and 32 sequences 6.5% slower on an H100 (its waiting
 // blocks hold SMs), so kernels do not trigger early.
 __device__ __forceinline__ void WaitForPriorGrid() { asm volatile("griddepcontrol.wait;" ::: "memory"); }
+// Lets the next kernel be scheduled now (it still waits in WaitForPriorGrid
+// for this one's end): for a small kernel whose successor has work that does
+// not depend on it (a GEMV's weight loads).
+__device__ __forceinline__ void LaunchDependents() { asm volatile("griddepcontrol.launch_dependents;" :::); }
 
 inline bool PdlEnabled() {
   static const bool on = [] {
@@ -121,6 +125,23 @@ void LaunchPdl(void (*kernel)(Params...), dim3 grid, dim3 block, size_t smem, cu
   cfg.attrs = &attr;
   cfg.numAttrs = PdlEnabled() ? 1 : 0;
   cudaLaunchKernelEx(&cfg, kernel, std::forward<Args>(args)...);  // errors: the caller's cudaGetLastError
+}
+
+__device__ __forceinline__ uint32_t SharedAddress(const void* p) {
+  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
+}
+
+// 16 bytes into shared memory without a register round trip; zeros when
+// !valid (a key past the sequence's end may be any bytes, NaN included).
+__device__ __forceinline__ void CopyAsync16(void* dst, const void* src, bool valid) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(SharedAddress(dst)), "l"(src),
+               "r"(valid ? 16 : 0)
+               : "memory");
+}
+__device__ __forceinline__ void CopyAsyncCommit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
+template <int kPending>
+__device__ __forceinline__ void CopyAsyncWait() {
+  asm volatile("cp.async.wait_group %0;" ::"n"(kPending) : "memory");
 }
 
 // Sum over the 32 lanes, the same butterfly whatever the launch: every lane

@@ -20,7 +20,9 @@ int64_t XqBytes(int64_t n, int64_t cols) { return (n * cols + 15) / 16 * 16; }
 // One warp per chunk: lane i holds column i. The chunk's max and sum are
 // butterflies (the max is exact in any order; the sum's order is fixed).
 __global__ void __launch_bounds__(kQuantWarps * 32) QuantizeXKernel(const float* x, int64_t cols, int8_t* xq,
-                                                                    float2* dxs) {
+                                                                    float2* dxs, bool early) {
+  // The GEMV after it may start at once: its first weight loads need no x.
+  if (early) LaunchDependents();
   WaitForPriorGrid();
   const int lane = threadIdx.x & 31;
   const int64_t chunks = cols / 32, b = static_cast<int64_t>(blockIdx.x) * kQuantWarps + (threadIdx.x >> 5);
@@ -177,7 +179,10 @@ void LaunchQuantizeX(const float* x, int64_t n, int64_t cols, void* qx, cudaStre
   auto* xq = static_cast<int8_t*>(qx);
   auto* dxs = reinterpret_cast<float2*>(xq + XqBytes(n, cols));
   const dim3 grid(Blocks(cols / 32, kQuantWarps), static_cast<unsigned>(n));
-  LaunchPdl(QuantizeXKernel, grid, kQuantWarps * 32, 0, s, x, cols, xq, dxs);
+  // LLMHOST_CUDA_INT8_EARLY=off: the GEMV is scheduled only once this kernel has ended (read at each call).
+  const char* e = std::getenv("LLMHOST_CUDA_INT8_EARLY");
+  const bool early = e == nullptr || std::strcmp(e, "off") != 0;
+  LaunchPdl(QuantizeXKernel, grid, kQuantWarps * 32, 0, s, x, cols, xq, dxs, early);
 }
 
 void LaunchInt8MlxMatMul(const DevWeight* w, float* const* y, int count, const void* qx, int64_t n,

@@ -18,10 +18,6 @@ constexpr int kWarps = 4;  // a warp takes 16 rows
 constexpr int kThreads = 32 * kWarps;
 constexpr float kLog2e = 1.4426950408889634f;
 
-__device__ __forceinline__ uint32_t SharedAddress(const void* p) {
-  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
-}
-
 // Four 8x8 tiles of 16-bit elements, row addresses from lanes 8i..8i+7.
 __device__ __forceinline__ void LoadTiles(uint32_t r[4], const uint16_t* p) {
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];"
@@ -34,19 +30,6 @@ __device__ __forceinline__ void LoadTilesTransposed(uint32_t r[4], const uint16_
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];"
                : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
                : "r"(SharedAddress(p)));
-}
-
-// 16 bytes into shared memory without a register round trip; zeros when
-// !valid (a key past the sequence's end may be any bytes, NaN included).
-__device__ __forceinline__ void CopyAsync16(uint16_t* dst, const uint16_t* src, bool valid) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(SharedAddress(dst)), "l"(src),
-               "r"(valid ? 16 : 0)
-               : "memory");
-}
-__device__ __forceinline__ void CopyAsyncCommit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
-template <int kPending>
-__device__ __forceinline__ void CopyAsyncWait() {
-  asm volatile("cp.async.wait_group %0;" ::"n"(kPending) : "memory");
 }
 
 // c += a · b over one m16n8k16 step, f32 sums.
