@@ -17,7 +17,7 @@ tar -C "$s" -xJf .devcarry/stage.tar.xz || exit 1
 export LD_LIBRARY_PATH=$s/lib
 B=$s/bin
 nvidia-smi --query-gpu=name,memory.total,clocks.max.sm --format=csv,noheader
-"$B/backend_tests" --gtest_filter='*Int8Mlx*:*MmaMlx*:*MatMul*cuda*:*FusedLayerSteps*cuda*:*KeyLanes*:*Attention*cuda*' >"$out/backend_tests.log" 2>&1
+"$B/backend_tests" --gtest_filter='*Int8Mlx*:*WidenPrompt*:*MmaMlx*:*MatMul*cuda*:*FusedLayerSteps*cuda*:*KeyLanes*:*Attention*cuda*' >"$out/backend_tests.log" 2>&1
 echo "backend_tests rc=$?: $(grep -E '^\[  PASSED|^\[  FAILED' "$out/backend_tests.log" | tr '\n' ' ')"
 grep -E '^\[  FAILED |Failure|Expected|Which is|vs the CPU|vs exact' "$out/backend_tests.log" | head -30
 "$B/engine_tests" --gtest_filter='Cuda*' >"$out/engine_tests.log" 2>&1
@@ -51,7 +51,14 @@ for v in LLMHOST_CUDA_KEYLANES_PREFETCH=off LLMHOST_CUDA_KEYLANES_PREFETCH=on LL
   for fmt in bf16 mlx4; do
     env "$v" "$B/model_bench" --random-config "$cfg" --arch llama --seed 1 --group-size 64 --device cuda --precisions auto \
       --reps 2 --steps 16 --prompt 16 --batch 1 --long-context 8192 --formats $fmt --phases long >"$out/long.log" 2>&1
-    echo "| $v $fmt | $(grep -E 'after a' "$out/long.log" | grep -vE '^\|' | head -1 | cut -c1-160) |" | tee -a "$out/table.md"
+    echo "| $v $fmt | $(grep -E 'after a [0-9]+-token prompt [0-9.]+ tok' "$out/long.log" | head -1 | cut -c1-130) |" | tee -a "$out/table.md"
+  done
+done
+for fmt in mlx4 fp8; do
+  for v in LLMHOST_CUDA_WIDEN_PROMPT=off LLMHOST_CUDA_WIDEN_PROMPT=on; do
+    env "$v" "$B/model_bench" --random-config "$cfg" --arch llama --seed 1 --group-size 64 --device cuda --precisions auto \
+      --prefill-reps 2 --prompt 512 --formats $fmt --phases prefill >"$out/prefill.log" 2>&1
+    echo "| $v $fmt prefill 512 | $(grep -E 'prefill' "$out/prefill.log" | grep -E 'tok/s' | grep -vE '^\|' | head -1 | cut -c1-120) |" | tee -a "$out/table.md"
   done
 done
 if [ "${FIGURES:-1}" = 1 ]; then

@@ -70,10 +70,12 @@ class CudaInt8MlxTest : public ::testing::Test {
     ASSERT_TRUE(cw.ok());
     cpu_->MatMul(*cw, x.data(), kTokens, cpu.data(), RowKind::kGenerated);
     std::vector<float> wref(cols);
+    const int64_t groups = cols / spec.group_size;
     for (int64_t r = 0; r < rows; r += std::max<int64_t>(1, rows / 37)) {
       quant::DequantizeRangeScalar(ow.w, r, 0, cols, wref.data());
       for (int64_t t = 0; t < kTokens; ++t) {
-        // Each x rounded by at most dx / 2 (dx = max|x| / 127 of its 32 columns).
+        // Each x rounded by at most dx / 2 (dx = max|x| / 127 of its 32
+        // columns), met by the centred weight scale · (q - 8) = w - bias - 8 · scale.
         double exact = 0, mag = 0, bound = 0;
         for (int64_t c = 0; c < cols; ++c) {
           const float* chunk = &x[t * cols + c / 32 * 32];
@@ -82,7 +84,9 @@ class CudaInt8MlxTest : public ::testing::Test {
           const double v = static_cast<double>(wref[c]) * x[t * cols + c];
           exact += v;
           mag += std::abs(v);
-          bound += std::abs(static_cast<double>(wref[c])) * amax / 127.0 / 2.0;
+          const int64_t g = r * groups + c / spec.group_size;
+          const double scale = quant::MlxParam(ow.w, ow.w.scales, g), bias = quant::MlxParam(ow.w, ow.w.biases, g);
+          bound += std::abs(wref[c] - bias - 8.0 * scale) * amax / 127.0 / 2.0;
         }
         const float got = batch[t * rows + r];
         ASSERT_NEAR(got, cpu[t * rows + r], 2e-6 * mag + 1e-6) << "token " << t << " row " << r << " vs the CPU";

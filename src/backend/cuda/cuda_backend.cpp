@@ -13,6 +13,7 @@
 #include "backend/cuda/attention.cuh"
 #include "backend/cuda/elem.h"
 #include "backend/cuda/elementwise.cuh"
+#include "backend/cuda/dequantize.cuh"
 #include "backend/cuda/embedding.cuh"
 #include "backend/cuda/encoder_attention.cuh"
 #include "backend/cuda/gated_activation.cuh"
@@ -182,6 +183,7 @@ CudaBackend::~CudaBackend() {
   if (attn_scratch_.valid()) Free(attn_scratch_);
   if (order_scratch_.valid()) Free(order_scratch_);
   if (int8_scratch_.valid()) Free(int8_scratch_);
+  if (widened_.valid()) Free(widened_);
   if (lt_workspace_.valid()) Free(lt_workspace_);
   graphs_.reset();
   if (stream_) {
@@ -677,6 +679,41 @@ bool CudaBackend::LtMatMul(const cuda::DevWeight& d, const float* x, int64_t n, 
   return true;
 }
 
+// The largest quantized weight widened for prompt rows (a Llama-3-70B FFN
+// matrix is 470 MiB as bf16); larger ones (a 128K vocabulary's head) keep
+// llmhost's own tensor-core kernel.
+constexpr size_t kMaxWidenedBytes = size_t{512} << 20;
+
+bool CudaBackend::WidenedLtMatMul(const cuda::DevWeight& d, const float* x, int64_t n, float* y) {
+  const char* v = std::getenv("LLMHOST_CUDA_WIDEN_PROMPT");
+  if (v != nullptr && std::strcmp(v, "off") == 0) return false;
+  const size_t bytes = static_cast<size_t>(d.rows * d.cols) * 2;
+  if (!lt_ || !cuda::DequantizableToBf16(d) || bytes > kMaxWidenedBytes || d.rows % 4 != 0 ||
+      (reinterpret_cast<uintptr_t>(y) & 15u) != 0) {
+    return false;
+  }
+  if (widened_.bytes < bytes) {
+    // Grown to the largest weight widened so far, never shrunk (counted as the
+    // backend's bytes). Where it cannot grow, the weight keeps its own kernel.
+    if (capturing_) {  // the recording is dropped; the plain run that follows grows it
+      if (capture_error_.ok()) capture_error_ = Status::Internal("cuda: widened weight grew while recording");
+      return true;
+    }
+    ++generation_;
+    if (widened_.valid()) Free(widened_);
+    auto b = Allocate(bytes, "widened weight");
+    if (!b.ok()) return false;
+    widened_ = *b;
+  }
+  cuda::LaunchDequantizeBf16(d, widened_.as<uint16_t>(), S(stream_));
+  cuda::DevWeight b = d;
+  b.fmt = cuda::WFmt::kBF16;
+  b.data = widened_.data;
+  b.scales = b.biases = nullptr;
+  b.row_bytes = d.cols * 2;
+  return LtMatMul(b, x, n, y);
+}
+
 void CudaBackend::MatMuls(std::span<const MatMulJob> jobs, const float* x, int64_t n, RowKind rows) {
   // Prompt rows go to the tensor cores one weight at a time; generated rows
   // of matching weights are one launch (the same kernel and sums as MatMul).
@@ -735,7 +772,8 @@ void CudaBackend::MatMul(const WeightMatrix& w, const float* x, int64_t n, float
   }
   if (Int8Rows(d, rows)) {
     Int8MatMuls(&d, &y, 1, x, n);
-  } else if (rows == RowKind::kPrompt && PromptRowsOnTensorCores() && LtMatMul(d, x, n, y)) {
+  } else if (rows == RowKind::kPrompt && PromptRowsOnTensorCores() &&
+             (LtMatMul(d, x, n, y) || WidenedLtMatMul(d, x, n, y))) {
     // done on cuBLASLt
   } else if (rows == RowKind::kPrompt && PromptRowsOnTensorCores()) {
     // The f16 copy of x: a scratch buffer kept for the next call (grown to the

@@ -157,6 +157,10 @@ class CudaBackend : public Backend {
   bool Prepared(const WeightMatrix& w, const char* op, cuda::DevWeight* d);
   // Prompt rows of a 16-bit weight on cuBLASLt; false where it does not apply.
   bool LtMatMul(const cuda::DevWeight& d, const float* x, int64_t n, float* y);
+  // Prompt rows of a quantized weight: widened to bf16 into a scratch buffer
+  // (up to kMaxWidenedBytes; LLMHOST_CUDA_WIDEN_PROMPT=off: never), then
+  // LtMatMul; false where it does not apply (a property of the weight).
+  bool WidenedLtMatMul(const cuda::DevWeight& d, const float* x, int64_t n, float* y);
 
   int device_;
   Precision precision_;
@@ -193,6 +197,7 @@ class CudaBackend : public Backend {
   std::unique_lock<std::mutex> WaitForRecording();
   DeviceBuffer attn_scratch_;  // Attention's chunk partials (cuda/attention.cuh)
   DeviceBuffer int8_scratch_;  // x quantized to int8 (cuda/matmul_int8.cuh)
+  DeviceBuffer widened_;       // one quantized weight as bf16 (cuda/dequantize.cuh)
   DeviceBuffer order_scratch_;  // x in a weight's stored column order (WeightMatrix::col_order)
 };
 

@@ -5,22 +5,31 @@ namespace llmhost::cuda {
 namespace {
 
 constexpr int kWarps = 4;
-constexpr int kRowsPerWarp = 2;  // rows a warp sums together (each x chunk loaded once for them)
-constexpr int kBlockRows = kWarps * kRowsPerWarp;
-constexpr int kAhead = 4;        // chunks of each row a lane loads before it sums them
 constexpr int kMaxWeights = 4;
+constexpr int kCodeOffset = 8;  // 4-bit codes meet x centred: q - 8
+
+// A warp sums R rows together (each x chunk loaded once for them), each lane
+// loading A chunks of each row before it sums them: more rows and fewer
+// chunks ahead as the token tile's registers grow (the sums do not change).
+template <int T>
+struct Shape {
+  static constexpr int R = T <= 2 ? 2 : 4;
+  static constexpr int A = T <= 2 ? 4 : 2;
+  static constexpr int kBlockRows = kWarps * R;
+};
 constexpr int kQuantWarps = 8;
 
 int64_t XqBytes(int64_t n, int64_t cols) { return (n * cols + 15) / 16 * 16; }
 
 // qx: xq[n][cols] (int8, each 32-column chunk in the order its codes are
 // multiplied: a weight word's even columns, then its odd ones), then
-// (dx, xs)[n][cols / 32].
+// (dx, xs, Σ xq as int bits, 0)[n][cols / 32].
 //
-// One warp per chunk: lane i holds column i. The chunk's max and sum are
-// butterflies (the max is exact in any order; the sum's order is fixed).
+// One warp per chunk: lane i holds column i. The chunk's max and sums are
+// butterflies (the max and the integer sum are exact in any order; the f32
+// sum's order is fixed).
 __global__ void __launch_bounds__(kQuantWarps * 32) QuantizeXKernel(const float* x, int64_t cols, int8_t* xq,
-                                                                    float2* dxs, bool early) {
+                                                                    float4* dxs, bool early) {
   // The GEMV after it may start at once: its first weight loads need no x.
   if (early) LaunchDependents();
   WaitForPriorGrid();
@@ -38,13 +47,14 @@ __global__ void __launch_bounds__(kQuantWarps * 32) QuantizeXKernel(const float*
   // Column 8w + j of the chunk (word w, code j) goes to int 2w + (j & 1), byte j / 2.
   const int at = 4 * (2 * (lane >> 3) + (lane & 1)) + ((lane & 7) >> 1);
   xq[t * cols + b * 32 + at] = static_cast<int8_t>(q);
-  if (lane == 0) dxs[t * chunks + b] = make_float2(amax / 127.0f, sum);
+  const int qsum = __reduce_add_sync(0xFFFFFFFFu, q);
+  if (lane == 0) dxs[t * chunks + b] = make_float4(amax / 127.0f, sum, __int_as_float(qsum), 0.0f);
 }
 
 struct Int8Weights {
   DevWeight w[kMaxWeights];
   float* y[kMaxWeights];
-  int64_t first[kMaxWeights + 1];  // weight i's first block of kBlockRows rows
+  int64_t first[kMaxWeights + 1];  // weight i's first block (of Shape<T>::kBlockRows rows)
   int count = 0;
 };
 
@@ -55,13 +65,14 @@ __device__ __forceinline__ int DotWord(uint32_t word, int even, int odd, int s) 
   return __dp4a(static_cast<int>((word >> 4) & 0x0F0F0F0Fu), odd, s);
 }
 
-// One row's codes, scale and bias for the chunks k0, k0 + 32, ... (kAhead of them).
-template <Elem SE>
+// One row's codes, scale and centred bias (bias + 8 · scale) for the chunks
+// k0, k0 + 32, ... (A of them).
+template <Elem SE, int A>
 __device__ __forceinline__ void LoadChunks(const DevWeight& w, int64_t r, int64_t k0, int64_t chunks, int gshift,
-                                           uint4 (&q)[kAhead], float (&sc)[kAhead], float (&bi)[kAhead]) {
+                                           uint4 (&q)[A], float (&sc)[A], float (&bi)[A]) {
   const int64_t groups = w.cols >> (5 + gshift);
 #pragma unroll
-  for (int a = 0; a < kAhead; ++a) {
+  for (int a = 0; a < A; ++a) {
     const int64_t k = k0 + a * 32;
     q[a] = make_uint4(0, 0, 0, 0);
     sc[a] = bi[a] = 0.0f;
@@ -69,7 +80,7 @@ __device__ __forceinline__ void LoadChunks(const DevWeight& w, int64_t r, int64_
       q[a] = __ldg(reinterpret_cast<const uint4*>(static_cast<const uint8_t*>(w.data) + r * w.row_bytes) + k);
       const int64_t g = r * groups + (k >> gshift);
       sc[a] = Load<SE>(w.scales, g);
-      bi[a] = Load<SE>(w.biases, g);
+      bi[a] = __fadd_rn(Load<SE>(w.biases, g), __fmul_rn(static_cast<float>(kCodeOffset), sc[a]));
     }
   }
 }
@@ -78,15 +89,16 @@ __device__ __forceinline__ void LoadChunks(const DevWeight& w, int64_t r, int64_
 // weights in turn) for tokens [T * (b % tiles), + T): a row block's token
 // tiles are neighbours, so they find its codes in L2.
 template <int T, Elem SE>
-__global__ void __launch_bounds__(kWarps * 32) Int8MlxKernel(Int8Weights ws, const int8_t* xq, const float2* dxs,
+__global__ void __launch_bounds__(kWarps * 32) Int8MlxKernel(Int8Weights ws, const int8_t* xq, const float4* dxs,
                                                              int64_t n, int tiles, int gshift) {
+  constexpr int kRowsPerWarp = Shape<T>::R, kAhead = Shape<T>::A;
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const int64_t rb = blockIdx.x / tiles;
   const int64_t t0 = static_cast<int64_t>(blockIdx.x % tiles) * T;
   int i = 0;
   while (i + 1 < ws.count && rb >= ws.first[i + 1]) ++i;
   const DevWeight& w = ws.w[i];
-  const int64_t r0 = (rb - ws.first[i]) * kBlockRows + warp * kRowsPerWarp;
+  const int64_t r0 = (rb - ws.first[i]) * Shape<T>::kBlockRows + warp * kRowsPerWarp;
   const int nt = n - t0 < T ? static_cast<int>(n - t0) : T;
   const int64_t cols = w.cols, chunks = cols / 32;
   uint4 q[kRowsPerWarp][kAhead];
@@ -94,7 +106,9 @@ __global__ void __launch_bounds__(kWarps * 32) Int8MlxKernel(Int8Weights ws, con
   // Weights are never written by a step: their first loads go out before
   // the wait for the kernel that wrote x.
 #pragma unroll
-  for (int rr = 0; rr < kRowsPerWarp; ++rr) LoadChunks<SE>(w, r0 + rr, lane, chunks, gshift, q[rr], sc[rr], bi[rr]);
+  for (int rr = 0; rr < kRowsPerWarp; ++rr) {
+    LoadChunks<SE, kAhead>(w, r0 + rr, lane, chunks, gshift, q[rr], sc[rr], bi[rr]);
+  }
   WaitForPriorGrid();
   float acc[kRowsPerWarp][T];
 #pragma unroll
@@ -105,7 +119,9 @@ __global__ void __launch_bounds__(kWarps * 32) Int8MlxKernel(Int8Weights ws, con
   for (int64_t k0 = lane; k0 < chunks; k0 += 32 * kAhead) {
     if (k0 != lane) {
 #pragma unroll
-      for (int rr = 0; rr < kRowsPerWarp; ++rr) LoadChunks<SE>(w, r0 + rr, k0, chunks, gshift, q[rr], sc[rr], bi[rr]);
+      for (int rr = 0; rr < kRowsPerWarp; ++rr) {
+        LoadChunks<SE, kAhead>(w, r0 + rr, k0, chunks, gshift, q[rr], sc[rr], bi[rr]);
+      }
     }
 #pragma unroll
     for (int a = 0; a < kAhead; ++a) {
@@ -116,13 +132,14 @@ __global__ void __launch_bounds__(kWarps * 32) Int8MlxKernel(Int8Weights ws, con
         if (t < nt) {
           const int4* xp = reinterpret_cast<const int4*>(xq + (t0 + t) * cols + k * 32);
           const int4 xa = __ldg(xp), xb = __ldg(xp + 1);
-          const float2 d = __ldg(dxs + (t0 + t) * chunks + k);
+          const float4 d = __ldg(dxs + (t0 + t) * chunks + k);
+          const int centre = __float_as_int(d.z) * kCodeOffset;  // Σ 8 · xq
 #pragma unroll
           for (int rr = 0; rr < kRowsPerWarp; ++rr) {
             int s = DotWord(q[rr][a].x, xa.x, xa.y, 0);
             s = DotWord(q[rr][a].y, xa.z, xa.w, s);
             s = DotWord(q[rr][a].z, xb.x, xb.y, s);
-            s = DotWord(q[rr][a].w, xb.z, xb.w, s);
+            s = DotWord(q[rr][a].w, xb.z, xb.w, s) - centre;  // Σ (q - 8) · xq, exact
             acc[rr][t] = fmaf(__fmul_rn(sc[rr][a], d.x), static_cast<float>(s), acc[rr][t]);
             acc[rr][t] = fmaf(bi[rr][a], d.y, acc[rr][t]);
           }
@@ -146,8 +163,11 @@ bool Aligned(const void* p, uintptr_t bytes) { return (reinterpret_cast<uintptr_
 int GroupShift(const DevWeight& w) { return w.group_size == 32 ? 0 : w.group_size == 64 ? 1 : 2; }
 
 template <int T>
-void LaunchTokens(const Int8Weights& ws, const int8_t* xq, const float2* dxs, int64_t n, int gshift,
+void LaunchTokens(Int8Weights ws, const DevWeight* w, const int8_t* xq, const float4* dxs, int64_t n, int gshift,
                   cudaStream_t s) {
+  for (int k = 0; k < ws.count; ++k) {
+    ws.first[k + 1] = ws.first[k] + (w[k].rows + Shape<T>::kBlockRows - 1) / Shape<T>::kBlockRows;
+  }
   const int tiles = static_cast<int>((n + T - 1) / T);
   const dim3 grid(static_cast<unsigned>(ws.first[ws.count] * tiles));
   switch (ws.w[0].scale_type) {
@@ -172,12 +192,12 @@ bool Int8Fusable(const DevWeight& a, const DevWeight& b) {
          a.group_size == b.group_size;
 }
 
-int64_t Int8QxBytes(int64_t n, int64_t cols) { return XqBytes(n, cols) + n * (cols / 32) * 8; }
+int64_t Int8QxBytes(int64_t n, int64_t cols) { return XqBytes(n, cols) + n * (cols / 32) * 16; }
 
 void LaunchQuantizeX(const float* x, int64_t n, int64_t cols, void* qx, cudaStream_t s) {
   if (n <= 0 || cols < 32) return;
   auto* xq = static_cast<int8_t*>(qx);
-  auto* dxs = reinterpret_cast<float2*>(xq + XqBytes(n, cols));
+  auto* dxs = reinterpret_cast<float4*>(xq + XqBytes(n, cols));
   const dim3 grid(Blocks(cols / 32, kQuantWarps), static_cast<unsigned>(n));
   // LLMHOST_CUDA_INT8_EARLY=off: the GEMV is scheduled only once this kernel has ended (read at each call).
   const char* e = std::getenv("LLMHOST_CUDA_INT8_EARLY");
@@ -194,19 +214,18 @@ void LaunchInt8MlxMatMul(const DevWeight* w, float* const* y, int count, const v
   for (int k = 0; k < count; ++k) {
     ws.w[k] = w[k];
     ws.y[k] = y[k];
-    ws.first[k + 1] = ws.first[k] + (w[k].rows + kBlockRows - 1) / kBlockRows;
   }
   const auto* xq = static_cast<const int8_t*>(qx);
-  const auto* dxs = reinterpret_cast<const float2*>(xq + XqBytes(n, w[0].cols));
+  const auto* dxs = reinterpret_cast<const float4*>(xq + XqBytes(n, w[0].cols));
   const int gshift = GroupShift(w[0]);
   if (n == 1) {
-    LaunchTokens<1>(ws, xq, dxs, n, gshift, s);
+    LaunchTokens<1>(ws, w, xq, dxs, n, gshift, s);
   } else if (n == 2) {
-    LaunchTokens<2>(ws, xq, dxs, n, gshift, s);
+    LaunchTokens<2>(ws, w, xq, dxs, n, gshift, s);
   } else if (n <= 4) {
-    LaunchTokens<4>(ws, xq, dxs, n, gshift, s);
+    LaunchTokens<4>(ws, w, xq, dxs, n, gshift, s);
   } else {
-    LaunchTokens<8>(ws, xq, dxs, n, gshift, s);
+    LaunchTokens<8>(ws, w, xq, dxs, n, gshift, s);
   }
 }
 

@@ -4,15 +4,16 @@
 // at kFastInt8).
 //
 // x is quantized per 32 columns as the CPU does: dx = max|x| / 127,
-// xq_i = round(x_i * (127 / max|x|)), xs = Σ x_i. A 32-column chunk of a
-// weight row then gives an exact integer S = Σ q_i · xq_i (eight dp4a), and
-// the row's sum is, chunk after chunk in column order,
-//   acc = fma(scale · dx, S, acc); acc = fma(bias, xs, acc)
+// xq_i = round(x_i * (127 / max|x|)), xs = Σ x_i. The codes meet x centred,
+// as on the CPU: a 32-column chunk of a weight row gives the exact integer
+// S = Σ (q_i - 8) · xq_i (eight dp4a, less 8 · Σ xq), and the row's sum is,
+// chunk after chunk in column order,
+//   acc = fma(scale · dx, S, acc); acc = fma(bias + 8 · scale, xs, acc)
 // per lane (lane l takes chunks l, l + 32, ...), then the warp's butterfly.
 // A token's result depends on its own row of x and the weight alone (never
 // on n or the tile it falls in), so the kernel is batch invariant. Error:
-// only x is rounded, by at most dx / 2 an element (~0.5% of an output), as on
-// the CPU.
+// only x is rounded, so |y - exact| <= Σ_i |scale · (q_i - 8)| · dx / 2
+// (~0.5% of an output), the CPU's bound.
 //
 // Why: at one token the tensor-core GEMV spends its time converting codes
 // to 16-bit floats (a quarter to a third of the memory's bandwidth); two
