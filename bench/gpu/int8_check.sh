@@ -5,9 +5,9 @@
 # 1, 8 and 32 sequences with the int8 kernel (the default), without the
 # quantizer's early trigger (LLMHOST_CUDA_INT8_EARLY=off) and with
 # LLMHOST_CUDA_MLX_INT8=off (the tensor-core GEMV), alternated; decode b1
-# after 8,192 tokens with attention's V through shared memory
-# (LLMHOST_CUDA_KEYLANES_PREFETCH=on) or not; the issue's MLX 4-bit figures;
-# an ncu of one step's int8 kernels.
+# after 8,192 tokens; prefill 512 of MLX 4-bit and FP8 with their weights
+# widened for cuBLASLt and without (LLMHOST_CUDA_WIDEN_PROMPT=off); the
+# issue's MLX 4-bit figures; an ncu of one step's int8 kernels.
 #   NCU=0 to skip the profile; ROUNDS (default 2); FIGURES=0 to skip the figures.
 set -uo pipefail
 s=/tmp/llmhost-stage
@@ -47,12 +47,10 @@ for round in $(seq 1 "${ROUNDS:-2}"); do
     mb "$v r$round" "$v" -- --prompt 16 --steps 16 --batch 32 --phases decode-batch
   done
 done
-for v in LLMHOST_CUDA_KEYLANES_PREFETCH=off LLMHOST_CUDA_KEYLANES_PREFETCH=on LLMHOST_CUDA_KEYLANES_PREFETCH=off LLMHOST_CUDA_KEYLANES_PREFETCH=on; do
-  for fmt in bf16 mlx4; do
-    env "$v" "$B/model_bench" --random-config "$cfg" --arch llama --seed 1 --group-size 64 --device cuda --precisions auto \
-      --reps 2 --steps 16 --prompt 16 --batch 1 --long-context 8192 --formats $fmt --phases long >"$out/long.log" 2>&1
-    echo "| $v $fmt | $(grep -E 'after a [0-9]+-token prompt [0-9.]+ tok' "$out/long.log" | head -1 | cut -c1-130) |" | tee -a "$out/table.md"
-  done
+for fmt in bf16 mlx4; do  # decode b1 after 8,192 tokens
+  "$B/model_bench" --random-config "$cfg" --arch llama --seed 1 --group-size 64 --device cuda --precisions auto \
+    --reps 2 --steps 16 --prompt 16 --batch 1 --long-context 8192 --formats $fmt --phases long >"$out/long.log" 2>&1
+  echo "| $fmt | $(grep -E 'after a [0-9]+-token prompt [0-9.]+ tok' "$out/long.log" | head -1 | cut -c1-130) |" | tee -a "$out/table.md"
 done
 for fmt in mlx4 fp8; do
   for v in LLMHOST_CUDA_WIDEN_PROMPT=off LLMHOST_CUDA_WIDEN_PROMPT=on; do

@@ -34,7 +34,6 @@ class KeyLanesAttentionTest : public GpuAttentionTest {
   void TearDown() override {
     unsetenv("LLMHOST_CUDA_PROMPT_ATTENTION");
     unsetenv("LLMHOST_CUDA_DECODE_ATTENTION");
-    unsetenv("LLMHOST_CUDA_KEYLANES_PREFETCH");
   }
   static void KeyLanes(bool on) {
     if (on) {
@@ -73,11 +72,6 @@ TEST_F(KeyLanesAttentionTest, RowsAreBatchInvariantAndMatchTheReference) {
     const std::vector<float> got = Run(mixed, 0), ref = Run(mixed, 1);
     EXPECT_LE(WorstRowError(got, ref, s.head_dim), 1e-4) << "against the reference";
     EXPECT_LE(WorstRowError(got, warp_rows, s.head_dim), 1e-4) << "against the warp-per-key kernel";
-    // V through shared memory (where it fits): the same values summed, the same bits.
-    setenv("LLMHOST_CUDA_KEYLANES_PREFETCH", "on", 1);
-    const std::vector<float> prefetched = Run(mixed, 0);
-    unsetenv("LLMHOST_CUDA_KEYLANES_PREFETCH");
-    EXPECT_EQ(0, std::memcmp(prefetched.data(), got.data(), got.size() * 4)) << "V prefetched";
     // Each decode alone, and all three together, give the same bits as in the mixed batch.
     const std::vector<float> together = Run(decodes, 0);
     for (int i = 0; i < 3; ++i) {

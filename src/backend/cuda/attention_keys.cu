@@ -36,12 +36,10 @@ __device__ __forceinline__ void Load8(const void* base, int64_t i, float (&v)[8]
 
 // grid (chunks, n_kv_heads, rows), kThreads threads; dynamic shared memory:
 // q [group][D], scores [group][128], the key lanes' outputs [KL][kHeadTile][D]
-// floats, then the chunk's 128 slots, then with PrefetchV the chunk's V rows
-// [128][D] (copied by cp.async while the scores are computed, so that the
-// V reads are in flight from the block's start; the same values are summed).
-// Sums run in fixed orders that depend on absolute key positions and D
-// alone: a row's partials never depend on its batch.
-template <Elem E, int D, bool PrefetchV>
+// floats, then the chunk's 128 slots. Sums run in fixed orders that depend
+// on absolute key positions and D alone: a row's partials never depend on
+// its batch.
+template <Elem E, int D>
 __global__ void __launch_bounds__(kThreads) KeyLanesKernel(const float* q, const void* k_cache, const void* v_cache,
                                                            const AttentionSeq* seqs, int64_t n_seqs, AttentionParams p,
                                                            int64_t row0, int64_t n_chunks, float* part, float* final,
@@ -61,8 +59,6 @@ __global__ void __launch_bounds__(kThreads) KeyLanesKernel(const float* q, const
   float* sc = qs + group * D;                       // [group][128]
   float* red = sc + group * kAttentionChunk;        // [kKeyLanes][kHeadTile][D]
   int64_t* slot = reinterpret_cast<int64_t*>(red + kKeyLanes * kHeadTile * D);  // [128]
-  uint8_t* vs = reinterpret_cast<uint8_t*>(slot + kAttentionChunk);              // PrefetchV: [128][D] of E
-  constexpr int kRowBytes = D * (E == Elem::kF32 ? 4 : E == Elem::kF8 ? 1 : 2);
   const int t = threadIdx.x;
 
   for (int i = t; i < group * D; i += kThreads) {
@@ -75,17 +71,6 @@ __global__ void __launch_bounds__(kThreads) KeyLanesKernel(const float* q, const
               kv_head * D;
   }
   __syncthreads();
-  if constexpr (PrefetchV) {
-    constexpr int kPieces = kRowBytes / 16;
-    for (int i = t; i < kAttentionChunk * kPieces; i += kThreads) {
-      const int key = i / kPieces, piece = i % kPieces;
-      const bool valid = key >= k_lo && key <= k_hi;
-      const uint8_t* src = static_cast<const uint8_t*>(v_cache) +
-                           (valid ? slot[key] * (kRowBytes / D) + piece * 16 : 0);
-      CopyAsync16(vs + key * kRowBytes + piece * 16, src, valid);
-    }
-    CopyAsyncCommit();
-  }
 
   // Scores: this thread's key against each head, columns in order.
   if (mine) {
@@ -119,7 +104,6 @@ __global__ void __launch_bounds__(kThreads) KeyLanesKernel(const float* q, const
   // Per head: the chunk's max, then exp(score - max) in place and their sum.
   float* out = part + ((blockIdx.z * p.n_heads + kv_head * group) * n_chunks + chunk) * (D + 2);
   ChunkSoftmax<kAttentionChunk>(sc, group, k_lo, k_hi, out, n_chunks * (D + 2), kThreads / 32);
-  if constexpr (PrefetchV) CopyAsyncWait<0>();
   __syncthreads();
 
   // Outputs: thread (key lane kl, 8 columns cg) sums the keys k ≡ kl (mod
@@ -131,11 +115,7 @@ __global__ void __launch_bounds__(kThreads) KeyLanesKernel(const float* q, const
 #pragma unroll 4
     for (int k = k_first; k <= k_hi; k += kKeyLanes) {
       float v[8];
-      if constexpr (PrefetchV) {
-        Load8<E>(vs, static_cast<int64_t>(k) * D + cg * 8, v);
-      } else {
-        Load8<E>(v_cache, slot[k] + cg * 8, v);
-      }
+      Load8<E>(v_cache, slot[k] + cg * 8, v);
 #pragma unroll
       for (int gi = 0; gi < kHeadTile; ++gi) {
         if (g0 + gi < group) {
@@ -167,18 +147,10 @@ __global__ void __launch_bounds__(kThreads) KeyLanesKernel(const float* q, const
   }
 }
 
-size_t SharedBytes(const AttentionParams& p, bool prefetch_v) {
+size_t SharedBytes(const AttentionParams& p) {
   const int64_t d = p.head_dim, group = p.n_heads / p.n_kv_heads, lanes = kThreads / (d / 8);
-  const size_t v = prefetch_v ? static_cast<size_t>(kAttentionChunk * d) * DTypeSize(p.kv_dtype) : 0;
   return static_cast<size_t>(group * d + group * kAttentionChunk + lanes * kHeadTile * d) * sizeof(float) +
-         kAttentionChunk * sizeof(int64_t) + v;
-}
-
-// V through shared memory when it leaves room for two blocks an SM
-// (LLMHOST_CUDA_KEYLANES_PREFETCH=on, opt-in until measured; read at each call).
-bool PrefetchV(const AttentionParams& p) {
-  const char* v = std::getenv("LLMHOST_CUDA_KEYLANES_PREFETCH");
-  return v != nullptr && std::strcmp(v, "on") == 0 && SharedBytes(p, true) <= 100 * 1024;
+         kAttentionChunk * sizeof(int64_t);
 }
 
 }  // namespace
@@ -192,34 +164,29 @@ bool KeyLanesFit(const AttentionParams& p, const void* k_cache, const void* v_ca
   const bool dim = p.head_dim == 64 || p.head_dim == 128 || p.head_dim == 256;
   const auto aligned = [](const void* a) { return (reinterpret_cast<uintptr_t>(a) & 31u) == 0; };
   return dim && p.n_kv_heads > 0 && p.n_heads % p.n_kv_heads == 0 && aligned(k_cache) && aligned(v_cache) &&
-         SharedBytes(p, false) <= 160 * 1024;
+         SharedBytes(p) <= 160 * 1024;
 }
 
 void LaunchKeyLanesChunks(const float* q, const void* k_cache, const void* v_cache, const AttentionSeq* seqs,
                           int64_t n_seqs, const AttentionParams& p, int64_t row0, int64_t rows, int64_t n_chunks,
                           float* part, float* final, bool generated_only, cudaStream_t s) {
   const dim3 grid(static_cast<unsigned>(n_chunks), static_cast<unsigned>(p.n_kv_heads), static_cast<unsigned>(rows));
-  const bool prefetch = PrefetchV(p);
-  const size_t smem = SharedBytes(p, prefetch);
+  const size_t smem = SharedBytes(p);
   ForElem(ElemOf(p.kv_dtype), [&]<Elem E>() {
-    auto launch = [&]<int D, bool V>() {
+    auto launch = [&]<int D>() {
       if (smem > 48 * 1024) {
-        cudaFuncSetAttribute(KeyLanesKernel<E, D, V>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                             static_cast<int>(smem));
+        cudaFuncSetAttribute(KeyLanesKernel<E, D>, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem));
       }
-      LaunchPdl(KeyLanesKernel<E, D, V>, grid, kThreads, smem, s, q, k_cache, v_cache, seqs, n_seqs, p, row0,
-                n_chunks, part, final, generated_only);
+      LaunchPdl(KeyLanesKernel<E, D>, grid, kThreads, smem, s, q, k_cache, v_cache, seqs, n_seqs, p, row0, n_chunks,
+                part, final, generated_only);
     };
-    auto dims = [&]<bool V>() {
-      if (p.head_dim == 64) {
-        launch.template operator()<64, V>();
-      } else if (p.head_dim == 128) {
-        launch.template operator()<128, V>();
-      } else {
-        launch.template operator()<256, V>();
-      }
-    };
-    prefetch ? dims.template operator()<true>() : dims.template operator()<false>();
+    if (p.head_dim == 64) {
+      launch.template operator()<64>();
+    } else if (p.head_dim == 128) {
+      launch.template operator()<128>();
+    } else {
+      launch.template operator()<256>();
+    }
   });
 }
 
