@@ -41,6 +41,14 @@ mb() {  # mb LABEL ENV... -- model_bench args
   echo "| $label | $* | $(grep -E 'tok/s' "$out/mb.log" | grep -vE '^\|' | head -2 | tr '\n' ' ' | cut -c1-200) |" | tee -a "$out/table.md"
   cat "$out/mb.log" >>"$out/model_bench.log"
 }
+if [ -n "${QUICK_AB:-}" ]; then  # QUICK_AB="ENV=VALUE": decode b1 / 8 sequences, that setting against the default, 3 rounds
+  for round in 1 2 3; do
+    for v in LLMHOST_CUDA_MLX_INT8=on "$QUICK_AB"; do
+      mb "$v r$round" "$v" -- --prompt 512 --steps 32 --batch 8 --phases decode1,decode-batch
+    done
+  done
+  exit 0
+fi
 for round in $(seq 1 "${ROUNDS:-2}"); do
   for v in LLMHOST_CUDA_MLX_INT8=on LLMHOST_CUDA_INT8_EARLY=off LLMHOST_CUDA_MLX_INT8=off; do
     mb "$v r$round" "$v" -- --prompt 512 --steps 32 --batch 8 --phases decode1,decode-batch

@@ -33,7 +33,10 @@ class CudaInt8MlxTest : public ::testing::Test {
     b_ = std::move(*b);
     cpu_ = std::make_unique<CpuBackend>(nullptr, Precision::kFastInt8);
   }
-  void TearDown() override { unsetenv("LLMHOST_CUDA_MLX_INT8"); }
+  void TearDown() override {
+    unsetenv("LLMHOST_CUDA_MLX_INT8");
+    unsetenv("LLMHOST_CUDA_INT8_AHEAD");
+  }
 
   // y[n, rows] of `w` over x's rows [first, first + n), copied to the host.
   std::vector<float> Run(const WeightMatrix& w, const DeviceBuffer& x, int64_t first, int64_t n,
@@ -103,6 +106,13 @@ class CudaInt8MlxTest : public ::testing::Test {
         }
       }
     }
+    // One token with 8 chunks loaded ahead: the same sums in the same order.
+    setenv("LLMHOST_CUDA_INT8_AHEAD", "8", 1);
+    for (int64_t first : {int64_t{0}, kTokens - 1}) {
+      const std::vector<float> one = Run(*dw, *dx, first, 1, *dy);
+      ASSERT_EQ(0, std::memcmp(one.data(), batch.data() + first * rows, rows * 4)) << "8 ahead, token " << first;
+    }
+    unsetenv("LLMHOST_CUDA_INT8_AHEAD");
     // Fused with a second weight (as q/k/v or gate/up): each y as MatMul's.
     const std::vector<float> alone2 = Run(*dw2, *dx, 0, kTokens, *dy2);
     for (int64_t m : {int64_t{1}, int64_t{17}}) {
