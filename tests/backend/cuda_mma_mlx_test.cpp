@@ -15,36 +15,23 @@
 
 #include "backend/cpu/quant_formats.h"
 #include "backend/device.h"
+#include "cuda_matmul_fixture.h"
 #include "quant_test_util.h"
 
 namespace llmhost {
 namespace {
 
-class CudaMmaMlxTest : public ::testing::Test {
+class CudaMmaMlxTest : public testing::CudaMatMulTest {
  protected:
   void SetUp() override {
-    if (CudaDeviceCount() == 0) GTEST_SKIP() << (CudaBuilt() ? "no GPU here" : "built without CUDA");
+    CudaMatMulTest::SetUp();
+    if (IsSkipped()) return;
     setenv("LLMHOST_CUDA_MLX_MMA", "on", 1);  // the default, whatever the environment says
     setenv("LLMHOST_CUDA_MLX_INT8", "off", 1);  // 4-bit rows at kAuto would go to the int8 kernel
-    DeviceSpec d;
-    d.kind = DeviceKind::kCuda;
-    auto b = MakeBackend(d, Precision::kAuto, nullptr);
-    ASSERT_TRUE(b.ok()) << b.status().ToString();
-    b_ = std::move(*b);
   }
   void TearDown() override {
     unsetenv("LLMHOST_CUDA_MLX_MMA");
     unsetenv("LLMHOST_CUDA_MLX_INT8");
-  }
-
-  // y[n, rows] of `w` over x's rows [first, first + n), copied to the host.
-  std::vector<float> Run(const WeightMatrix& w, const DeviceBuffer& x, int64_t first, int64_t n,
-                         const DeviceBuffer& y) {
-    b_->MatMul(w, x.as<float>() + first * w.cols, n, y.as<float>(), RowKind::kGenerated);
-    std::vector<float> out(n * w.rows);
-    b_->CopyToHost(out.data(), y, 0, out.size() * 4);
-    EXPECT_TRUE(b_->Synchronize().ok());
-    return out;
   }
 
   // The checks of one weight of `spec`, [rows, cols].
@@ -107,17 +94,7 @@ class CudaMmaMlxTest : public ::testing::Test {
       }
       unsetenv("LLMHOST_CUDA_MLX_PIPELINE");
       // Fused with a second weight (as q/k/v or gate/up): each y as MatMul's.
-      const std::vector<float> alone2 = Run(*dw2, *dx, 0, kTokens, *dy2);
-      for (int64_t m : {int64_t{1}, int64_t{17}}) {
-        const Backend::MatMulJob jobs[] = {{&*dw, dy->as<float>()}, {&*dw2, dy2->as<float>()}};
-        b_->MatMuls(jobs, dx->as<float>(), m, RowKind::kGenerated);
-        std::vector<float> fused(m * rows), fused2(m * 45);
-        b_->CopyToHost(fused.data(), *dy, 0, fused.size() * 4);
-        b_->CopyToHost(fused2.data(), *dy2, 0, fused2.size() * 4);
-        ASSERT_TRUE(b_->Synchronize().ok());
-        EXPECT_EQ(0, std::memcmp(fused.data(), batch.data(), fused.size() * 4)) << "fused, n " << m;
-        EXPECT_EQ(0, std::memcmp(fused2.data(), alone2.data(), fused2.size() * 4)) << "fused second, n " << m;
-      }
+      ExpectFusedAsAlone(*dw, *dy, batch, *dw2, *dy2, Run(*dw2, *dx, 0, kTokens, *dy2), *dx);
     }
     b_->set_precision(Precision::kAuto);
     b_->ReleaseWeight(*dw);
@@ -126,8 +103,6 @@ class CudaMmaMlxTest : public ::testing::Test {
     b_->Free(*dy);
     b_->Free(*dy2);
   }
-
-  std::unique_ptr<Backend> b_;
 };
 
 // Odd row counts (partial 15-row tiles, a single row), the smallest cols.

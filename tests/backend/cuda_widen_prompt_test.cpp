@@ -14,31 +14,24 @@
 
 #include "backend/cpu/quant_formats.h"
 #include "backend/device.h"
+#include "cuda_matmul_fixture.h"
 #include "quant_test_util.h"
 
 namespace llmhost {
 namespace {
 
-class CudaWidenPromptTest : public ::testing::Test {
+class CudaWidenPromptTest : public testing::CudaMatMulTest {
  protected:
   void SetUp() override {
-    if (CudaDeviceCount() == 0) GTEST_SKIP() << (CudaBuilt() ? "no GPU here" : "built without CUDA");
+    CudaMatMulTest::SetUp();
+    if (IsSkipped()) return;
     unsetenv("LLMHOST_CUDA_WIDEN_PROMPT");
-    DeviceSpec d;
-    d.kind = DeviceKind::kCuda;
-    auto b = MakeBackend(d, Precision::kAuto, nullptr);
-    ASSERT_TRUE(b.ok()) << b.status().ToString();
-    b_ = std::move(*b);
   }
   void TearDown() override { unsetenv("LLMHOST_CUDA_WIDEN_PROMPT"); }
 
-  std::vector<float> Run(const WeightMatrix& w, const DeviceBuffer& x, int64_t first, int64_t n,
-                         const DeviceBuffer& y) {
-    b_->MatMul(w, x.as<float>() + first * w.cols, n, y.as<float>(), RowKind::kPrompt);
-    std::vector<float> out(n * w.rows);
-    b_->CopyToHost(out.data(), y, 0, out.size() * 4);
-    EXPECT_TRUE(b_->Synchronize().ok());
-    return out;
+  std::vector<float> Prompt(const WeightMatrix& w, const DeviceBuffer& x, int64_t first, int64_t n,
+                            const DeviceBuffer& y) {
+    return Run(w, x, first, n, y, RowKind::kPrompt);
   }
 
   void Check(const testing::FormatSpec& spec, int64_t rows, int64_t cols) {
@@ -53,7 +46,7 @@ class CudaWidenPromptTest : public ::testing::Test {
     auto dy = b_->Allocate(kTokens * rows * 4, "y");
     ASSERT_TRUE(dx.ok() && dy.ok());
     b_->CopyToDevice(*dx, 0, x.data(), x.size() * 4);
-    const std::vector<float> all = Run(*dw, *dx, 0, kTokens, *dy);
+    const std::vector<float> all = Prompt(*dw, *dx, 0, kTokens, *dy);
     // Each weight rounded to bf16 (2^-9 relative at most), x as two bf16 terms.
     std::vector<float> wref(cols);
     for (int64_t r = 0; r < rows; r += std::max<int64_t>(1, rows / 29)) {
@@ -69,21 +62,19 @@ class CudaWidenPromptTest : public ::testing::Test {
     }
     // A prompt cut into chunks: each row the same bits.
     for (auto [first, m] : {std::pair<int64_t, int64_t>{0, 1}, {5, 16}, {21, 27}}) {
-      const std::vector<float> part = Run(*dw, *dx, first, m, *dy);
+      const std::vector<float> part = Prompt(*dw, *dx, first, m, *dy);
       ASSERT_EQ(0, std::memcmp(part.data(), all.data() + first * rows, part.size() * 4))
           << "rows " << first << ".." << first + m;
     }
     // Off: llmhost's own tensor-core kernel, near the same values.
     setenv("LLMHOST_CUDA_WIDEN_PROMPT", "off", 1);
-    const std::vector<float> own = Run(*dw, *dx, 0, kTokens, *dy);
+    const std::vector<float> own = Prompt(*dw, *dx, 0, kTokens, *dy);
     unsetenv("LLMHOST_CUDA_WIDEN_PROMPT");
     EXPECT_LT(testing::RelErr(own.data(), all.data(), static_cast<int64_t>(own.size())), 4e-3);
     b_->ReleaseWeight(*dw);
     b_->Free(*dx);
     b_->Free(*dy);
   }
-
-  std::unique_ptr<Backend> b_;
 };
 
 TEST_F(CudaWidenPromptTest, QuantizedFormats) {
