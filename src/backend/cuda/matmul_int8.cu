@@ -11,12 +11,12 @@ constexpr int kCodeOffset = 8;  // 4-bit codes meet x centred: q - 8
 // A warp sums R rows together (each x chunk loaded once for them), each lane
 // loading A chunks of each row before it sums them: more rows and fewer
 // chunks ahead as the token tile's registers grow (the sums do not change).
-// One token may load 8 chunks ahead (LLMHOST_CUDA_INT8_AHEAD=8, read at each
-// call): long rows then take half the round trips.
-template <int T, int Ahead1 = 4>
+// (8 chunks ahead at one token measured 24% slower on an H100: 6 blocks an SM
+// no longer fit.)
+template <int T>
 struct Shape {
   static constexpr int R = T <= 2 ? 2 : 4;
-  static constexpr int A = T == 1 ? Ahead1 : T == 2 ? 4 : 2;
+  static constexpr int A = T <= 2 ? 4 : 2;
   static constexpr int kBlockRows = kWarps * R;
 };
 constexpr int kQuantWarps = 8;
@@ -90,10 +90,10 @@ __device__ __forceinline__ void LoadChunks(const DevWeight& w, int64_t r, int64_
 // 1-D grid: block b takes kBlockRows rows (row block b / tiles, over the
 // weights in turn) for tokens [T * (b % tiles), + T): a row block's token
 // tiles are neighbours, so they find its codes in L2.
-template <int T, Elem SE, int Ahead1>
+template <int T, Elem SE>
 __global__ void __launch_bounds__(kWarps * 32) Int8MlxKernel(Int8Weights ws, const int8_t* xq, const float4* dxs,
                                                              int64_t n, int tiles, int gshift) {
-  using Sh = Shape<T, Ahead1>;
+  using Sh = Shape<T>;
   constexpr int kRowsPerWarp = Sh::R, kAhead = Sh::A;
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const int64_t rb = blockIdx.x / tiles;
@@ -165,23 +165,23 @@ bool Aligned(const void* p, uintptr_t bytes) { return (reinterpret_cast<uintptr_
 // chunk index >> gshift = group index within a row (groups of 32, 64, 128).
 int GroupShift(const DevWeight& w) { return w.group_size == 32 ? 0 : w.group_size == 64 ? 1 : 2; }
 
-template <int T, int Ahead1 = 4>
+template <int T>
 void LaunchTokens(Int8Weights ws, const DevWeight* w, const int8_t* xq, const float4* dxs, int64_t n, int gshift,
                   cudaStream_t s) {
   for (int k = 0; k < ws.count; ++k) {
-    ws.first[k + 1] = ws.first[k] + (w[k].rows + Shape<T, Ahead1>::kBlockRows - 1) / Shape<T, Ahead1>::kBlockRows;
+    ws.first[k + 1] = ws.first[k] + (w[k].rows + Shape<T>::kBlockRows - 1) / Shape<T>::kBlockRows;
   }
   const int tiles = static_cast<int>((n + T - 1) / T);
   const dim3 grid(static_cast<unsigned>(ws.first[ws.count] * tiles));
   switch (ws.w[0].scale_type) {
     case Elem::kF32:
-      LaunchPdl(Int8MlxKernel<T, Elem::kF32, Ahead1>, grid, kWarps * 32, 0, s, ws, xq, dxs, n, tiles, gshift);
+      LaunchPdl(Int8MlxKernel<T, Elem::kF32>, grid, kWarps * 32, 0, s, ws, xq, dxs, n, tiles, gshift);
       break;
     case Elem::kF16:
-      LaunchPdl(Int8MlxKernel<T, Elem::kF16, Ahead1>, grid, kWarps * 32, 0, s, ws, xq, dxs, n, tiles, gshift);
+      LaunchPdl(Int8MlxKernel<T, Elem::kF16>, grid, kWarps * 32, 0, s, ws, xq, dxs, n, tiles, gshift);
       break;
     default:
-      LaunchPdl(Int8MlxKernel<T, Elem::kBF16, Ahead1>, grid, kWarps * 32, 0, s, ws, xq, dxs, n, tiles, gshift);
+      LaunchPdl(Int8MlxKernel<T, Elem::kBF16>, grid, kWarps * 32, 0, s, ws, xq, dxs, n, tiles, gshift);
       break;
   }
 }
@@ -227,10 +227,7 @@ void LaunchInt8MlxMatMul(const DevWeight* w, float* const* y, int count, const v
   const auto* xq = static_cast<const int8_t*>(qx);
   const auto* dxs = reinterpret_cast<const float4*>(xq + XqBytes(n, w[0].cols));
   const int gshift = GroupShift(w[0]);
-  const char* ahead = std::getenv("LLMHOST_CUDA_INT8_AHEAD");
-  if (n == 1 && ahead != nullptr && std::strcmp(ahead, "8") == 0) {
-    LaunchTokens<1, 8>(ws, w, xq, dxs, n, gshift, s);
-  } else if (n == 1) {
+  if (n == 1) {
     LaunchTokens<1>(ws, w, xq, dxs, n, gshift, s);
   } else if (n == 2) {
     LaunchTokens<2>(ws, w, xq, dxs, n, gshift, s);
