@@ -31,6 +31,14 @@ function(llmhost_test layer)
   target_compile_definitions(${layer}_tests PRIVATE
     LLMHOST_SOURCE_DIR="${PROJECT_SOURCE_DIR}"
     LLMHOST_BINARY_DIR="${PROJECT_BINARY_DIR}")
+  # Test code is compiled for build time: the code under test keeps its
+  # optimization, the tests' own bodies (mostly gtest macros) need little.
+  if(LLMHOST_SANITIZE OR LLMHOST_FUZZ)
+    target_compile_options(${layer}_tests PRIVATE -O0)
+  elseif(CMAKE_BUILD_TYPE STREQUAL "Release")
+    target_compile_options(${layer}_tests PRIVATE -O1)
+  endif()
+  set_target_properties(${layer}_tests PROPERTIES UNITY_BUILD ON UNITY_BUILD_BATCH_SIZE 6)
   add_test(NAME ${layer} COMMAND ${layer}_tests --gtest_brief=1)
   set_tests_properties(${layer} PROPERTIES TIMEOUT 1200)
 endfunction()

@@ -27,7 +27,7 @@
 #include "quant_test_util.h"
 #include "util/thread_pool.h"
 
-namespace llmhost {
+namespace llmhost::backend_ops_test {
 namespace {
 
 using testing::Device;
@@ -732,4 +732,4 @@ INSTANTIATE_TEST_SUITE_P(Backends, BackendOpsTest, ::testing::ValuesIn(Candidate
                          [](const ::testing::TestParamInfo<Candidate>& i) { return i.param.name; });
 
 }  // namespace
-}  // namespace llmhost
+}  // namespace llmhost::backend_ops_test

@@ -18,7 +18,7 @@
 #include "backend/collective.h"
 #include "backend/device.h"
 
-namespace llmhost {
+namespace llmhost::collective_test {
 namespace {
 
 uint64_t Mix(uint64_t x) {  // splitmix64's finalizer
@@ -203,4 +203,4 @@ TEST(Collective, RefusesMixedKindsAndAGpuNamedTwice) {
 }
 
 }  // namespace
-}  // namespace llmhost
+}  // namespace llmhost::collective_test

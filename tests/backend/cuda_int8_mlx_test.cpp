@@ -19,7 +19,7 @@
 #include "cuda_matmul_fixture.h"
 #include "quant_test_util.h"
 
-namespace llmhost {
+namespace llmhost::cuda_int8_mlx_test {
 namespace {
 
 class CudaInt8MlxTest : public testing::CudaMatMulTest {
@@ -136,4 +136,4 @@ TEST_F(CudaInt8MlxTest, Llama8bShapes) {
 }
 
 }  // namespace
-}  // namespace llmhost
+}  // namespace llmhost::cuda_int8_mlx_test

@@ -18,7 +18,7 @@
 #include "cuda_matmul_fixture.h"
 #include "quant_test_util.h"
 
-namespace llmhost {
+namespace llmhost::cuda_mma_mlx_test {
 namespace {
 
 class CudaMmaMlxTest : public testing::CudaMatMulTest {
@@ -128,4 +128,4 @@ TEST_F(CudaMmaMlxTest, Llama8bShapes) {
 }
 
 }  // namespace
-}  // namespace llmhost
+}  // namespace llmhost::cuda_mma_mlx_test

@@ -17,7 +17,7 @@
 #include "cuda_matmul_fixture.h"
 #include "quant_test_util.h"
 
-namespace llmhost {
+namespace llmhost::cuda_widen_prompt_test {
 namespace {
 
 class CudaWidenPromptTest : public testing::CudaMatMulTest {
@@ -87,4 +87,4 @@ TEST_F(CudaWidenPromptTest, QuantizedFormats) {
 }
 
 }  // namespace
-}  // namespace llmhost
+}  // namespace llmhost::cuda_widen_prompt_test

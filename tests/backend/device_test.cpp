@@ -15,7 +15,7 @@
 #include "backend/device.h"
 #include "quant_test_util.h"
 
-namespace llmhost {
+namespace llmhost::device_test {
 namespace {
 
 TEST(Device, ParsesEverySpelling) {
@@ -329,4 +329,4 @@ TEST_F(CudaTest, PipelinedTensorCoreRowsGiveTheSameBits) {
 }
 
 }  // namespace
-}  // namespace llmhost
+}  // namespace llmhost::device_test

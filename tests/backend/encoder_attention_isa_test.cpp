@@ -12,7 +12,7 @@
 #include "backend/cpu/cpu_features.h"
 #include "backend/cpu/ops_encoder.h"
 
-namespace llmhost::cpu {
+namespace llmhost::cpu::encoder_attention_isa_test {
 namespace {
 
 double RelError(const std::vector<float>& got, const std::vector<float>& ref) {
@@ -82,4 +82,4 @@ TEST(EncoderAttentionIsa, EveryVectorBodyMatchesThePlainLoops) {
 }
 
 }  // namespace
-}  // namespace llmhost::cpu
+}  // namespace llmhost::cpu::encoder_attention_isa_test

@@ -6,7 +6,7 @@
 
 #include "backend/cpu/matmul.h"
 
-namespace llmhost {
+namespace llmhost::fp8_test {
 namespace {
 
 // Exponent bias 7, three mantissa bits, subnormals at exponent 0, no
@@ -53,4 +53,4 @@ TEST(Fp8E4M3, RoundsToNearestEvenAndSaturates) {
 }
 
 }  // namespace
-}  // namespace llmhost
+}  // namespace llmhost::fp8_test

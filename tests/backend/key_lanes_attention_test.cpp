@@ -15,7 +15,7 @@
 
 #include "gpu_attention_fixture.h"
 
-namespace llmhost {
+namespace llmhost::key_lanes_attention_test {
 namespace {
 
 using testing::GpuAttentionTest;
@@ -88,4 +88,4 @@ TEST_F(KeyLanesAttentionTest, RowsAreBatchInvariantAndMatchTheReference) {
 }
 
 }  // namespace
-}  // namespace llmhost
+}  // namespace llmhost::key_lanes_attention_test

@@ -23,7 +23,7 @@
 #include "quant_test_util.h"
 #include "util/thread_pool.h"
 
-namespace llmhost {
+namespace llmhost::matmul_amx_test {
 namespace {
 
 using testing::FormatSpec;
@@ -149,4 +149,4 @@ TEST(MatMulAmx, BatchInvariantBitForBit) {
 }
 
 }  // namespace
-}  // namespace llmhost
+}  // namespace llmhost::matmul_amx_test

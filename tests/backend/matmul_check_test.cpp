@@ -9,7 +9,7 @@
 #include "backend/cpu/cpu_features.h"
 #include "backend/cpu/matmul.h"
 
-namespace llmhost {
+namespace llmhost::matmul_check_test {
 namespace {
 
 WeightMatrix Base() {
@@ -176,4 +176,4 @@ TEST(CpuFeatures, DetectionIsConsistent) {
 }
 
 }  // namespace
-}  // namespace llmhost
+}  // namespace llmhost::matmul_check_test

@@ -22,7 +22,7 @@
 #include "quant_test_util.h"
 #include "util/thread_pool.h"
 
-namespace llmhost {
+namespace llmhost::matmul_fast_test {
 namespace {
 
 using testing::FormatSpec;
@@ -189,4 +189,4 @@ TEST(MatMulFast, EmptyAndInvalid) {
 }
 
 }  // namespace
-}  // namespace llmhost
+}  // namespace llmhost::matmul_fast_test

@@ -18,7 +18,7 @@
 #include "quant_test_util.h"
 #include "util/thread_pool.h"
 
-namespace llmhost {
+namespace llmhost::matmul_int8_test {
 namespace {
 
 using testing::FormatSpec;
@@ -121,4 +121,4 @@ TEST(MatMulInt8, FloatWeightsUseTheF32Path) {
 }
 
 }  // namespace
-}  // namespace llmhost
+}  // namespace llmhost::matmul_int8_test

@@ -21,7 +21,7 @@
 #include "quant_test_util.h"
 #include "util/thread_pool.h"
 
-namespace llmhost {
+namespace llmhost::matmul_int8_unit_test {
 namespace {
 
 using testing::FormatSpec;
@@ -166,4 +166,4 @@ TEST(MatMulInt8Unit, ScalarFallbackIsTheReference) {
 }
 
 }  // namespace
-}  // namespace llmhost
+}  // namespace llmhost::matmul_int8_unit_test

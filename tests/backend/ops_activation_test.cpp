@@ -7,7 +7,7 @@
 
 #include "backend/cpu/ops_activation.h"
 
-namespace llmhost {
+namespace llmhost::ops_activation_test {
 namespace {
 
 TEST(OpsActivationTest, KnownValues) {
@@ -58,4 +58,4 @@ TEST(OpsActivationTest, Softcap) {
 }
 
 }  // namespace
-}  // namespace llmhost
+}  // namespace llmhost::ops_activation_test

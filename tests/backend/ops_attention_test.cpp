@@ -15,7 +15,7 @@
 #include "backend/cpu/ops_attention.h"
 #include "backend/cpu/ops_attention_kernels.h"
 
-namespace llmhost {
+namespace llmhost::ops_attention_test {
 namespace {
 
 struct Seq {
@@ -338,4 +338,4 @@ TEST(OpsAttentionTest, Fp8CacheEqualsItsRoundedF32Cache) {
 }
 
 }  // namespace
-}  // namespace llmhost
+}  // namespace llmhost::ops_attention_test

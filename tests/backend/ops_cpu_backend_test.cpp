@@ -7,7 +7,7 @@
 
 #include "backend/cpu/cpu_backend.h"
 
-namespace llmhost {
+namespace llmhost::ops_cpu_backend_test {
 namespace {
 
 TEST(OpsCpuBackendTest, MemoryAccounting) {
@@ -110,4 +110,4 @@ TEST(OpsCpuBackendTest, WeightsAreZeroCopyViewsAndEmbeddingScales) {
 }
 
 }  // namespace
-}  // namespace llmhost
+}  // namespace llmhost::ops_cpu_backend_test

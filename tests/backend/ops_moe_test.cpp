@@ -8,7 +8,7 @@
 #include "backend/cpu/ops_elementwise.h"
 #include "backend/cpu/ops_moe.h"
 
-namespace llmhost {
+namespace llmhost::ops_moe_test {
 namespace {
 
 TEST(OpsMoeTest, TopKOfSoftmaxWithAndWithoutRenormalisation) {
@@ -43,4 +43,4 @@ TEST(OpsMoeTest, GatherAndScatterAdd) {
 }
 
 }  // namespace
-}  // namespace llmhost
+}  // namespace llmhost::ops_moe_test

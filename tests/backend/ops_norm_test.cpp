@@ -7,7 +7,7 @@
 
 #include "backend/cpu/ops_norm.h"
 
-namespace llmhost {
+namespace llmhost::ops_norm_test {
 namespace {
 
 TEST(OpsNormTest, HandComputedRow) {
@@ -62,4 +62,4 @@ TEST(OpsNormTest, PerHeadRowsInPlaceAndPoolInvariant) {
 }
 
 }  // namespace
-}  // namespace llmhost
+}  // namespace llmhost::ops_norm_test

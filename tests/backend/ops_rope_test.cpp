@@ -8,7 +8,7 @@
 
 #include "backend/cpu/ops_rope.h"
 
-namespace llmhost {
+namespace llmhost::ops_rope_test {
 namespace {
 
 RopeParams Params(int64_t heads, int64_t hd, int64_t rot, RopePairing pairing) {
@@ -91,4 +91,4 @@ TEST(OpsRopeTest, PartialRotaryScalingAndStride) {
 }
 
 }  // namespace
-}  // namespace llmhost
+}  // namespace llmhost::ops_rope_test

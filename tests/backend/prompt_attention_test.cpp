@@ -17,7 +17,7 @@
 
 #include "gpu_attention_fixture.h"
 
-namespace llmhost {
+namespace llmhost::prompt_attention_test {
 namespace {
 
 using testing::GpuAttentionTest;
@@ -86,4 +86,4 @@ TEST_F(PromptAttentionTest, RowsAreBatchInvariantAndClose) {
 }
 
 }  // namespace
-}  // namespace llmhost
+}  // namespace llmhost::prompt_attention_test

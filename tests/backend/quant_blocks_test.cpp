@@ -15,7 +15,7 @@
 #include "backend/cpu/quant_formats.h"
 #include "quant_test_util.h"
 
-namespace llmhost {
+namespace llmhost::quant_blocks_test {
 namespace {
 
 using testing::OwnedWeight;
@@ -362,4 +362,4 @@ TEST(QuantBlocks, SimdDecodersMatchScalarOnRandomData) {
 }
 
 }  // namespace
-}  // namespace llmhost
+}  // namespace llmhost::quant_blocks_test

@@ -22,7 +22,7 @@
 #include "test_util.h"
 #include "util/file.h"
 
-namespace llmhost {
+namespace llmhost::quant_fixture_test {
 namespace {
 
 std::vector<uint8_t> FromHex(const std::string& hex) {
@@ -156,4 +156,4 @@ TEST(QuantFixture, GgufTensorsDequantizeNearTheF32File) {
 }
 
 }  // namespace
-}  // namespace llmhost
+}  // namespace llmhost::quant_fixture_test

@@ -15,7 +15,7 @@
 
 #include "backend/cpu/cpu_features.h"
 
-namespace llmhost::cpu {
+namespace llmhost::cpu::vec_math_test {
 namespace {
 
 constexpr float kInf = std::numeric_limits<float>::infinity();
@@ -159,4 +159,4 @@ INSTANTIATE_TEST_SUITE_P(Isa, VecMathTest, ::testing::Values(CpuIsa::kScalar, Cp
                          [](const auto& info) { return std::string(CpuIsaName(info.param)); });
 
 }  // namespace
-}  // namespace llmhost::cpu
+}  // namespace llmhost::cpu::vec_math_test

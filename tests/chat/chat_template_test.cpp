@@ -11,7 +11,7 @@
 #include "test_util.h"
 #include "util/file.h"
 
-namespace llmhost {
+namespace llmhost::chat_template_test {
 namespace {
 
 using nlohmann::ordered_json;
@@ -197,4 +197,4 @@ TEST(ModelChatTemplates, ReferenceModelFixtures) {
 }
 
 }  // namespace
-}  // namespace llmhost
+}  // namespace llmhost::chat_template_test

@@ -11,7 +11,7 @@
 #include "chat/chat_template.h"
 #include "test_util.h"
 
-namespace llmhost {
+namespace llmhost::jinja_engine_test {
 namespace {
 
 using nlohmann::ordered_json;
@@ -278,4 +278,4 @@ TEST(JinjaConcurrency, OneTemplateRendersOnManyThreads) {
 }
 
 }  // namespace
-}  // namespace llmhost
+}  // namespace llmhost::jinja_engine_test

@@ -13,7 +13,7 @@
 #include "test_util.h"
 #include "util/file.h"
 
-namespace llmhost {
+namespace llmhost::jinja_fuzz_seeds_test {
 namespace {
 
 TEST(JinjaFuzzSeeds, CorpusParsesAndRendersWithoutCrashing) {
@@ -45,4 +45,4 @@ TEST(JinjaFuzzSeeds, CorpusParsesAndRendersWithoutCrashing) {
 }
 
 }  // namespace
-}  // namespace llmhost
+}  // namespace llmhost::jinja_fuzz_seeds_test

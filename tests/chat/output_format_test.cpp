@@ -10,7 +10,7 @@
 #include "test_util.h"
 #include "util/file.h"
 
-namespace llmhost {
+namespace llmhost::output_format_test {
 namespace {
 
 std::string Template(const std::string& name) {
@@ -93,4 +93,4 @@ TEST(ParseOutputFormat, NamesRoundTripAndUnknownNamesListTheValidOnes) {
 }
 
 }  // namespace
-}  // namespace llmhost
+}  // namespace llmhost::output_format_test

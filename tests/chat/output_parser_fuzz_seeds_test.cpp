@@ -15,7 +15,7 @@
 #include "test_util.h"
 #include "util/file.h"
 
-namespace llmhost {
+namespace llmhost::output_parser_fuzz_seeds_test {
 namespace {
 
 std::string CheckText(uint8_t format_byte, uint8_t piece_byte, const std::string& text) {
@@ -80,4 +80,4 @@ TEST(OutputParserFuzzSeeds, GeneratedOutputsKeepTheChunkingInvariant) {
 }
 
 }  // namespace
-}  // namespace llmhost
+}  // namespace llmhost::output_parser_fuzz_seeds_test

@@ -6,7 +6,7 @@
 #include "chat/output_parser.h"
 #include "chat/output_parse_check.h"
 
-namespace llmhost {
+namespace llmhost::output_parser_json_formats_test {
 namespace {
 
 using testing::CheckOutput;
@@ -237,4 +237,4 @@ TEST(OutputParser, HoldsOnlyWhatCouldBeAMarker) {
 }
 
 }  // namespace
-}  // namespace llmhost
+}  // namespace llmhost::output_parser_json_formats_test

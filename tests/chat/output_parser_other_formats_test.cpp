@@ -5,7 +5,7 @@
 #include "chat/output_parser.h"
 #include "chat/output_parse_check.h"
 
-namespace llmhost {
+namespace llmhost::output_parser_other_formats_test {
 namespace {
 
 using testing::CheckOutput;
@@ -84,4 +84,4 @@ TEST(OutputParser, EmptyOutputAndWhitespace) {
 }
 
 }  // namespace
-}  // namespace llmhost
+}  // namespace llmhost::output_parser_other_formats_test

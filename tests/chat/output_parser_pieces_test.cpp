@@ -8,7 +8,7 @@
 #include "chat/python_literal.h"
 #include "chat/tool_args.h"
 
-namespace llmhost {
+namespace llmhost::output_parser_pieces_test {
 namespace {
 
 using json_scan::State;
@@ -94,4 +94,4 @@ TEST(ToolArgs, ValuesTypedBySchema) {
 }
 
 }  // namespace
-}  // namespace llmhost
+}  // namespace llmhost::output_parser_pieces_test

@@ -7,7 +7,7 @@
 #include "chat/output_parser.h"
 #include "chat/output_parse_check.h"
 
-namespace llmhost {
+namespace llmhost::output_parser_xml_formats_test {
 namespace {
 
 using testing::CheckOutput;
@@ -113,4 +113,4 @@ TEST(Qwen3CoderFormat, StringValuesStreamAsGenerated) {
 }
 
 }  // namespace
-}  // namespace llmhost
+}  // namespace llmhost::output_parser_xml_formats_test

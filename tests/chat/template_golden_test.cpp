@@ -14,7 +14,7 @@
 #include "test_util.h"
 #include "util/file.h"
 
-namespace llmhost {
+namespace llmhost::template_golden_test {
 namespace {
 
 using nlohmann::ordered_json;
@@ -141,4 +141,4 @@ TEST(TemplateGoldenTest, Jinja2ReferenceSnippets) {
 }
 
 }  // namespace
-}  // namespace llmhost
+}  // namespace llmhost::template_golden_test

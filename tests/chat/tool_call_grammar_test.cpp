@@ -14,7 +14,7 @@
 #include "grammar/json_schema.h"
 #include "grammar/matcher.h"
 
-namespace llmhost {
+namespace llmhost::tool_call_grammar_test {
 namespace {
 
 using nlohmann::ordered_json;
@@ -382,4 +382,4 @@ TEST(ToolCallGrammar, GeneratedCallsParseToSchemaValidArguments) {
 }
 
 }  // namespace
-}  // namespace llmhost
+}  // namespace llmhost::tool_call_grammar_test

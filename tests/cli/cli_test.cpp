@@ -14,7 +14,7 @@
 #include "tokenizer/gguf_test_util.h"  // ScopedTempDir
 #include "util/file.h"
 
-namespace llmhost {
+namespace llmhost::cli_test {
 namespace {
 
 using Json = nlohmann::json;
@@ -233,4 +233,4 @@ TEST(CliTest, DirectoryWithoutTokenizerIsAnError) {
 }
 
 }  // namespace
-}  // namespace llmhost
+}  // namespace llmhost::cli_test

@@ -16,7 +16,7 @@
 #include "test_util.h"
 #include "util/file.h"
 
-namespace llmhost {
+namespace llmhost::grammar_check_cli_test {
 namespace {
 
 using Json = nlohmann::json;
@@ -201,4 +201,4 @@ TEST(GrammarCheckSuite, Qwen3AcceptsExactlyTheValidInstances) {
 }
 
 }  // namespace
-}  // namespace llmhost
+}  // namespace llmhost::grammar_check_cli_test

@@ -14,7 +14,7 @@
 #include "tokenizer/tokenizer.h"
 #include "util/file.h"
 
-namespace llmhost {
+namespace llmhost::model_commands_test {
 namespace {
 
 using Json = nlohmann::json;
@@ -166,4 +166,4 @@ TEST(GenerateCommandTest, SamplingIsSeededAndPromptModesWork) {
 }
 
 }  // namespace
-}  // namespace llmhost
+}  // namespace llmhost::model_commands_test

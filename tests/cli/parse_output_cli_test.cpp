@@ -14,7 +14,7 @@
 #include "test_util.h"
 #include "util/file.h"
 
-namespace llmhost {
+namespace llmhost::parse_output_cli_test {
 namespace {
 
 using Json = nlohmann::json;
@@ -152,4 +152,4 @@ TEST_F(ParseOutputCli, InvalidUtf8OutputDoesNotCrash) {
 }
 
 }  // namespace
-}  // namespace llmhost
+}  // namespace llmhost::parse_output_cli_test

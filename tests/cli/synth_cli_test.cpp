@@ -12,7 +12,7 @@
 #include "test_util.h"
 #include "util/file.h"
 
-namespace llmhost {
+namespace llmhost::synth_cli_test {
 namespace {
 
 using ::testing::HasSubstr;
@@ -151,4 +151,4 @@ TEST(SynthCommandTest, ScriptedModelDirectory) {
 }
 
 }  // namespace
-}  // namespace llmhost
+}  // namespace llmhost::synth_cli_test

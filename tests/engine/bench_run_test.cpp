@@ -10,7 +10,7 @@
 
 #include "engine/bench_run.h"
 
-namespace llmhost {
+namespace llmhost::bench_run_test {
 namespace {
 
 int64_t Words(const std::string& text) {
@@ -96,4 +96,4 @@ TEST(BenchRun, StopsBetweenStepsWhenCancelled) {
 }
 
 }  // namespace
-}  // namespace llmhost
+}  // namespace llmhost::bench_run_test

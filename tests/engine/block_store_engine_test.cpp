@@ -14,7 +14,7 @@
 #include "engine/engine_test_util.h"
 #include "kv/block_store.h"
 
-namespace llmhost {
+namespace llmhost::block_store_engine_test {
 namespace {
 
 using testing::Collect;
@@ -369,4 +369,4 @@ TEST_F(BlockStoreEngineTest, AnotherWeightsIdentityMatchesNothingStored) {
 }
 
 }  // namespace
-}  // namespace llmhost
+}  // namespace llmhost::block_store_engine_test

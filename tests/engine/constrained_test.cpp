@@ -15,7 +15,7 @@
 #include "grammar/matcher.h"
 #include "grammar/token_vocab.h"
 
-namespace llmhost {
+namespace llmhost::constrained_test {
 namespace {
 
 using testing::ScriptedModel;
@@ -359,4 +359,4 @@ TEST(ConstrainedTest, SamplerMaskKeepsRawLogprobs) {
 }
 
 }  // namespace
-}  // namespace llmhost
+}  // namespace llmhost::constrained_test

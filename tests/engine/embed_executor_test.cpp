@@ -9,7 +9,7 @@
 #include <condition_variable>
 #include <mutex>
 
-namespace llmhost {
+namespace llmhost::embed_executor_test {
 namespace {
 
 // Embeds an input as {first id, size}; scores it as its first id. The first
@@ -199,4 +199,4 @@ TEST(EmbedExecutorTest, AnEmptyJobResolvesAtOnce) {
 }
 
 }  // namespace
-}  // namespace llmhost
+}  // namespace llmhost::embed_executor_test

@@ -11,7 +11,7 @@
 
 #include "engine/engine_test_util.h"
 
-namespace llmhost {
+namespace llmhost::engine_test {
 namespace {
 
 using testing::Collect;
@@ -531,4 +531,4 @@ TEST_F(EngineTest, SlidingWindowModelMatchesReference) {
 }
 
 }  // namespace
-}  // namespace llmhost
+}  // namespace llmhost::engine_test

@@ -15,7 +15,7 @@
 #include "grammar/matcher.h"
 #include "grammar/token_vocab.h"
 
-namespace llmhost {
+namespace llmhost::fast_forward_test {
 namespace {
 
 using testing::ScriptedModel;
@@ -202,4 +202,4 @@ TEST(FastForward, MaxTokensCutsTheForcedRun) {
 }
 
 }  // namespace
-}  // namespace llmhost
+}  // namespace llmhost::fast_forward_test

@@ -7,7 +7,7 @@
 
 #include "engine/engine_test_util.h"
 
-namespace llmhost {
+namespace llmhost::live_requests_test {
 namespace {
 
 using testing::Collect;
@@ -137,4 +137,4 @@ TEST(LiveRequestsTest, StateNames) {
 }
 
 }  // namespace
-}  // namespace llmhost
+}  // namespace llmhost::live_requests_test

@@ -13,7 +13,7 @@
 
 #include "engine/sampler.h"
 
-namespace llmhost {
+namespace llmhost::sampler_test {
 namespace {
 
 // Draws `n` tokens from the same logits (penalties off) and returns the set.
@@ -334,4 +334,4 @@ TEST(SamplerTest, ValidationNamesTheField) {
 }
 
 }  // namespace
-}  // namespace llmhost
+}  // namespace llmhost::sampler_test

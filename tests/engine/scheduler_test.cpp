@@ -9,7 +9,7 @@
 
 #include "engine/engine_test_util.h"
 
-namespace llmhost {
+namespace llmhost::scheduler_test {
 namespace {
 
 using testing::Collect;
@@ -364,4 +364,4 @@ TEST(EngineQueueTest, FailedStepEndsItsRequestsWithError) {
 }
 
 }  // namespace
-}  // namespace llmhost
+}  // namespace llmhost::scheduler_test

@@ -19,7 +19,7 @@
 #include "test_util.h"
 #include "tokenizer/tokenizer.h"
 
-namespace llmhost {
+namespace llmhost::scripted_model_test {
 namespace {
 
 const char* kScript = R"({"replies": [
@@ -172,4 +172,4 @@ TEST(ScriptTest, ParseChooseAndResync) {
 }
 
 }  // namespace
-}  // namespace llmhost
+}  // namespace llmhost::scripted_model_test

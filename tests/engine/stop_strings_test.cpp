@@ -5,7 +5,7 @@
 
 #include "engine/stop_strings.h"
 
-namespace llmhost {
+namespace llmhost::stop_strings_test {
 namespace {
 
 // Feeds `text` in pieces cut at `cuts` and returns what came out.
@@ -81,4 +81,4 @@ TEST(StopStringsTest, NoStopsPassesThrough) {
 }
 
 }  // namespace
-}  // namespace llmhost
+}  // namespace llmhost::stop_strings_test

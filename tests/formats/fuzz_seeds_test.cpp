@@ -6,7 +6,7 @@
 #include "formats/safetensors.h"
 #include "test_util.h"
 
-namespace llmhost {
+namespace llmhost::fuzz_seeds_test {
 namespace {
 
 std::string Corpus(const std::string& name) {
@@ -35,4 +35,4 @@ TEST(FuzzSeeds, SafetensorsSeedsParse) {
 }
 
 }  // namespace
-}  // namespace llmhost
+}  // namespace llmhost::fuzz_seeds_test

@@ -8,7 +8,7 @@
 #include "formats/gguf.h"
 #include "gguf_builder.h"
 
-namespace llmhost {
+namespace llmhost::gguf_malformed_test {
 namespace {
 
 using ::testing::HasSubstr;
@@ -257,4 +257,4 @@ TEST(GgufMalformed, BadAlignment) {
 }
 
 }  // namespace
-}  // namespace llmhost
+}  // namespace llmhost::gguf_malformed_test

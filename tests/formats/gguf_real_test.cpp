@@ -8,7 +8,7 @@
 #include "formats/gguf.h"
 #include "test_util.h"
 
-namespace llmhost {
+namespace llmhost::gguf_real_test {
 namespace {
 
 std::string TinyGguf(const std::string& type) {
@@ -217,4 +217,4 @@ TEST(GgufReal, DescribeValueAbbreviatesArrays) {
 }
 
 }  // namespace
-}  // namespace llmhost
+}  // namespace llmhost::gguf_real_test

@@ -11,7 +11,7 @@
 #include "test_util.h"
 #include "util/file.h"
 
-namespace llmhost {
+namespace llmhost::gguf_split_test {
 namespace {
 
 std::string TinyModel() {
@@ -131,4 +131,4 @@ TEST(GgufSplit, BrokenSplitsFailClearly) {
 }
 
 }  // namespace
-}  // namespace llmhost
+}  // namespace llmhost::gguf_split_test

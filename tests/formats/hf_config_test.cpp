@@ -8,7 +8,7 @@
 #include "formats/hf_config.h"
 #include "test_util.h"
 
-namespace llmhost {
+namespace llmhost::hf_config_test {
 namespace {
 
 using ::testing::ElementsAre;
@@ -275,4 +275,4 @@ TEST(HfConfig, NonMlxQuantizationConfig) {
 }
 
 }  // namespace
-}  // namespace llmhost
+}  // namespace llmhost::hf_config_test

@@ -6,7 +6,7 @@
 
 #include "formats/hf_config.h"
 
-namespace llmhost {
+namespace llmhost::hf_rope_test {
 namespace {
 
 using ::testing::ElementsAre;
@@ -157,4 +157,4 @@ TEST(HfRope, Errors) {
 }
 
 }  // namespace
-}  // namespace llmhost
+}  // namespace llmhost::hf_rope_test

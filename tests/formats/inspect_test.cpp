@@ -9,7 +9,7 @@
 #include "formats/safetensors_writer.h"
 #include "test_util.h"
 
-namespace llmhost {
+namespace llmhost::inspect_test {
 namespace {
 
 using ::testing::HasSubstr;
@@ -103,4 +103,4 @@ TEST(Inspect, ShardedDirectory) {
 }
 
 }  // namespace
-}  // namespace llmhost
+}  // namespace llmhost::inspect_test

@@ -6,7 +6,7 @@
 #include "formats/mlx_quant.h"
 #include "test_util.h"
 
-namespace llmhost {
+namespace llmhost::mlx_quant_generation_test {
 namespace {
 
 using ::testing::ElementsAre;
@@ -109,4 +109,4 @@ TEST(GenerationConfig, Errors) {
 }
 
 }  // namespace
-}  // namespace llmhost
+}  // namespace llmhost::mlx_quant_generation_test

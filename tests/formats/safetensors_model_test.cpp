@@ -10,7 +10,7 @@
 #include "formats/safetensors_writer.h"
 #include "test_util.h"
 
-namespace llmhost {
+namespace llmhost::safetensors_model_test {
 namespace {
 
 using ::testing::HasSubstr;
@@ -156,4 +156,4 @@ TEST(SafetensorsModel, NothingToOpen) {
 }
 
 }  // namespace
-}  // namespace llmhost
+}  // namespace llmhost::safetensors_model_test

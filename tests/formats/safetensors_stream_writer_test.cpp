@@ -14,7 +14,7 @@
 #include "test_util.h"
 #include "util/file.h"
 
-namespace llmhost {
+namespace llmhost::safetensors_stream_writer_test {
 namespace {
 
 using ::testing::HasSubstr;
@@ -116,4 +116,4 @@ TEST(SafetensorsStreamWriter, IncompleteOrOverlongDataIsAnErrorAndLeavesNoFile) 
 }
 
 }  // namespace
-}  // namespace llmhost
+}  // namespace llmhost::safetensors_stream_writer_test

@@ -8,7 +8,7 @@
 #include "formats/safetensors.h"
 #include "test_util.h"
 
-namespace llmhost {
+namespace llmhost::safetensors_test {
 namespace {
 
 using ::testing::HasSubstr;
@@ -228,4 +228,4 @@ TEST(SafetensorsReal, MlxQuantizedDtypes) {
 }
 
 }  // namespace
-}  // namespace llmhost
+}  // namespace llmhost::safetensors_test

@@ -9,7 +9,7 @@
 #include "formats/safetensors_writer.h"
 #include "test_util.h"
 
-namespace llmhost {
+namespace llmhost::safetensors_writer_test {
 namespace {
 
 using ::testing::HasSubstr;
@@ -134,4 +134,4 @@ TEST(SafetensorsWriter, RejectsBadInput) {
 }
 
 }  // namespace
-}  // namespace llmhost
+}  // namespace llmhost::safetensors_writer_test

@@ -5,7 +5,7 @@
 #include "grammar/matcher.h"
 #include "grammar_test_util.h"
 
-namespace llmhost::grammar {
+namespace llmhost::grammar::gbnf_test {
 namespace {
 
 // Parses `text` as the whole grammar; the Recognizer then reads it.
@@ -119,4 +119,4 @@ TEST(Gbnf, DeepNestingIsAnError) {
 }
 
 }  // namespace
-}  // namespace llmhost::grammar
+}  // namespace llmhost::grammar::gbnf_test

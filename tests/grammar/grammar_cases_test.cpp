@@ -14,7 +14,7 @@
 #include "grammar_oracle.h"
 #include "test_util.h"
 
-namespace llmhost::grammar {
+namespace llmhost::grammar::grammar_cases_test {
 namespace {
 
 TEST(GrammarCasesTest, EveryInstanceGetsItsLabel) {
@@ -64,4 +64,4 @@ TEST(GrammarCasesTest, EveryInstanceGetsItsLabel) {
 }
 
 }  // namespace
-}  // namespace llmhost::grammar
+}  // namespace llmhost::grammar::grammar_cases_test

@@ -7,7 +7,7 @@
 
 #include "util/utf8.h"
 
-namespace llmhost::grammar {
+namespace llmhost::grammar::grammar_ir_test {
 namespace {
 
 // An independent reading of a node tree (no rule references): the set of
@@ -107,7 +107,7 @@ TEST(GrammarIr, NegatedClassNeverMatchesInvalidUtf8) {
     size_t pos = 0;
     bool one_char = utf8::IsValid(s) && (utf8::DecodeOne(s, &pos), pos == s.size());
     valid_seen += one_char;
-    EXPECT_EQ(Matches(g, any, s), one_char) << testing::PrintToString(s);
+    EXPECT_EQ(Matches(g, any, s), one_char) << ::testing::PrintToString(s);
   }
   EXPECT_GT(valid_seen, 1000);
   // Encoded surrogates (ED A0..BF xx) are not scalar values.
@@ -153,4 +153,4 @@ TEST(GrammarIr, TooManyNodesIsAnErrorNotACrash) {
 }
 
 }  // namespace
-}  // namespace llmhost::grammar
+}  // namespace llmhost::grammar::grammar_ir_test

@@ -5,7 +5,7 @@
 #include "grammar/matcher.h"
 #include "grammar_oracle.h"
 
-namespace llmhost::grammar {
+namespace llmhost::grammar::json_schema_test {
 namespace {
 
 using OJson = nlohmann::ordered_json;
@@ -214,4 +214,4 @@ TEST(JsonSchemaTest, RefCycleWithoutTextIsAnError) {
 }
 
 }  // namespace
-}  // namespace llmhost::grammar
+}  // namespace llmhost::grammar::json_schema_test

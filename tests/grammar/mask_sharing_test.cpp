@@ -11,7 +11,7 @@
 #include "grammar/token_walk.h"
 #include "grammar_test_util.h"
 
-namespace llmhost::grammar {
+namespace llmhost::grammar::mask_sharing_test {
 namespace {
 
 std::shared_ptr<const CompiledGrammar> CompileGbnf(const char* text, std::shared_ptr<const TokenVocab> vocab) {
@@ -135,4 +135,4 @@ TEST(SharedMaskCache, KeepsTheFirstOfConcurrentInsertsAndEvictsLeastRecentlyUsed
 }
 
 }  // namespace
-}  // namespace llmhost::grammar
+}  // namespace llmhost::grammar::mask_sharing_test

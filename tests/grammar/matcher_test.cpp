@@ -6,7 +6,7 @@
 
 #include "grammar_test_util.h"
 
-namespace llmhost::grammar {
+namespace llmhost::grammar::matcher_test {
 namespace {
 
 using testing::Recognizer;
@@ -317,4 +317,4 @@ TEST(Matcher, RejectedTokenLeavesTheStateUnchanged) {
 }
 
 }  // namespace
-}  // namespace llmhost::grammar
+}  // namespace llmhost::grammar::matcher_test

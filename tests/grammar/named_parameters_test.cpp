@@ -9,7 +9,7 @@
 #include "grammar/json_schema.h"
 #include "grammar/matcher.h"
 
-namespace llmhost::grammar {
+namespace llmhost::grammar::named_parameters_test {
 namespace {
 
 using nlohmann::ordered_json;
@@ -133,4 +133,4 @@ TEST(NamedParameters, ObjectsTheFormatsCannotWriteAreRefused) {
 }
 
 }  // namespace
-}  // namespace llmhost::grammar
+}  // namespace llmhost::grammar::named_parameters_test

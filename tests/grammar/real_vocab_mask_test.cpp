@@ -9,7 +9,7 @@
 #include "test_util.h"
 #include "util/file.h"
 
-namespace llmhost::grammar {
+namespace llmhost::grammar::real_vocab_mask_test {
 namespace {
 
 TEST(RealVocabMask, JsonMasksMatchAcceptingEachToken) {
@@ -55,4 +55,4 @@ TEST(RealVocabMask, JsonMasksMatchAcceptingEachToken) {
 }
 
 }  // namespace
-}  // namespace llmhost::grammar
+}  // namespace llmhost::grammar::real_vocab_mask_test

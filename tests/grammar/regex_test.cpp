@@ -5,7 +5,7 @@
 #include "grammar/regex_compiler.h"
 #include "grammar_oracle.h"
 
-namespace llmhost::grammar {
+namespace llmhost::grammar::regex_test {
 namespace {
 
 // Whether `text` is in the language of `pattern` (whole-text match, or
@@ -152,4 +152,4 @@ TEST(RegexTest, JsonStringContentEscapesWhereJsonMust) {
 }
 
 }  // namespace
-}  // namespace llmhost::grammar
+}  // namespace llmhost::grammar::regex_test

@@ -20,7 +20,7 @@
 #include "grammar/rule_inlining.h"
 #include "grammar_oracle.h"
 
-namespace llmhost::grammar {
+namespace llmhost::grammar::repeat_lowering_test {
 namespace {
 
 std::shared_ptr<const TokenVocab> ByteVocab() {
@@ -329,4 +329,4 @@ TEST(RepeatLowering, CountsPastTheMaximumAreRefused) {
 }
 
 }  // namespace
-}  // namespace llmhost::grammar
+}  // namespace llmhost::grammar::repeat_lowering_test

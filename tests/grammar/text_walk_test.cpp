@@ -14,7 +14,7 @@
 #include "grammar/text_tokens.h"
 #include "grammar/token_trie.h"
 
-namespace llmhost::grammar {
+namespace llmhost::grammar::text_walk_test {
 namespace {
 
 // Tokens over bytes that matter to text: letters, digits, space, " and \,
@@ -166,4 +166,4 @@ item ::= [a-z]+ | [0-9]+)",
 }
 
 }  // namespace
-}  // namespace llmhost::grammar
+}  // namespace llmhost::grammar::text_walk_test

@@ -8,7 +8,7 @@
 #include "test_util.h"
 #include "util/utf8.h"
 
-namespace llmhost::grammar {
+namespace llmhost::grammar::token_vocab_test {
 namespace {
 
 TEST(TokenVocab, FromBytesKeepsSpecialTokensOutOfTheTrie) {
@@ -102,4 +102,4 @@ INSTANTIATE_TEST_SUITE_P(Tokenizers, RealVocab,
                          ::testing::Values("tok_llama3.json", "tok_qwen3.json", "tok_llama2.json"));
 
 }  // namespace
-}  // namespace llmhost::grammar
+}  // namespace llmhost::grammar::token_vocab_test

@@ -11,7 +11,7 @@
 #include "test_util.h"
 #include "util/file.h"
 
-namespace llmhost {
+namespace llmhost::block_file_test {
 namespace {
 
 using nlohmann::json;
@@ -289,4 +289,4 @@ TEST(BlockFileTest, RejectsBadHeaders) {
 }
 
 }  // namespace
-}  // namespace llmhost
+}  // namespace llmhost::block_file_test

@@ -12,7 +12,7 @@
 #include "backend/cpu/cpu_backend.h"
 #include "kv/prefix_cache.h"
 
-namespace llmhost {
+namespace llmhost::block_saver_test {
 namespace {
 
 constexpr int64_t kBs = 4;
@@ -129,4 +129,4 @@ TEST_F(BlockSaverTest, DestructionFinishesTheSavesHandedOver) {
 }
 
 }  // namespace
-}  // namespace llmhost
+}  // namespace llmhost::block_saver_test

@@ -11,7 +11,7 @@
 #include "kv/fingerprint.h"
 #include "model/model_test_util.h"
 
-namespace llmhost {
+namespace llmhost::fingerprint_test {
 namespace {
 
 namespace fs = std::filesystem;
@@ -174,4 +174,4 @@ TEST(FingerprintTest, GgufFileIsItsOwnIdentity) {
 }
 
 }  // namespace
-}  // namespace llmhost
+}  // namespace llmhost::fingerprint_test

@@ -11,7 +11,7 @@
 #include "model/model.h"
 #include "model/model_test_util.h"
 
-namespace llmhost {
+namespace llmhost::prefix_cache_test {
 namespace {
 
 constexpr int64_t kBs = 4;
@@ -305,4 +305,4 @@ INSTANTIATE_TEST_SUITE_P(Fixtures, PrefixReuseTest,
                          });
 
 }  // namespace
-}  // namespace llmhost
+}  // namespace llmhost::prefix_cache_test

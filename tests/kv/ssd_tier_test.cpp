@@ -9,7 +9,7 @@
 
 #include "kv/block_store_test_util.h"
 
-namespace llmhost {
+namespace llmhost::ssd_tier_test {
 namespace {
 
 using namespace kvtest;  // NOLINT
@@ -212,4 +212,4 @@ TEST(TieredBlockStoreTest, AReadOnlyFolderServesItsBlocksAndSaysItCannotSave) {
 }
 
 }  // namespace
-}  // namespace llmhost
+}  // namespace llmhost::ssd_tier_test

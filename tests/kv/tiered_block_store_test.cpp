@@ -5,7 +5,7 @@
 
 #include "kv/block_store_test_util.h"
 
-namespace llmhost {
+namespace llmhost::tiered_block_store_test {
 namespace {
 
 using namespace kvtest;  // NOLINT
@@ -336,4 +336,4 @@ TEST(TieredBlockStoreTest, ConcurrentClearsFlushesAndPressure) {
 }
 
 }  // namespace
-}  // namespace llmhost
+}  // namespace llmhost::tiered_block_store_test

@@ -15,7 +15,7 @@
 #include "test_util.h"
 #include "util/file.h"
 
-namespace llmhost {
+namespace llmhost::weights_digest_test {
 namespace {
 
 namespace fs = std::filesystem;
@@ -175,4 +175,4 @@ TEST(WeightsHasher, RemembersAndHashesInTheBackground) {
 }
 
 }  // namespace
-}  // namespace llmhost
+}  // namespace llmhost::weights_digest_test

@@ -7,7 +7,7 @@
 #include "model/arch.h"
 #include "model/model_test_util.h"
 
-namespace llmhost {
+namespace llmhost::arch_test {
 namespace {
 
 ModelSpec SpecOf(const std::string& fixture) {
@@ -111,4 +111,4 @@ TEST(ArchTest, BadConfigs) {
 }
 
 }  // namespace
-}  // namespace llmhost
+}  // namespace llmhost::arch_test

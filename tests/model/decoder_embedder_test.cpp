@@ -18,7 +18,7 @@
 #include "model/random_model.h"
 #include "util/thread_pool.h"
 
-namespace llmhost {
+namespace llmhost::decoder_embedder_test {
 namespace {
 
 constexpr const char* kFixture = "qwen3-tiny";
@@ -219,4 +219,4 @@ INSTANTIATE_TEST_SUITE_P(Devices, DecoderEmbedderTest, ::testing::Values(DeviceK
                          });
 
 }  // namespace
-}  // namespace llmhost
+}  // namespace llmhost::decoder_embedder_test

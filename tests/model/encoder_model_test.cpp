@@ -25,7 +25,7 @@
 #include "model/model_test_util.h"
 #include "util/file.h"
 
-namespace llmhost {
+namespace llmhost::encoder_model_test {
 namespace {
 
 using testing::GoldenRoot;
@@ -356,4 +356,4 @@ TEST(EncoderModelTest, SentenceTransformersPooling) {
 }
 
 }  // namespace
-}  // namespace llmhost
+}  // namespace llmhost::encoder_model_test

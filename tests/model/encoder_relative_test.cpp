@@ -19,7 +19,7 @@
 #include "model/model_test_util.h"
 #include "util/file.h"
 
-namespace llmhost {
+namespace llmhost::encoder_relative_test {
 namespace {
 
 constexpr int64_t kHidden = 16, kHeads = 2, kHeadDim = 8, kLayers = 2, kInter = 24, kVocab = 40, kPositions = 12;
@@ -211,4 +211,4 @@ INSTANTIATE_TEST_SUITE_P(Devices, EncoderRelativeTest, ::testing::Values(DeviceK
                          });
 
 }  // namespace
-}  // namespace llmhost
+}  // namespace llmhost::encoder_relative_test

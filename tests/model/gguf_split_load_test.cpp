@@ -12,7 +12,7 @@
 #include "test_util.h"
 #include "util/file.h"
 
-namespace llmhost {
+namespace llmhost::gguf_split_load_test {
 namespace {
 
 // Logits of every row of `prompt`.
@@ -60,4 +60,4 @@ TEST(GgufSplitLoad, PartsGiveTheSameLogitsAsTheWholeFile) {
 }
 
 }  // namespace
-}  // namespace llmhost
+}  // namespace llmhost::gguf_split_load_test

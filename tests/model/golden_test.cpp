@@ -14,7 +14,7 @@
 #include "model/model.h"
 #include "model/model_test_util.h"
 
-namespace llmhost {
+namespace llmhost::golden_test {
 namespace {
 
 using testing::Golden;
@@ -215,4 +215,4 @@ INSTANTIATE_TEST_SUITE_P(Fixtures, GoldenTest, ::testing::ValuesIn(kFixtures),
                          });
 
 }  // namespace
-}  // namespace llmhost
+}  // namespace llmhost::golden_test

@@ -11,7 +11,7 @@
 #include "model/model.h"
 #include "model/model_test_util.h"
 
-namespace llmhost {
+namespace llmhost::incremental_test {
 namespace {
 
 using testing::Golden;
@@ -207,4 +207,4 @@ TEST(ForwardErrorsTest, RejectsBadBatchesWithoutChangingSequences) {
 }
 
 }  // namespace
-}  // namespace llmhost
+}  // namespace llmhost::incremental_test

@@ -7,7 +7,7 @@
 #include "backend/cpu/cpu_backend.h"
 #include "model/kv_cache.h"
 
-namespace llmhost {
+namespace llmhost::kv_cache_test {
 namespace {
 
 TEST(BlockAllocatorTest, AllocatesRefcountsAndReuses) {
@@ -131,4 +131,4 @@ TEST(KvCacheTest, GrowsIntoItsReservationAndShrinksBack) {
 }
 
 }  // namespace
-}  // namespace llmhost
+}  // namespace llmhost::kv_cache_test

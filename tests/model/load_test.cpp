@@ -15,7 +15,7 @@
 #include "model/model.h"
 #include "model/model_test_util.h"
 
-namespace llmhost {
+namespace llmhost::load_test {
 namespace {
 
 namespace fs = std::filesystem;
@@ -199,4 +199,4 @@ TEST(GgufLoadTest, HyperparametersAndInterleavedRope) {
 }
 
 }  // namespace
-}  // namespace llmhost
+}  // namespace llmhost::load_test

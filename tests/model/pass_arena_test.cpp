@@ -6,7 +6,7 @@
 
 #include "backend/cpu/cpu_backend.h"
 
-namespace llmhost {
+namespace llmhost::pass_arena_test {
 namespace {
 
 TEST(PassArenaTest, GrowsOnlyForALargerPassAndRefusesWhatWasNotReserved) {
@@ -50,4 +50,4 @@ TEST(PassArenaTest, GrowsOnlyForALargerPassAndRefusesWhatWasNotReserved) {
 }
 
 }  // namespace
-}  // namespace llmhost
+}  // namespace llmhost::pass_arena_test

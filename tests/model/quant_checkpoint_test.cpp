@@ -26,7 +26,7 @@
 #include "test_util.h"
 #include "util/file.h"
 
-namespace llmhost {
+namespace llmhost::quant_checkpoint_test {
 namespace {
 
 using OJson = nlohmann::ordered_json;
@@ -607,4 +607,4 @@ TEST(HfQuantConfig, AnUnsupportedMethodStillParsesTheConfigAndFailsTheLoad) {
 }
 
 }  // namespace
-}  // namespace llmhost
+}  // namespace llmhost::quant_checkpoint_test

@@ -21,7 +21,7 @@
 #include "tokenizer/tokenizer.h"
 #include "util/file.h"
 
-namespace llmhost {
+namespace llmhost::random_model_test {
 namespace {
 
 using OJson = nlohmann::ordered_json;
@@ -251,4 +251,4 @@ TEST(RandomModelTest, CudaLoadMatchesTheCpu) {
 }
 
 }  // namespace
-}  // namespace llmhost
+}  // namespace llmhost::random_model_test

@@ -7,7 +7,7 @@
 
 #include "model/rope_freqs.h"
 
-namespace llmhost {
+namespace llmhost::rope_freqs_test {
 namespace {
 
 double Default(double theta, int64_t dim, int64_t i) {
@@ -144,4 +144,4 @@ TEST(RopeFreqsTest, UnknownTypeIsNotSupported) {
 }
 
 }  // namespace
-}  // namespace llmhost
+}  // namespace llmhost::rope_freqs_test

@@ -12,7 +12,7 @@
 #include "model/model.h"
 #include "model/model_test_util.h"
 
-namespace llmhost {
+namespace llmhost::row_kind_test {
 namespace {
 
 // 8-bit MLX (prompt rows kFast without AMX), 4-bit MLX and GGUF Q4_0 (int8
@@ -170,4 +170,4 @@ INSTANTIATE_TEST_SUITE_P(Fixtures, RowKindTest, ::testing::ValuesIn(kFixtures),
                          });
 
 }  // namespace
-}  // namespace llmhost
+}  // namespace llmhost::row_kind_test

@@ -13,7 +13,7 @@
 #include "tokenizer/stream_decoder.h"
 #include "tokenizer/tokenizer.h"
 
-namespace llmhost {
+namespace llmhost::stories_test {
 namespace {
 
 std::string Strip(const std::string& s) {
@@ -57,4 +57,4 @@ TEST(Stories260KTest, GreedyFromBosReference) { CheckStories(Precision::kReferen
 TEST(Stories260KTest, GreedyFromBosFast) { CheckStories(Precision::kFast); }
 
 }  // namespace
-}  // namespace llmhost
+}  // namespace llmhost::stories_test

@@ -21,7 +21,7 @@
 #include "tokenizer/tokenizer.h"
 #include "util/file.h"
 
-namespace llmhost {
+namespace llmhost::synth_model_test {
 namespace {
 
 using OJson = nlohmann::ordered_json;
@@ -399,4 +399,4 @@ TEST(SynthModelTest, BadInputsGiveClearErrors) {
 }
 
 }  // namespace
-}  // namespace llmhost
+}  // namespace llmhost::synth_model_test

@@ -24,7 +24,7 @@
 #include "util/file.h"
 #include "util/thread_pool.h"
 
-namespace llmhost {
+namespace llmhost::tensor_parallel_test {
 namespace {
 
 // `n` CPU backends at the reference precision, each with a pool of its own.
@@ -244,4 +244,4 @@ TEST(TensorParallelTest, VocabularyRowsCoverEveryIdOnce) {
 }
 
 }  // namespace
-}  // namespace llmhost
+}  // namespace llmhost::tensor_parallel_test

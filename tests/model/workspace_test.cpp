@@ -8,7 +8,7 @@
 #include "model/model.h"
 #include "model/model_test_util.h"
 
-namespace llmhost {
+namespace llmhost::workspace_test {
 namespace {
 
 TEST(BatchBucket, PowersOfTwoThenMultiplesOf64) {
@@ -95,4 +95,4 @@ TEST(ForwardWorkspace, UploadsComeFromTheBackendsStagingMemory) {
 }
 
 }  // namespace
-}  // namespace llmhost
+}  // namespace llmhost::workspace_test

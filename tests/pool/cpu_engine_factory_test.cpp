@@ -13,7 +13,7 @@
 #include "test_util.h"
 #include "util/file.h"
 
-namespace llmhost {
+namespace llmhost::cpu_engine_factory_test {
 namespace {
 
 std::unique_ptr<EnginePool> MakePool(EngineOptions eo = {}) {
@@ -225,4 +225,4 @@ TEST(CpuEngineFactory, AnEmbeddingKindLoadsAnEmbedderWithoutAnEngine) {
 }
 
 }  // namespace
-}  // namespace llmhost
+}  // namespace llmhost::cpu_engine_factory_test

@@ -13,7 +13,7 @@
 #include "fake_engine.h"
 #include "pool/engine_pool.h"
 
-namespace llmhost {
+namespace llmhost::device_budget_test {
 namespace {
 
 using testing::kGB;
@@ -398,4 +398,4 @@ TEST(DeviceBudget, ThreeModelsThatDoNotFitTogetherSwapUnderEveryCeiling) {
 }
 
 }  // namespace
-}  // namespace llmhost
+}  // namespace llmhost::device_budget_test

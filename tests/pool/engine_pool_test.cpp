@@ -11,7 +11,7 @@
 
 #include "fake_engine.h"
 
-namespace llmhost {
+namespace llmhost::engine_pool_test {
 namespace {
 
 using testing::kGB;
@@ -446,4 +446,4 @@ TEST(EnginePoolDiscovery, RediscoveryMergeRules) {
 }
 
 }  // namespace
-}  // namespace llmhost
+}  // namespace llmhost::engine_pool_test

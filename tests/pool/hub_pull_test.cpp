@@ -11,7 +11,7 @@
 #include "pool/model_discovery.h"
 #include "test_util.h"
 
-namespace llmhost {
+namespace llmhost::hub_pull_test {
 namespace {
 
 namespace fs = std::filesystem;
@@ -255,4 +255,4 @@ TEST(HubCacheTest, ASnapshotWithASplitGgufIsServedOnce) {
 }
 
 }  // namespace
-}  // namespace llmhost
+}  // namespace llmhost::hub_pull_test

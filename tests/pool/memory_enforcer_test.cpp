@@ -11,7 +11,7 @@
 
 #include "fake_engine.h"
 
-namespace llmhost {
+namespace llmhost::memory_enforcer_test {
 namespace {
 
 using testing::kGB;
@@ -304,4 +304,4 @@ TEST(MemoryEnforcer, PressureOnAGpuEvictsAModelOnThatGpu) {
 }
 
 }  // namespace
-}  // namespace llmhost
+}  // namespace llmhost::memory_enforcer_test

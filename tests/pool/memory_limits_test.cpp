@@ -5,7 +5,7 @@
 
 #include <gtest/gtest.h>
 
-namespace llmhost {
+namespace llmhost::memory_limits_test {
 namespace {
 
 constexpr uint64_t G = kGiB;
@@ -177,4 +177,4 @@ TEST(MemoryLimits, ParsesTiersAndValidates) {
 }
 
 }  // namespace
-}  // namespace llmhost
+}  // namespace llmhost::memory_limits_test

@@ -11,7 +11,7 @@
 #include "test_util.h"
 #include "util/file.h"
 
-namespace llmhost {
+namespace llmhost::memory_probe_test {
 namespace {
 
 namespace fs = std::filesystem;
@@ -171,4 +171,4 @@ TEST(MemoryProbe, FakeReturnsWhatWasSet) {
 }
 
 }  // namespace
-}  // namespace llmhost
+}  // namespace llmhost::memory_probe_test

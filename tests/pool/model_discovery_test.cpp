@@ -10,7 +10,7 @@
 #include "test_util.h"
 #include "util/file.h"
 
-namespace llmhost {
+namespace llmhost::model_discovery_test {
 namespace {
 
 namespace fs = std::filesystem;
@@ -246,4 +246,4 @@ TEST(ModelDiscovery, TheRepositoryTestModels) {
 }
 
 }  // namespace
-}  // namespace llmhost
+}  // namespace llmhost::model_discovery_test

@@ -13,7 +13,7 @@
 #include "test_util.h"
 #include "util/file.h"
 
-namespace llmhost {
+namespace llmhost::model_removal_test {
 namespace {
 
 namespace fs = std::filesystem;
@@ -262,4 +262,4 @@ TEST(PoolDelete, RefusesAPinnedModelAndOneServingRequests) {
 }
 
 }  // namespace
-}  // namespace llmhost
+}  // namespace llmhost::model_removal_test

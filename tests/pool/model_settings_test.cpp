@@ -7,7 +7,7 @@
 #include "test_util.h"
 #include "util/file.h"
 
-namespace llmhost {
+namespace llmhost::model_settings_test {
 namespace {
 
 using Json = nlohmann::json;
@@ -267,4 +267,4 @@ TEST(ModelSettings, KindAndInstructionMakeAnEmbeddingModel) {
 }
 
 }  // namespace
-}  // namespace llmhost
+}  // namespace llmhost::model_settings_test

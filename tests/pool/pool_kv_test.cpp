@@ -7,7 +7,7 @@
 
 #include "fake_engine.h"
 
-namespace llmhost {
+namespace llmhost::pool_kv_test {
 namespace {
 
 using testing::kGB;
@@ -78,4 +78,4 @@ TEST(PoolKv, MemoryOfBusyModelsMakesAClaimWaitUntilTheyDrain) {
 }
 
 }  // namespace
-}  // namespace llmhost
+}  // namespace llmhost::pool_kv_test

@@ -5,7 +5,7 @@
 #include "fake_engine.h"
 #include "pool/engine_pool.h"
 
-namespace llmhost {
+namespace llmhost::pool_leases_test {
 namespace {
 
 using testing::kGB;
@@ -329,4 +329,4 @@ TEST(PoolSettle, BailsOutWhileAnotherModelIsServing) {
 }
 
 }  // namespace
-}  // namespace llmhost
+}  // namespace llmhost::pool_leases_test

@@ -12,7 +12,7 @@
 #include "util/log.h"
 #include "util/log_tail.h"
 
-namespace llmhost {
+namespace llmhost::pool_log_request_id_test {
 namespace {
 
 using testing::kGB;
@@ -59,4 +59,4 @@ TEST_F(PoolLogRequestId, AdmissionLinesCarryTheWaitingRequestsId) {
 }
 
 }  // namespace
-}  // namespace llmhost
+}  // namespace llmhost::pool_log_request_id_test

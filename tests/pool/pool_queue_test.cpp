@@ -13,7 +13,7 @@
 #include "fake_engine.h"
 #include "pool/engine_pool.h"
 
-namespace llmhost {
+namespace llmhost::pool_queue_test {
 namespace {
 
 using testing::kGB;
@@ -240,4 +240,4 @@ TEST(PoolQueue, ShutdownFailsQueuedRequests) {
 }
 
 }  // namespace
-}  // namespace llmhost
+}  // namespace llmhost::pool_queue_test

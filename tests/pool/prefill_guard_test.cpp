@@ -8,7 +8,7 @@
 
 #include "fake_engine.h"
 
-namespace llmhost {
+namespace llmhost::prefill_guard_test {
 namespace {
 
 using testing::kGB;
@@ -210,4 +210,4 @@ TEST(PoolPrefillGuard, SkippedWhenTheGuardIsOffOrTheRequestFullyCached) {
 }
 
 }  // namespace
-}  // namespace llmhost
+}  // namespace llmhost::prefill_guard_test

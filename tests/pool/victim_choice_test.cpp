@@ -6,7 +6,7 @@
 
 #include <gtest/gtest.h>
 
-namespace llmhost {
+namespace llmhost::victim_choice_test {
 namespace {
 
 VictimCandidate C(const char* id, uint64_t bytes, double last_access) {
@@ -69,4 +69,4 @@ TEST(VictimChoice, SkipsPinnedActiveLeasedLoadingAndTheRequester) {
 }
 
 }  // namespace
-}  // namespace llmhost
+}  // namespace llmhost::victim_choice_test

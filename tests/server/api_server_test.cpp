@@ -26,7 +26,7 @@
 #include "test_util.h"
 #include "util/file.h"
 
-namespace llmhost::server {
+namespace llmhost::server::api_server_test {
 namespace {
 
 using Json = nlohmann::json;
@@ -618,4 +618,4 @@ TEST(GenerationRelayTest, AQueuedRequestContinuesOnTheTransportThread) {
 }
 
 }  // namespace
-}  // namespace llmhost::server
+}  // namespace llmhost::server::api_server_test

@@ -11,7 +11,7 @@
 #include "server/bench_store.h"
 #include "test_util.h"
 
-namespace llmhost::server {
+namespace llmhost::server::bench_test {
 namespace {
 
 using Json = nlohmann::ordered_json;
@@ -177,4 +177,4 @@ TEST(BenchRuns, AFailedRunIsReportedNotKept) {
 }
 
 }  // namespace
-}  // namespace llmhost::server
+}  // namespace llmhost::server::bench_test

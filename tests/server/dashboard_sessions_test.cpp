@@ -4,7 +4,7 @@
 
 #include "server/dashboard_access.h"
 
-namespace llmhost::server {
+namespace llmhost::server::dashboard_sessions_test {
 namespace {
 
 constexpr int64_t kNow = 1'800'000'000;
@@ -100,4 +100,4 @@ TEST(DashboardAccessTest, PostsWithTheCookieNeedTheCsrfToken) {
 }
 
 }  // namespace
-}  // namespace llmhost::server
+}  // namespace llmhost::server::dashboard_sessions_test

@@ -6,7 +6,7 @@
 
 #include <string>
 
-namespace llmhost::server {
+namespace llmhost::server::embedding_request_test {
 namespace {
 
 OJson J(const char* text) { return OJson::parse(text); }
@@ -196,4 +196,4 @@ TEST(RerankRequest, BadFieldsAreNamed) {
 }
 
 }  // namespace
-}  // namespace llmhost::server
+}  // namespace llmhost::server::embedding_request_test

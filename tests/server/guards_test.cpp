@@ -18,7 +18,7 @@
 #include "test_util.h"
 #include "util/file.h"
 
-namespace llmhost::server {
+namespace llmhost::server::guards_test {
 namespace {
 
 using Json = nlohmann::json;
@@ -200,4 +200,4 @@ TEST(Guards, AChatTemplateThatDoesNotParseIsNamed) {
 }
 
 }  // namespace
-}  // namespace llmhost::server
+}  // namespace llmhost::server::guards_test

@@ -15,7 +15,7 @@
 
 #include "http_test_client.h"
 
-namespace llmhost::server {
+namespace llmhost::server::http_server_test {
 namespace {
 
 using testing::ConnectLocal;
@@ -328,4 +328,4 @@ TEST_F(HttpServerTest, MaxConnectionsRefusesTheNextWith503) {
 }
 
 }  // namespace
-}  // namespace llmhost::server
+}  // namespace llmhost::server::http_server_test

@@ -16,7 +16,7 @@
 #include "tls_test_util.h"
 #include "util/file.h"
 
-namespace llmhost::server {
+namespace llmhost::server::https_server_test {
 namespace {
 
 using testing::ConnectLocal;
@@ -214,4 +214,4 @@ TEST_F(HttpsServerTest, ShutdownClosesIdleTlsConnectionsAndFinishesStreams) {
 }
 
 }  // namespace
-}  // namespace llmhost::server
+}  // namespace llmhost::server::https_server_test

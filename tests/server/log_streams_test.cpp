@@ -4,7 +4,7 @@
 
 #include <string>
 
-namespace llmhost::server {
+namespace llmhost::server::log_streams_test {
 namespace {
 
 // Records what a stream is sent; closed and back-pressure are set by the test.
@@ -145,4 +145,4 @@ TEST(LogStreamsTest, InvalidUtf8IsReplacedNotThrown) {
 }
 
 }  // namespace
-}  // namespace llmhost::server
+}  // namespace llmhost::server::log_streams_test

@@ -8,7 +8,7 @@
 #include "pool/pool_types.h"
 #include "server/metrics.h"
 
-namespace llmhost::server {
+namespace llmhost::server::metrics_test {
 namespace {
 
 bool Has(const std::string& text, const std::string& line) { return text.find(line + "\n") != std::string::npos; }
@@ -82,4 +82,4 @@ TEST(Metrics, UnloadCausesAreFewAndNamed) {
 }
 
 }  // namespace
-}  // namespace llmhost::server
+}  // namespace llmhost::server::metrics_test

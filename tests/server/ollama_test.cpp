@@ -12,7 +12,7 @@
 #include "server/ollama_request.h"
 #include "server/response_format.h"
 
-namespace llmhost::server {
+namespace llmhost::server::ollama_test {
 namespace {
 
 using Json = nlohmann::json;
@@ -206,4 +206,4 @@ TEST(OllamaFormat, WholeGenerateAndChat) {
 }
 
 }  // namespace
-}  // namespace llmhost::server
+}  // namespace llmhost::server::ollama_test

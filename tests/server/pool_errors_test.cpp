@@ -4,7 +4,7 @@
 
 #include <gtest/gtest.h>
 
-namespace llmhost::server {
+namespace llmhost::server::pool_errors_test {
 namespace {
 
 TEST(PoolErrors, EachCauseHasItsStatusAndCode) {
@@ -54,4 +54,4 @@ TEST(PoolErrors, RetryAfterAndPrefillFiguresTravel) {
 }
 
 }  // namespace
-}  // namespace llmhost::server
+}  // namespace llmhost::server::pool_errors_test

@@ -16,7 +16,7 @@
 #include "server/api_server.h"
 #include "test_util.h"
 
-namespace llmhost::server {
+namespace llmhost::server::pool_routes_test {
 namespace {
 
 using Json = nlohmann::json;
@@ -379,4 +379,4 @@ TEST(PoolRoutes, MemoryPressureAbortsMidPrefillAndMidStream) {
 }
 
 }  // namespace
-}  // namespace llmhost::server
+}  // namespace llmhost::server::pool_routes_test

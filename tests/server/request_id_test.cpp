@@ -13,7 +13,7 @@
 #include "server/http_server.h"
 #include "util/log.h"
 
-namespace llmhost::server {
+namespace llmhost::server::request_id_test {
 namespace {
 
 bool LooksGenerated(const std::string& id) { return std::regex_match(id, std::regex("[0-9a-f]{16}")); }
@@ -132,4 +132,4 @@ TEST_F(RequestIdTransportTest, TransportErrorsCarryAnId) {
 }
 
 }  // namespace
-}  // namespace llmhost::server
+}  // namespace llmhost::server::request_id_test

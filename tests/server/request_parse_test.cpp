@@ -11,7 +11,7 @@
 #include "test_util.h"
 #include "util/file.h"
 
-namespace llmhost::server {
+namespace llmhost::server::request_parse_test {
 namespace {
 
 OJson J(const char* text) { return OJson::parse(text); }
@@ -525,4 +525,4 @@ TEST(AnthropicMessages, ClaudeCodeCaptures) {
 }
 
 }  // namespace
-}  // namespace llmhost::server
+}  // namespace llmhost::server::request_parse_test

@@ -12,7 +12,7 @@
 #include "server/api_error.h"
 #include "server/response_format.h"
 
-namespace llmhost::server {
+namespace llmhost::server::response_format_test {
 namespace {
 
 using Json = nlohmann::json;
@@ -296,4 +296,4 @@ TEST(ErrorShapes, OpenAIAndAnthropic) {
 }
 
 }  // namespace
-}  // namespace llmhost::server
+}  // namespace llmhost::server::response_format_test

@@ -14,7 +14,7 @@
 #include "server/response_store.h"
 #include "server/responses_request.h"
 
-namespace llmhost::server {
+namespace llmhost::server::responses_test {
 namespace {
 
 using Json = nlohmann::ordered_json;
@@ -244,4 +244,4 @@ TEST(ResponsesFormat, StreamEventsInOrder) {
 }
 
 }  // namespace
-}  // namespace llmhost::server
+}  // namespace llmhost::server::responses_test

@@ -11,7 +11,7 @@
 #include "test_util.h"
 #include "util/file.h"
 
-namespace llmhost::server {
+namespace llmhost::server::settings_auth_test {
 namespace {
 
 struct FakeEnv {
@@ -320,4 +320,4 @@ TEST(Cors, AllowedOriginsAndPreflight) {
 }
 
 }  // namespace
-}  // namespace llmhost::server
+}  // namespace llmhost::server::settings_auth_test

@@ -2,7 +2,7 @@
 
 #include <gtest/gtest.h>
 
-namespace llmhost::server {
+namespace llmhost::server::stats_history_test {
 namespace {
 
 StatsReading At(double t, int64_t prompt, int64_t generated, int64_t firsts = 0, double ttft_sum = 0) {
@@ -88,4 +88,4 @@ TEST(StatsHistoryTest, ReadingsWithoutTimePassingAddNothing) {
 }
 
 }  // namespace
-}  // namespace llmhost::server
+}  // namespace llmhost::server::stats_history_test

@@ -13,7 +13,7 @@
 #include "server/responses_request.h"
 #include "server/structured_output_request.h"
 
-namespace llmhost::server {
+namespace llmhost::server::structured_output_test {
 namespace {
 
 using Kind = ConstraintSpec::Kind;
@@ -223,4 +223,4 @@ TEST(StructuredOutputRequest, ForcedToolChoicesAreAccepted) {
 }
 
 }  // namespace
-}  // namespace llmhost::server
+}  // namespace llmhost::server::structured_output_test

@@ -8,7 +8,7 @@
 #include "tls_test_util.h"
 #include "util/file.h"
 
-namespace llmhost::server {
+namespace llmhost::server::tls_context_test {
 namespace {
 
 using testing::MakeCertificate;
@@ -114,4 +114,4 @@ TEST_F(TlsContextTest, AnEncryptedKeyIsRefusedWithoutPrompting) {
 }
 
 }  // namespace
-}  // namespace llmhost::server
+}  // namespace llmhost::server::tls_context_test

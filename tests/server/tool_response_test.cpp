@@ -15,7 +15,7 @@
 #include "server/output_plan.h"
 #include "server/response_format.h"
 
-namespace llmhost::server {
+namespace llmhost::server::tool_response_test {
 namespace {
 
 using Json = nlohmann::json;
@@ -332,4 +332,4 @@ TEST(ChoiceOutputTest, ReasoningOffLeavesThinkMarkupAsContent) {
 }
 
 }  // namespace
-}  // namespace llmhost::server
+}  // namespace llmhost::server::tool_response_test

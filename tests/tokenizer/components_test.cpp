@@ -16,7 +16,7 @@
 #include "tokenizer/tokenizer.h"
 #include "util/file.h"
 
-namespace llmhost {
+namespace llmhost::components_test {
 namespace {
 
 using nlohmann::json;
@@ -104,4 +104,4 @@ TEST(ComponentsVsHf, Decoders) { EXPECT_GT(RunSuites("decoder"), 20); }
 TEST(ComponentsVsHf, TokenizersAndAddedTokens) { EXPECT_GT(RunSuites("tokenizer"), 80); }
 
 }  // namespace
-}  // namespace llmhost
+}  // namespace llmhost::components_test

@@ -12,7 +12,7 @@
 #include "tokenizer/gguf_vocab.h"
 #include "tokenizer/tokenizer.h"
 
-namespace llmhost {
+namespace llmhost::gguf_small_vocab_test {
 namespace {
 
 using Ids = std::vector<TokenId>;
@@ -271,4 +271,4 @@ TEST(GgufVocabErrors, NotAGgufOrTruncated) {
 }
 
 }  // namespace
-}  // namespace llmhost
+}  // namespace llmhost::gguf_small_vocab_test

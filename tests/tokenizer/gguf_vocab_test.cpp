@@ -22,7 +22,7 @@
 #include "tokenizer/tokenizer.h"
 #include "util/file.h"
 
-namespace llmhost {
+namespace llmhost::gguf_vocab_test {
 namespace {
 
 using Json = nlohmann::json;
@@ -321,4 +321,4 @@ INSTANTIATE_TEST_SUITE_P(
     [](const ::testing::TestParamInfo<RealCase>& info) { return std::string(info.param.golden); });
 
 }  // namespace
-}  // namespace llmhost
+}  // namespace llmhost::gguf_vocab_test

@@ -13,7 +13,7 @@
 #include "tokenizer/tokenizer.h"
 #include "util/file.h"
 
-namespace llmhost {
+namespace llmhost::golden_test {
 namespace {
 
 std::string Quote(const std::string& s) { return nlohmann::json(s).dump(); }
@@ -104,4 +104,4 @@ INSTANTIATE_TEST_SUITE_P(RealTokenizers, RandomSharedGolden,
                                            "random_llama2_long"));
 
 }  // namespace
-}  // namespace llmhost
+}  // namespace llmhost::golden_test

@@ -13,7 +13,7 @@
 #include "tokenizer/tokenizer.h"
 #include "util/file.h"
 
-namespace llmhost {
+namespace llmhost::model_fixtures_test {
 namespace {
 
 using nlohmann::json;
@@ -75,4 +75,4 @@ INSTANTIATE_TEST_SUITE_P(
     });
 
 }  // namespace
-}  // namespace llmhost
+}  // namespace llmhost::model_fixtures_test

@@ -21,7 +21,7 @@
 #include "util/file.h"
 #include "util/utf8.h"
 
-namespace llmhost {
+namespace llmhost::stream_decoder_test {
 namespace {
 
 using Json = nlohmann::json;
@@ -290,4 +290,4 @@ TEST(StreamDecoderSplitChars, SkippedSpecialTokens) {
 }
 
 }  // namespace
-}  // namespace llmhost
+}  // namespace llmhost::stream_decoder_test

@@ -15,7 +15,7 @@
 #include "util/file.h"
 #include "util/utf8.h"
 
-namespace llmhost {
+namespace llmhost::tokenizer_test {
 namespace {
 
 using nlohmann::json;
@@ -250,9 +250,9 @@ TEST(TokenizerPathological, HugeInputsRealTokenizers) {
 }
 
 }  // namespace
-}  // namespace llmhost
+}  // namespace llmhost::tokenizer_test
 
-namespace llmhost {
+namespace llmhost::tokenizer_test {
 namespace {
 
 // A group repetition over a long piece needs deep backtracking state: the
@@ -272,4 +272,4 @@ TEST(TokenizerRegex, LongGroupRepetitionMatchesWholePiece) {
 }
 
 }  // namespace
-}  // namespace llmhost
+}  // namespace llmhost::tokenizer_test

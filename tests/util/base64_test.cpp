@@ -3,7 +3,7 @@
 
 #include <gtest/gtest.h>
 
-namespace llmhost {
+namespace llmhost::base64_test {
 namespace {
 
 TEST(Base64Test, Rfc4648Vectors) {
@@ -21,4 +21,4 @@ TEST(Base64Test, HighBytes) {
 }
 
 }  // namespace
-}  // namespace llmhost
+}  // namespace llmhost::base64_test

@@ -5,7 +5,7 @@
 #include "test_util.h"
 #include "util/sha256.h"
 
-namespace llmhost {
+namespace llmhost::file_test {
 namespace {
 
 TEST(FileTest, AtomicWriteThenMapAndRead) {
@@ -46,4 +46,4 @@ TEST(Sha256Test, KnownVectors) {
 }
 
 }  // namespace
-}  // namespace llmhost
+}  // namespace llmhost::file_test

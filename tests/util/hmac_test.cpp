@@ -4,7 +4,7 @@
 
 #include <string>
 
-namespace llmhost {
+namespace llmhost::hmac_test {
 namespace {
 
 // RFC 4231's test vectors for HMAC-SHA-256.
@@ -32,4 +32,4 @@ TEST(ConstantTimeEqualTest, ComparesContentsAndLengths) {
 }
 
 }  // namespace
-}  // namespace llmhost
+}  // namespace llmhost::hmac_test

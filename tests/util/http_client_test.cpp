@@ -17,7 +17,7 @@
 #include "util/http_download.h"
 #include "util/sha256.h"
 
-namespace llmhost {
+namespace llmhost::http_client_test {
 namespace {
 
 // A one-thread HTTP server on 127.0.0.1: reads each connection's request
@@ -298,4 +298,4 @@ TEST(HttpDownloadTest, ErrorStatusLeavesThePartialFile) {
 }
 
 }  // namespace
-}  // namespace llmhost
+}  // namespace llmhost::http_client_test

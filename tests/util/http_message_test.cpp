@@ -2,7 +2,7 @@
 
 #include <gtest/gtest.h>
 
-namespace llmhost {
+namespace llmhost::http_message_test {
 namespace {
 
 TEST(HttpMessageTest, ParsesStatusAndHeaders) {
@@ -87,4 +87,4 @@ TEST(HttpMessageTest, ChunkedRejectsBadFraming) {
 }
 
 }  // namespace
-}  // namespace llmhost
+}  // namespace llmhost::http_message_test

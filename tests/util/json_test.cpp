@@ -8,7 +8,7 @@
 #include "test_util.h"
 #include "util/file.h"
 
-namespace llmhost {
+namespace llmhost::json_test {
 namespace {
 
 TEST(Json, NestingDepthSkipsStringsAndEscapes) {
@@ -70,4 +70,4 @@ TEST(Json, FilesAreCappedBeforeTheyAreRead) {
 }
 
 }  // namespace
-}  // namespace llmhost
+}  // namespace llmhost::json_test

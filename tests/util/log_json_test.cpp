@@ -8,7 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
-namespace llmhost {
+namespace llmhost::log_json_test {
 namespace {
 
 using std::chrono::milliseconds;
@@ -96,4 +96,4 @@ TEST(LogJsonTest, ParsesFormatNames) {
 }
 
 }  // namespace
-}  // namespace llmhost
+}  // namespace llmhost::log_json_test

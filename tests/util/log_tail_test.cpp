@@ -5,7 +5,7 @@
 #include <atomic>
 #include <thread>
 
-namespace llmhost {
+namespace llmhost::log_tail_test {
 namespace {
 
 std::vector<std::string> Lines(const LogTail::Page& p) {
@@ -111,4 +111,4 @@ TEST(LogTailTest, WritersAndReadersAtOnceLoseNothingWithinTheRing) {
 }
 
 }  // namespace
-}  // namespace llmhost
+}  // namespace llmhost::log_tail_test

@@ -9,7 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
-namespace llmhost {
+namespace llmhost::log_test {
 namespace {
 
 class LogTest : public ::testing::Test {
@@ -83,4 +83,4 @@ TEST_F(LogTest, ScopedRequestIdNestsRestoresAndStaysOnItsThread) {
 }
 
 }  // namespace
-}  // namespace llmhost
+}  // namespace llmhost::log_test

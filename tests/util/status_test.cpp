@@ -2,7 +2,7 @@
 
 #include <gtest/gtest.h>
 
-namespace llmhost {
+namespace llmhost::status_test {
 namespace {
 
 Result<int> ParsePositive(int v) {
@@ -35,4 +35,4 @@ TEST(StatusTest, AssignOrReturnPropagates) {
 }
 
 }  // namespace
-}  // namespace llmhost
+}  // namespace llmhost::status_test

@@ -8,7 +8,7 @@
 #include <atomic>
 #include <vector>
 
-namespace llmhost {
+namespace llmhost::thread_pool_test {
 namespace {
 
 TEST(ThreadPoolTest, CoversEveryIndexExactlyOnce) {
@@ -66,4 +66,4 @@ TEST(ThreadPoolTest, LateWorkersNeverRunAnEndedCall) {
 }
 
 }  // namespace
-}  // namespace llmhost
+}  // namespace llmhost::thread_pool_test

@@ -11,7 +11,7 @@
 #include <thread>
 #include <vector>
 
-namespace llmhost {
+namespace llmhost::thread_team_test {
 namespace {
 
 TEST(ThreadTeam, EachRankRunsOnItsOwnThreadEveryRound) {
@@ -51,4 +51,4 @@ TEST(ThreadTeam, APartsExceptionReachesTheCallerAfterEveryPartEnded) {
 }
 
 }  // namespace
-}  // namespace llmhost
+}  // namespace llmhost::thread_team_test

@@ -2,7 +2,7 @@
 
 #include <gtest/gtest.h>
 
-namespace llmhost {
+namespace llmhost::url_test {
 namespace {
 
 TEST(UrlTest, ParsesSchemeHostPortAndTarget) {
@@ -79,4 +79,4 @@ TEST(UrlTest, PercentEncodesOutsideUnreserved) {
 }
 
 }  // namespace
-}  // namespace llmhost
+}  // namespace llmhost::url_test

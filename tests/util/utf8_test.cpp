@@ -2,7 +2,7 @@
 
 #include <gtest/gtest.h>
 
-namespace llmhost::utf8 {
+namespace llmhost::utf8::utf8_test {
 namespace {
 
 TEST(Utf8Test, RoundTripsAllPlanes) {
@@ -32,4 +32,4 @@ TEST(Utf8Test, IncompleteTail) {
 }
 
 }  // namespace
-}  // namespace llmhost::utf8
+}  // namespace llmhost::utf8::utf8_test
