@@ -8,7 +8,8 @@
 # after 8,192 tokens; prefill 512 of MLX 4-bit and FP8 with their weights
 # widened for cuBLASLt and without (LLMHOST_CUDA_WIDEN_PROMPT=off); the
 # issue's MLX 4-bit figures; an ncu of one step's int8 kernels.
-#   NCU=0 to skip the profile; ROUNDS (default 2); FIGURES=0 to skip the figures.
+#   NCU=0 to skip the profile; ROUNDS (default 2); FIGURES=0 to skip the figures; QUICK_AB and TRIALS
+#   (below): settings timed against the default.
 set -uo pipefail
 s=/tmp/llmhost-stage
 out=${OUT:-/tmp/int8-check}
@@ -41,6 +42,32 @@ mb() {  # mb LABEL ENV... -- model_bench args
   echo "| $label | $* | $(grep -E 'tok/s' "$out/mb.log" | grep -vE '^\|' | head -2 | tr '\n' ' ' | cut -c1-200) |" | tee -a "$out/table.md"
   cat "$out/mb.log" >>"$out/model_bench.log"
 }
+# TRIALS="ENV=VALUE ...": the int8 tests under each setting, then decode (TRIAL_BATCH: "1" or e.g. "2 4",
+# TRIAL_PHASES: model_bench --phases) under each against the default, two rounds alternated.
+if [ -n "${TRIALS:-}" ]; then
+  for v in $TRIALS; do
+    env "$v" "$B/backend_tests" --gtest_filter='*Int8Mlx*' >"$out/trial_tests.log" 2>&1
+    echo "$v backend_tests rc=$?: $(grep -E '^\[  PASSED|^\[  FAILED' "$out/trial_tests.log" | tr '\n' ' ')"
+  done
+  for round in 1 2; do
+    for v in LLMHOST_CUDA_MLX_INT8=on $TRIALS; do
+      for b in ${TRIAL_BATCH:-1}; do
+        mb "$v r$round" "$v" -- --prompt 512 --steps 32 --batch $b --phases ${TRIAL_PHASES:-decode1}
+      done
+    done
+  done
+  if [ "${NCU:-1}" = 1 ] && command -v ncu >/dev/null; then
+    for v in LLMHOST_CUDA_MLX_INT8=on $TRIALS; do
+      env "$v" LLMHOST_CUDA_GRAPHS=off ncu --clock-control none --kernel-name regex:'Int8Mlx' --launch-skip 20 --launch-count 4 \
+        --section SpeedOfLight --section Occupancy \
+        "$B/model_bench" --random-config "$cfg" --arch llama --seed 1 --group-size 64 --device cuda --precisions auto \
+        --reps 1 --formats mlx4 --prompt 16 --steps 2 --batch 1 --phases decode1 >"$out/ncu.log" 2>&1
+      echo "== ncu $v"
+      grep -E 'Duration|DRAM Throughput|Registers Per|Achieved Occupancy' "$out/ncu.log" | sed -E 's/ +/ /g' | cut -c1-100 | head -16
+    done
+  fi
+  exit 0
+fi
 if [ -n "${QUICK_AB:-}" ]; then  # QUICK_AB="ENV=VALUE": decode b1 / 8 sequences, that setting against the default, 3 rounds
   for round in 1 2 3; do
     for v in LLMHOST_CUDA_MLX_INT8=on "$QUICK_AB"; do
