@@ -368,9 +368,12 @@ BlockBytes SsdTier::Read(const BlockMeta& want) {
     if (same) lru_.splice(lru_.end(), lru_, it->second.lru);
     return std::move(r).value();
   }
+  // Removed or rewritten while it was read (a clear, an eviction, a newer
+  // save of the key): a miss, not a damaged file.
+  if (!same) return nullptr;
   LOG_WARN("kv cache: dropping block file: " << r.status().ToString());
-  stats_->Add(same ? it->second.model : want.model, &TierStats::errors);
-  if (same) EraseFileLocked(want.key, /*eviction=*/false);
+  stats_->Add(it->second.model, &TierStats::errors);
+  EraseFileLocked(want.key, /*eviction=*/false);
   return nullptr;
 }
 
