@@ -24,6 +24,7 @@ template <int T, bool Tiles>
 struct Shape {
   static constexpr int R = T == 1 ? 1 : Tiles ? 4 : 2;
   static constexpr int A = T == 1 ? 1 : 2;
+  static constexpr int kBlockRows = kWarps * R;
 };
 
 constexpr int kQuantWarps = 8;
@@ -100,7 +101,8 @@ __device__ __forceinline__ void LoadChunks(const DevWeight& w, int64_t r, int64_
 template <int T, bool Tiles, Elem SE>
 __global__ void __launch_bounds__(kWarps * 32) Int8MlxKernel(Int8Weights ws, const int8_t* xq, const float4* dxs,
                                                              int64_t n, int tiles, int gshift) {
-  constexpr int kRowsPerWarp = Shape<T, Tiles>::R, kAhead = Shape<T, Tiles>::A, kBlockRows = kWarps * kRowsPerWarp;
+  using Sh = Shape<T, Tiles>;
+  constexpr int kRowsPerWarp = Sh::R, kAhead = Sh::A, kBlockRows = Sh::kBlockRows;
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const int64_t rb = blockIdx.x / tiles;
   const int64_t t0 = static_cast<int64_t>(blockIdx.x % tiles) * T;
@@ -174,7 +176,7 @@ int GroupShift(const DevWeight& w) { return w.group_size == 32 ? 0 : w.group_siz
 template <int T, bool Tiles = false>
 void LaunchTokens(Int8Weights ws, const DevWeight* w, const int8_t* xq, const float4* dxs, int64_t n, int gshift,
                   cudaStream_t s) {
-  constexpr int kBlockRows = kWarps * Shape<T, Tiles>::R;
+  constexpr int kBlockRows = Shape<T, Tiles>::kBlockRows;
   for (int k = 0; k < ws.count; ++k) ws.first[k + 1] = ws.first[k] + (w[k].rows + kBlockRows - 1) / kBlockRows;
   const int tiles = static_cast<int>((n + T - 1) / T);
   const dim3 grid(static_cast<unsigned>(ws.first[ws.count] * tiles));
