@@ -2,7 +2,8 @@
 # Packs what a call on the lent GPU machine needs into .devcarry/stage.tar.xz
 # (carry [".devcarry"]): binaries built here (CUDA, sm_90) and the Debian
 # libraries they link that the machine's image lacks. The working tree
-# travels beside it (64 MiB in all: keep the pack under ~36 MiB).
+# travels beside it (64 MiB in all: keep the pack under ~36 MiB; xz -9e
+# packs the test binaries and the model bench into ~19 MiB).
 #   bench/gpu/pack.sh [more binaries...]   (PACK_BINS="..." replaces the default set)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -17,6 +18,6 @@ done
 for b in "$stage"/bin/*; do ldd "$b"; done | awk '/=> \// {print $3}' | sort -u |
   grep -vE '/(libc|libm|libdl|librt|libpthread|libgcc_s|libstdc\+\+|ld-linux[^/]*)\.so' |
   while read -r lib; do cp -L "$lib" "$stage/lib/"; done
-tar -C "$stage" -cJf .devcarry/stage.tar.xz bin lib
+XZ_OPT=${XZ_OPT:--9e -T0} tar -C "$stage" -cJf .devcarry/stage.tar.xz bin lib
 rm -rf "$stage"
 ls -l .devcarry/stage.tar.xz

@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "backend/device.h"
@@ -311,6 +312,7 @@ TEST_F(CudaTest, PipelinedTensorCoreRowsGiveTheSameBits) {
     EXPECT_TRUE(b_->Synchronize().ok());
     return y;
   };
+  setenv("LLMHOST_CUDA_MMA_WIDE", "off", 1);  // past 8 tokens too: this kernel's tile shapes
   for (Precision p : {Precision::kAuto, Precision::kFastBf16}) {
     b_->set_precision(p);
     for (int64_t m : {int64_t{1}, int64_t{9}, int64_t{20}, n}) {
@@ -322,10 +324,74 @@ TEST_F(CudaTest, PipelinedTensorCoreRowsGiveTheSameBits) {
       EXPECT_EQ(0, std::memcmp(plain.data(), piped.data(), plain.size() * 4)) << PrecisionName(p) << " n " << m;
     }
   }
+  unsetenv("LLMHOST_CUDA_MMA_WIDE");
   b_->set_precision(Precision::kAuto);
   b_->ReleaseWeight(*dw);
   b_->Free(*dx);
   b_->Free(*dy);
+}
+
+// Past 8 tokens the wide kernel (a warp a row tile, walking the parts of
+// the columns in turn) takes bf16 rows: the same bits as the kernel for few
+// tokens, alone and at the same batch (LLMHOST_CUDA_MMA_WIDE=off), over its
+// shapes (the parts in one block, or dealt over clusters of 2, 4 and 8
+// blocks; 2 and 4 token tiles), steps that do not divide into the 8 parts,
+// partial row and token tiles, and two weights in one launch.
+TEST_F(CudaTest, WideTensorCoreRowsGiveTheSameBitsAsFewTokens) {
+  struct Shape {
+    int64_t rows, cols, n;
+  };
+  const Shape shapes[] = {{8200, 512, 128}, {4100, 832, 128}, {8200, 512, 32}, {2056, 576, 40}, {300, 1024, 17}, {1000, 512, 9}};
+  std::mt19937 rng(13);
+  std::uniform_real_distribution<float> u(-1, 1);
+  for (const Shape& sh : shapes) {
+    const RandomBf16 w(sh.rows, sh.cols, rng);
+    auto dw = b_->PrepareWeight(w.host);
+    auto dw2 = b_->PrepareWeight(w.host);
+    ASSERT_TRUE(dw.ok() && dw2.ok());
+    std::vector<float> x(sh.n * sh.cols);
+    for (float& v : x) v = u(rng);
+    auto dx = b_->Allocate(x.size() * 4, "x");
+    auto dy = b_->Allocate(sh.n * sh.rows * 4, "y");
+    auto dy2 = b_->Allocate(sh.n * sh.rows * 4, "y2");
+    ASSERT_TRUE(dx.ok() && dy.ok() && dy2.ok());
+    b_->CopyToDevice(*dx, 0, x.data(), x.size() * 4);
+    auto run = [&](int64_t first, int64_t m) {
+      std::vector<float> y(m * sh.rows);
+      b_->MatMul(*dw, dx->as<float>() + first * sh.cols, m, dy->as<float>(), RowKind::kGenerated);
+      b_->CopyToHost(y.data(), *dy, 0, y.size() * 4);
+      EXPECT_TRUE(b_->Synchronize().ok());
+      return y;
+    };
+    for (Precision p : {Precision::kAuto, Precision::kFastBf16}) {
+      b_->set_precision(p);
+      const std::string at = std::string(PrecisionName(p)) + " rows " + std::to_string(sh.rows) + " cols " +
+                             std::to_string(sh.cols) + " n " + std::to_string(sh.n);
+      const std::vector<float> wide = run(0, sh.n);
+      setenv("LLMHOST_CUDA_MMA_WIDE", "off", 1);
+      const std::vector<float> tiles = run(0, sh.n);
+      unsetenv("LLMHOST_CUDA_MMA_WIDE");
+      EXPECT_EQ(0, std::memcmp(wide.data(), tiles.data(), wide.size() * 4)) << at;
+      for (int64_t t : {int64_t{0}, int64_t{5}, sh.n / 2, sh.n - 1}) {
+        const std::vector<float> alone = run(t, 1);
+        EXPECT_EQ(0, std::memcmp(alone.data(), wide.data() + t * sh.rows, sh.rows * 4)) << at << " token " << t;
+      }
+      const Backend::MatMulJob jobs[] = {{&*dw, dy->as<float>()}, {&*dw2, dy2->as<float>()}};
+      b_->MatMuls(jobs, dx->as<float>(), sh.n, RowKind::kGenerated);
+      std::vector<float> fused(sh.n * sh.rows), fused2(sh.n * sh.rows);
+      b_->CopyToHost(fused.data(), *dy, 0, fused.size() * 4);
+      b_->CopyToHost(fused2.data(), *dy2, 0, fused2.size() * 4);
+      ASSERT_TRUE(b_->Synchronize().ok());
+      EXPECT_EQ(0, std::memcmp(fused.data(), wide.data(), wide.size() * 4)) << at << " (fused)";
+      EXPECT_EQ(0, std::memcmp(fused2.data(), wide.data(), wide.size() * 4)) << at << " (fused)";
+    }
+    b_->ReleaseWeight(*dw);
+    b_->ReleaseWeight(*dw2);
+    b_->Free(*dx);
+    b_->Free(*dy);
+    b_->Free(*dy2);
+  }
+  b_->set_precision(Precision::kAuto);
 }
 
 }  // namespace

@@ -3,48 +3,13 @@
 #include "backend/cuda/matmul_mma.cuh"
 #include "backend/cuda/matmul_mma_mlx.cuh"
 #include "backend/cuda/mma_bf16.cuh"
+#include "backend/cuda/mma_rows.cuh"
 
 namespace llmhost::cuda {
+using namespace mma_rows;
 namespace {
 
-constexpr int kWarps = 8;         // a block: 16 weight rows, the columns' steps dealt over 8 warps
-constexpr int kRows = 16;         // the MMA's m
-constexpr int kStepCols = 64;     // columns per step: each lane's two 16-byte loads of a row
-constexpr int kMaxWeights = 4;
-constexpr int64_t kMinBlocks = 128;  // about one per SM of an H100 / H200
-
-struct MmaWeights {
-  DevWeight w[kMaxWeights];
-  float* y[kMaxWeights];
-  int64_t first[kMaxWeights + 1];  // weight i's first block
-  int count = 0;
-};
-
-// One 16-byte chunk of rows g and g + 8 (wa, wb) against the same 8 columns
-// of x (its bf16 terms h, and l with Split): the chunk's columns 0-3 are k
-// 2c, 2c+1, 2c+8, 2c+9 of the first MMA, 4-7 of the second. Every launch
-// shape adds the terms in this order: first half hi, lo; second half hi, lo.
-template <bool Split>
-__device__ __forceinline__ void MmaChunk(const uint4& wa, const uint4& wb, const uint32_t (&h)[4],
-                                         const uint32_t (&l)[4], float (&acc)[4]) {
-  Mma(acc, wa.x, wb.x, wa.y, wb.y, h[0], h[1]);
-  if constexpr (Split) Mma(acc, wa.x, wb.x, wa.y, wb.y, l[0], l[1]);
-  Mma(acc, wa.z, wb.z, wa.w, wb.w, h[2], h[3]);
-  if constexpr (Split) Mma(acc, wa.z, wb.z, wa.w, wb.w, l[2], l[3]);
-}
-
-template <bool Split>
-__device__ __forceinline__ void SplitX8(const float (&xv)[8], uint32_t (&h)[4], uint32_t (&l)[4]) {
-#pragma unroll
-  for (int j = 0; j < 4; ++j) {
-    if constexpr (Split) {
-      SplitPair(xv[2 * j], xv[2 * j + 1], &h[j], &l[j]);
-    } else {
-      h[j] = PackBf16(xv[2 * j], xv[2 * j + 1]);
-      l[j] = 0;
-    }
-  }
-}
+constexpr int kWarps = kParts;  // a block: 16 weight rows, warp w the columns' part w
 
 // grid (ceil(n / (8 NT)), Σ blocks): a block takes RT tiles of 16 rows and NT
 // tiles of 8 tokens. Warp w takes the steps s = w, w + 8, ... of every row
@@ -66,8 +31,7 @@ template <int NT, int RT, int U, bool Split, bool XVec, bool Pipe, bool Streamed
 __global__ void __launch_bounds__(kWarps * 32, RT >= 4 || (Pipe && NT * RT >= 8) ? 1 : 2)
     MmaRowsKernel(MmaWeights ws, const float* x, int64_t n, bool early) {
   if (!early) WaitForPriorGrid();
-  int i = 0;
-  while (i + 1 < ws.count && blockIdx.y >= ws.first[i + 1]) ++i;
+  const int i = WeightOf(ws, blockIdx.y);
   const DevWeight& w = ws.w[i];
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, g = lane >> 2, c = lane & 3;
   const int64_t r0 = (blockIdx.y - ws.first[i]) * kRows * RT, t0 = static_cast<int64_t>(blockIdx.x) * NT * 8;
@@ -89,7 +53,7 @@ __global__ void __launch_bounds__(kWarps * 32, RT >= 4 || (Pipe && NT * RT >= 8)
   for (int t = 0; t < NT; ++t) {
     const int64_t tok = t0 + t * 8 + g;
     tv[t] = tok < n;
-    xt[t] = x + (tv[t] ? tok : 0) * cols + 16 * c;
+    xt[t] = x + (tv[t] ? tok : 0) * cols + ChunkCols(c, 0);
   }
   float acc[RT][NT][4];
 #pragma unroll
@@ -109,7 +73,7 @@ __global__ void __launch_bounds__(kWarps * 32, RT >= 4 || (Pipe && NT * RT >= 8)
         for (int half = 0; half < 2; ++half) {
 #pragma unroll
           for (int ch = 0; ch < 2; ++ch) {
-            const uint4* p = row[rt][half] + s * 8 + 2 * c + ch;
+            const uint4* p = row[rt][half] + s * 8 + ChunkOf(c, ch);
             wv[u][rt][half][ch] = !(s < steps && rv[rt][half]) ? make_uint4(0, 0, 0, 0)
                                   : Streamed                   ? LoadStreamed(p)
                                                                : __ldg(p);
@@ -128,7 +92,7 @@ __global__ void __launch_bounds__(kWarps * 32, RT >= 4 || (Pipe && NT * RT >= 8)
 #pragma unroll
         for (int ch = 0; ch < 2; ++ch) {
           float xv[8];
-          LoadX8<XVec>(xt[t] + s * kStepCols + 8 * ch, tv[t], xv);
+          LoadX8<XVec>(xt[t] + s * kStepCols + ChunkCols(0, ch), tv[t], xv);
           uint32_t h[4], l[4];
           SplitX8<Split>(xv, h, l);
 #pragma unroll
@@ -275,6 +239,7 @@ void LaunchMmaMatMul(const DevWeight* w, float* const* y, int count, const float
     ws.w[k] = w[k];
     ws.y[k] = y[k];
   }
+  if (n > 8 && LaunchWide(ws, n, x, split, s)) return;
   // x rows are cols * 4 bytes apart, a multiple of 256 here: aligned rows when the first is.
   const bool xvec = (reinterpret_cast<uintptr_t>(x) & 15u) == 0;
   if (split) {

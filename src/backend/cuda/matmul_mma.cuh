@@ -10,9 +10,11 @@
 //
 // x is f32: `split` multiplies it as two bf16 terms (hi + the rounding rest,
 // ~16 bits of mantissa, at kAuto); without it x is rounded to bf16 once
-// (kFastBf16). The weight is read once per 64 tokens with wide loads (each
-// lane 16 bytes of a row per step), so one generated row streams the weight
-// near the memory's bandwidth and 32 rows cost little more than one.
+// (kFastBf16). The weight is read with wide loads (each lane 16 bytes of a
+// row per step), once per 32 tokens. Up to 8 tokens a block's warps split
+// the columns (matmul_mma.cu); past 8 its warps split the rows and share x
+// in shared memory, the columns dealt over a cluster of blocks where the
+// rows are few (matmul_mma_wide.cu): the same sums in the same order.
 #pragma once
 
 #include <cuda_runtime_api.h>

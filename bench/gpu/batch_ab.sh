@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# On the lent GPU machine, from the repository root with .devcarry carried
+# (bench/gpu/pack.sh): the CUDA tests, then batched bf16 decode of the
+# Llama-3-8B shape (random weights, model_bench) at each of BATCHES, the
+# default against each variant in VARIANTS, alternated over ROUNDS; then an
+# ncu profile of one batched step's GEMVs (NCU_KERNELS, at NCU_BATCH) for the
+# default and each variant.
+#   VARIANTS="LLMHOST_CUDA_MMA_WIDE=off" BATCHES="16:16 32:16 128:128" bench/gpu/batch_ab.sh
+# A batch is SEQUENCES:PROMPT_TOKENS; PHASES=decode1,decode-batch adds batch 1.
+# BACKEND_ENV runs the backend tests a second time under that setting.
+# Logs land in $OUT (or /tmp/batch-ab).
+set -uo pipefail
+stage=/tmp/llmhost-stage
+out=${OUT:-/tmp/batch-ab}
+mkdir -p "$stage" "$out"
+tar -C "$stage" -xJf .devcarry/stage.tar.xz || exit 1
+export LD_LIBRARY_PATH=$stage/lib
+B=$stage/bin
+nvidia-smi --query-gpu=name,memory.total,clocks.max.sm --format=csv,noheader | tee "$out/gpu.txt"
+
+if [ "${SKIP_TESTS:-0}" != 1 ]; then
+  "$B/backend_tests" --gtest_filter="${BACKEND_TESTS:-*cuda*:Cuda*:*Cuda*:KeyLanes*:PromptAttention*}" >"$out/backend_tests.log" 2>&1
+  echo "backend_tests rc=$?: $(grep -E '^\[  PASSED|^\[  FAILED' "$out/backend_tests.log" | tr '\n' ' ')"
+  grep -E '^\[  FAILED ' "$out/backend_tests.log" | head -20
+  if [ -n "${BACKEND_ENV:-}" ]; then
+    env $BACKEND_ENV "$B/backend_tests" --gtest_filter="${BACKEND_TESTS:-*cuda*:Cuda*:*Cuda*}" >"$out/backend_tests_env.log" 2>&1
+    echo "backend_tests ($BACKEND_ENV) rc=$?: $(grep -E '^\[  PASSED|^\[  FAILED' "$out/backend_tests_env.log" | tr '\n' ' ')"
+  fi
+  "$B/engine_tests" --gtest_filter='Cuda*' >"$out/engine_tests.log" 2>&1
+  echo "engine_tests rc=$?: $(grep -E '^\[  PASSED|^\[  FAILED' "$out/engine_tests.log" | tr '\n' ' ')"
+  "$B/model_tests" --gtest_filter="${MODEL_TESTS:-*Cuda*:*RandomModel*}" >"$out/model_tests.log" 2>&1
+  echo "model_tests rc=$?: $(grep -E '^\[  PASSED|^\[  FAILED' "$out/model_tests.log" | tr '\n' ' ')"
+  grep -E '^\[  FAILED ' "$out/model_tests.log" | head -20
+fi
+
+cfg=/tmp/llama8b.json
+cat >"$cfg" <<'JSON'
+{"hidden_size": 4096, "num_hidden_layers": 32, "num_attention_heads": 32, "num_key_value_heads": 8,
+ "intermediate_size": 14336, "vocab_size": 32000, "tie_word_embeddings": false, "max_position_embeddings": 16384}
+JSON
+bench() {  # bench ENV SEQUENCES PROMPT [more model_bench args]
+  local v=$1 b=$2 p=$3
+  shift 3
+  env $v "$B/model_bench" --random-config "$cfg" --arch llama --seed 1 --device cuda --precisions auto \
+    --formats ${FORMAT:-bf16} --reps ${REPS:-3} --steps 32 --batch "$b" --prompt "$p" "$@" >"$out/mb.log" 2>&1
+  cat "$out/mb.log" >>"$out/model_bench.log"
+}
+echo "| round | batch:prompt | variant | generated tok/s |" | tee "$out/table.md"
+for round in $(seq 1 "${ROUNDS:-2}"); do
+  for bp in ${BATCHES:-16:16 32:16 128:128}; do
+    for v in DEFAULT=1 ${VARIANTS:-}; do
+      bench "$v" "${bp%%:*}" "${bp##*:}" --phases "${PHASES:-decode-batch}"
+      fig=$(grep -oE 'decode b1 [0-9.]+, b[0-9]+ [0-9.]+ tok/s' "$out/mb.log" | head -1)
+      echo "| $round | $bp | ${v/DEFAULT=1/default} | $fig |" | tee -a "$out/table.md"
+    done
+  done
+done
+if [ "${NCU:-1}" = 1 ] && command -v ncu >/dev/null; then
+  for v in ${NCU_VARIANTS:-DEFAULT=1 ${VARIANTS:-}}; do
+    env $v LLMHOST_CUDA_GRAPHS=off ncu --clock-control none --kernel-name regex:"${NCU_KERNELS:-MmaRows|MmaWide}" \
+      --launch-skip 64 --launch-count 4 --section SpeedOfLight --section Occupancy --section WarpStateStats \
+      "$B/model_bench" --random-config "$cfg" --arch llama --seed 1 --device cuda --precisions auto --formats bf16 \
+      --reps 1 --steps 4 --batch "${NCU_BATCH:-32}" --prompt 16 --phases decode-batch >"$out/ncu.log" 2>&1
+    echo "== ncu ${v/DEFAULT=1/default}"
+    grep -E 'Mma(Rows|Wide)Kernel|Duration|DRAM Throughput|Compute \(SM\) Throughput|Achieved Occupancy|Registers Per|Warp Cycles Per Issued' \
+      "$out/ncu.log" | sed -E 's/ +/ /g; s/\(llmhost::cuda[^)]*\)//' | cut -c1-140 | head -40
+  done
+fi

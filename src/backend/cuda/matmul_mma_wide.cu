@@ -1,0 +1,311 @@
+// bf16 generated rows for more than 8 tokens: the same sums as matmul_mma.cu's
+// kernel, laid out for a batch. There, warp w of a block sums part w of the
+// columns' steps (s = w, w + 8, ...) and the parts are added in order; each
+// warp reads x for its own steps from L2 and splits it into bf16 terms
+// itself, so at 32 tokens x's traffic and conversions outweigh the weight's
+// (ncu: 12-19% occupancy, warps waiting on loads).
+//
+// Here the 8 warps of a block are 8 row tiles (128 rows) that walk the same
+// steps in the same order: x's columns of a step are read once, split into
+// bf16 terms once and put in shared memory for all of them. A block walks
+// its parts one after the other; a part's sum goes into the running sum in
+// part order (v = p0, v += p1, ...): the same additions as the other kernel,
+// so a token's bits are the same. Where 128-row blocks are too few to fill
+// the GPU, PG blocks of a cluster each take 8 / PG of the parts, keep each
+// part's sum in shared memory, and after a cluster barrier add them in part
+// order, each block for its share of the row tiles, reading the others'
+// sums through distributed shared memory.
+#include <cooperative_groups.h>
+
+#include <cstdlib>
+#include <cstring>
+
+#include "backend/cuda/common.cuh"
+#include "backend/cuda/load_streamed.cuh"
+#include "backend/cuda/matmul_mma.cuh"
+#include "backend/cuda/mma_rows.cuh"
+
+namespace llmhost::cuda::mma_rows {
+namespace {
+
+namespace cg = cooperative_groups;
+
+constexpr int kTiles = 8;  // row tiles a block: a warp each
+
+// A block's steps in order: part `part`'s (part, part + 8, ...), then the next part's.
+struct Cursor {
+  int part;
+  int64_t step;
+  __device__ explicit Cursor(int first_part) : part(first_part), step(first_part) {}
+  __device__ void Next(int64_t steps) {
+    step += kParts;
+    if (step >= steps) step = ++part;
+  }
+};
+
+template <int NT>
+struct Layout {
+  // x's step, split: [stage][token tile][chunk][hi, lo][lane], 16 bytes each.
+  static constexpr int kStageWords = NT * 2 * 2 * 32;  // uint4
+  static constexpr int kPieces = NT * 8 * 16;          // x's 16-byte pieces a step
+  static constexpr int kPiecesPerThread = kPieces / (kTiles * 32);
+  // A part's sums: [part of the block][warp][token tile][lane], 4 floats each.
+  static constexpr int kPartWords = kTiles * NT * 32;  // float4
+  static constexpr size_t Bytes(int pg) {
+    return 2 * kStageWords * 16 + (pg > 1 ? static_cast<size_t>(kParts / pg) * kPartWords * 16 : 0);
+  }
+};
+
+// grid (ceil(n / (8 NT)), Σ 128-row blocks, PG), clusters of (1, 1, PG):
+// block z of a cluster takes parts [z 8 / PG, (z + 1) 8 / PG). Lane (g, c)
+// of warp r holds rows g and g + 8 of row tile r, as in matmul_mma.cu.
+template <int NT, int PG, bool Split>
+__global__ void __launch_bounds__(kTiles * 32, 2)
+    MmaWideKernel(MmaWeights ws, const float* x, int64_t n, bool early) {
+  using L = Layout<NT>;
+  if (!early) WaitForPriorGrid();
+  const int i = WeightOf(ws, blockIdx.y);
+  const DevWeight& w = ws.w[i];
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, g = lane >> 2, c = lane & 3;
+  const int64_t rb = (blockIdx.y - ws.first[i]) * kRows * kTiles, t0 = int64_t{blockIdx.x} * NT * 8;
+  const int64_t cols = w.cols, steps = cols / kStepCols;
+  constexpr int kMine = kParts / PG;  // parts this block sums
+  const int first_part = static_cast<int>(blockIdx.z) * kMine;
+  int64_t count = 0;  // this block's steps
+  for (int p = first_part; p < first_part + kMine; ++p) count += (steps - p + kParts - 1) / kParts;
+
+  const uint4* row[2];
+  bool rv[2];
+#pragma unroll
+  for (int half = 0; half < 2; ++half) {
+    const int64_t r = rb + warp * kRows + g + 8 * half;
+    rv[half] = r < w.rows;
+    row[half] = reinterpret_cast<const uint4*>(static_cast<const char*>(w.data) + (rv[half] ? r : 0) * w.row_bytes);
+  }
+  using Words = uint4[2][2];  // [row g / g + 8][chunk]
+  auto load = [&](int64_t s, Words& wv) {
+#pragma unroll
+    for (int half = 0; half < 2; ++half) {
+#pragma unroll
+      for (int ch = 0; ch < 2; ++ch) {
+        wv[half][ch] = rv[half] ? LoadStreamed(row[half] + s * 8 + ChunkOf(c, ch)) : make_uint4(0, 0, 0, 0);
+      }
+    }
+  };
+
+  extern __shared__ uint4 smem[];
+  uint4* xs = smem;  // two stages
+  float4* sums = reinterpret_cast<float4*>(smem + 2 * L::kStageWords);
+  // x's pieces: a token's 256 bytes of the step by 16 consecutive threads.
+  // Piece j of token tl holds columns 4j .. 4j + 3 of the step: words
+  // 2 (j % 2), +1 of the terms of chunk j / 2, which lane (tl % 8, c) reads.
+  float4 xr[L::kPiecesPerThread];
+  auto read_x = [&](int64_t s) {
+#pragma unroll
+    for (int q = 0; q < L::kPiecesPerThread; ++q) {
+      const int p = threadIdx.x + q * kTiles * 32, tl = p >> 4, j = p & 15;
+      const int64_t tok = t0 + tl;
+      xr[q] = tok < n ? __ldg(reinterpret_cast<const float4*>(x + tok * cols + s * kStepCols) + j)
+                      : make_float4(0, 0, 0, 0);
+    }
+  };
+  auto put_x = [&](int stage) {
+#pragma unroll
+    for (int q = 0; q < L::kPiecesPerThread; ++q) {
+      const int p = threadIdx.x + q * kTiles * 32, tl = p >> 4, j = p & 15;
+      const int q8 = j >> 1;  // the step's 8-column chunk: lane c's chunk ch (ChunkOf)
+      const int cc = q8 >> 1, ch = q8 & 1;
+      const int ln = (tl & 7) * 4 + cc, word = 2 * (j & 1);
+      uint4* at = xs + stage * L::kStageWords + (((tl >> 3) * 2 + ch) * 2) * 32 + ln;
+      uint32_t h[2], l[2];
+      if constexpr (Split) {
+        SplitPair(xr[q].x, xr[q].y, &h[0], &l[0]);
+        SplitPair(xr[q].z, xr[q].w, &h[1], &l[1]);
+        reinterpret_cast<uint2*>(at + 32)[word / 2] = make_uint2(l[0], l[1]);
+      } else {
+        h[0] = PackBf16(xr[q].x, xr[q].y);
+        h[1] = PackBf16(xr[q].z, xr[q].w);
+      }
+      reinterpret_cast<uint2*>(at)[word / 2] = make_uint2(h[0], h[1]);
+    }
+  };
+
+  Words wa, wb;
+  Cursor at_w(first_part);  // the next step whose weights to load
+  load(at_w.step, wa);
+  at_w.Next(steps);
+  if (count > 1) load(at_w.step, wb);
+  at_w.Next(steps);
+  if (early) WaitForPriorGrid();
+  Cursor at_x(first_part);  // the next step of x to read
+  read_x(at_x.step);
+  at_x.Next(steps);
+  put_x(0);
+  if (count > 1) read_x(at_x.step);
+  at_x.Next(steps);
+
+  float acc[NT][4], v[NT][4];
+#pragma unroll
+  for (int t = 0; t < NT; ++t) {
+#pragma unroll
+    for (int e = 0; e < 4; ++e) acc[t][e] = v[t][e] = 0.0f;
+  }
+  Cursor at(first_part);  // the step summed now
+  // Step k of the block's order: its x is in stage k % 2, its weights in wv.
+  auto step = [&](int64_t k, Words& wv) {
+    __syncthreads();  // step k's x is in; every warp is done with step k - 1's stage
+    if (k + 1 < count) put_x(static_cast<int>((k + 1) & 1));
+    if (k + 2 < count) {
+      read_x(at_x.step);
+      at_x.Next(steps);
+    }
+    const uint4* st = xs + (k & 1) * L::kStageWords;
+#pragma unroll
+    for (int t = 0; t < NT; ++t) {
+#pragma unroll
+      for (int ch = 0; ch < 2; ++ch) {
+        const uint4 hv = st[((t * 2 + ch) * 2) * 32 + lane];
+        const uint32_t h[4] = {hv.x, hv.y, hv.z, hv.w};
+        uint32_t l[4] = {0, 0, 0, 0};
+        if constexpr (Split) {
+          const uint4 lv = st[((t * 2 + ch) * 2 + 1) * 32 + lane];
+          l[0] = lv.x, l[1] = lv.y, l[2] = lv.z, l[3] = lv.w;
+        }
+        MmaChunk<Split>(wv[0][ch], wv[1][ch], h, l, acc[t]);
+      }
+    }
+    if (at.step + kParts >= steps) {  // the part's last step
+#pragma unroll
+      for (int t = 0; t < NT; ++t) {
+        if constexpr (PG == 1) {  // into the running sum, in part order
+#pragma unroll
+          for (int e = 0; e < 4; ++e) v[t][e] = at.part == 0 ? acc[t][e] : v[t][e] + acc[t][e];
+        } else {
+          sums[((at.part - first_part) * kTiles + warp) * L::kPartWords / kTiles + t * 32 + lane] =
+              make_float4(acc[t][0], acc[t][1], acc[t][2], acc[t][3]);
+        }
+#pragma unroll
+        for (int e = 0; e < 4; ++e) acc[t][e] = 0.0f;
+      }
+    }
+    at.Next(steps);
+    if (k + 2 < count) {
+      load(at_w.step, wv);
+      at_w.Next(steps);
+    }
+  };
+  for (int64_t k = 0; k < count; k += 2) {
+    step(k, wa);
+    if (k + 1 < count) step(k + 1, wb);
+  }
+
+  float* y = ws.y[i];
+  auto store = [&](int tile, int t, const float (&vt)[4]) {
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      // d0, d1: row g, tokens 2c, 2c + 1; d2, d3: row g + 8.
+      const int64_t r = rb + tile * kRows + g + (e >= 2 ? 8 : 0), tok = t0 + t * 8 + 2 * c + (e & 1);
+      if (r < w.rows && tok < n) y[tok * w.rows + r] = vt[e];
+    }
+  };
+  if constexpr (PG == 1) {
+#pragma unroll
+    for (int t = 0; t < NT; ++t) store(warp, t, v[t]);
+  } else {
+    // Every part's sums are in the cluster's shared memory; block z adds
+    // them up for row tiles z, z + PG, ..., reading each part where it is.
+    cg::cluster_group cluster = cg::this_cluster();
+    cluster.sync();
+    const int z = static_cast<int>(cluster.block_rank());
+    for (int tile = z; tile < kTiles; tile += PG) {
+      if (warp != (tile - z) / PG) continue;
+#pragma unroll
+      for (int t = 0; t < NT; ++t) {
+        float vt[4];
+#pragma unroll
+        for (int p = 0; p < kParts; ++p) {
+          const float4* there = cluster.map_shared_rank(sums, p / kMine);
+          const float4 s = there[((p % kMine) * kTiles + tile) * L::kPartWords / kTiles + t * 32 + lane];
+          if (p == 0) {
+            vt[0] = s.x, vt[1] = s.y, vt[2] = s.z, vt[3] = s.w;
+          } else {
+            vt[0] += s.x, vt[1] += s.y, vt[2] += s.z, vt[3] += s.w;
+          }
+        }
+        store(tile, t, vt);
+      }
+    }
+    cluster.sync();  // no block leaves while another reads its sums
+  }
+}
+
+bool WideEnabled() {
+  const char* v = std::getenv("LLMHOST_CUDA_MMA_WIDE");
+  return v == nullptr || std::strcmp(v, "off") != 0;
+}
+
+
+template <int NT, int PG, bool Split>
+void LaunchPg(dim3 grid, MmaWeights ws, int64_t n, const float* x, cudaStream_t s) {
+  auto kernel = MmaWideKernel<NT, PG, Split>;
+  const size_t smem = Layout<NT>::Bytes(PG);
+  static const bool sized = [&] {
+    if (smem > 48 * 1024) cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem));
+    return true;
+  }();
+  (void)sized;
+  grid.z = PG;
+  cudaLaunchAttribute attrs[2];
+  attrs[0].id = cudaLaunchAttributeClusterDimension;
+  attrs[0].val.clusterDim.x = 1;
+  attrs[0].val.clusterDim.y = 1;
+  attrs[0].val.clusterDim.z = PG;
+  attrs[1].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attrs[1].val.programmaticStreamSerializationAllowed = 1;
+  cudaLaunchConfig_t cfg = {};
+  cfg.gridDim = grid;
+  cfg.blockDim = dim3(kTiles * 32);
+  cfg.dynamicSmemBytes = smem;
+  cfg.stream = s;
+  cfg.attrs = attrs;
+  cfg.numAttrs = PdlEnabled() ? 2 : 1;
+  cudaLaunchKernelEx(&cfg, kernel, ws, x, n, EarlyWeightLoadsEnabled());  // errors: the caller's cudaGetLastError
+}
+
+template <int NT, bool Split>
+void Launch(MmaWeights ws, int64_t n, const float* x, cudaStream_t s) {
+  const int64_t token_tiles = (n + NT * 8 - 1) / (NT * 8);
+  ws.first[0] = 0;
+  for (int k = 0; k < ws.count; ++k) ws.first[k + 1] = ws.first[k] + (ws.w[k].rows + kRows * kTiles - 1) / (kRows * kTiles);
+  const dim3 grid(static_cast<unsigned>(token_tiles), static_cast<unsigned>(ws.first[ws.count]));
+  // The fewest groups of parts (up to 4) that give 256 blocks: on an H100,
+  // against 128 blocks 32 sequences measured 1% slower and 128 sequences 11%
+  // faster; against up to 8 groups, the same (bench/gpu/batch_ab.sh).
+  int pg = 1;
+  while (pg < 4 && token_tiles * ws.first[ws.count] * pg < 2 * kMinBlocks) pg *= 2;
+  switch (pg) {
+    case 1: LaunchPg<NT, 1, Split>(grid, ws, n, x, s); break;
+    case 2: LaunchPg<NT, 2, Split>(grid, ws, n, x, s); break;
+    case 4: LaunchPg<NT, 4, Split>(grid, ws, n, x, s); break;
+    default: LaunchPg<NT, 8, Split>(grid, ws, n, x, s); break;
+  }
+}
+
+}  // namespace
+
+bool LaunchWide(MmaWeights ws, int64_t n, const float* x, bool split, cudaStream_t s) {
+  // x's rows are cols * 4 bytes apart (a multiple of 256): 16-byte pieces
+  // when the first row is aligned.
+  if ((reinterpret_cast<uintptr_t>(x) & 15u) != 0 || !WideEnabled()) return false;
+  for (int k = 0; k < ws.count; ++k) {
+    if (ws.w[k].cols / kStepCols < kParts) return false;  // every part at least one step
+  }
+  if (n <= 16) {
+    split ? Launch<2, true>(ws, n, x, s) : Launch<2, false>(ws, n, x, s);
+  } else {
+    split ? Launch<4, true>(ws, n, x, s) : Launch<4, false>(ws, n, x, s);
+  }
+  return true;
+}
+
+}  // namespace llmhost::cuda::mma_rows
