@@ -51,11 +51,11 @@ struct Layout {
   static constexpr int kPiecesPerThread = kPieces / (kTiles * 32);
   // A part's sums: [part of the block][warp][token tile][lane], 4 floats each.
   static constexpr int kPartWords = kTiles * NT * 32;  // float4
-  // With Async, each warp's weight rows of kRing steps: [stage][warp][row][chunk], chunks swizzled.
-  static constexpr int kRing = 4;
+  // With a ring (Ring > 0 steps), each warp's weight rows of those steps:
+  // [stage][warp][row][chunk], chunks swizzled.
   static constexpr int kRingWords = kTiles * kRows * 8;  // uint4 a stage
-  static constexpr size_t Bytes(int pg, bool async) {
-    return 2 * kStageWords * 16 + (async ? static_cast<size_t>(kRing) * kRingWords * 16 : 0) +
+  static constexpr size_t Bytes(int pg, int ring) {
+    return 2 * kStageWords * 16 + static_cast<size_t>(ring) * kRingWords * 16 +
            (pg > 1 ? static_cast<size_t>(kParts / pg) * kPartWords * 16 : 0);
   }
 };
@@ -63,7 +63,7 @@ struct Layout {
 // grid (ceil(n / (8 NT)), Σ 128-row blocks, PG), clusters of (1, 1, PG):
 // block z of a cluster takes parts [z 8 / PG, (z + 1) 8 / PG). Lane (g, c)
 // of warp r holds rows g and g + 8 of row tile r, as in matmul_mma.cu.
-template <int NT, int PG, bool Split, bool Async>
+template <int NT, int PG, bool Split, int Ring>
 __global__ void __launch_bounds__(kTiles * 32, 2)
     MmaWideKernel(MmaWeights ws, const float* x, int64_t n, bool early) {
   using L = Layout<NT>;
@@ -99,9 +99,9 @@ __global__ void __launch_bounds__(kTiles * 32, 2)
 
   extern __shared__ uint4 smem[];
   uint4* xs = smem;  // two stages
-  uint4* ring = smem + 2 * L::kStageWords + warp * kRows * 8;  // this warp's rows, stage 0 (Async)
-  float4* sums = reinterpret_cast<float4*>(smem + 2 * L::kStageWords + (Async ? L::kRing * L::kRingWords : 0));
-  // Async: a step's 16 rows x 8 chunks of this warp's tile by its 32 lanes, 4
+  uint4* ring = smem + 2 * L::kStageWords + warp * kRows * 8;  // this warp's rows, stage 0 (with a ring)
+  float4* sums = reinterpret_cast<float4*>(smem + 2 * L::kStageWords + Ring * L::kRingWords);
+  // With a ring: a step's 16 rows x 8 chunks of this warp's tile by its 32 lanes, 4
   // each (8 lanes a 128-byte line); chunk q of row r sits at q ^ (r % 8), so
   // that the lanes reading chunks 2c + ch of rows g, g + 8 hit distinct banks.
   auto copy_w = [&](int stage, int64_t s) {
@@ -158,9 +158,9 @@ __global__ void __launch_bounds__(kTiles * 32, 2)
 
   Words wa, wb;
   Cursor at_w(first_part);  // the next step whose weights to load
-  if constexpr (Async) {
+  if constexpr (Ring > 0) {
 #pragma unroll
-    for (int k = 0; k < L::kRing - 1; ++k) {
+    for (int k = 0; k < Ring - 1; ++k) {
       if (k < count) copy_w(k, at_w.step);
       at_w.Next(steps);
       CopyAsyncCommit();
@@ -188,13 +188,13 @@ __global__ void __launch_bounds__(kTiles * 32, 2)
   Cursor at(first_part);  // the step summed now
   // Step k of the block's order: its x is in stage k % 2, its weights in wv.
   auto step = [&](int64_t k, Words& wv) {
-    if constexpr (Async) CopyAsyncWait<L::kRing - 2>();  // this thread's copies of step k's weights
+    if constexpr (Ring > 0) CopyAsyncWait<Ring - 2>();  // this thread's copies of step k's weights
     __syncthreads();  // step k's x (and weights) are in; every warp is done with step k - 1's stages
-    if constexpr (Async) {
-      if (k + L::kRing - 1 < count) copy_w(static_cast<int>((k + L::kRing - 1) % L::kRing), at_w.step);
+    if constexpr (Ring > 0) {
+      if (k + Ring - 1 < count) copy_w(static_cast<int>((k + Ring - 1) % Ring), at_w.step);
       at_w.Next(steps);
       CopyAsyncCommit();
-      ring_words(static_cast<int>(k % L::kRing), wv);
+      ring_words(static_cast<int>(k % Ring), wv);
     }
     if (k + 1 < count) put_x(static_cast<int>((k + 1) & 1));
     if (k + 2 < count) {
@@ -231,7 +231,7 @@ __global__ void __launch_bounds__(kTiles * 32, 2)
       }
     }
     at.Next(steps);
-    if (!Async && k + 2 < count) {
+    if (Ring == 0 && k + 2 < count) {
       load(at_w.step, wv);
       at_w.Next(steps);
     }
@@ -240,7 +240,7 @@ __global__ void __launch_bounds__(kTiles * 32, 2)
     step(k, wa);
     if (k + 1 < count) step(k + 1, wb);
   }
-  if constexpr (Async) CopyAsyncWait<0>();
+  if constexpr (Ring > 0) CopyAsyncWait<0>();
 
   float* y = ws.y[i];
   auto store = [&](int tile, int t, const float (&vt)[4]) {
@@ -288,18 +288,18 @@ bool WideEnabled() {
 }
 
 
-// Weights through a cp.async ring in shared memory (kRing steps a warp
-// ahead, no registers held) unless LLMHOST_CUDA_WIDE_ASYNC=off (each warp's
+// Weights through a cp.async ring in shared memory (4 steps a warp, 3 of
+// them in flight, no registers held) unless LLMHOST_CUDA_WIDE_ASYNC=off (each warp's
 // next step in registers): 32 sequences +4-7% on an H100.
 bool AsyncWeights() {
   const char* v = std::getenv("LLMHOST_CUDA_WIDE_ASYNC");
   return v == nullptr || std::strcmp(v, "off") != 0;
 }
 
-template <int NT, int PG, bool Split, bool Async>
+template <int NT, int PG, bool Split, int Ring>
 void LaunchPg(dim3 grid, MmaWeights ws, int64_t n, const float* x, cudaStream_t s) {
-  auto kernel = MmaWideKernel<NT, PG, Split, Async>;
-  const size_t smem = Layout<NT>::Bytes(PG, Async);
+  auto kernel = MmaWideKernel<NT, PG, Split, Ring>;
+  const size_t smem = Layout<NT>::Bytes(PG, Ring);
   static const bool sized = [&] {
     if (smem > 48 * 1024) cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem));
     return true;
@@ -333,16 +333,23 @@ void Launch(MmaWeights ws, int64_t n, const float* x, cudaStream_t s) {
   // against 128 blocks 32 sequences measured 1% slower and 128 sequences 11%
   // faster; against up to 8 groups, the same (bench/gpu/batch_ab.sh).
   const int64_t blocks = token_tiles * ws.first[ws.count];
-  if (AsyncWeights()) {  // one group, or 4 (2 would leave one block an SM)
-    blocks < kMinBlocks ? LaunchPg<NT, 4, Split, true>(grid, ws, n, x, s) : LaunchPg<NT, 1, Split, true>(grid, ws, n, x, s);
+  if (AsyncWeights()) {
+    // One group where the blocks fill the GPU, else 8 (two 96 KiB blocks an
+    // SM). On an H100 at 32 sequences, 8 groups for those launches measured
+    // 2.9% faster than 4; rings of 6 and 8 steps 6-16% slower than 4.
+    if (blocks < kMinBlocks) {
+      LaunchPg<NT, 8, Split, 4>(grid, ws, n, x, s);
+    } else {
+      LaunchPg<NT, 1, Split, 4>(grid, ws, n, x, s);
+    }
     return;
   }
   int pg = 1;
   while (pg < 4 && blocks * pg < 2 * kMinBlocks) pg *= 2;
   switch (pg) {
-    case 1: LaunchPg<NT, 1, Split, false>(grid, ws, n, x, s); break;
-    case 2: LaunchPg<NT, 2, Split, false>(grid, ws, n, x, s); break;
-    default: LaunchPg<NT, 4, Split, false>(grid, ws, n, x, s); break;
+    case 1: LaunchPg<NT, 1, Split, 0>(grid, ws, n, x, s); break;
+    case 2: LaunchPg<NT, 2, Split, 0>(grid, ws, n, x, s); break;
+    default: LaunchPg<NT, 4, Split, 0>(grid, ws, n, x, s); break;
   }
 }
 
