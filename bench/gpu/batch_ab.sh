@@ -10,34 +10,19 @@
 # BACKEND_ENV runs the backend tests a second time under that setting.
 # Logs land in $OUT (or /tmp/batch-ab).
 set -uo pipefail
-stage=/tmp/llmhost-stage
 out=${OUT:-/tmp/batch-ab}
-mkdir -p "$stage" "$out"
-tar -C "$stage" -xJf .devcarry/stage.tar.xz || exit 1
-export LD_LIBRARY_PATH=$stage/lib
-B=$stage/bin
-nvidia-smi --query-gpu=name,memory.total,clocks.max.sm --format=csv,noheader | tee "$out/gpu.txt"
+mkdir -p "$out"
+. bench/gpu/stage.sh
 
 if [ "${SKIP_TESTS:-0}" != 1 ]; then
-  "$B/backend_tests" --gtest_filter="${BACKEND_TESTS:-*cuda*:Cuda*:*Cuda*:KeyLanes*:PromptAttention*}" >"$out/backend_tests.log" 2>&1
-  echo "backend_tests rc=$?: $(grep -E '^\[  PASSED|^\[  FAILED' "$out/backend_tests.log" | tr '\n' ' ')"
-  grep -E '^\[  FAILED ' "$out/backend_tests.log" | head -20
+  gtest_run backend_tests "$out/backend_tests.log" "${BACKEND_TESTS:-*cuda*:Cuda*:*Cuda*:KeyLanes*:PromptAttention*}"
   if [ -n "${BACKEND_ENV:-}" ]; then
-    env $BACKEND_ENV "$B/backend_tests" --gtest_filter="${BACKEND_TESTS:-*cuda*:Cuda*:*Cuda*}" >"$out/backend_tests_env.log" 2>&1
-    echo "backend_tests ($BACKEND_ENV) rc=$?: $(grep -E '^\[  PASSED|^\[  FAILED' "$out/backend_tests_env.log" | tr '\n' ' ')"
+    gtest_run backend_tests "$out/backend_tests_env.log" "${BACKEND_TESTS:-*cuda*:Cuda*:*Cuda*}" $BACKEND_ENV
   fi
-  "$B/engine_tests" --gtest_filter='Cuda*' >"$out/engine_tests.log" 2>&1
-  echo "engine_tests rc=$?: $(grep -E '^\[  PASSED|^\[  FAILED' "$out/engine_tests.log" | tr '\n' ' ')"
-  "$B/model_tests" --gtest_filter="${MODEL_TESTS:-*Cuda*:*RandomModel*}" >"$out/model_tests.log" 2>&1
-  echo "model_tests rc=$?: $(grep -E '^\[  PASSED|^\[  FAILED' "$out/model_tests.log" | tr '\n' ' ')"
-  grep -E '^\[  FAILED ' "$out/model_tests.log" | head -20
+  gtest_run engine_tests "$out/engine_tests.log" 'Cuda*'
+  gtest_run model_tests "$out/model_tests.log" "${MODEL_TESTS:-*Cuda*:*RandomModel*}"
 fi
 
-cfg=/tmp/llama8b.json
-cat >"$cfg" <<'JSON'
-{"hidden_size": 4096, "num_hidden_layers": 32, "num_attention_heads": 32, "num_key_value_heads": 8,
- "intermediate_size": 14336, "vocab_size": 32000, "tie_word_embeddings": false, "max_position_embeddings": 16384}
-JSON
 bench() {  # bench ENV SEQUENCES PROMPT [more model_bench args]
   local v=$1 b=$2 p=$3
   shift 3

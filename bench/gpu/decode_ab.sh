@@ -6,34 +6,16 @@
 #   VARIANTS="LLMHOST_CUDA_FUSED_STEPS=off LLMHOST_CUDA_PDL=off" NCU_ENV="" NCU_B32=1 bench/gpu/decode_ab.sh
 # Logs land in $OUT (or /tmp/decode-ab); the last lines are a table.
 set -uo pipefail
-stage=/tmp/llmhost-stage
 out=${OUT:-/tmp/decode-ab}
-mkdir -p "$stage" "$out"
-tar -C "$stage" -xJf .devcarry/stage.tar.xz || exit 1
-export LD_LIBRARY_PATH=$stage/lib
-B=$stage/bin
-nvidia-smi --query-gpu=name,memory.total,clocks.max.sm --format=csv,noheader | tee "$out/gpu.txt"
+mkdir -p "$out"
+. bench/gpu/stage.sh
 
 if [ "${SKIP_TESTS:-0}" != 1 ]; then
-  "$B/backend_tests" --gtest_filter="${BACKEND_TESTS:-*cuda*:Cuda*:*Cuda*:KeyLanes*:PromptAttention*}" >"$out/backend_tests.log" 2>&1
-  echo "backend_tests rc=$?: $(grep -E '^\[  PASSED|^\[  FAILED' "$out/backend_tests.log" | tr '\n' ' ')"
-  grep -E '^\[  FAILED ' "$out/backend_tests.log" | head -20
-  if [ -x "$B/engine_tests" ]; then
-    "$B/engine_tests" --gtest_filter='Cuda*' >"$out/engine_tests.log" 2>&1
-    echo "engine_tests rc=$?: $(grep -E '^\[  PASSED|^\[  FAILED' "$out/engine_tests.log" | tr '\n' ' ')"
-  fi
-  if [ -x "$B/model_tests" ]; then
-    "$B/model_tests" --gtest_filter="${MODEL_TESTS:-*Cuda*:*RandomModel*}" >"$out/model_tests.log" 2>&1
-    echo "model_tests rc=$?: $(grep -E '^\[  PASSED|^\[  FAILED' "$out/model_tests.log" | tr '\n' ' ')"
-    grep -E '^\[  FAILED ' "$out/model_tests.log" | head -20
-  fi
+  gtest_run backend_tests "$out/backend_tests.log" "${BACKEND_TESTS:-*cuda*:Cuda*:*Cuda*:KeyLanes*:PromptAttention*}"
+  [ -x "$B/engine_tests" ] && gtest_run engine_tests "$out/engine_tests.log" 'Cuda*'
+  [ -x "$B/model_tests" ] && gtest_run model_tests "$out/model_tests.log" "${MODEL_TESTS:-*Cuda*:*RandomModel*}"
 fi
 
-cfg=/tmp/llama8b.json
-cat >"$cfg" <<'JSON'
-{"hidden_size": 4096, "num_hidden_layers": 32, "num_attention_heads": 32, "num_key_value_heads": 8,
- "intermediate_size": 14336, "vocab_size": 32000, "tie_word_embeddings": false, "max_position_embeddings": 16384}
-JSON
 mb() {  # mb LABEL ENV... -- model_bench args: one line of figures
   local label=$1
   shift

@@ -11,26 +11,13 @@
 #   NCU=0 to skip the profile; ROUNDS (default 2); FIGURES=0 to skip the figures; QUICK_AB and TRIALS
 #   (below): settings timed against the default.
 set -uo pipefail
-s=/tmp/llmhost-stage
 out=${OUT:-/tmp/int8-check}
-mkdir -p "$s" "$out"
-tar -C "$s" -xJf .devcarry/stage.tar.xz || exit 1
-export LD_LIBRARY_PATH=$s/lib
-B=$s/bin
-nvidia-smi --query-gpu=name,memory.total,clocks.max.sm --format=csv,noheader
-"$B/backend_tests" --gtest_filter='*Int8Mlx*:*WidenPrompt*:*MmaMlx*:*MatMul*cuda*:*FusedLayerSteps*cuda*:*KeyLanes*:*Attention*cuda*' >"$out/backend_tests.log" 2>&1
-echo "backend_tests rc=$?: $(grep -E '^\[  PASSED|^\[  FAILED' "$out/backend_tests.log" | tr '\n' ' ')"
-grep -E '^\[  FAILED |Failure|Expected|Which is|vs the CPU|vs exact' "$out/backend_tests.log" | head -30
-"$B/engine_tests" --gtest_filter='Cuda*' >"$out/engine_tests.log" 2>&1
-echo "engine_tests rc=$?: $(grep -E '^\[  PASSED|^\[  FAILED' "$out/engine_tests.log" | tr '\n' ' ')"
-"$B/model_tests" --gtest_filter='*Cuda*:*RandomModel*' >"$out/model_tests.log" 2>&1
-echo "model_tests rc=$?: $(grep -E '^\[  PASSED|^\[  FAILED' "$out/model_tests.log" | tr '\n' ' ')"
-grep -E '^\[  FAILED ' "$out/model_tests.log" | head -10
-cfg=/tmp/llama8b.json
-cat >"$cfg" <<'JSON'
-{"hidden_size": 4096, "num_hidden_layers": 32, "num_attention_heads": 32, "num_key_value_heads": 8,
- "intermediate_size": 14336, "vocab_size": 32000, "tie_word_embeddings": false, "max_position_embeddings": 16384}
-JSON
+mkdir -p "$out"
+. bench/gpu/stage.sh
+gtest_run backend_tests "$out/backend_tests.log" '*Int8Mlx*:*WidenPrompt*:*MmaMlx*:*MatMul*cuda*:*FusedLayerSteps*cuda*:*KeyLanes*:*Attention*cuda*'
+grep -E 'Failure|Expected|Which is|vs the CPU|vs exact' "$out/backend_tests.log" | head -30
+gtest_run engine_tests "$out/engine_tests.log" 'Cuda*'
+gtest_run model_tests "$out/model_tests.log" '*Cuda*:*RandomModel*'
 mb() {  # mb LABEL ENV... -- model_bench args
   local label=$1
   shift

@@ -6,18 +6,11 @@
 # by kernel over the decode steps.
 #   BATCH=32 PROMPT=16 STEPS=2 bench/gpu/step_profile.sh
 set -uo pipefail
-stage=/tmp/llmhost-stage
 out=${OUT:-/tmp/step-profile}
-mkdir -p "$stage" "$out"
-[ -x "$stage/bin/model_bench" ] || tar -C "$stage" -xJf .devcarry/stage.tar.xz || exit 1
-export LD_LIBRARY_PATH=$stage/lib
-cfg=/tmp/llama8b.json
-cat >"$cfg" <<'JSON'
-{"hidden_size": 4096, "num_hidden_layers": 32, "num_attention_heads": 32, "num_key_value_heads": 8,
- "intermediate_size": 14336, "vocab_size": 32000, "tie_word_embeddings": false, "max_position_embeddings": 16384}
-JSON
+mkdir -p "$out"
+. bench/gpu/stage.sh
 env ${PROFILE_ENV:-} LLMHOST_CUDA_GRAPHS=off ncu --csv --metrics gpu__time_duration.sum \
-  "$stage/bin/model_bench" --random-config "$cfg" --arch llama --seed 1 --device cuda --precisions auto \
+  "$B/model_bench" --random-config "$cfg" --arch llama --seed 1 --device cuda --precisions auto \
   --formats ${FORMAT:-bf16} --group-size 64 --reps 1 --steps "${STEPS:-2}" --batch "${BATCH:-32}" --prompt "${PROMPT:-16}" \
   --phases decode-batch >"$out/steps.csv" 2>"$out/ncu.err"
 echo "ncu rc=$?, $(grep -c gpu__time_duration "$out/steps.csv") kernels"
