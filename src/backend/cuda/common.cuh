@@ -11,6 +11,7 @@
 #include <cstring>
 #include <utility>
 
+#include "backend/cuda/device_caps.h"
 #include "backend/cuda/elem.h"
 
 namespace llmhost::cuda {
@@ -97,12 +98,22 @@ __device__ __forceinline__ void StoreElem(void* cache, int64_t at, float v) {
 // no-op). The next kernel is scheduled when this one ends: letting it be
 // scheduled once this one is past its wait (griddepcontrol.launch_dependents)
 // measured b1 unchanged and 32 sequences 6.5% slower on an H100 (its waiting
-// blocks hold SMs), so kernels do not trigger early.
-__device__ __forceinline__ void WaitForPriorGrid() { asm volatile("griddepcontrol.wait;" ::: "memory"); }
+// blocks hold SMs), so kernels do not trigger early. Before Hopper (a build
+// for sm_80-89) there is no such launch: kernels start after the one before
+// them, and the wait is nothing.
+__device__ __forceinline__ void WaitForPriorGrid() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
 // Lets the next kernel be scheduled now (it still waits in WaitForPriorGrid
 // for this one's end): for a small kernel whose successor has work that does
 // not depend on it (a GEMV's weight loads).
-__device__ __forceinline__ void LaunchDependents() { asm volatile("griddepcontrol.launch_dependents;" :::); }
+__device__ __forceinline__ void LaunchDependents() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.launch_dependents;" :::);
+#endif
+}
 
 inline bool PdlEnabled() {
   static const bool on = [] {
@@ -123,7 +134,7 @@ void LaunchPdl(void (*kernel)(Params...), dim3 grid, dim3 block, size_t smem, cu
   cfg.dynamicSmemBytes = smem;
   cfg.stream = s;
   cfg.attrs = &attr;
-  cfg.numAttrs = PdlEnabled() ? 1 : 0;
+  cfg.numAttrs = PdlEnabled() && HopperOrNewer() ? 1 : 0;
   cudaLaunchKernelEx(&cfg, kernel, std::forward<Args>(args)...);  // errors: the caller's cudaGetLastError
 }
 

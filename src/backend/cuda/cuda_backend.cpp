@@ -11,6 +11,7 @@
 #include "backend/cpu/quant_formats.h"
 #include "backend/device.h"
 #include "backend/cuda/attention.cuh"
+#include "backend/cuda/device_caps.h"
 #include "backend/cuda/elem.h"
 #include "backend/cuda/elementwise.cuh"
 #include "backend/cuda/dequantize.cuh"
@@ -158,6 +159,7 @@ Result<std::unique_ptr<CudaBackend>> CudaBackend::Create(int device, Precision p
                                CudaError(se) + ")");
   }
   b->stream_ = s;
+  cuda::HopperOrNewer();  // read now, outside any graph capture (launches consult it)
   b->lt_ = cuda::LtGemm::Create();  // null without libcublasLt: own kernels only
   if (b->lt_) {
     auto ws = b->Allocate(cuda::LtGemm::kWorkspaceBytes, "cuBLASLt workspace");

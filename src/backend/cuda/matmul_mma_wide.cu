@@ -257,6 +257,7 @@ __global__ void __launch_bounds__(kTiles * 32, 2)
   } else {
     // Every part's sums are in the cluster's shared memory; block z adds
     // them up for row tiles z, z + PG, ..., reading each part where it is.
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
     cg::cluster_group cluster = cg::this_cluster();
     cluster.sync();
     const int z = static_cast<int>(cluster.block_rank());
@@ -279,6 +280,9 @@ __global__ void __launch_bounds__(kTiles * 32, 2)
       }
     }
     cluster.sync();  // no block leaves while another reads its sums
+#else
+    __trap();  // clusters are Hopper's: LaunchWide declines older GPUs
+#endif
   }
 }
 
@@ -358,7 +362,8 @@ void Launch(MmaWeights ws, int64_t n, const float* x, cudaStream_t s) {
 bool LaunchWide(MmaWeights ws, int64_t n, const float* x, bool split, cudaStream_t s) {
   // x's rows are cols * 4 bytes apart (a multiple of 256): 16-byte pieces
   // when the first row is aligned.
-  if ((reinterpret_cast<uintptr_t>(x) & 15u) != 0 || !WideEnabled()) return false;
+  // Clusters are Hopper's: older GPUs keep the first kernel (the same sums).
+  if ((reinterpret_cast<uintptr_t>(x) & 15u) != 0 || !WideEnabled() || !HopperOrNewer()) return false;
   for (int k = 0; k < ws.count; ++k) {
     if (ws.w[k].cols / kStepCols < kParts) return false;  // every part at least one step
   }

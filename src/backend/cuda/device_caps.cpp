@@ -1,0 +1,24 @@
+#include "backend/cuda/device_caps.h"
+
+#include <cuda_runtime_api.h>
+
+#include <atomic>
+
+namespace llmhost::cuda {
+
+bool HopperOrNewer() {
+  constexpr int kDevices = 64;
+  static std::atomic<int> cache[kDevices];  // 0 unknown, 1 older, 2 Hopper or newer
+  int dev = 0;
+  if (cudaGetDevice(&dev) != cudaSuccess || dev < 0 || dev >= kDevices) return false;
+  int v = cache[dev].load(std::memory_order_relaxed);
+  if (v == 0) {
+    int major = 0;
+    if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) != cudaSuccess) return false;
+    v = major >= 9 ? 2 : 1;
+    cache[dev].store(v, std::memory_order_relaxed);
+  }
+  return v == 2;
+}
+
+}  // namespace llmhost::cuda

@@ -1,0 +1,12 @@
+// What the current CUDA device can do beyond the sm_80 baseline the kernels
+// are written for (a build for sm_80-89 runs them without these).
+#pragma once
+
+namespace llmhost::cuda {
+
+// Hopper or newer (compute capability 9.0+): programmatic dependent launch
+// and thread-block clusters. Read from the driver once per device, then
+// cached (the backend reads it when it starts, outside any graph capture).
+bool HopperOrNewer();
+
+}  // namespace llmhost::cuda
