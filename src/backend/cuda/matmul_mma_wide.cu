@@ -304,11 +304,8 @@ template <int NT, int PG, bool Split, int Ring>
 void LaunchPg(dim3 grid, MmaWeights ws, int64_t n, const float* x, cudaStream_t s) {
   auto kernel = MmaWideKernel<NT, PG, Split, Ring>;
   const size_t smem = Layout<NT>::Bytes(PG, Ring);
-  static const bool sized = [&] {
-    if (smem > 48 * 1024) cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem));
-    return true;
-  }();
-  (void)sized;
+  // Each launch: the attribute is a device's (several GPUs in one process).
+  if (smem > 48 * 1024) cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem));
   grid.z = PG;
   cudaLaunchAttribute attrs[2];
   attrs[0].id = cudaLaunchAttributeClusterDimension;
