@@ -30,6 +30,20 @@ if(NOT LLMHOST_CUDA STREQUAL "OFF")
     set(CMAKE_CUDA_STANDARD 20)
     find_package(CUDAToolkit REQUIRED)
     set(LLMHOST_HAVE_CUDA ON)
+    # The newest architecture compiled for: a Hopper GPU runs code built only
+    # for older ones by JIT from their PTX, without Hopper's instructions
+    # (device_caps.cpp then keeps PDL and clusters off). "all", "native" and
+    # the like count as Hopper-capable.
+    set(LLMHOST_CUDA_MAX_ARCH 0)
+    foreach(arch ${LLMHOST_CUDA_ARCHS})
+      if(arch MATCHES "^([0-9]+)")
+        if(CMAKE_MATCH_1 GREATER LLMHOST_CUDA_MAX_ARCH)
+          set(LLMHOST_CUDA_MAX_ARCH ${CMAKE_MATCH_1})
+        endif()
+      else()
+        set(LLMHOST_CUDA_MAX_ARCH 1000)
+      endif()
+    endforeach()
     message(STATUS "llmhost: CUDA backend ON (nvcc ${CMAKE_CUDA_COMPILER_VERSION}, archs ${LLMHOST_CUDA_ARCHS})")
   elseif(LLMHOST_CUDA STREQUAL "ON")
     message(FATAL_ERROR "LLMHOST_CUDA=ON but no CUDA compiler was found (install CUDA 13 at /usr/local/cuda)")

@@ -335,8 +335,10 @@ TEST_F(CudaTest, PipelinedTensorCoreRowsGiveTheSameBits) {
 // the columns in turn) takes bf16 rows: the same bits as the kernel for few
 // tokens, alone and at the same batch (LLMHOST_CUDA_MMA_WIDE=off), over its
 // shapes (the parts in one block, or dealt over clusters of 2, 4 and 8
-// blocks; 2 and 4 token tiles), steps that do not divide into the 8 parts,
-// partial row and token tiles, and two weights in one launch.
+// blocks; 2 and 4 token tiles; weights through the cp.async ring or in
+// registers), steps that do not divide into the 8 parts, partial row and
+// token tiles, and two weights in one launch. Before Hopper both runs take
+// the first kernel (no clusters).
 TEST_F(CudaTest, WideTensorCoreRowsGiveTheSameBitsAsFewTokens) {
   struct Shape {
     int64_t rows, cols, n;
@@ -363,10 +365,14 @@ TEST_F(CudaTest, WideTensorCoreRowsGiveTheSameBitsAsFewTokens) {
       EXPECT_TRUE(b_->Synchronize().ok());
       return y;
     };
+    // Weights through the cp.async ring (clusters of 1 or 8 blocks), then in
+    // registers (LLMHOST_CUDA_WIDE_ASYNC=off: clusters of 1, 2 or 4).
+    for (const char* ring : {"on", "off"})
     for (Precision p : {Precision::kAuto, Precision::kFastBf16}) {
+      setenv("LLMHOST_CUDA_WIDE_ASYNC", ring, 1);
       b_->set_precision(p);
-      const std::string at = std::string(PrecisionName(p)) + " rows " + std::to_string(sh.rows) + " cols " +
-                             std::to_string(sh.cols) + " n " + std::to_string(sh.n);
+      const std::string at = std::string(PrecisionName(p)) + " ring " + ring + " rows " + std::to_string(sh.rows) +
+                             " cols " + std::to_string(sh.cols) + " n " + std::to_string(sh.n);
       const std::vector<float> wide = run(0, sh.n);
       setenv("LLMHOST_CUDA_MMA_WIDE", "off", 1);
       const std::vector<float> tiles = run(0, sh.n);
@@ -385,6 +391,7 @@ TEST_F(CudaTest, WideTensorCoreRowsGiveTheSameBitsAsFewTokens) {
       EXPECT_EQ(0, std::memcmp(fused.data(), wide.data(), wide.size() * 4)) << at << " (fused)";
       EXPECT_EQ(0, std::memcmp(fused2.data(), wide.data(), wide.size() * 4)) << at << " (fused)";
     }
+    unsetenv("LLMHOST_CUDA_WIDE_ASYNC");
     b_->ReleaseWeight(*dw);
     b_->ReleaseWeight(*dw2);
     b_->Free(*dx);

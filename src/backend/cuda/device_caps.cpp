@@ -7,6 +7,9 @@
 namespace llmhost::cuda {
 
 bool HopperOrNewer() {
+#if defined(LLMHOST_CUDA_MAX_ARCH) && LLMHOST_CUDA_MAX_ARCH < 90
+  return false;  // the kernels were built without Hopper's instructions (a Hopper GPU runs them by JIT)
+#else
   constexpr int kDevices = 64;
   static std::atomic<int> cache[kDevices];  // 0 unknown, 1 older, 2 Hopper or newer
   int dev = 0;
@@ -19,6 +22,7 @@ bool HopperOrNewer() {
     cache[dev].store(v, std::memory_order_relaxed);
   }
   return v == 2;
+#endif
 }
 
 }  // namespace llmhost::cuda

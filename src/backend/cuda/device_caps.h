@@ -4,9 +4,10 @@
 
 namespace llmhost::cuda {
 
-// Hopper or newer (compute capability 9.0+): programmatic dependent launch
-// and thread-block clusters. Read from the driver once per device, then
-// cached (the backend reads it when it starts, outside any graph capture).
+// Hopper or newer (compute capability 9.0+) and kernels built for it
+// (LLMHOST_CUDA_ARCHS reaching 90): programmatic dependent launch and
+// thread-block clusters. Read from the driver once per device, then cached
+// (the backend reads it when it starts, outside any graph capture).
 bool HopperOrNewer();
 
 }  // namespace llmhost::cuda

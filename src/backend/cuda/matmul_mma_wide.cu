@@ -140,7 +140,7 @@ __global__ void __launch_bounds__(kTiles * 32, 2)
     for (int q = 0; q < L::kPiecesPerThread; ++q) {
       const int p = threadIdx.x + q * kTiles * 32, tl = p >> 4, j = p & 15;
       const int q8 = j >> 1;  // the step's 8-column chunk: lane c's chunk ch (ChunkOf)
-      const int cc = q8 >> 1, ch = q8 & 1;
+      const int cc = ChunkLane(q8), ch = ChunkHalf(q8);
       const int ln = (tl & 7) * 4 + cc, word = 2 * (j & 1);
       uint4* at = xs + stage * L::kStageWords + (((tl >> 3) * 2 + ch) * 2) * 32 + ln;
       uint32_t h[2], l[2];

@@ -65,6 +65,18 @@ __device__ __forceinline__ void SplitX8(const float (&xv)[8], uint32_t (&h)[4], 
 // 1-3% faster at 8-128 on an H100.) x's columns follow.
 __host__ __device__ constexpr int ChunkOf(int c, int ch) { return 2 * c + ch; }
 __host__ __device__ constexpr int ChunkCols(int c, int ch) { return 8 * ChunkOf(c, ch); }
+// ChunkOf's inverse: the lane c and chunk ch that read 8-column chunk q.
+__host__ __device__ constexpr int ChunkLane(int q) { return q >> 1; }
+__host__ __device__ constexpr int ChunkHalf(int q) { return q & 1; }
+constexpr bool ChunkOfInverts() {
+  for (int c = 0; c < 4; ++c) {
+    for (int ch = 0; ch < 2; ++ch) {
+      if (ChunkLane(ChunkOf(c, ch)) != c || ChunkHalf(ChunkOf(c, ch)) != ch) return false;
+    }
+  }
+  return true;
+}
+static_assert(ChunkOfInverts(), "ChunkLane and ChunkHalf must follow ChunkOf");
 
 // The wide kernel for n > 8 tokens (matmul_mma_wide.cu); false where it does
 // not take this launch (x not 16-byte aligned, fewer than 8 steps, or
