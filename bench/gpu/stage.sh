@@ -7,8 +7,11 @@
 s=/tmp/llmhost-stage
 B=$s/bin
 mkdir -p "$s"
-if [ ! -x "$B/model_bench" ] || [ .devcarry/stage.tar.xz -nt "$B/model_bench" ]; then
+# A stamp, not the binaries' times (tar keeps their build times): a second
+# script in the same call does not unpack the same pack again.
+if [ ! -e "$s/.unpacked" ] || [ .devcarry/stage.tar.xz -nt "$s/.unpacked" ]; then
   tar -C "$s" -xJf .devcarry/stage.tar.xz || exit 1
+  touch "$s/.unpacked"
 fi
 export LD_LIBRARY_PATH=$s/lib
 nvidia-smi --query-gpu=name,memory.total,clocks.max.sm --format=csv,noheader 2>/dev/null | tee "${out:-/tmp}/gpu.txt"
