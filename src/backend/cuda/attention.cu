@@ -18,8 +18,11 @@ constexpr int kKeysAhead = 4;  // keys a warp loads before it reduces them
 // only, never on the batch or the launch.
 // grid (chunks, n_kv_heads, rows), kThreads threads; dynamic shared memory:
 // group·d (q) + group·kAttentionChunk (scores) floats, kAttentionChunk slots.
-// With one chunk (`final` set) it also does MergeKernel's arithmetic for that
-// one chunk (exp(0) = 1: the same bits) and writes the output rows there.
+// Where the row's keys lie in one chunk (OneChunk) it also does
+// MergeKernel's arithmetic for that chunk (exp(0) = 1: the same bits) and
+// writes the row's output to `final`; the merge skips such rows. Short
+// contexts under a graph's key bucket (two chunks or more launched, one
+// holding keys) need no merge.
 template <Elem E, int kPerLane>
 __global__ void ChunkKernel(const float* q, const void* k_cache, const void* v_cache, const AttentionSeq* seqs,
                             int64_t n_seqs, AttentionParams p, int64_t row0, int64_t n_chunks, float* part,
@@ -30,6 +33,7 @@ __global__ void ChunkKernel(const float* q, const void* k_cache, const void* v_c
   AttentionSeq seq;
   int64_t k_lo, k_hi;  // local, inclusive
   if (!ChunkKeys<kAttentionChunk>(seqs, n_seqs, row, p.window, chunk, generated_only, &seq, &k_lo, &k_hi)) return;
+  if (!OneChunk<kAttentionChunk>(seq, row, p.window)) final = nullptr;
   const int64_t first = chunk * kAttentionChunk;
   const int d = static_cast<int>(p.head_dim);
   const int group = static_cast<int>(p.n_heads / p.n_kv_heads);
@@ -122,6 +126,7 @@ __global__ void MergeKernel(const float* part, const AttentionSeq* seqs, int64_t
   if (generated_only && pos < seq.generated_from) return;
   const int d = static_cast<int>(p.head_dim);
   const int64_t c_lo = lo / kAttentionChunk, nc = pos / kAttentionChunk - c_lo + 1;
+  if (nc == 1) return;  // the chunk kernel wrote the row (OneChunk)
   const float* base = part + ((blockIdx.x * p.n_heads + h) * n_chunks + c_lo) * (d + 2);
   float* wgt = merge_smem;       // [nc]: m_c, then exp(m_c - M)
   float* lsum = merge_smem + n_chunks;  // [nc]: l_c
@@ -185,8 +190,7 @@ void LaunchAttention(const float* q, const void* k_cache, const void* v_cache, c
   for (int64_t r0 = 0; r0 < p.n_rows; r0 += rows_per_launch) {
     const int64_t rows = p.n_rows - r0 < rows_per_launch ? p.n_rows - r0 : rows_per_launch;
     if (key_lanes) {
-      LaunchKeyLanesChunks(q, k_cache, v_cache, seqs, n_seqs, p, r0, rows, n_chunks, scratch,
-                           n_chunks == 1 ? out : nullptr, generated_only, s);
+      LaunchKeyLanesChunks(q, k_cache, v_cache, seqs, n_seqs, p, r0, rows, n_chunks, scratch, out, generated_only, s);
       if (n_chunks > 1) LaunchMerge(scratch, seqs, n_seqs, p, r0, rows, n_chunks, out, generated_only, s);
       continue;
     }
@@ -198,7 +202,7 @@ void LaunchAttention(const float* q, const void* k_cache, const void* v_cache, c
           cudaFuncSetAttribute(ChunkKernel<E, PL>, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem));
         }
         LaunchPdl(ChunkKernel<E, PL>, grid, kThreads, smem, s, q, k_cache, v_cache, seqs, n_seqs, p, r0, n_chunks,
-                  scratch, n_chunks == 1 ? out : nullptr, generated_only);
+                  scratch, out, generated_only);
       };
       if (p.head_dim <= 128) {
         launch.template operator()<4>();

@@ -51,6 +51,7 @@ __global__ void __launch_bounds__(kThreads) KeyLanesKernel(const float* q, const
   AttentionSeq seq;
   int64_t lo64, hi64;
   if (!ChunkKeys<kAttentionChunk>(seqs, n_seqs, row, p.window, chunk, generated_only, &seq, &lo64, &hi64)) return;
+  if (!OneChunk<kAttentionChunk>(seq, row, p.window)) final = nullptr;  // the merge's rows
   const int64_t first = chunk * kAttentionChunk;
   const int k_lo = static_cast<int>(lo64), k_hi = static_cast<int>(hi64);  // local, inclusive
   const int group = static_cast<int>(p.n_heads / p.n_kv_heads);
@@ -136,7 +137,7 @@ __global__ void __launch_bounds__(kThreads) KeyLanesKernel(const float* q, const
       if (g >= group) continue;
       float a = red[gi * D + c];
       for (int l = 1; l < kKeyLanes; ++l) a += red[(l * kHeadTile + gi) * D + c];
-      if (final != nullptr) {  // one chunk: the merge's arithmetic for it (exp(0) = 1), as the other kernel
+      if (final != nullptr) {  // the row's one chunk: the merge's arithmetic for it (exp(0) = 1), as ChunkKernel
         const float inv = __fdiv_rn(1.0f, fmaf(1.0f, out[g * n_chunks * (D + 2) + 1], 0.0f));
         final[row * p.out_stride + (kv_head * group + g) * D + c] = __fmul_rn(fmaf(1.0f, a, 0.0f), inv);
       } else {

@@ -48,6 +48,16 @@ __device__ __forceinline__ bool ChunkKeys(const AttentionSeq* seqs, int64_t n_se
   return true;
 }
 
+// Whether the keys of `seq`'s row `row` lie in one chunk: the chunk kernel
+// then writes the row's output itself (the merge's arithmetic for one chunk,
+// the same bits) and the merge leaves the row alone.
+template <int kChunk>
+__device__ __forceinline__ bool OneChunk(const AttentionSeq& seq, int64_t row, int64_t window) {
+  int64_t lo, pos;
+  KeyRange(seq, row, window, &lo, &pos);
+  return lo / kChunk == pos / kChunk;
+}
+
 // For each query head g of a chunk block (warp w takes heads w, w + n_warps,
 // ...): the max of its scores sc[g * kChunk + k], k in [k_lo, k_hi], then
 // exp(score - max) in place and their sum (lane-strided, then the

@@ -123,19 +123,35 @@ inline bool PdlEnabled() {
   return on;
 }
 
+// LaunchPdl for blocks in clusters of `cluster` (Hopper; dim3(1, 1, 1): none).
 template <typename... Params, typename... Args>
-void LaunchPdl(void (*kernel)(Params...), dim3 grid, dim3 block, size_t smem, cudaStream_t s, Args&&... args) {
-  cudaLaunchAttribute attr;
-  attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  attr.val.programmaticStreamSerializationAllowed = 1;
+void LaunchPdlCluster(void (*kernel)(Params...), dim3 grid, dim3 block, size_t smem, dim3 cluster, cudaStream_t s,
+                      Args&&... args) {
+  cudaLaunchAttribute attrs[2];
+  int count = 0;
+  if (PdlEnabled() && HopperOrNewer()) {
+    attrs[count].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attrs[count++].val.programmaticStreamSerializationAllowed = 1;
+  }
+  if (cluster.x * cluster.y * cluster.z > 1) {
+    attrs[count].id = cudaLaunchAttributeClusterDimension;
+    attrs[count].val.clusterDim.x = cluster.x;
+    attrs[count].val.clusterDim.y = cluster.y;
+    attrs[count++].val.clusterDim.z = cluster.z;
+  }
   cudaLaunchConfig_t cfg = {};
   cfg.gridDim = grid;
   cfg.blockDim = block;
   cfg.dynamicSmemBytes = smem;
   cfg.stream = s;
-  cfg.attrs = &attr;
-  cfg.numAttrs = PdlEnabled() && HopperOrNewer() ? 1 : 0;
+  cfg.attrs = attrs;
+  cfg.numAttrs = count;
   cudaLaunchKernelEx(&cfg, kernel, std::forward<Args>(args)...);  // errors: the caller's cudaGetLastError
+}
+
+template <typename... Params, typename... Args>
+void LaunchPdl(void (*kernel)(Params...), dim3 grid, dim3 block, size_t smem, cudaStream_t s, Args&&... args) {
+  LaunchPdlCluster(kernel, grid, block, smem, dim3(1, 1, 1), s, std::forward<Args>(args)...);
 }
 
 __device__ __forceinline__ uint32_t SharedAddress(const void* p) {

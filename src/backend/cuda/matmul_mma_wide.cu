@@ -17,6 +17,7 @@
 // sums through distributed shared memory.
 #include <cooperative_groups.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 
@@ -48,7 +49,9 @@ struct Layout {
   // x's step, split: [stage][token tile][chunk][hi, lo][lane], 16 bytes each.
   static constexpr int kStageWords = NT * 2 * 2 * 32;  // uint4
   static constexpr int kPieces = NT * 8 * 16;          // x's 16-byte pieces a step
-  static constexpr int kPiecesPerThread = kPieces / (kTiles * 32);
+  static constexpr int kPiecesPerThread = (kPieces + kTiles * 32 - 1) / (kTiles * 32);
+  // One token tile has fewer pieces than the block has threads.
+  __host__ __device__ static constexpr bool Has(int p) { return kPieces % (kTiles * 32) == 0 || p < kPieces; }
   // A part's sums: [part of the block][warp][token tile][lane], 4 floats each.
   static constexpr int kPartWords = kTiles * NT * 32;  // float4
   // With a ring (Ring > 0 steps), each warp's weight rows of those steps:
@@ -130,6 +133,7 @@ __global__ void __launch_bounds__(kTiles * 32, 2)
 #pragma unroll
     for (int q = 0; q < L::kPiecesPerThread; ++q) {
       const int p = threadIdx.x + q * kTiles * 32, tl = p >> 4, j = p & 15;
+      if (!L::Has(p)) continue;
       const int64_t tok = t0 + tl;
       xr[q] = tok < n ? __ldg(reinterpret_cast<const float4*>(x + tok * cols + s * kStepCols) + j)
                       : make_float4(0, 0, 0, 0);
@@ -139,6 +143,7 @@ __global__ void __launch_bounds__(kTiles * 32, 2)
 #pragma unroll
     for (int q = 0; q < L::kPiecesPerThread; ++q) {
       const int p = threadIdx.x + q * kTiles * 32, tl = p >> 4, j = p & 15;
+      if (!L::Has(p)) continue;
       const int q8 = j >> 1;  // the step's 8-column chunk: lane c's chunk ch (ChunkOf)
       const int cc = ChunkLane(q8), ch = ChunkHalf(q8);
       const int ln = (tl & 7) * 4 + cc, word = 2 * (j & 1);
@@ -291,6 +296,18 @@ bool WideEnabled() {
   return v == nullptr || std::strcmp(v, "off") != 0;
 }
 
+// The fewest tokens this kernel takes (LLMHOST_CUDA_WIDE_FROM, at least 2;
+// default 9: fewer go to the first kernel) and the most a block takes
+// (LLMHOST_CUDA_WIDE_TILE=32 or 64, default 64: a 64-token block reads its
+// weights once for twice the tokens), each read at every launch.
+int64_t FirstWideTokens() {
+  const char* v = std::getenv("LLMHOST_CUDA_WIDE_FROM");
+  return v == nullptr ? 9 : std::max<int64_t>(2, std::atoll(v));
+}
+int MaxTileTokens() {
+  const char* v = std::getenv("LLMHOST_CUDA_WIDE_TILE");
+  return v != nullptr && std::strcmp(v, "32") == 0 ? 32 : 64;
+}
 
 // Weights through a cp.async ring in shared memory (4 steps a warp, 3 of
 // them in flight, no registers held) unless LLMHOST_CUDA_WIDE_ASYNC=off (each warp's
@@ -307,21 +324,7 @@ void LaunchPg(dim3 grid, MmaWeights ws, int64_t n, const float* x, cudaStream_t 
   // Each launch: the attribute is a device's (several GPUs in one process).
   if (smem > 48 * 1024) cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem));
   grid.z = PG;
-  cudaLaunchAttribute attrs[2];
-  attrs[0].id = cudaLaunchAttributeClusterDimension;
-  attrs[0].val.clusterDim.x = 1;
-  attrs[0].val.clusterDim.y = 1;
-  attrs[0].val.clusterDim.z = PG;
-  attrs[1].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  attrs[1].val.programmaticStreamSerializationAllowed = 1;
-  cudaLaunchConfig_t cfg = {};
-  cfg.gridDim = grid;
-  cfg.blockDim = dim3(kTiles * 32);
-  cfg.dynamicSmemBytes = smem;
-  cfg.stream = s;
-  cfg.attrs = attrs;
-  cfg.numAttrs = PdlEnabled() ? 2 : 1;
-  cudaLaunchKernelEx(&cfg, kernel, ws, x, n, EarlyWeightLoadsEnabled());  // errors: the caller's cudaGetLastError
+  LaunchPdlCluster(kernel, grid, dim3(kTiles * 32), smem, dim3(1, 1, PG), s, ws, x, n, EarlyWeightLoadsEnabled());
 }
 
 template <int NT, bool Split>
@@ -360,14 +363,17 @@ bool LaunchWide(MmaWeights ws, int64_t n, const float* x, bool split, cudaStream
   // x's rows are cols * 4 bytes apart (a multiple of 256): 16-byte pieces
   // when the first row is aligned.
   // Clusters are Hopper's: older GPUs keep the first kernel (the same sums).
-  if ((reinterpret_cast<uintptr_t>(x) & 15u) != 0 || !WideEnabled() || !HopperOrNewer()) return false;
+  if (n < FirstWideTokens() || (reinterpret_cast<uintptr_t>(x) & 15u) != 0 || !WideEnabled() || !HopperOrNewer()) {
+    return false;
+  }
   for (int k = 0; k < ws.count; ++k) {
     if (ws.w[k].cols / kStepCols < kParts) return false;  // every part at least one step
   }
-  if (n <= 16) {
-    split ? Launch<2, true>(ws, n, x, s) : Launch<2, false>(ws, n, x, s);
-  } else {
-    split ? Launch<4, true>(ws, n, x, s) : Launch<4, false>(ws, n, x, s);
+  switch (n <= 8 ? 1 : n <= 16 ? 2 : n <= 32 || MaxTileTokens() < 64 ? 4 : 8) {
+    case 1: split ? Launch<1, true>(ws, n, x, s) : Launch<1, false>(ws, n, x, s); break;
+    case 2: split ? Launch<2, true>(ws, n, x, s) : Launch<2, false>(ws, n, x, s); break;
+    case 4: split ? Launch<4, true>(ws, n, x, s) : Launch<4, false>(ws, n, x, s); break;
+    default: split ? Launch<8, true>(ws, n, x, s) : Launch<8, false>(ws, n, x, s); break;
   }
   return true;
 }
