@@ -12,5 +12,5 @@ mkdir -p "$out"
 env ${PROFILE_ENV:-} LLMHOST_CUDA_GRAPHS=off ncu --csv --metrics gpu__time_duration.sum \
   "$B/model_bench" --random-config "$cfg" --arch llama --seed 1 --device cuda --precisions auto \
   --formats ${FORMAT:-bf16} --group-size 64 --reps 1 --steps "${STEPS:-2}" --batch "${BATCH:-32}" --prompt "${PROMPT:-16}" \
-  --phases decode-batch >"$out/steps.csv" 2>"$out/ncu.err"
+  --prefill-reps 1 --phases "${PHASES:-decode-batch}" >"$out/steps.csv" 2>"$out/ncu.err"
 echo "ncu rc=$?, $(grep -c gpu__time_duration "$out/steps.csv") kernels"
