@@ -2,8 +2,9 @@
 // default; LLMHOST_CUDA_DECODE_ATTENTION=warps the other) against the CPU reference and the
 // warp-per-key kernel: generated rows and f32-path prompt rows stay within
 // the f32 path's bound, a row's bits do not depend on its batch (other
-// sequences beside it, its place, prompt chunks), and contexts that span one
-// and several chunks, windows, soft-capping, GQA groups 1-8 and every K/V
+// sequences beside it, its place, prompt chunks; a row of one chunk finished
+// by the chunk kernel or by the merge), and contexts that span one and
+// several chunks, windows, soft-capping, GQA groups 1-8 and every K/V
 // type are covered. Skipped where there is no GPU.
 #include <gtest/gtest.h>
 
@@ -72,6 +73,12 @@ TEST_F(KeyLanesAttentionTest, RowsAreBatchInvariantAndMatchTheReference) {
     const std::vector<float> got = Run(mixed, 0), ref = Run(mixed, 1);
     EXPECT_LE(WorstRowError(got, ref, s.head_dim), 1e-4) << "against the reference";
     EXPECT_LE(WorstRowError(got, warp_rows, s.head_dim), 1e-4) << "against the warp-per-key kernel";
+    // Rows of one chunk (sequence 1) in a launch of three: finished by the
+    // chunk kernel, or by the merge (LLMHOST_CUDA_ONE_CHUNK=off), the same bits.
+    setenv("LLMHOST_CUDA_ONE_CHUNK", "off", 1);
+    const std::vector<float> merged = Run(mixed, 0);
+    unsetenv("LLMHOST_CUDA_ONE_CHUNK");
+    EXPECT_EQ(0, std::memcmp(merged.data(), got.data(), got.size() * 4)) << "every row through the merge";
     // Each decode alone, and all three together, give the same bits as in the mixed batch.
     const std::vector<float> together = Run(decodes, 0);
     for (int i = 0; i < 3; ++i) {

@@ -33,7 +33,7 @@ __global__ void ChunkKernel(const float* q, const void* k_cache, const void* v_c
   AttentionSeq seq;
   int64_t k_lo, k_hi;  // local, inclusive
   if (!ChunkKeys<kAttentionChunk>(seqs, n_seqs, row, p.window, chunk, generated_only, &seq, &k_lo, &k_hi)) return;
-  if (!OneChunk<kAttentionChunk>(seq, row, p.window)) final = nullptr;
+  if (final != nullptr && !OneChunk<kAttentionChunk>(seq, row, p.window)) final = nullptr;
   const int64_t first = chunk * kAttentionChunk;
   const int d = static_cast<int>(p.head_dim);
   const int group = static_cast<int>(p.n_heads / p.n_kv_heads);
@@ -113,7 +113,7 @@ __global__ void ChunkKernel(const float* q, const void* k_cache, const void* v_c
 // and order are those of summing straight from the partials (the one-chunk
 // path in the chunk kernels repeats this arithmetic).
 __global__ void MergeKernel(const float* part, const AttentionSeq* seqs, int64_t n_seqs, AttentionParams p,
-                            int64_t row0, int64_t n_chunks, float* out, bool generated_only) {
+                            int64_t row0, int64_t n_chunks, float* out, bool generated_only, bool one_chunk_done) {
   WaitForPriorGrid();
   extern __shared__ float merge_smem[];
   __shared__ float warp_max[kWarps];
@@ -126,7 +126,7 @@ __global__ void MergeKernel(const float* part, const AttentionSeq* seqs, int64_t
   if (generated_only && pos < seq.generated_from) return;
   const int d = static_cast<int>(p.head_dim);
   const int64_t c_lo = lo / kAttentionChunk, nc = pos / kAttentionChunk - c_lo + 1;
-  if (nc == 1) return;  // the chunk kernel wrote the row (OneChunk)
+  if (nc == 1 && one_chunk_done) return;  // the chunk kernel wrote the row (OneChunk)
   const float* base = part + ((blockIdx.x * p.n_heads + h) * n_chunks + c_lo) * (d + 2);
   float* wgt = merge_smem;       // [nc]: m_c, then exp(m_c - M)
   float* lsum = merge_smem + n_chunks;  // [nc]: l_c
@@ -161,13 +161,21 @@ __global__ void MergeKernel(const float* part, const AttentionSeq* seqs, int64_t
 
 // Launches MergeKernel for rows [r0, r0 + rows).
 void LaunchMerge(const float* scratch, const AttentionSeq* seqs, int64_t n_seqs, const AttentionParams& p, int64_t r0,
-                 int64_t rows, int64_t n_chunks, float* out, bool generated_only, cudaStream_t s) {
+                 int64_t rows, int64_t n_chunks, float* out, bool generated_only, bool one_chunk_done, cudaStream_t s) {
   const size_t smem = static_cast<size_t>(2 * n_chunks) * sizeof(float);
   if (smem > 48 * 1024) {
     cudaFuncSetAttribute(MergeKernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem));
   }
   LaunchPdl(MergeKernel, dim3(static_cast<unsigned>(rows), static_cast<unsigned>(p.n_heads)), kThreads, smem, s,
-            scratch, seqs, n_seqs, p, r0, n_chunks, out, generated_only);
+            scratch, seqs, n_seqs, p, r0, n_chunks, out, generated_only, one_chunk_done);
+}
+
+// Rows whose keys lie in one chunk finished by the chunk kernel, unless
+// LLMHOST_CUDA_ONE_CHUNK=off (the merge then takes every row of a launch of
+// several chunks, as before; the same bits either way).
+bool OneChunkRowsDone() {
+  const char* v = std::getenv("LLMHOST_CUDA_ONE_CHUNK");
+  return v == nullptr || std::strcmp(v, "off") != 0;
 }
 
 }  // namespace
@@ -187,11 +195,14 @@ void LaunchAttention(const float* q, const void* k_cache, const void* v_cache, c
   const size_t smem = static_cast<size_t>(group) * (p.head_dim + kAttentionChunk) * sizeof(float) +
                       kAttentionChunk * sizeof(int64_t);
   const bool key_lanes = KeyLanesEnabled() && KeyLanesFit(p, k_cache, v_cache);
+  const bool done = n_chunks == 1 || OneChunkRowsDone();
+  float* const final = done ? out : nullptr;
   for (int64_t r0 = 0; r0 < p.n_rows; r0 += rows_per_launch) {
     const int64_t rows = p.n_rows - r0 < rows_per_launch ? p.n_rows - r0 : rows_per_launch;
     if (key_lanes) {
-      LaunchKeyLanesChunks(q, k_cache, v_cache, seqs, n_seqs, p, r0, rows, n_chunks, scratch, out, generated_only, s);
-      if (n_chunks > 1) LaunchMerge(scratch, seqs, n_seqs, p, r0, rows, n_chunks, out, generated_only, s);
+      LaunchKeyLanesChunks(q, k_cache, v_cache, seqs, n_seqs, p, r0, rows, n_chunks, scratch, final, generated_only,
+                           s);
+      if (n_chunks > 1) LaunchMerge(scratch, seqs, n_seqs, p, r0, rows, n_chunks, out, generated_only, done, s);
       continue;
     }
     const dim3 grid(static_cast<unsigned>(n_chunks), static_cast<unsigned>(p.n_kv_heads), static_cast<unsigned>(rows));
@@ -202,7 +213,7 @@ void LaunchAttention(const float* q, const void* k_cache, const void* v_cache, c
           cudaFuncSetAttribute(ChunkKernel<E, PL>, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem));
         }
         LaunchPdl(ChunkKernel<E, PL>, grid, kThreads, smem, s, q, k_cache, v_cache, seqs, n_seqs, p, r0, n_chunks,
-                  scratch, out, generated_only);
+                  scratch, final, generated_only);
       };
       if (p.head_dim <= 128) {
         launch.template operator()<4>();
@@ -213,7 +224,7 @@ void LaunchAttention(const float* q, const void* k_cache, const void* v_cache, c
       }
     });
     if (n_chunks == 1) continue;  // the chunk kernel wrote the rows
-    LaunchMerge(scratch, seqs, n_seqs, p, r0, rows, n_chunks, out, generated_only, s);
+    LaunchMerge(scratch, seqs, n_seqs, p, r0, rows, n_chunks, out, generated_only, done, s);
   }
 }
 

@@ -51,7 +51,7 @@ __global__ void __launch_bounds__(kThreads) KeyLanesKernel(const float* q, const
   AttentionSeq seq;
   int64_t lo64, hi64;
   if (!ChunkKeys<kAttentionChunk>(seqs, n_seqs, row, p.window, chunk, generated_only, &seq, &lo64, &hi64)) return;
-  if (!OneChunk<kAttentionChunk>(seq, row, p.window)) final = nullptr;  // the merge's rows
+  if (final != nullptr && !OneChunk<kAttentionChunk>(seq, row, p.window)) final = nullptr;  // the merge's rows
   const int64_t first = chunk * kAttentionChunk;
   const int k_lo = static_cast<int>(lo64), k_hi = static_cast<int>(hi64);  // local, inclusive
   const int group = static_cast<int>(p.n_heads / p.n_kv_heads);

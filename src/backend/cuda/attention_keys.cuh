@@ -24,8 +24,8 @@ bool KeyLanesEnabled();
 bool KeyLanesFit(const AttentionParams& p, const void* k_cache, const void* v_cache);
 
 // One launch of the chunk kernel over rows [row0, row0 + rows): `part`
-// receives the chunk partials, and `final` the output of each row whose keys
-// lie in one chunk (the merge skips those rows).
+// receives the chunk partials, and `final` (unless null) the output of each
+// row whose keys lie in one chunk (the merge then skips those rows).
 void LaunchKeyLanesChunks(const float* q, const void* k_cache, const void* v_cache, const AttentionSeq* seqs,
                           int64_t n_seqs, const AttentionParams& p, int64_t row0, int64_t rows, int64_t n_chunks,
                           float* part, float* final, bool generated_only, cudaStream_t s);
