@@ -74,11 +74,17 @@ TEST_F(KeyLanesAttentionTest, RowsAreBatchInvariantAndMatchTheReference) {
     EXPECT_LE(WorstRowError(got, ref, s.head_dim), 1e-4) << "against the reference";
     EXPECT_LE(WorstRowError(got, warp_rows, s.head_dim), 1e-4) << "against the warp-per-key kernel";
     // Rows of one chunk (sequence 1) in a launch of three: finished by the
-    // chunk kernel, or by the merge (LLMHOST_CUDA_ONE_CHUNK=off), the same bits.
-    setenv("LLMHOST_CUDA_ONE_CHUNK", "off", 1);
-    const std::vector<float> merged = Run(mixed, 0);
-    unsetenv("LLMHOST_CUDA_ONE_CHUNK");
-    EXPECT_EQ(0, std::memcmp(merged.data(), got.data(), got.size() * 4)) << "every row through the merge";
+    // chunk kernel (LLMHOST_CUDA_ONE_CHUNK=on) or by the merge, the same bits.
+    for (const char* one : {"on", "off"}) {
+      setenv("LLMHOST_CUDA_ONE_CHUNK", one, 1);
+      KeyLanes(false);
+      const std::vector<float> warps = Run(mixed, 0);
+      KeyLanes(true);
+      const std::vector<float> lanes = Run(mixed, 0);
+      unsetenv("LLMHOST_CUDA_ONE_CHUNK");
+      EXPECT_EQ(0, std::memcmp(lanes.data(), got.data(), got.size() * 4)) << "one-chunk rows done " << one;
+      EXPECT_EQ(0, std::memcmp(warps.data(), warp_rows.data(), got.size() * 4)) << "warps, one-chunk rows done " << one;
+    }
     // Each decode alone, and all three together, give the same bits as in the mixed batch.
     const std::vector<float> together = Run(decodes, 0);
     for (int i = 0; i < 3; ++i) {

@@ -298,7 +298,7 @@ bool WideEnabled() {
 
 // The fewest tokens this kernel takes (LLMHOST_CUDA_WIDE_FROM, at least 2;
 // default 9: fewer go to the first kernel) and the most a block takes
-// (LLMHOST_CUDA_WIDE_TILE=32 or 64, default 64: a 64-token block reads its
+// (LLMHOST_CUDA_WIDE_TILE=32 or 64, default 32; a 64-token block reads its
 // weights once for twice the tokens), each read at every launch.
 int64_t FirstWideTokens() {
   const char* v = std::getenv("LLMHOST_CUDA_WIDE_FROM");
@@ -306,7 +306,7 @@ int64_t FirstWideTokens() {
 }
 int MaxTileTokens() {
   const char* v = std::getenv("LLMHOST_CUDA_WIDE_TILE");
-  return v != nullptr && std::strcmp(v, "32") == 0 ? 32 : 64;
+  return v != nullptr && std::strcmp(v, "64") == 0 ? 64 : 32;
 }
 
 // Weights through a cp.async ring in shared memory (4 steps a warp, 3 of
