@@ -309,6 +309,13 @@ int MaxTileTokens() {
   return v != nullptr && std::strcmp(v, "64") == 0 ? 64 : 32;
 }
 
+// Launches of fewer blocks than this (LLMHOST_CUDA_WIDE_CLUSTER_BELOW, default
+// 128) deal their parts over clusters of 8 (with the ring).
+int64_t ClusterBelow() {
+  const char* v = std::getenv("LLMHOST_CUDA_WIDE_CLUSTER_BELOW");
+  return v == nullptr ? kMinBlocks : std::atoll(v);
+}
+
 // Weights through a cp.async ring in shared memory (4 steps a warp, 3 of
 // them in flight, no registers held) unless LLMHOST_CUDA_WIDE_ASYNC=off (each warp's
 // next step in registers): 32 sequences +4-7% on an H100.
@@ -341,7 +348,7 @@ void Launch(MmaWeights ws, int64_t n, const float* x, cudaStream_t s) {
     // One group where the blocks fill the GPU, else 8 (two 96 KiB blocks an
     // SM). On an H100 at 32 sequences, 8 groups for those launches measured
     // 2.9% faster than 4; rings of 6 and 8 steps 6-16% slower than 4.
-    if (blocks < kMinBlocks) {
+    if (blocks < ClusterBelow()) {
       LaunchPg<NT, 8, Split, 4>(grid, ws, n, x, s);
     } else {
       LaunchPg<NT, 1, Split, 4>(grid, ws, n, x, s);
