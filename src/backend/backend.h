@@ -267,13 +267,6 @@ class Backend {
   virtual void MatMuls(std::span<const MatMulJob> jobs, const float* x, int64_t n, RowKind rows) {
     for (const MatMulJob& j : jobs) MatMul(*j.w, x, n, j.y, rows);
   }
-  // A hint: the next MatMul of this pass (n tokens) reads w. A GPU may start
-  // bringing its first rows toward the compute units while the smaller ops
-  // before that MatMul run. Changes no result; the CPU ignores it.
-  virtual void PrefetchWeight(const WeightMatrix& w, int64_t n) {
-    (void)w;
-    (void)n;
-  }
   // As MatMul, for MoE router logits: activations are never rounded (kFast
   // for kFastInt8 / kFastBf16), so that which experts a token goes to does
   // not hinge on activation rounding.

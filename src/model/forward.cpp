@@ -405,13 +405,11 @@ void ForwardPass::DenseMlp(const LayerWeights& w) {
   const int64_t N = n_, I = s_.intermediate;
   if (s_.fused_gate_up) {
     MatMulRuns(w.gate_up, p_.h, p_.gate, token_runs_);  // [N, 2I]: gate | up
-    b_.PrefetchWeight(w.down, N);
     b_.GatedActivation(s_.activation, p_.gate, 2 * I, p_.up, 2 * I, N, I, p_.act, I);
   } else {
     MatMulsRuns({{&w.gate, p_.gate}, {&w.up, p_.up}}, p_.h, token_runs_);
     if (w.gate_bias.valid()) b_.AddBias(p_.gate, N, I, I, w.gate_bias.as<float>());
     if (w.up_bias.valid()) b_.AddBias(p_.up, N, I, I, w.up_bias.as<float>());
-    b_.PrefetchWeight(w.down, N);
     b_.GatedActivation(s_.activation, p_.gate, I, p_.up, I, N, I, p_.act, I);
   }
   MatMulRuns(w.down, p_.act, p_.t, token_runs_);
@@ -448,7 +446,6 @@ void ForwardPass::Layer(int64_t li, bool normed) {
     if (w.k_bias.valid()) b_.AddBias(p_.k, N, kvd, kvd, w.k_bias.as<float>());
     if (w.v_bias.valid()) b_.AddBias(p_.v, N, kvd, kvd, w.v_bias.as<float>());
   }
-  b_.PrefetchWeight(w.o, N);  // read after RoPE, the K/V store and attention
   if (w.q_norm.valid()) {
     b_.RmsNormHeads(p_.q, N, s_.n_heads, hd, qkv_stride_, w.q_norm.as<float>(), eps, one);
     b_.RmsNormHeads(p_.k, N, s_.n_kv_heads, hd, k_stride_, w.k_norm.as<float>(), eps, one);
@@ -482,7 +479,6 @@ void ForwardPass::Layer(int64_t li, bool normed) {
   b_.Attention(p_.q, cache_.k(li, rank_), cache_.v(li, rank_), p_.seqs, static_cast<int64_t>(items_.size()), ap,
                p_.attn);
   MatMulRuns(w.o, p_.attn, p_.t, token_runs_);
-  if (!ls.moe) b_.PrefetchWeight(s_.fused_gate_up ? w.gate_up : w.gate, N);
   AllReduce(p_.t, N * H);  // biases and norms after the sum: whole on every rank
   if (w.o_bias.valid()) b_.AddBias(p_.t, N, H, H, w.o_bias.as<float>());
   if (w.post_attn_norm.valid()) {
@@ -500,9 +496,7 @@ void ForwardPass::Layer(int64_t li, bool normed) {
     b_.RmsNorm(p_.t, N, H, H, w.post_ffn_norm.as<float>(), eps, one, p_.t);
   }
   if (li + 1 < s_.n_layers) {  // the next layer's attention norm with the add
-    const LayerWeights& next = m_.layers_[li + 1];
-    b_.PrefetchWeight(s_.fused_qkv ? next.qkv : next.q, N);
-    b_.AddRmsNorm(p_.x, p_.t, N, H, next.attn_norm.as<float>(), eps, one, p_.h);
+    b_.AddRmsNorm(p_.x, p_.t, N, H, m_.layers_[li + 1].attn_norm.as<float>(), eps, one, p_.h);
   } else {
     b_.Add(p_.x, p_.t, N * H, p_.x);
   }
@@ -516,7 +510,6 @@ Status ForwardPass::Compute(ForwardOutput* out) {
     AllReduce(p_.x, n_ * H);  // a token's row comes from the one rank that holds it, zeros elsewhere
     for (int64_t li = 0; li < s_.n_layers; ++li) Layer(li, li > 0);
     if (n_rows_ > 0) {
-      if (head_) b_.PrefetchWeight(m_.lm_head_, n_rows_);
       b_.GatherRows(p_.x, H, p_.logit_rows, n_rows_, p_.hsel);
       b_.RmsNorm(p_.hsel, n_rows_, H, H, m_.final_norm_.as<float>(), s_.rms_eps, s_.norm_add_one, p_.hsel);
       if (head_) {

@@ -250,24 +250,5 @@ TEST(RandomModelTest, CudaLoadMatchesTheCpu) {
   }
 }
 
-// LLMHOST_CUDA_PREFETCH_MB asks L2 for each next weight's first bytes
-// (whole weights here, pieces smaller than a prefetch's 64 KiB) while the
-// small kernels run: a hint, the same logits bit for bit.
-TEST(RandomModelTest, CudaWeightPrefetchChangesNoLogit) {
-  if (CudaDeviceCount() == 0) GTEST_SKIP() << (CudaBuilt() ? "no GPU here" : "built without CUDA");
-  TempDir dir;
-  const std::vector<int32_t> tokens = {1, 72, 101, 108, 256, 290};
-  const std::string spec =
-      RandomModelSpecString("llama", "bf16", 32, WriteConfig(dir, "llama", TinyConfig("llama")), 9);
-  uint64_t bytes = 0;
-  const std::vector<float> plain = Logits(spec, tokens, &bytes, "cuda");
-  setenv("LLMHOST_CUDA_PREFETCH_MB", "1", 1);
-  const std::vector<float> hinted = Logits(spec, tokens, &bytes, "cuda");
-  unsetenv("LLMHOST_CUDA_PREFETCH_MB");
-  ASSERT_EQ(plain.size(), hinted.size());
-  ASSERT_FALSE(plain.empty());
-  EXPECT_EQ(0, std::memcmp(plain.data(), hinted.data(), plain.size() * sizeof(float)));
-}
-
 }  // namespace
 }  // namespace llmhost::random_model_test

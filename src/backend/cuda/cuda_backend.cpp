@@ -25,7 +25,6 @@
 #include "backend/cuda/matmul_int8.cuh"
 #include "backend/cuda/matmul_mma.cuh"
 #include "backend/cuda/matmul_tc.cuh"
-#include "backend/cuda/prefetch.cuh"
 #include "backend/cuda/prompt_attention.cuh"
 #include "backend/cuda/moe.cuh"
 #include "backend/cuda/rms_norm.cuh"
@@ -761,23 +760,6 @@ void CudaBackend::MatMuls(std::span<const MatMulJob> jobs, const float* x, int64
     return;
   }
   CheckLaunch("MatMul");
-}
-
-// LLMHOST_CUDA_PREFETCH_MB=N: up to N MiB of the next weight into L2 (at
-// most half of it) for steps of up to 256 tokens; 0 turns it off. Read at
-// each call (a graph records the launches of its capture).
-void CudaBackend::PrefetchWeight(const WeightMatrix& w, int64_t n) {
-  const char* v = std::getenv("LLMHOST_CUDA_PREFETCH_MB");
-  const size_t cap = v == nullptr ? 0 : static_cast<size_t>(std::max(0, std::atoi(v))) << 20;
-  if (cap == 0 || n <= 0 || n > 256) return;
-  cuda::DevWeight d;
-  if (!DevWeightOf(w, &d)) return;
-  Use();
-  int l2 = 0;
-  cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, device_);
-  const size_t bytes = std::min({cap, static_cast<size_t>(d.rows) * static_cast<size_t>(d.row_bytes),
-                                 static_cast<size_t>(l2) / 2});
-  cuda::LaunchPrefetchL2(d.data, bytes, S(stream_));
 }
 
 void CudaBackend::MatMul(const WeightMatrix& w, const float* x, int64_t n, float* y, RowKind rows) {

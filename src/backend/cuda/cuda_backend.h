@@ -98,7 +98,6 @@ class CudaBackend : public Backend {
                const int32_t* slots, void* k_cache, void* v_cache, DType kv_dtype) override;
   void Attention(const float* q, const void* k_cache, const void* v_cache, const AttentionSeq* seqs,
                  int64_t n_seqs, const AttentionParams& p, float* out) override;
-  void PrefetchWeight(const WeightMatrix& w, int64_t n) override;
   void GatedActivation(Activation act, const float* gate, int64_t gate_stride, const float* up,
                        int64_t up_stride, int64_t rows, int64_t cols, float* out, int64_t out_stride) override;
   void AddRmsNorm(float* x, const float* t, int64_t rows, int64_t dim, const float* weight, float eps, bool add_one,
