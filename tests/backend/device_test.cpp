@@ -335,8 +335,7 @@ TEST_F(CudaTest, PipelinedTensorCoreRowsGiveTheSameBits) {
 // the columns in turn) takes bf16 rows: the same bits as the kernel for few
 // tokens, alone and at the same batch (LLMHOST_CUDA_MMA_WIDE=off), over its
 // shapes (the parts in one block, or dealt over clusters of 2, 4 and 8
-// blocks; 1, 2, 4 and 8 token tiles, 2-8 tokens through LLMHOST_CUDA_WIDE_FROM;
-// blocks of at most 32 or 64 tokens; weights through the cp.async ring or in
+// blocks; 2 and 4 token tiles; weights through the cp.async ring or in
 // registers), steps that do not divide into the 8 parts, partial row and
 // token tiles, and two weights in one launch. Before Hopper both runs take
 // the first kernel (no clusters).
@@ -344,9 +343,7 @@ TEST_F(CudaTest, WideTensorCoreRowsGiveTheSameBitsAsFewTokens) {
   struct Shape {
     int64_t rows, cols, n;
   };
-  const Shape shapes[] = {{8200, 512, 128}, {4100, 832, 128}, {8200, 512, 32}, {2056, 576, 40},
-                          {300, 1024, 17},  {1000, 512, 9},  {2056, 576, 5},  {300, 1024, 8}};
-  setenv("LLMHOST_CUDA_WIDE_FROM", "2", 1);
+  const Shape shapes[] = {{8200, 512, 128}, {4100, 832, 128}, {8200, 512, 32}, {2056, 576, 40}, {300, 1024, 17}, {1000, 512, 9}};
   std::mt19937 rng(13);
   std::uniform_real_distribution<float> u(-1, 1);
   for (const Shape& sh : shapes) {
@@ -371,13 +368,11 @@ TEST_F(CudaTest, WideTensorCoreRowsGiveTheSameBitsAsFewTokens) {
     // Weights through the cp.async ring (clusters of 1 or 8 blocks), then in
     // registers (LLMHOST_CUDA_WIDE_ASYNC=off: clusters of 1, 2 or 4).
     for (const char* ring : {"on", "off"})
-    for (const char* tile : {"64", "32"})
     for (Precision p : {Precision::kAuto, Precision::kFastBf16}) {
       setenv("LLMHOST_CUDA_WIDE_ASYNC", ring, 1);
-      setenv("LLMHOST_CUDA_WIDE_TILE", tile, 1);
       b_->set_precision(p);
-      const std::string at = std::string(PrecisionName(p)) + " ring " + ring + " tile " + tile + " rows " +
-                             std::to_string(sh.rows) + " cols " + std::to_string(sh.cols) + " n " + std::to_string(sh.n);
+      const std::string at = std::string(PrecisionName(p)) + " ring " + ring + " rows " + std::to_string(sh.rows) +
+                             " cols " + std::to_string(sh.cols) + " n " + std::to_string(sh.n);
       const std::vector<float> wide = run(0, sh.n);
       setenv("LLMHOST_CUDA_MMA_WIDE", "off", 1);
       const std::vector<float> tiles = run(0, sh.n);
@@ -398,14 +393,12 @@ TEST_F(CudaTest, WideTensorCoreRowsGiveTheSameBitsAsFewTokens) {
       EXPECT_EQ(0, std::memcmp(fused2.data(), wide.data(), wide.size() * 4)) << at << " (fused)";
     }
     unsetenv("LLMHOST_CUDA_WIDE_ASYNC");
-    unsetenv("LLMHOST_CUDA_WIDE_TILE");
     b_->ReleaseWeight(*dw);
     b_->ReleaseWeight(*dw2);
     b_->Free(*dx);
     b_->Free(*dy);
     b_->Free(*dy2);
   }
-  unsetenv("LLMHOST_CUDA_WIDE_FROM");
   b_->set_precision(Precision::kAuto);
 }
 

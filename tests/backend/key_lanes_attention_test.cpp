@@ -74,7 +74,8 @@ TEST_F(KeyLanesAttentionTest, RowsAreBatchInvariantAndMatchTheReference) {
     EXPECT_LE(WorstRowError(got, ref, s.head_dim), 1e-4) << "against the reference";
     EXPECT_LE(WorstRowError(got, warp_rows, s.head_dim), 1e-4) << "against the warp-per-key kernel";
     // Rows of one chunk (sequence 1) in a launch of three: finished by the
-    // chunk kernel (LLMHOST_CUDA_ONE_CHUNK=on) or by the merge, the same bits.
+    // chunk kernel (the default) or by the merge (LLMHOST_CUDA_ONE_CHUNK=off),
+    // the same bits.
     for (const char* one : {"on", "off"}) {
       setenv("LLMHOST_CUDA_ONE_CHUNK", one, 1);
       KeyLanes(false);

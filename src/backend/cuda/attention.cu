@@ -170,13 +170,13 @@ void LaunchMerge(const float* scratch, const AttentionSeq* seqs, int64_t n_seqs,
             scratch, seqs, n_seqs, p, r0, n_chunks, out, generated_only, one_chunk_done);
 }
 
-// LLMHOST_CUDA_ONE_CHUNK=on: rows whose keys lie in one chunk are finished
-// by the chunk kernel; otherwise the merge takes every row of a launch of
-// several chunks. The same bits either way; off by default until measured
-// on a GPU.
+// Rows whose keys lie in one chunk are finished by the chunk kernel, unless
+// LLMHOST_CUDA_ONE_CHUNK=off (the merge then takes every row of a launch of
+// several chunks). The same bits either way; on an H100, 32 sequences after
+// 16-token prompts 2,932 -> 2,950 tok/s, b1 167.0 -> 167.7.
 bool OneChunkRowsDone() {
   const char* v = std::getenv("LLMHOST_CUDA_ONE_CHUNK");
-  return v != nullptr && std::strcmp(v, "on") == 0;
+  return v == nullptr || std::strcmp(v, "off") != 0;
 }
 
 }  // namespace

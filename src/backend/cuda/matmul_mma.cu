@@ -239,7 +239,7 @@ void LaunchMmaMatMul(const DevWeight* w, float* const* y, int count, const float
     ws.w[k] = w[k];
     ws.y[k] = y[k];
   }
-  if (n > 1 && LaunchWide(ws, n, x, split, s)) return;
+  if (n > 8 && LaunchWide(ws, n, x, split, s)) return;
   // x rows are cols * 4 bytes apart, a multiple of 256 here: aligned rows when the first is.
   const bool xvec = (reinterpret_cast<uintptr_t>(x) & 15u) == 0;
   if (split) {

@@ -17,7 +17,6 @@
 // sums through distributed shared memory.
 #include <cooperative_groups.h>
 
-#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 
@@ -49,9 +48,8 @@ struct Layout {
   // x's step, split: [stage][token tile][chunk][hi, lo][lane], 16 bytes each.
   static constexpr int kStageWords = NT * 2 * 2 * 32;  // uint4
   static constexpr int kPieces = NT * 8 * 16;          // x's 16-byte pieces a step
-  static constexpr int kPiecesPerThread = (kPieces + kTiles * 32 - 1) / (kTiles * 32);
-  // One token tile has fewer pieces than the block has threads.
-  __host__ __device__ static constexpr bool Has(int p) { return kPieces % (kTiles * 32) == 0 || p < kPieces; }
+  static constexpr int kPiecesPerThread = kPieces / (kTiles * 32);
+  static_assert(kPieces % (kTiles * 32) == 0, "every thread stages whole pieces");
   // A part's sums: [part of the block][warp][token tile][lane], 4 floats each.
   static constexpr int kPartWords = kTiles * NT * 32;  // float4
   // With a ring (Ring > 0 steps), each warp's weight rows of those steps:
@@ -133,7 +131,6 @@ __global__ void __launch_bounds__(kTiles * 32, 2)
 #pragma unroll
     for (int q = 0; q < L::kPiecesPerThread; ++q) {
       const int p = threadIdx.x + q * kTiles * 32, tl = p >> 4, j = p & 15;
-      if (!L::Has(p)) continue;
       const int64_t tok = t0 + tl;
       xr[q] = tok < n ? __ldg(reinterpret_cast<const float4*>(x + tok * cols + s * kStepCols) + j)
                       : make_float4(0, 0, 0, 0);
@@ -143,7 +140,6 @@ __global__ void __launch_bounds__(kTiles * 32, 2)
 #pragma unroll
     for (int q = 0; q < L::kPiecesPerThread; ++q) {
       const int p = threadIdx.x + q * kTiles * 32, tl = p >> 4, j = p & 15;
-      if (!L::Has(p)) continue;
       const int q8 = j >> 1;  // the step's 8-column chunk: lane c's chunk ch (ChunkOf)
       const int cc = ChunkLane(q8), ch = ChunkHalf(q8);
       const int ln = (tl & 7) * 4 + cc, word = 2 * (j & 1);
@@ -296,19 +292,6 @@ bool WideEnabled() {
   return v == nullptr || std::strcmp(v, "off") != 0;
 }
 
-// The fewest tokens this kernel takes (LLMHOST_CUDA_WIDE_FROM, at least 2;
-// default 9: fewer go to the first kernel) and the most a block takes
-// (LLMHOST_CUDA_WIDE_TILE=32 or 64, default 32; a 64-token block reads its
-// weights once for twice the tokens), each read at every launch.
-int64_t FirstWideTokens() {
-  const char* v = std::getenv("LLMHOST_CUDA_WIDE_FROM");
-  return v == nullptr ? 9 : std::max<int64_t>(2, std::atoll(v));
-}
-int MaxTileTokens() {
-  const char* v = std::getenv("LLMHOST_CUDA_WIDE_TILE");
-  return v != nullptr && std::strcmp(v, "64") == 0 ? 64 : 32;
-}
-
 // Launches of fewer blocks than this (LLMHOST_CUDA_WIDE_CLUSTER_BELOW, default
 // 128) deal their parts over clusters of 8 (with the ring).
 int64_t ClusterBelow() {
@@ -370,17 +353,17 @@ bool LaunchWide(MmaWeights ws, int64_t n, const float* x, bool split, cudaStream
   // x's rows are cols * 4 bytes apart (a multiple of 256): 16-byte pieces
   // when the first row is aligned.
   // Clusters are Hopper's: older GPUs keep the first kernel (the same sums).
-  if (n < FirstWideTokens() || (reinterpret_cast<uintptr_t>(x) & 15u) != 0 || !WideEnabled() || !HopperOrNewer()) {
-    return false;
-  }
+  if ((reinterpret_cast<uintptr_t>(x) & 15u) != 0 || !WideEnabled() || !HopperOrNewer()) return false;
   for (int k = 0; k < ws.count; ++k) {
     if (ws.w[k].cols / kStepCols < kParts) return false;  // every part at least one step
   }
-  switch (n <= 8 ? 1 : n <= 16 ? 2 : n <= 32 || MaxTileTokens() < 64 ? 4 : 8) {
-    case 1: split ? Launch<1, true>(ws, n, x, s) : Launch<1, false>(ws, n, x, s); break;
-    case 2: split ? Launch<2, true>(ws, n, x, s) : Launch<2, false>(ws, n, x, s); break;
-    case 4: split ? Launch<4, true>(ws, n, x, s) : Launch<4, false>(ws, n, x, s); break;
-    default: split ? Launch<8, true>(ws, n, x, s) : Launch<8, false>(ws, n, x, s); break;
+  // 16 or 32 tokens a block. Measured on an H100 and not kept: 64-token
+  // blocks (one weight read for twice the tokens: 128 sequences 3,684 ->
+  // 3,388 tok/s) and 2-8 tokens here (8 sequences 1,118 -> 1,048).
+  if (n <= 16) {
+    split ? Launch<2, true>(ws, n, x, s) : Launch<2, false>(ws, n, x, s);
+  } else {
+    split ? Launch<4, true>(ws, n, x, s) : Launch<4, false>(ws, n, x, s);
   }
   return true;
 }

@@ -79,9 +79,9 @@ constexpr bool ChunkOfInverts() {
 static_assert(ChunkOfInverts(), "ChunkLane and ChunkHalf must follow ChunkOf");
 
 // The wide kernel for n > 8 tokens (matmul_mma_wide.cu); false where it does
-// not take this launch (fewer tokens, x not 16-byte aligned, fewer than 8
-// steps, LLMHOST_CUDA_MMA_WIDE=off read at each launch, or a GPU before
-// Hopper), and the caller's kernel runs instead.
+// not take this launch (x not 16-byte aligned, fewer than 8 steps,
+// LLMHOST_CUDA_MMA_WIDE=off read at each launch, or a GPU before Hopper),
+// and the caller's kernel runs instead.
 bool LaunchWide(MmaWeights ws, int64_t n, const float* x, bool split, cudaStream_t s);
 
 }  // namespace llmhost::cuda::mma_rows
