@@ -379,7 +379,6 @@ TEST_F(CudaTest, WideTensorCoreRowsGiveTheSameBitsAsFewTokens) {
       unsetenv("LLMHOST_CUDA_MMA_WIDE");
       EXPECT_EQ(0, std::memcmp(wide.data(), tiles.data(), wide.size() * 4)) << at;
       for (int64_t t : {int64_t{0}, int64_t{5}, sh.n / 2, sh.n - 1}) {
-        if (t >= sh.n) continue;
         const std::vector<float> alone = run(t, 1);
         EXPECT_EQ(0, std::memcmp(alone.data(), wide.data() + t * sh.rows, sh.rows * 4)) << at << " token " << t;
       }

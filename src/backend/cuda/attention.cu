@@ -18,11 +18,11 @@ constexpr int kKeysAhead = 4;  // keys a warp loads before it reduces them
 // only, never on the batch or the launch.
 // grid (chunks, n_kv_heads, rows), kThreads threads; dynamic shared memory:
 // group·d (q) + group·kAttentionChunk (scores) floats, kAttentionChunk slots.
-// Where the row's keys lie in one chunk (OneChunk) it also does
-// MergeKernel's arithmetic for that chunk (exp(0) = 1: the same bits) and
-// writes the row's output to `final`; the merge skips such rows. Short
-// contexts under a graph's key bucket (two chunks or more launched, one
-// holding keys) need no merge.
+// With `final` set, where the row's keys lie in one chunk (OneChunk), it
+// also does MergeKernel's arithmetic for that chunk (exp(0) = 1: the same
+// bits) and writes the row's output there; the merge skips such rows, so
+// short contexts under a graph's key bucket (two chunks or more launched,
+// one holding keys) need no merge.
 template <Elem E, int kPerLane>
 __global__ void ChunkKernel(const float* q, const void* k_cache, const void* v_cache, const AttentionSeq* seqs,
                             int64_t n_seqs, AttentionParams p, int64_t row0, int64_t n_chunks, float* part,
