@@ -7,7 +7,8 @@
 # default and each variant.
 #   VARIANTS="LLMHOST_CUDA_MMA_WIDE=off" BATCHES="16:16 32:16 128:128" bench/gpu/batch_ab.sh
 # A batch is SEQUENCES:PROMPT_TOKENS; PHASES=decode1,decode-batch adds batch 1.
-# BACKEND_ENV runs the backend tests a second time under that setting.
+# BACKEND_ENV runs the backend tests a second time under that setting;
+# PRECISIONS (default auto) is model_bench's list, a figure each.
 # Logs land in $OUT (or /tmp/batch-ab).
 set -uo pipefail
 out=${OUT:-/tmp/batch-ab}
@@ -26,7 +27,7 @@ fi
 bench() {  # bench ENV SEQUENCES PROMPT [more model_bench args]
   local v=$1 b=$2 p=$3
   shift 3
-  env $v "$B/model_bench" --random-config "$cfg" --arch llama --seed 1 --device cuda --precisions auto \
+  env $v "$B/model_bench" --random-config "$cfg" --arch llama --seed 1 --device cuda --precisions "${PRECISIONS:-auto}" \
     --formats ${FORMAT:-bf16} --reps ${REPS:-3} --steps 32 --batch "$b" --prompt "$p" "$@" >"$out/mb.log" 2>&1
   cat "$out/mb.log" >>"$out/model_bench.log"
 }
@@ -35,7 +36,7 @@ for round in $(seq 1 "${ROUNDS:-2}"); do
   for bp in ${BATCHES:-16:16 32:16 128:128}; do
     for v in DEFAULT=1 ${VARIANTS:-}; do
       bench "$v" "${bp%%:*}" "${bp##*:}" --phases "${PHASES:-decode-batch}"
-      fig=$(grep -oE 'decode b1 [0-9.]+, b[0-9]+ [0-9.]+ tok/s' "$out/mb.log" | head -1)
+      fig=$(grep -oE 'decode b1 [0-9.]+, b[0-9]+ [0-9.]+ tok/s' "$out/mb.log" | paste -sd';' -)
       echo "| $round | $bp | ${v/DEFAULT=1/default} | $fig |" | tee -a "$out/table.md"
     done
   done

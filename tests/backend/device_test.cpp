@@ -401,5 +401,82 @@ TEST_F(CudaTest, WideTensorCoreRowsGiveTheSameBitsAsFewTokens) {
   b_->set_precision(Precision::kAuto);
 }
 
+// LLMHOST_CUDA_BATCH_INVARIANT=off sends generated rows of bf16 weights past
+// 8 tokens to cuBLASLt (x's two terms stacked as one GEMM at kAuto): sums
+// within the precision's rounding of the exact ones, in other bits than the
+// batch-invariant kernel's (so the switch took effect); the fused launch
+// gives each weight the same bits as alone; 8 tokens and fewer keep the
+// batch-invariant kernel. Where cuBLASLt is missing nothing changes: skipped.
+TEST_F(CudaTest, GeneratedRowsWithoutBatchInvarianceTakeCublasLt) {
+  if (std::getenv("LLMHOST_CUBLASLT") != nullptr) GTEST_SKIP() << "cuBLASLt chosen by the environment";
+  std::mt19937 rng(14);
+  std::uniform_real_distribution<float> u(-1, 1);
+  const int64_t rows = 1000, cols = 768, n_max = 100;
+  const RandomBf16 w(rows, cols, rng);
+  auto dw = b_->PrepareWeight(w.host);
+  auto dw2 = b_->PrepareWeight(w.host);
+  ASSERT_TRUE(dw.ok() && dw2.ok());
+  std::vector<float> x(n_max * cols);
+  for (float& v : x) v = u(rng);
+  auto dx = b_->Allocate(x.size() * 4, "x");
+  auto dy = b_->Allocate(n_max * rows * 4, "y");
+  auto dy2 = b_->Allocate(n_max * rows * 4, "y2");
+  ASSERT_TRUE(dx.ok() && dy.ok() && dy2.ok());
+  b_->CopyToDevice(*dx, 0, x.data(), x.size() * 4);
+  auto run = [&](int64_t m) {
+    std::vector<float> y(m * rows);
+    b_->MatMul(*dw, dx->as<float>(), m, dy->as<float>(), RowKind::kGenerated);
+    b_->CopyToHost(y.data(), *dy, 0, y.size() * 4);
+    EXPECT_TRUE(b_->Synchronize().ok());
+    return y;
+  };
+  for (Precision p : {Precision::kAuto, Precision::kFastBf16}) {
+    b_->set_precision(p);
+    // x rounded once to bf16 (2^-9) at fast-bf16; two terms (~2^-17) at auto, plus f32 sums.
+    const double tol = p == Precision::kAuto ? 3e-5 : 5e-3;
+    for (int64_t m : {int64_t{8}, int64_t{9}, int64_t{32}, n_max}) {
+      const std::string at = std::string(PrecisionName(p)) + " n " + std::to_string(m);
+      const std::vector<float> invariant = run(m);
+      setenv("LLMHOST_CUDA_BATCH_INVARIANT", "off", 1);
+      const std::vector<float> any = run(m);
+      const Backend::MatMulJob jobs[] = {{&*dw, dy->as<float>()}, {&*dw2, dy2->as<float>()}};
+      b_->MatMuls(jobs, dx->as<float>(), m, RowKind::kGenerated);
+      std::vector<float> fused(m * rows), fused2(m * rows);
+      b_->CopyToHost(fused.data(), *dy, 0, fused.size() * 4);
+      b_->CopyToHost(fused2.data(), *dy2, 0, fused2.size() * 4);
+      ASSERT_TRUE(b_->Synchronize().ok()) << at;
+      unsetenv("LLMHOST_CUDA_BATCH_INVARIANT");
+      const bool same_as_invariant = std::memcmp(any.data(), invariant.data(), any.size() * 4) == 0;
+      if (m <= 8) {
+        EXPECT_TRUE(same_as_invariant) << at;
+      } else {
+        EXPECT_FALSE(same_as_invariant) << at << ": the rows did not reach cuBLASLt";
+      }
+      EXPECT_EQ(0, std::memcmp(fused.data(), any.data(), any.size() * 4)) << at << " (fused)";
+      EXPECT_EQ(0, std::memcmp(fused2.data(), any.data(), any.size() * 4)) << at << " (fused)";
+      int bad = 0;
+      for (int64_t t = 0; t < m; ++t) {
+        for (int64_t r = 0; r < rows; ++r) {
+          double exact = 0, mag = 0;
+          for (int64_t k = 0; k < cols; ++k) {
+            const double prod = static_cast<double>(w.values[r * cols + k]) * x[t * cols + k];
+            exact += prod;
+            mag += std::fabs(prod);
+          }
+          if (std::fabs(any[t * rows + r] - exact) > tol * mag && bad++ < 5) {
+            ADD_FAILURE() << at << " token " << t << " row " << r << ": " << any[t * rows + r] << " vs " << exact;
+          }
+        }
+      }
+    }
+  }
+  b_->set_precision(Precision::kAuto);
+  b_->ReleaseWeight(*dw);
+  b_->ReleaseWeight(*dw2);
+  b_->Free(*dx);
+  b_->Free(*dy);
+  b_->Free(*dy2);
+}
+
 }  // namespace
 }  // namespace llmhost::device_test

@@ -186,6 +186,7 @@ CudaBackend::~CudaBackend() {
   if (order_scratch_.valid()) Free(order_scratch_);
   if (int8_scratch_.valid()) Free(int8_scratch_);
   if (widened_.valid()) Free(widened_);
+  if (stacked_y_.valid()) Free(stacked_y_);
   if (lt_workspace_.valid()) Free(lt_workspace_);
   graphs_.reset();
   if (stream_) {
@@ -716,6 +717,52 @@ bool CudaBackend::WidenedLtMatMul(const cuda::DevWeight& d, const float* x, int6
   return LtMatMul(b, x, n, y);
 }
 
+namespace {
+
+// Batch invariance (a token's bits the same alone and in any batch) is kept
+// unless LLMHOST_CUDA_BATCH_INVARIANT=off; read at each call, as the other switches.
+bool BatchInvariant() {
+  const char* v = std::getenv("LLMHOST_CUDA_BATCH_INVARIANT");
+  return v == nullptr || std::strcmp(v, "off") != 0;
+}
+
+// The power of two cuBLASLt's plan is chosen for: n rows share a plan with
+// the others of (p / 2, p].
+int64_t PlanRowsFor(int64_t n) {
+  int64_t p = 16;
+  while (p < n) p *= 2;
+  return p;
+}
+
+}  // namespace
+
+bool CudaBackend::AnyOrderLtMatMul(const cuda::DevWeight& d, const float* x, int64_t n, float* y) {
+  if (BatchInvariant() || n <= kAnyOrderAbove || !lt_ || d.fmt != cuda::WFmt::kBF16 || d.rows % 4 != 0 ||
+      d.cols % 8 != 0 || (reinterpret_cast<uintptr_t>(y) & 15u) != 0) {
+    return false;
+  }
+  // At kAuto x's two bf16 terms are stacked as 2n rows of one GEMM, so the
+  // weight is read once, and the two products added: y = x_hi·Wᵀ + x_lo·Wᵀ.
+  const bool split = precision_ == Precision::kAuto;
+  const int64_t rows_x = split ? 2 * n : n;
+  if (!Scratch(&tc_scratch_, static_cast<size_t>(rows_x * d.cols) * 2, "tensor-core activations")) return true;
+  auto* hi = static_cast<uint16_t*>(tc_scratch_.data);
+  cuda::LaunchSplitBf16(x, n * d.cols, hi, split ? hi + n * d.cols : nullptr, S(stream_));
+  using T = cuda::LtGemm::Type;
+  if (!split) {
+    return lt_->MatMul(T::kBF16, d.data, d.rows, d.cols, hi, n, 0.0f, y, lt_workspace_.data, S(stream_),
+                       PlanRowsFor(n));
+  }
+  if (!Scratch(&stacked_y_, static_cast<size_t>(2 * n * d.rows) * sizeof(float), "stacked products")) return true;
+  float* products = stacked_y_.as<float>();
+  if (!lt_->MatMul(T::kBF16, d.data, d.rows, d.cols, hi, 2 * n, 0.0f, products, lt_workspace_.data, S(stream_),
+                   PlanRowsFor(2 * n))) {
+    return false;
+  }
+  cuda::LaunchAdd(products, products + n * d.rows, n * d.rows, y, S(stream_));
+  return true;
+}
+
 void CudaBackend::MatMuls(std::span<const MatMulJob> jobs, const float* x, int64_t n, RowKind rows) {
   // Prompt rows go to the tensor cores one weight at a time; generated rows
   // of matching weights are one launch (the same kernel and sums as MatMul).
@@ -733,6 +780,12 @@ void CudaBackend::MatMuls(std::span<const MatMulJob> jobs, const float* x, int64
       return;
     }
     ys[i] = jobs[i].y;
+  }
+  // Without batch invariance, bf16 weights past 8 rows: one cuBLASLt GEMM each.
+  if (rows == RowKind::kGenerated && PromptRowsOnTensorCores() && n > kAnyOrderAbove && !BatchInvariant() &&
+      d[0].fmt == cuda::WFmt::kBF16) {
+    Backend::MatMuls(jobs, x, n, rows);
+    return;
   }
   Use();
   if (Int8Rows(d[0], rows)) {
@@ -783,6 +836,8 @@ void CudaBackend::MatMul(const WeightMatrix& w, const float* x, int64_t n, float
     const auto need = static_cast<size_t>(cuda::TensorCoreScratchBytes(n, d.cols));
     if (!Scratch(&tc_scratch_, need, "tensor-core activations")) return;
     cuda::LaunchTensorCoreMatMul(d, x, n, y, tc_scratch_.data, S(stream_));
+  } else if (rows == RowKind::kGenerated && PromptRowsOnTensorCores() && AnyOrderLtMatMul(d, x, n, y)) {
+    // done on cuBLASLt, batch invariance given up
   } else if (rows == RowKind::kGenerated && GeneratedRowsOnTensorCores(d)) {
     cuda::LaunchMmaMatMul(&d, &y, 1, x, n, precision_ == Precision::kAuto, S(stream_));
   } else {

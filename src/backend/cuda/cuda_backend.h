@@ -161,6 +161,12 @@ class CudaBackend : public Backend {
   // (up to kMaxWidenedBytes; LLMHOST_CUDA_WIDEN_PROMPT=off: never), then
   // LtMatMul; false where it does not apply (a property of the weight).
   bool WidenedLtMatMul(const cuda::DevWeight& d, const float* x, int64_t n, float* y);
+  // Generated rows of a bf16 weight on cuBLASLt with an algorithm chosen for
+  // their count, where batch invariance is given up
+  // (LLMHOST_CUDA_BATCH_INVARIANT=off) and there are more than
+  // kAnyOrderAbove of them; false where it does not apply.
+  static constexpr int64_t kAnyOrderAbove = 8;
+  bool AnyOrderLtMatMul(const cuda::DevWeight& d, const float* x, int64_t n, float* y);
 
   int device_;
   Precision precision_;
@@ -198,6 +204,7 @@ class CudaBackend : public Backend {
   DeviceBuffer attn_scratch_;  // Attention's chunk partials (cuda/attention.cuh)
   DeviceBuffer int8_scratch_;  // x quantized to int8 (cuda/matmul_int8.cuh)
   DeviceBuffer widened_;       // one quantized weight as bf16 (cuda/dequantize.cuh)
+  DeviceBuffer stacked_y_;     // AnyOrderLtMatMul's products of x's two bf16 terms
   DeviceBuffer order_scratch_;  // x in a weight's stored column order (WeightMatrix::col_order)
 };
 

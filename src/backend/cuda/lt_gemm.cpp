@@ -4,6 +4,7 @@
 #include <dlfcn.h>
 
 #include <cstdlib>
+#include <iterator>
 #include <string>
 #include <vector>
 
@@ -170,7 +171,7 @@ const LtGemm::Plan* LtGemm::PlanFor(const Shape& s) {
   std::string why = ok ? "" : "descriptors could not be made";
   if (ok) {
     cublasLtMatrixLayout_t b = nullptr, c = nullptr;
-    if (layouts(kPlanRows, &b, &c)) {
+    if (layouts(s.plan_rows > 0 ? s.plan_rows : kPlanRows, &b, &c)) {
       cublasLtMatmulHeuristicResult_t results[8];
       int n_results = 0;
       const cublasStatus_t hs = api_->heuristic(handle, p->desc, p->a, b, c, c, pref, 8, results, &n_results);
@@ -196,7 +197,9 @@ const LtGemm::Plan* LtGemm::PlanFor(const Shape& s) {
           continue;
         }
         bool all = true;
-        for (int64_t n : kCheckRows) {
+        const std::vector<int64_t> checks = s.plan_rows > 0 ? std::vector<int64_t>{s.plan_rows / 2 + 1, s.plan_rows}
+                                                           : std::vector<int64_t>(std::begin(kCheckRows), std::end(kCheckRows));
+        for (int64_t n : checks) {
           cublasLtMatrixLayout_t bn = nullptr, cn = nullptr;
           cublasLtMatmulHeuristicResult_t r{};
           const cublasStatus_t cs =
@@ -223,7 +226,8 @@ const LtGemm::Plan* LtGemm::PlanFor(const Shape& s) {
     p.reset();
     LOG_WARN("cuBLASLt: no algorithm for a " << (s.type == Type::kBF16 ? "bf16" : "f16") << " [" << s.rows << " x "
                                                << s.cols << "] weight (" << why
-                                               << "): its prompt rows use llmhost's tensor-core kernel");
+                                               << (s.plan_rows > 0 ? "): its generated rows keep the batch-invariant kernels"
+                                                                   : "): its prompt rows use llmhost's tensor-core kernel"));
   }
   const Plan* out = p.get();
   plans_.emplace(s, std::move(p));
@@ -231,8 +235,8 @@ const LtGemm::Plan* LtGemm::PlanFor(const Shape& s) {
 }
 
 bool LtGemm::MatMul(Type type, const void* w, int64_t rows, int64_t cols, const void* x, int64_t n, float beta,
-                    float* y, void* workspace, cudaStream_t s) {
-  const Plan* p = PlanFor(Shape{type, rows, cols});
+                    float* y, void* workspace, cudaStream_t s, int64_t plan_rows) {
+  const Plan* p = PlanFor(Shape{type, rows, cols, plan_rows});
   if (!p || n <= 0) return false;
   const cudaDataType_t t = DataType(type);
   cublasLtMatrixLayout_t b = nullptr, c = nullptr;

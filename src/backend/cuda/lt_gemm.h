@@ -9,6 +9,11 @@
 // kWorkspaceBytes holds a tile scheduler's counter, no partial sums), so each
 // output is one k-ordered sum over the tensor cores' steps, whatever n is and
 // wherever the row sits in the batch.
+//
+// Where batch invariance is given up (generated rows with
+// LLMHOST_CUDA_BATCH_INVARIANT=off), MatMul's `plan_rows` asks for an
+// algorithm chosen for that many rows instead: decode batches get tiles made
+// for them, and a row's bits may then depend on the batch.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -39,16 +44,19 @@ class LtGemm {
   // [rows, cols] and x of `type`, f32 sums. False (nothing enqueued) when no
   // algorithm fits the shape: the caller then uses its own kernel for this
   // shape, always. Pointers 16-byte aligned; `workspace` kWorkspaceBytes of
-  // device memory used by nothing else on the stream.
+  // device memory used by nothing else on the stream. `plan_rows` 0: the
+  // batch-invariant plan; else a plan chosen for n up to plan_rows (a power
+  // of two, n > plan_rows / 2).
   bool MatMul(Type type, const void* w, int64_t rows, int64_t cols, const void* x, int64_t n, float beta, float* y,
-              void* workspace, cudaStream_t s);
+              void* workspace, cudaStream_t s, int64_t plan_rows = 0);
 
  private:
   struct Shape {
     Type type;
     int64_t rows, cols;
+    int64_t plan_rows;  // 0: the batch-invariant plan
     bool operator<(const Shape& o) const {
-      return std::tie(type, rows, cols) < std::tie(o.type, o.rows, o.cols);
+      return std::tie(type, rows, cols, plan_rows) < std::tie(o.type, o.rows, o.cols, o.plan_rows);
     }
   };
   struct Plan;
