@@ -9,7 +9,13 @@
 // median of 300 Sample() calls on fresh rows (thread CPU time would be the
 // same: one thread).
 //
-// Usage: sampler_bench [--reps N]
+// Then a batched step's draws: 8 / 32 / 128 rows of T=1 top_p=0.95 (peaked),
+// a Sampler each, drawn one after another on one thread and over a
+// ThreadPool of --threads (default: the machine's) as the scheduler's
+// sample pool does (SchedulerOptions::sample_pool): ms per step, median of
+// 30, and the ratio.
+//
+// Usage: sampler_bench [--reps N] [--threads N]
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -19,6 +25,7 @@
 
 #include "bench_util.h"
 #include "engine/sampler.h"
+#include "util/thread_pool.h"
 
 namespace {
 
@@ -45,12 +52,56 @@ struct Setting {
   bool prompt;  // 2,000 prompt tokens for the repetition penalty
 };
 
+// A step's draws, one Sampler a row, on one thread and over the pool.
+void BatchedStep(int threads) {
+  llmhost::ThreadPool pool(threads);
+  std::printf("\nA step's draws, T=1 top_p=0.95, peaked rows: ms a step, one thread / %d threads (ratio)\n\n",
+              pool.size());
+  std::printf("| rows | 32000 | 128256 | 151936 |\n|---|---|---|---|\n");
+  const int64_t vocabs[] = {32000, 128256, 151936};
+  for (int n : {8, 32, 128}) {
+    std::printf("| %d |", n);
+    for (int64_t v : vocabs) {
+      const std::vector<std::vector<float>> rows = Rows(v, true, n, 12);
+      std::vector<llmhost::Sampler> samplers;
+      llmhost::SamplingParams p;
+      p.top_p = 0.95;
+      for (int i = 0; i < n; ++i) {
+        p.seed = static_cast<uint64_t>(i);
+        samplers.emplace_back(p, std::vector<int32_t>{}, v);
+      }
+      std::vector<int32_t> ids(static_cast<size_t>(n));
+      auto median_ms = [&](bool pooled) {
+        std::vector<double> t;
+        for (int r = 0; r < 33; ++r) {
+          const double t0 = Now();
+          auto draw = [&](int64_t b, int64_t e) {
+            for (int64_t i = b; i < e; ++i) ids[static_cast<size_t>(i)] = samplers[static_cast<size_t>(i)].Sample(rows[static_cast<size_t>(i)].data()).id;
+          };
+          if (pooled) {
+            pool.ParallelFor(n, 1, draw);
+          } else {
+            draw(0, n);
+          }
+          if (r >= 3) t.push_back(Now() - t0);
+        }
+        std::nth_element(t.begin(), t.begin() + static_cast<ptrdiff_t>(t.size() / 2), t.end());
+        return t[t.size() / 2] * 1e3;
+      };
+      const double one = median_ms(false), many = median_ms(true);
+      std::printf(" %.2f / %.2f (%.1fx) |", one, many, one / many);
+    }
+    std::printf("\n");
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  int reps = 300;
+  int reps = 300, threads = 0;
   for (int i = 1; i < argc; ++i) {
     if (std::string(argv[i]) == "--reps" && i + 1 < argc) reps = std::max(1, std::atoi(argv[++i]));
+    if (std::string(argv[i]) == "--threads" && i + 1 < argc) threads = std::max(1, std::atoi(argv[++i]));
   }
   std::vector<Setting> settings;
   {
@@ -112,5 +163,6 @@ int main(int argc, char** argv) {
       std::printf("\n");
     }
   }
+  BatchedStep(threads);
   return 0;
 }

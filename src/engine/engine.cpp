@@ -52,6 +52,7 @@ Result<std::unique_ptr<Engine>> Engine::Create(Model* model, const Tokenizer* to
   SchedulerOptions so;
   so.max_running = options.max_concurrent_requests;
   so.prefill_chunk_tokens = options.prefill_chunk_tokens;
+  so.sample_pool = options.sample_pool;
   so.max_context = context;
   so.prefix_caching = options.prefix_caching;
   so.block_store = options.block_store;

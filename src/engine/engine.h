@@ -64,6 +64,7 @@ struct EngineOptions {
   // BF16 / F16 (half the memory; Model::Native16BitType picks the model's).
   DType kv_dtype = DType::kF32;
   int64_t prefill_chunk_tokens = 512;  // 0: whole prompts in one step
+  ThreadPool* sample_pool = nullptr;   // SchedulerOptions::sample_pool
   int64_t max_context = 0;             // 0: the model's max_position_embeddings
   bool prefix_caching = true;
   // The KV block store shared by the engines of a server (hot RAM + SSD

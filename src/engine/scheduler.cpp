@@ -404,6 +404,7 @@ void Scheduler::Step() {
                    running_.end());
     return;
   }
+  DrawPlainRows(plan);
   std::vector<std::unique_ptr<Sequence>> forked;
   for (size_t i = 0; i < plan.size(); ++i) {
     Sequence* s = plan[i].seq;
@@ -426,7 +427,8 @@ void Scheduler::Step() {
       }
     }
     const int64_t before = s->generated();
-    std::vector<RequestEvent> events = s->OnLogits(out_.Row(i, 0));
+    std::vector<RequestEvent> events =
+        drawn_[i].has_value() ? s->OnDrawn(*std::move(drawn_[i])) : s->OnLogits(out_.Row(i, 0));
     counters_.generated_tokens += static_cast<uint64_t>(s->generated() - before);
     if (s->finished()) {
       ReleaseBlocks(s);
@@ -443,6 +445,24 @@ void Scheduler::Step() {
                            [id](const std::unique_ptr<Sequence>& r) { return r->id() > id; });
     running_.insert(at, std::move(f));
   }
+}
+
+void Scheduler::DrawPlainRows(const std::vector<Planned>& plan) {
+  drawn_.assign(plan.size(), std::nullopt);
+  if (!options_.sample_pool || options_.sample_pool->size() < 2) return;
+  // Rows whose choices fork now sample in the loop: the forks share the row.
+  std::vector<size_t> rows;
+  for (size_t i = 0; i < plan.size(); ++i) {
+    if (plan[i].sample && plan[i].seq->forks() == 0 && plan[i].seq->PlainDraw()) rows.push_back(i);
+  }
+  if (rows.size() < 2) return;
+  counters_.pooled_draws += rows.size();
+  options_.sample_pool->ParallelFor(static_cast<int64_t>(rows.size()), 1, [&](int64_t b, int64_t e) {
+    for (int64_t j = b; j < e; ++j) {
+      const size_t i = rows[static_cast<size_t>(j)];
+      drawn_[i] = plan[i].seq->Draw(out_.Row(i, 0));
+    }
+  });
 }
 
 void Scheduler::Fork(Sequence& from, Sequence* to) {

@@ -53,6 +53,7 @@
 #include "kv/prefix_cache.h"
 #include "model/kv_cache.h"
 #include "tokenizer/tokenizer.h"
+#include "util/thread_pool.h"
 
 namespace llmhost {
 
@@ -83,6 +84,11 @@ struct SchedulerOptions {
   int64_t kv_floor_blocks = 0;
   int64_t kv_grow_blocks = 1;
   double kv_wait_seconds = 300;
+  // Draws a step's sampled rows on this pool's threads (each row with its
+  // own sampler: the same tokens as one after another); null: the calling
+  // thread alone. A T=1, top_p draw over a 128K vocabulary is ~0.2 ms, so
+  // 128 rows one after another would take longer than a GPU's decode step.
+  ThreadPool* sample_pool = nullptr;
 };
 
 struct SchedulerCounters {
@@ -96,6 +102,7 @@ struct SchedulerCounters {
   uint64_t cached_tokens = 0;     // of those, reused from the prefix cache
   uint64_t prefill_tokens = 0;    // tokens run through the model in prefill chunks
   uint64_t generated_tokens = 0;  // sampled tokens
+  uint64_t pooled_draws = 0;      // of those, drawn on SchedulerOptions::sample_pool's threads
 };
 
 class Scheduler {
@@ -192,6 +199,9 @@ class Scheduler {
   // `to` (a choice of from's request) takes from's stored positions by
   // reference: tokens, blocks, block keys.
   void Fork(Sequence& from, Sequence* to);
+  // drawn_[i]: plan[i]'s token, drawn on options_.sample_pool's threads where
+  // the row only draws from its sampler and the step has two such rows.
+  void DrawPlainRows(const std::vector<Planned>& plan);
   // Makes at least `blocks` blocks free, growing the cache (claiming its
   // memory) when it can. True when they are free.
   bool EnsureFree(int64_t blocks);
@@ -210,6 +220,7 @@ class Scheduler {
   std::vector<std::unique_ptr<Sequence>> running_; // by arrival
   SchedulerCounters counters_;
   ForwardOutput out_;
+  std::vector<std::optional<SampledToken>> drawn_;  // by plan row (DrawPlainRows)
   MaskWorker masks_;  // the constrained requests' masks, during Forward
 };
 

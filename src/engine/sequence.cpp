@@ -107,6 +107,15 @@ std::vector<RequestEvent> Sequence::OnLogits(const float* logits) {
     tok = sampler_.Force(logits, forced_.front());
     forced_.pop_front();
   }
+  return OnDrawn(std::move(tok));
+}
+
+bool Sequence::PlainDraw() const { return generated_ < max_new_ && !constraint_ && forced_.empty(); }
+
+SampledToken Sequence::Draw(const float* logits) { return sampler_.Sample(logits, {}); }
+
+std::vector<RequestEvent> Sequence::OnDrawn(SampledToken tok) {
+  std::vector<RequestEvent> events;
   events.push_back(Emit(std::move(tok), req_.sampling.logprobs || req_.sampling.top_logprobs > 0));
   if (!finished_) FastForward(&events);
   return events;

@@ -70,6 +70,13 @@ class Sequence {
   // the blocks of a finished request, so that the pool is whole when the
   // client hears the end).
   std::vector<RequestEvent> OnLogits(const float* logits);
+  // OnLogits in two halves, for rows that only draw from the sampler (no
+  // constraint, no forced token, budget left: PlainDraw()): Draw touches
+  // this sequence's sampler alone, so the rows of a step can be drawn on
+  // several threads; OnDrawn then does the rest of OnLogits, in row order.
+  bool PlainDraw() const;
+  SampledToken Draw(const float* logits);
+  std::vector<RequestEvent> OnDrawn(SampledToken tok);
   // The tracker whose mask the next sample needs, or null (unconstrained,
   // or a token forced next).
   ConstraintTracker* MaskJob();

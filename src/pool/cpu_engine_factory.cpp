@@ -274,6 +274,7 @@ Result<std::unique_ptr<LoadedEngine>> CpuEngineFactory::Load(const DiscoveredMod
   EngineOptions eo = EngineOptionsFor(settings);
   eo.model_id = entry.id;
   eo.kv_budget = std::move(kv_budget);
+  eo.sample_pool = options_.threads;  // idle between forward passes (a GPU model's, always)
   eo.kv_dtype = options_.kv_dtype.value_or(m->model->Native16BitType());
   if (eo.block_store && entry.random()) {
     // Generated weights have no files to hash: their spec fixes every byte.

@@ -82,6 +82,55 @@ TEST_F(EngineTest, BatchInvariantGreedyIds) {
   EXPECT_EQ(st.counters.generated_tokens, 8u * kTokens);
 }
 
+// With a sample pool the rows of a step are drawn on its threads: seeded
+// T=1 top_p draws (some with logprobs) give each request the tokens it gets
+// alone on the executor thread.
+TEST_F(EngineTest, RowsDrawnOnASamplePoolMatchTheirDrawsAlone) {
+  std::vector<GenerationRequest> reqs;
+  for (int i = 0; i < 8; ++i) {
+    GenerationRequest r;
+    r.prompt = PromptIds(vocab(), 4 + 9 * i, 500 + i);
+    r.sampling.temperature = 1.0;
+    r.sampling.top_p = i % 2 == 0 ? 0.9 : 1.0;
+    r.sampling.seed = 77 + i;
+    r.sampling.logprobs = i % 3 == 0;
+    r.max_tokens = 20;
+    r.ignore_eos = true;
+    reqs.push_back(std::move(r));
+  }
+  auto run = [&](ThreadPool* pool, bool together, uint64_t* pooled) {
+    EngineOptions opt = Small();
+    opt.kv_blocks = 128;
+    opt.sample_pool = pool;
+    auto engine = MakeEngine(opt);
+    std::vector<std::vector<int32_t>> ids(reqs.size());
+    if (!engine) return ids;
+    std::vector<std::shared_ptr<EventStream>> streams(reqs.size());
+    for (size_t i = 0; i < reqs.size(); ++i) {
+      GenerationRequest r = reqs[i];
+      streams[i] = std::make_shared<EventStream>();
+      r.on_event = streams[i]->Callback();
+      EXPECT_TRUE(engine->Submit(std::move(r)).ok());
+      if (!together) ids[i] = Collect(streams[i]).ids;
+    }
+    if (together) {
+      for (size_t i = 0; i < reqs.size(); ++i) ids[i] = Collect(streams[i]).ids;
+    }
+    *pooled = engine->WaitIdle().counters.pooled_draws;
+    return ids;
+  };
+  uint64_t pooled_alone = 0, pooled = 0;
+  const std::vector<std::vector<int32_t>> alone = run(nullptr, false, &pooled_alone);
+  ThreadPool pool(4);
+  const std::vector<std::vector<int32_t>> together = run(&pool, true, &pooled);
+  EXPECT_EQ(pooled_alone, 0u);
+  EXPECT_GT(pooled, 0u);  // rows did go to the pool
+  for (size_t i = 0; i < reqs.size(); ++i) {
+    EXPECT_EQ(alone[i].size(), 20u) << i;
+    EXPECT_EQ(together[i], alone[i]) << "request " << i;
+  }
+}
+
 // On the GPU: each of 32 requests of different lengths (prefill chunks and
 // decodes in the same steps) gets the greedy ids it gets alone.
 TEST(CudaEngineTest, BatchInvariantGreedyIdsAmong32) {
