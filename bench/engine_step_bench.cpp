@@ -15,11 +15,16 @@
 // then copied out of the cache by the block saver while the decode steps run
 // (each run's prompt is new, so every run saves).
 //
+// With --sequences N > 1, N requests decode together and the figures are per
+// step of N tokens: "sched" (the rows drawn one after another on the stepping
+// thread) against "sched+pool" (drawn over ThreadPool::Default(), as serve's
+// scheduler does: SchedulerOptions::sample_pool).
+//
 // The backend computes at Precision::kAuto, serve's default; the KV cache holds the
 // model's 16-bit type, as serve's does.
 //
 // Usage: engine_step_bench --model DIR [--device cpu|cuda] [--prompt-tokens 512]
-//                          [--tokens 128] [--reps 3] [--store]
+//                          [--tokens 128] [--reps 3] [--store] [--sequences 1]
 #include <algorithm>
 #include <atomic>
 #include <cstdio>
@@ -50,7 +55,7 @@ using bench::Now;
 
 struct Options {
   std::string model, device = "cpu";
-  int prompt = 512, tokens = 128, reps = 3;
+  int prompt = 512, tokens = 128, reps = 3, sequences = 1;
   bool store = false;
 };
 
@@ -78,6 +83,11 @@ class TimedStep : public StepModel {
     return s;
   }
   double decode_seconds() const { return decode_s_.load(); }
+  // Every later call is timed (from the calling thread, between steps).
+  void TimeFromNow() {
+    decode_s_.store(0);
+    calls_ = kWarmSteps + 1;
+  }
 
  private:
   ModelStep inner_;
@@ -111,20 +121,23 @@ struct Bench {
   std::vector<int32_t> NextPrompt() const { return Prompt(o.prompt, model->vocab_size(), 7 + prompts++); }
 
   std::unique_ptr<KvCache> Cache() const {
-    const int64_t blocks = (o.prompt + o.tokens + 2 + kDefaultKvBlockSize - 1) / kDefaultKvBlockSize + 1;
+    const int64_t blocks =
+        ((o.prompt + o.tokens + 2 + kDefaultKvBlockSize - 1) / kDefaultKvBlockSize + 1) * o.sequences;
     auto cache = model->CreateKvCache(blocks, kDefaultKvBlockSize, model->Native16BitType());
     Check(cache.status(), "kv cache");
     return std::move(*cache);
   }
 
   // A scheduler as Engine::Create builds one for serve (prefix caching on; the block store with --store).
-  std::unique_ptr<Scheduler> MakeScheduler(TimedStep** timed) const {
+  std::unique_ptr<Scheduler> MakeScheduler(TimedStep** timed, bool pooled = false) const {
     auto step = std::make_unique<TimedStep>(model);
     *timed = step.get();
     auto fp = SampledModelFingerprint(*model, kDefaultKvBlockSize);
     Check(fp.status(), "fingerprint");
     SchedulerOptions so;
     so.eos_token_ids = EosTokenIds(*model, tokenizer);
+    so.max_running = o.sequences;
+    if (pooled) so.sample_pool = &ThreadPool::Default();
     if (store) {
       so.block_store = store;
       so.model_id = "bench";
@@ -167,20 +180,26 @@ struct Bench {
     return best;
   }
 
-  PerToken Sched(const SamplingParams& p) const {
+  // Per token with one sequence; per step of o.sequences tokens with more.
+  PerToken Sched(const SamplingParams& p, bool pooled = false) const {
     PerToken best;
+    const int64_t seqs = o.sequences;
     for (int rep = 0; rep < o.reps; ++rep) {
       TimedStep* timed = nullptr;
-      std::unique_ptr<Scheduler> s = MakeScheduler(&timed);
+      std::unique_ptr<Scheduler> s = MakeScheduler(&timed, pooled);
       int64_t generated = 0;
-      GenerationRequest r = Request(p);
-      r.on_event = [&](RequestEvent ev) { generated += static_cast<int64_t>(ev.token_ids.size()); };
-      s->Enqueue(1, std::move(r));
-      while (generated < kWarmSteps + 1) s->Step();  // the prompt, the first token, the warm steps
+      for (int64_t q = 0; q < seqs; ++q) {
+        GenerationRequest r = Request(p);
+        r.on_event = [&](RequestEvent ev) { generated += static_cast<int64_t>(ev.token_ids.size()); };
+        s->Enqueue(static_cast<uint64_t>(q + 1), std::move(r));
+      }
+      // The prompts, the first tokens, the warm steps.
+      while (generated < (kWarmSteps + 1) * seqs) s->Step();
       const int64_t first = generated;
+      timed->TimeFromNow();
       const double t0 = Now();
       while (s->HasWork()) s->Step();
-      const double n = static_cast<double>(generated - first);
+      const double n = static_cast<double>(generated - first) / static_cast<double>(seqs);
       best.Keep((Now() - t0) / n, timed->decode_seconds() / n);
     }
     return best;
@@ -233,20 +252,31 @@ int Run(const Options& o) {
     Check(store.status(), "block store");
     b.store = std::move(*store);
   }
-  std::printf("engine_step_bench: %s, vocab %lld, hidden %lld, %s, %d prompt tokens, %d generated, best of %d%s\n\n",
+  std::printf("engine_step_bench: %s, vocab %lld, hidden %lld, %s, %d prompt tokens, %d generated, best of %d%s, "
+              "%d sequence(s), %d threads\n\n",
               o.model.c_str(), static_cast<long long>((*model)->vocab_size()),
               static_cast<long long>((*model)->spec().hidden), o.device.c_str(), o.prompt, o.tokens, o.reps,
-              o.store ? ", hot block store" : "");
-  std::printf("| setting | path | ms / token | forward ms | host µs outside forward | µs vs bare |\n");
-  std::printf("|---|---|---|---|---|---|\n");
-  const PerToken bare = b.Bare();
-  Row("greedy", "bare", bare, bare);
+              o.store ? ", hot block store" : "", o.sequences, ThreadPool::Default().size());
   SamplingParams greedy;
   greedy.temperature = 0;
   SamplingParams top_p;
   top_p.temperature = 1;
   top_p.top_p = 0.95;
   top_p.seed = 1;
+  if (o.sequences > 1) {
+    std::printf("| setting | path | ms / step | forward ms | host µs outside forward | µs vs sched |\n");
+    std::printf("|---|---|---|---|---|---|\n");
+    for (const auto& [name, p] : {std::pair{"greedy", greedy}, std::pair{"T=1 top_p=0.95", top_p}}) {
+      const PerToken alone = b.Sched(p);
+      Row(name, "sched", alone, alone);
+      Row(name, "sched+pool", b.Sched(p, true), alone);
+    }
+    return 0;
+  }
+  std::printf("| setting | path | ms / token | forward ms | host µs outside forward | µs vs bare |\n");
+  std::printf("|---|---|---|---|---|---|\n");
+  const PerToken bare = b.Bare();
+  Row("greedy", "bare", bare, bare);
   for (const auto& [name, p] : {std::pair{"greedy", greedy}, std::pair{"T=1 top_p=0.95", top_p}}) {
     Row(name, "sched", b.Sched(p), bare);
     Row(name, "engine", b.Threaded(p), bare);
@@ -274,6 +304,7 @@ int main(int argc, char** argv) {
     else if (a == "--tokens") o.tokens = std::atoi(value().c_str());
     else if (a == "--reps") o.reps = std::max(1, std::atoi(value().c_str()));
     else if (a == "--store") o.store = true;
+    else if (a == "--sequences") o.sequences = std::max(1, std::atoi(value().c_str()));
     else {
       std::fprintf(stderr, "engine_step_bench: unknown argument %s\n", a.c_str());
       return 2;
@@ -281,7 +312,7 @@ int main(int argc, char** argv) {
   }
   if (o.model.empty() || o.prompt < 1 || o.tokens < llmhost::kWarmSteps + 3) {
     std::fprintf(stderr, "usage: engine_step_bench --model DIR [--device cpu|cuda] [--prompt-tokens 512] "
-                         "[--tokens 128 (>= 6)] [--reps 3] [--store]\n");
+                         "[--tokens 128 (>= 6)] [--reps 3] [--store] [--sequences 1]\n");
     return 2;
   }
   return llmhost::Run(o);
