@@ -3,7 +3,8 @@
 stdlib only, so it runs on the GPU machine, which has Python but no Node).
 
 For each concurrency C: C streaming /v1/completions at once, each a random
-prompt of its own (--prompt-tokens ids, 16 by default) (no shared prefix), greedy, ignore_eos, max_tokens M,
+prompt of its own (--prompt-tokens ids, 16 by default) (no shared prefix), greedy (or
+--temperature T with --top-p P: each stream seeded by its index), ignore_eos, max_tokens M,
 stream_options.include_usage. Per stream: TTFT (its first chunk with text)
 and its completion tokens (usage). Figures:
   generated tok/s  sum(completion tokens) / (last end - first start)
@@ -15,7 +16,7 @@ the decode steps' device graphs exist) before the first timed run.
 
 Usage: serve_decode_bench.py LLMHOST MODELS_DIR [--model ID] [--device cuda]
                              [--concurrency 1,8,32,128] [--max-tokens 64] [--prompt-tokens 16]
-                             [--extra "serve flags"]
+                             [--temperature 0] [--top-p 1] [--extra "serve flags"]
 """
 import argparse
 import json
@@ -33,10 +34,11 @@ import time
 import urllib.request
 
 
-def stream(url, model, ids, max_tokens):
+def stream(url, model, ids, max_tokens, sampling):
     """One streaming completion: (start, first-token time, end, completion tokens)."""
-    body = {"model": model, "prompt": ids, "max_tokens": max_tokens, "temperature": 0, "ignore_eos": True,
+    body = {"model": model, "prompt": ids, "max_tokens": max_tokens, "ignore_eos": True,
             "stream": True, "stream_options": {"include_usage": True}}
+    body.update(sampling)
     req = urllib.request.Request(url + "/v1/completions", data=json.dumps(body).encode(),
                                  headers={"Content-Type": "application/json"})
     t0 = time.perf_counter()
@@ -56,7 +58,7 @@ def stream(url, model, ids, max_tokens):
     return t0, first if first is not None else end, end, tokens
 
 
-def run(url, model, concurrency, max_tokens, vocab, seed, prompt_tokens=16):
+def run(url, model, concurrency, max_tokens, vocab, seed, prompt_tokens=16, temperature=0.0, top_p=1.0):
     rng = random.Random(seed)
     prompts = [[rng.randrange(3, vocab - 3) for _ in range(prompt_tokens)] for _ in range(concurrency)]
     results = [None] * concurrency
@@ -64,7 +66,10 @@ def run(url, model, concurrency, max_tokens, vocab, seed, prompt_tokens=16):
 
     def one(i):
         try:
-            results[i] = stream(url, model, prompts[i], max_tokens)
+            sampling = {"temperature": temperature}
+            if temperature > 0:
+                sampling.update({"top_p": top_p, "seed": seed * 1000 + i})
+            results[i] = stream(url, model, prompts[i], max_tokens, sampling)
         except Exception as e:  # reported below: a failed stream fails the run
             errors.append(repr(e))
 
@@ -101,6 +106,8 @@ def main():
     ap.add_argument("--max-tokens", type=int, default=64)
     ap.add_argument("--prompt-tokens", type=int, default=16)
     ap.add_argument("--vocab", type=int, default=32000)
+    ap.add_argument("--temperature", type=float, default=0.0, help="0: greedy")
+    ap.add_argument("--top-p", type=float, default=1.0)
     ap.add_argument("--extra", default="")
     a = ap.parse_args()
     levels = [int(c) for c in a.concurrency.split(",") if c]
@@ -120,13 +127,14 @@ def main():
         model = a.model or ids[0]
         # Loads the model and warms its kernels, at the timed prompts' length: the
         # device graphs of that context bucket are recorded before the timing.
-        run(url, model, 1, 4, a.vocab, 0, a.prompt_tokens)
-        print("serve_decode_bench: %s on %s, %d tokens per stream, %d-token prompts"
-              % (model, a.device, a.max_tokens, a.prompt_tokens))
+        run(url, model, 1, 4, a.vocab, 0, a.prompt_tokens, a.temperature, a.top_p)
+        print("serve_decode_bench: %s on %s, %d tokens per stream, %d-token prompts, %s"
+              % (model, a.device, a.max_tokens, a.prompt_tokens,
+                 "greedy" if a.temperature <= 0 else "temperature %g, top_p %g" % (a.temperature, a.top_p)))
         print("| streams | generated tok/s | decode tok/s | TTFT median / max ms |")
         print("|---|---|---|---|")
         for i, c in enumerate(levels):
-            r = run(url, model, c, a.max_tokens, a.vocab, 100 + i, a.prompt_tokens)
+            r = run(url, model, c, a.max_tokens, a.vocab, 100 + i, a.prompt_tokens, a.temperature, a.top_p)
             print("| %d | %.1f | %.1f | %.0f / %.0f |" % (c, r["generated_tok_s"], r["decode_tok_s"],
                                                      1000 * r["ttft_median_s"], 1000 * r["ttft_max_s"]), flush=True)
     finally:
