@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# On the lent GPU machine, from the repository root with .devcarry carried
+# (bench/gpu/pack.sh with build/llmhost in it): streaming decode through
+# `llmhost serve --device cuda` (bench/serve_decode_bench.py) over the
+# Llama-3-8B shape's random weights (a random-weights spec: nothing written to
+# disk), greedy and then T=1 top_p=0.95 (a step's draws on the sample pool),
+# the default against each variant in VARIANTS.
+#   VARIANTS="LLMHOST_CUDA_BATCH_INVARIANT=off" LEVELS=1,8,32,128 bench/gpu/serve_ab.sh
+# PROMPT (512) and MAX_TOKENS (128) set each stream's lengths. Logs land in
+# $OUT (or /tmp/serve-ab); the tables are printed.
+set -uo pipefail
+out=${OUT:-/tmp/serve-ab}
+mkdir -p "$out"
+. bench/gpu/stage.sh
+spec="random:llama:bf16:$cfg:1"
+for sampling in "--temperature 0" "--temperature 1 --top-p 0.95"; do
+  for v in DEFAULT=1 ${VARIANTS:-}; do
+    echo "== ${v/DEFAULT=1/default}, $sampling"
+    # shellcheck disable=SC2086  # $sampling is two or four words
+    env $v python3 bench/serve_decode_bench.py "$B/llmhost" "$spec" --device cuda --concurrency "${LEVELS:-1,8,32,128}" \
+      --prompt-tokens "${PROMPT:-512}" --max-tokens "${MAX_TOKENS:-128}" $sampling >"$out/serve.log" 2>&1
+    cat "$out/serve.log" >>"$out/serve_all.log"
+    tail -n 7 "$out/serve.log"
+  done
+done
