@@ -478,5 +478,44 @@ TEST_F(CudaTest, GeneratedRowsWithoutBatchInvarianceTakeCublasLt) {
   b_->Free(*dy2);
 }
 
+// LLMHOST_CUDA_STACK_TERMS=on multiplies prompt rows' two bf16 terms (kAuto)
+// as one cuBLASLt GEMM of 2n rows and adds the halves: the same bits as two
+// GEMMs, the second onto the first, at every count of rows.
+TEST_F(CudaTest, StackedTermsGiveTheSameBitsAsTwoGemms) {
+  if (std::getenv("LLMHOST_CUBLASLT") != nullptr) GTEST_SKIP() << "cuBLASLt chosen by the environment";
+  std::mt19937 rng(15);
+  std::uniform_real_distribution<float> u(-1, 1);
+  b_->set_precision(Precision::kAuto);
+  for (const auto& [rows, cols] : {std::pair<int64_t, int64_t>{1000, 768}, {4096, 512}}) {
+    const int64_t n_max = 600;
+    const RandomBf16 w(rows, cols, rng);
+    auto dw = b_->PrepareWeight(w.host);
+    ASSERT_TRUE(dw.ok());
+    std::vector<float> x(n_max * cols);
+    for (float& v : x) v = u(rng);
+    auto dx = b_->Allocate(x.size() * 4, "x");
+    auto dy = b_->Allocate(n_max * rows * 4, "y");
+    ASSERT_TRUE(dx.ok() && dy.ok());
+    b_->CopyToDevice(*dx, 0, x.data(), x.size() * 4);
+    for (int64_t m : {int64_t{1}, int64_t{7}, int64_t{64}, int64_t{300}, n_max}) {
+      auto run = [&]() {
+        std::vector<float> y(m * rows);
+        b_->MatMul(*dw, dx->as<float>(), m, dy->as<float>(), RowKind::kPrompt);
+        b_->CopyToHost(y.data(), *dy, 0, y.size() * 4);
+        EXPECT_TRUE(b_->Synchronize().ok());
+        return y;
+      };
+      const std::vector<float> two = run();
+      setenv("LLMHOST_CUDA_STACK_TERMS", "on", 1);
+      const std::vector<float> stacked = run();
+      unsetenv("LLMHOST_CUDA_STACK_TERMS");
+      EXPECT_EQ(0, std::memcmp(two.data(), stacked.data(), two.size() * 4)) << rows << " x " << cols << " n " << m;
+    }
+    b_->ReleaseWeight(*dw);
+    b_->Free(*dx);
+    b_->Free(*dy);
+  }
+}
+
 }  // namespace
 }  // namespace llmhost::device_test

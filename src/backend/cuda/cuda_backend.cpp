@@ -659,6 +659,51 @@ bool CudaBackend::Scratch(DeviceBuffer* buf, size_t need, const char* tag) {
   return true;
 }
 
+namespace {
+
+// Batch invariance (a token's bits the same alone and in any batch) is kept
+// unless LLMHOST_CUDA_BATCH_INVARIANT=off; read at each call, as the other switches.
+bool BatchInvariant() {
+  const char* v = std::getenv("LLMHOST_CUDA_BATCH_INVARIANT");
+  return v == nullptr || std::strcmp(v, "off") != 0;
+}
+
+// The power of two cuBLASLt's plan is chosen for: n rows share a plan with
+// the others of (p / 2, p].
+int64_t PlanRowsFor(int64_t n) {
+  int64_t p = 16;
+  while (p < n) p *= 2;
+  return p;
+}
+
+// Prompt rows' two bf16 terms as one GEMM of 2n rows (StackedTermsMatMul)
+// with LLMHOST_CUDA_STACK_TERMS=on: opt-in until measured on a GPU.
+bool StackTerms() {
+  const char* v = std::getenv("LLMHOST_CUDA_STACK_TERMS");
+  return v != nullptr && std::strcmp(v, "on") == 0;
+}
+
+// The products of 2n stacked rows, f32.
+size_t StackedBytes(const cuda::DevWeight& d, int64_t n) { return static_cast<size_t>(2 * n * d.rows) * sizeof(float); }
+
+}  // namespace
+
+bool CudaBackend::StackedTermsMatMul(const cuda::DevWeight& d, const float* x, int64_t n, float* y,
+                                     int64_t plan_rows) {
+  if (!Scratch(&tc_scratch_, static_cast<size_t>(2 * n * d.cols) * 2, "tensor-core activations")) return true;
+  auto* hi = static_cast<uint16_t*>(tc_scratch_.data);
+  cuda::LaunchSplitBf16(x, n * d.cols, hi, hi + n * d.cols, S(stream_));  // lo right after hi: rows n .. 2n - 1
+  if (!Scratch(&stacked_y_, StackedBytes(d, n), "stacked products")) return true;
+  float* products = stacked_y_.as<float>();
+  if (!lt_->MatMul(cuda::LtGemm::Type::kBF16, d.data, d.rows, d.cols, hi, 2 * n, 0.0f, products,
+                   lt_workspace_.data, S(stream_), plan_rows)) {
+    return false;
+  }
+  // hi's products + lo's: the sum a second GEMM onto the first (beta 1) makes.
+  cuda::LaunchAdd(products, products + n * d.rows, n * d.rows, y, S(stream_));
+  return true;
+}
+
 bool CudaBackend::LtMatMul(const cuda::DevWeight& d, const float* x, int64_t n, float* y) {
   // bf16 weights as stored; rows a multiple of 4 keeps every run's y 16-byte
   // aligned (a property of the weight: the same choice for every batch).
@@ -669,6 +714,9 @@ bool CudaBackend::LtMatMul(const cuda::DevWeight& d, const float* x, int64_t n, 
   // At kAuto x is split into two bf16 terms (hi + lo, ~16 bits: closer to f32
   // than one f16); kFastBf16 rounds it to bf16 once.
   const bool split = precision_ == Precision::kAuto;
+  if (split && StackTerms() && StackedBytes(d, n) <= kMaxStackedBytes && 2 * n <= kMaxStackedRows) {
+    return StackedTermsMatMul(d, x, n, y, 0);
+  }
   const size_t half = (static_cast<size_t>(n * d.cols) * 2 + 255) / 256 * 256;
   if (!Scratch(&tc_scratch_, split ? 2 * half : half, "tensor-core activations")) return true;  // failed: sticky
   auto* hi = static_cast<uint16_t*>(tc_scratch_.data);
@@ -717,25 +765,6 @@ bool CudaBackend::WidenedLtMatMul(const cuda::DevWeight& d, const float* x, int6
   return LtMatMul(b, x, n, y);
 }
 
-namespace {
-
-// Batch invariance (a token's bits the same alone and in any batch) is kept
-// unless LLMHOST_CUDA_BATCH_INVARIANT=off; read at each call, as the other switches.
-bool BatchInvariant() {
-  const char* v = std::getenv("LLMHOST_CUDA_BATCH_INVARIANT");
-  return v == nullptr || std::strcmp(v, "off") != 0;
-}
-
-// The power of two cuBLASLt's plan is chosen for: n rows share a plan with
-// the others of (p / 2, p].
-int64_t PlanRowsFor(int64_t n) {
-  int64_t p = 16;
-  while (p < n) p *= 2;
-  return p;
-}
-
-}  // namespace
-
 bool CudaBackend::AnyOrderLtMatMul(const cuda::DevWeight& d, const float* x, int64_t n, float* y) {
   if (BatchInvariant() || n <= kAnyOrderAbove || !lt_ || d.fmt != cuda::WFmt::kBF16 || d.rows % 4 != 0 ||
       d.cols % 8 != 0 || (reinterpret_cast<uintptr_t>(y) & 15u) != 0) {
@@ -743,24 +772,12 @@ bool CudaBackend::AnyOrderLtMatMul(const cuda::DevWeight& d, const float* x, int
   }
   // At kAuto x's two bf16 terms are stacked as 2n rows of one GEMM, so the
   // weight is read once, and the two products added: y = x_hi·Wᵀ + x_lo·Wᵀ.
-  const bool split = precision_ == Precision::kAuto;
-  const int64_t rows_x = split ? 2 * n : n;
-  if (!Scratch(&tc_scratch_, static_cast<size_t>(rows_x * d.cols) * 2, "tensor-core activations")) return true;
+  if (precision_ == Precision::kAuto) return StackedTermsMatMul(d, x, n, y, PlanRowsFor(2 * n));
+  if (!Scratch(&tc_scratch_, static_cast<size_t>(n * d.cols) * 2, "tensor-core activations")) return true;
   auto* hi = static_cast<uint16_t*>(tc_scratch_.data);
-  cuda::LaunchSplitBf16(x, n * d.cols, hi, split ? hi + n * d.cols : nullptr, S(stream_));
-  using T = cuda::LtGemm::Type;
-  if (!split) {
-    return lt_->MatMul(T::kBF16, d.data, d.rows, d.cols, hi, n, 0.0f, y, lt_workspace_.data, S(stream_),
-                       PlanRowsFor(n));
-  }
-  if (!Scratch(&stacked_y_, static_cast<size_t>(2 * n * d.rows) * sizeof(float), "stacked products")) return true;
-  float* products = stacked_y_.as<float>();
-  if (!lt_->MatMul(T::kBF16, d.data, d.rows, d.cols, hi, 2 * n, 0.0f, products, lt_workspace_.data, S(stream_),
-                   PlanRowsFor(2 * n))) {
-    return false;
-  }
-  cuda::LaunchAdd(products, products + n * d.rows, n * d.rows, y, S(stream_));
-  return true;
+  cuda::LaunchSplitBf16(x, n * d.cols, hi, nullptr, S(stream_));
+  return lt_->MatMul(cuda::LtGemm::Type::kBF16, d.data, d.rows, d.cols, hi, n, 0.0f, y, lt_workspace_.data,
+                     S(stream_), PlanRowsFor(n));
 }
 
 void CudaBackend::MatMuls(std::span<const MatMulJob> jobs, const float* x, int64_t n, RowKind rows) {

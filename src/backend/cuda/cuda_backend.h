@@ -167,6 +167,15 @@ class CudaBackend : public Backend {
   // kAnyOrderAbove of them; false where it does not apply.
   static constexpr int64_t kAnyOrderAbove = 8;
   bool AnyOrderLtMatMul(const cuda::DevWeight& d, const float* x, int64_t n, float* y);
+  // y = x·Wᵀ with x's two bf16 terms (hi, lo) as the 2n rows of one cuBLASLt
+  // GEMM into stacked_y_ (the weight read once, twice the tiles), then the
+  // halves added; `plan_rows` as LtGemm::MatMul's. Prompt rows take it with
+  // LLMHOST_CUDA_STACK_TERMS=on where the products fit kMaxStackedBytes: the
+  // same bits as two GEMMs, the second onto the first (beta 1), if cuBLASLt's
+  // epilogue adds C as a plain f32 sum (a GPU test checks it).
+  static constexpr size_t kMaxStackedBytes = size_t{128} << 20;
+  static constexpr int64_t kMaxStackedRows = 8192;  // the most LtGemm checks its prompt plan at
+  bool StackedTermsMatMul(const cuda::DevWeight& d, const float* x, int64_t n, float* y, int64_t plan_rows);
 
   int device_;
   Precision precision_;
