@@ -8,7 +8,8 @@
 #   VARIANTS="LLMHOST_CUDA_MMA_WIDE=off" BATCHES="16:16 32:16 128:128" bench/gpu/batch_ab.sh
 # A batch is SEQUENCES:PROMPT_TOKENS; PHASES=decode1,decode-batch adds batch 1.
 # BACKEND_ENV runs the backend tests a second time under that setting;
-# PRECISIONS (default auto) is model_bench's list, a figure each.
+# PRECISIONS (default auto) is model_bench's list, a figure each;
+# PHASES=prefill with MORE="--prefill-tokens 512 --prefill-reps 3" times prefill.
 # Logs land in $OUT (or /tmp/batch-ab).
 set -uo pipefail
 out=${OUT:-/tmp/batch-ab}
@@ -35,8 +36,9 @@ echo "| round | batch:prompt | variant | generated tok/s |" | tee "$out/table.md
 for round in $(seq 1 "${ROUNDS:-2}"); do
   for bp in ${BATCHES:-16:16 32:16 128:128}; do
     for v in DEFAULT=1 ${VARIANTS:-}; do
-      bench "$v" "${bp%%:*}" "${bp##*:}" --phases "${PHASES:-decode-batch}"
-      fig=$(grep -oE 'decode b1 [0-9.]+, b[0-9]+ [0-9.]+ tok/s' "$out/mb.log" | paste -sd';' -)
+      # shellcheck disable=SC2086  # MORE: model_bench arguments
+      bench "$v" "${bp%%:*}" "${bp##*:}" --phases "${PHASES:-decode-batch}" ${MORE:-}
+      fig=$(grep -oE '(prefill [0-9.]+, )?decode b1 [0-9.]+, b[0-9]+ [0-9.]+ tok/s' "$out/mb.log" | paste -sd';' -)
       echo "| $round | $bp | ${v/DEFAULT=1/default} | $fig |" | tee -a "$out/table.md"
     done
   done
