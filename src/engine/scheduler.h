@@ -86,8 +86,8 @@ struct SchedulerOptions {
   double kv_wait_seconds = 300;
   // Draws a step's sampled rows on this pool's threads (each row with its
   // own sampler: the same tokens as one after another); null: the calling
-  // thread alone. A T=1, top_p draw over a 128K vocabulary is ~0.2 ms, so
-  // 128 rows one after another would take longer than a GPU's decode step.
+  // thread alone. A T=1, top_p draw over a 128K vocabulary is 0.2-0.4 ms,
+  // so 128 rows one after another take about as long as a GPU's decode step.
   ThreadPool* sample_pool = nullptr;
 };
 
