@@ -7,7 +7,8 @@
 # the default against each variant in VARIANTS.
 #   VARIANTS="LLMHOST_CUDA_BATCH_INVARIANT=off" LEVELS=1,8,32,128 bench/gpu/serve_ab.sh
 # PROMPT (512) and MAX_TOKENS (128) set each stream's lengths. Logs land in
-# $OUT (or /tmp/serve-ab); the tables are printed.
+# $OUT (or /tmp/serve-ab); the tables are printed. Then the server's own time
+# per request (bench/serve_overhead_bench.py, OVERHEAD=0 skips it).
 set -uo pipefail
 out=${OUT:-/tmp/serve-ab}
 mkdir -p "$out"
@@ -23,3 +24,9 @@ for sampling in "--temperature 0" "--temperature 1 --top-p 0.95"; do
     tail -n 7 "$out/serve.log"
   done
 done
+# The server's own time per request (default settings; OVERHEAD=0 skips it).
+if [ "${OVERHEAD:-1}" = 1 ]; then
+  python3 bench/serve_overhead_bench.py "$B/llmhost" "$spec" --device cuda --requests "${REQUESTS:-100}" \
+    >"$out/overhead.log" 2>&1
+  tail -n 9 "$out/overhead.log"
+fi
