@@ -150,6 +150,17 @@ inline uint32_t BucketOf(float w) {
   return bits >> kBucketShift;
 }
 
+// A key whose ascending order is Better's: the logit descending (as its
+// bits made to order like the values, -0 as +0), then the id ascending.
+// Sorting the keys themselves avoids Better's two indirect loads a comparison.
+inline uint64_t BetterKey(float z, int32_t id) {
+  uint32_t bits;
+  const float v = z + 0.0f;  // -0 -> +0: Better sees them equal
+  std::memcpy(&bits, &v, sizeof(bits));
+  const uint32_t ordered = (bits & 0x80000000u) ? ~bits : (bits | 0x80000000u);  // ascending like v
+  return (static_cast<uint64_t>(~ordered) << 32) | static_cast<uint32_t>(id);
+}
+
 inline float BucketFloor(size_t bucket) {
   const uint32_t bits = static_cast<uint32_t>(bucket) << kBucketShift;
   float w;
@@ -161,7 +172,6 @@ inline float BucketFloor(size_t bucket) {
 
 int32_t Sampler::Draw(const std::vector<float>& z) {
   const int64_t V = vocab_;
-  Better better{z.data()};
   if (params_.temperature <= 0) return static_cast<int32_t>(cpu::ArgMax(z.data(), V));  // lowest id on ties
   const float m = cpu::MaxValue(z.data(), V);
   if (!(m > -std::numeric_limits<float>::infinity())) return 0;  // every token banned: the lowest id
@@ -202,7 +212,10 @@ int32_t Sampler::Draw(const std::vector<float>& z) {
     cpu::CollectBand(w_.data(), V, BucketFloor(cross),
                      cross + 1 < kBuckets ? BucketFloor(cross + 1) : std::numeric_limits<float>::infinity(),
                      &cand_);
-    std::sort(cand_.begin(), cand_.end(), better);
+    keys_.resize(cand_.size());
+    for (size_t j = 0; j < cand_.size(); ++j) keys_[j] = BetterKey(z[static_cast<size_t>(cand_[j])], cand_[j]);
+    std::sort(keys_.begin(), keys_.end());
+    for (size_t j = 0; j < cand_.size(); ++j) cand_[j] = static_cast<int32_t>(keys_[j] & 0xffffffffu);
     double cum = above;
     size_t keep = 0;
     while (keep < cand_.size() && cum < target) cum += w_[static_cast<size_t>(cand_[keep++])];

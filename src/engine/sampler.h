@@ -117,6 +117,7 @@ class Sampler {
   // Scratch reused across calls.
   std::vector<float> raw_, z_, w_;
   std::vector<int32_t> cand_;
+  std::vector<uint64_t> keys_;        // top_p's crossing band as sort keys (Draw)
   std::vector<double> bucket_mass_, block_sums_;
 };
 

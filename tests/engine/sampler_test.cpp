@@ -103,6 +103,18 @@ TEST(SamplerTest, TopPOverALargeVocabularySortsPastTheFirstWindow) {
   EXPECT_GT(ids.size(), 450u);
 }
 
+TEST(SamplerTest, TopPTiesOfSignedZerosGoByIdAlone) {
+  // -0 and +0 are equal logits: the lowest ids are kept, whatever their sign.
+  std::vector<float> l(1000);
+  for (size_t i = 0; i < l.size(); ++i) l[i] = i % 3 == 0 ? -0.0f : 0.0f;
+  SamplingParams p;
+  p.seed = 4;
+  p.top_p = 0.5;
+  const std::set<int32_t> ids = Support(p, l, 5000);
+  EXPECT_LE(*ids.rbegin(), 499);
+  EXPECT_GT(ids.size(), 450u);
+}
+
 // top_p finds its set by bucketing weights, not by sorting: on random rows
 // of a large vocabulary every drawn id is in the set a full sort (in double)
 // keeps, and every id of that set with at least 0.2% of its mass shows up.
