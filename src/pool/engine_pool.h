@@ -218,6 +218,10 @@ class EnginePool {
   // ---- memory enforcer interface (memory_enforcer.h) -------------------------
   // Current limits of each budget from fresh readings.
   MemorySnapshot Sample();
+  // The same from the cheap process reading (VmRSS, no PSS: `pss` is 0):
+  // what a request's prefill check, the enforcer's polls and the charts read.
+  // Sample()'s smaps_rollup walks every page table (~12 ms a resident GiB).
+  MemorySnapshot SampleRss();
   void SetAdmissionPaused(bool paused);
   bool admission_paused() const;
   // Called when the pool wants a fast enforcer poll (load start, unload).
@@ -303,6 +307,8 @@ class EnginePool {
   std::vector<VictimCandidate> Candidates(Budget b) const;
   BudgetBytes DeviceActiveLocked() const;
   MemorySnapshot SampleLocked();
+  MemorySnapshot SampleRssLocked();                     // SampleRss's
+  MemorySnapshot SampleWithLocked(const ProcessMemory& process);  // both samples
   // The host part of a sample, from the cheap readings (Rss without PSS, no
   // GPU query): KV growth claims, made on an engine's executor.
   MemorySnapshot SampleHostLocked();

@@ -75,7 +75,7 @@ void MemoryEnforcer::Loop() {
 EnforcerTick MemoryEnforcer::CheckAndEnforce() {
   EnforcerTick t;
   if (pool_->ExpireIdle() > 0) t.actions.push_back("ttl");
-  MemorySnapshot m = pool_->Sample();
+  MemorySnapshot m = pool_->SampleRss();
   const MemoryLimits& L = m.host;
   t.usage = m.usage;
   t.level = m.level;
@@ -96,7 +96,7 @@ EnforcerTick MemoryEnforcer::CheckAndEnforce() {
   }
   bool acted = false;
   auto resample = [&] {
-    m = pool_->Sample();
+    m = pool_->SampleRss();
     t.usage = m.usage;
   };
   auto over_soft = [&] { return m.usage > L.soft_bytes || m.level != PressureLevel::kOk; };

@@ -342,8 +342,15 @@ const GpuMemory* SelectGpu(const std::vector<GpuMemory>& gpus, int cuda_index, c
 // ---- FakeMemoryProbe ----------------------------------------------------------
 
 ProcessMemory FakeMemoryProbe::Process() {
+  ++process_reads_;
   std::lock_guard<std::mutex> lock(mu_);
   return ProcessMemory{footprint_, footprint_, true};
+}
+
+ProcessMemory FakeMemoryProbe::ProcessRss() {
+  ++rss_reads_;
+  std::lock_guard<std::mutex> lock(mu_);
+  return ProcessMemory{footprint_, 0, true};
 }
 
 SystemMemory FakeMemoryProbe::System() {

@@ -125,14 +125,19 @@ class LinuxMemoryProbe final : public MemoryProbe {
 class FakeMemoryProbe final : public MemoryProbe {
  public:
   ProcessMemory Process() override;
+  ProcessMemory ProcessRss() override;
   SystemMemory System() override;
   std::vector<GpuMemory> Gpus() override;
 
   void set_footprint(uint64_t bytes);
   void set_system(const SystemMemory& s);
   void set_gpus(std::vector<GpuMemory> gpus);
+  // Readings taken so far: the full one (Process) and the cheap one.
+  int process_reads() const { return process_reads_.load(); }
+  int rss_reads() const { return rss_reads_.load(); }
 
  private:
+  std::atomic<int> process_reads_{0}, rss_reads_{0};
   std::mutex mu_;
   uint64_t footprint_ = 0;
   SystemMemory system_;

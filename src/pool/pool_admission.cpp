@@ -54,8 +54,12 @@ BudgetBytes EnginePool::DeviceActiveLocked() const {
   return total;
 }
 
-MemorySnapshot EnginePool::SampleLocked() {
-  MemorySnapshot m = HostSnapshotLocked(probe_->Process());
+MemorySnapshot EnginePool::SampleLocked() { return SampleWithLocked(probe_->Process()); }
+
+MemorySnapshot EnginePool::SampleRssLocked() { return SampleWithLocked(probe_->ProcessRss()); }
+
+MemorySnapshot EnginePool::SampleWithLocked(const ProcessMemory& process) {
+  MemorySnapshot m = HostSnapshotLocked(process);
   m.gpus = probe_->Gpus();
   for (size_t n = 0; n < options_.gpus.size(); ++n) {
     const GpuTarget& t = options_.gpus[n];
@@ -103,6 +107,11 @@ MemorySnapshot EnginePool::HostSnapshotLocked(const ProcessMemory& p) {
 MemorySnapshot EnginePool::Sample() {
   std::lock_guard<std::mutex> lock(mu_);
   return SampleLocked();
+}
+
+MemorySnapshot EnginePool::SampleRss() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return SampleRssLocked();
 }
 
 MemorySnapshot EnginePool::Memory() { return Sample(); }

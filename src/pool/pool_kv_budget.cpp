@@ -52,7 +52,7 @@ bool EnginePool::ClaimKv(const std::shared_ptr<Slot>& slot, uint64_t bytes) {
   };
   const bool host = b == Budget::kHost;
   // The host reading is cheap (VmRSS); a GPU's comes from NVML.
-  MemorySnapshot m = host ? SampleHostLocked() : SampleLocked();
+  MemorySnapshot m = host ? SampleHostLocked() : SampleRssLocked();
   const MemoryLimits* L = m.Limits(b);
   if (!L) return grant();  // no reading of the GPU: its allocator has the last word
   if (!L->guard_on || L->admission_ceiling == 0) return grant();

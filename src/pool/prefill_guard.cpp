@@ -89,7 +89,7 @@ PoolError EnginePool::CheckPrefill(const ModelLease& lease, int64_t prompt_token
   if (est.peak() == 0) return PoolError();
   bool reclaimed = false;
   for (;;) {
-    const MemorySnapshot m = Sample();
+    const MemorySnapshot m = SampleRss();  // on every request: no page-table walk
     // A GPU model's prompt is priced in the GPU's memory (no footprint there).
     const bool host = dims.budget == Budget::kHost;
     const MemoryLimits* limits = m.Limits(dims.budget);

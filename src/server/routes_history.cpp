@@ -24,7 +24,7 @@ StatsReading ReadStats(ApiServer& server) {
   r.generated_tokens = c.completion_tokens.load();
   r.ttft_count = c.first_tokens.load();
   r.ttft_sum_s = static_cast<double>(c.ttft_us.load()) / 1e6;
-  const MemorySnapshot m = server.pool().Memory();
+  const MemorySnapshot m = server.pool().SampleRss();  // every few seconds: the cheap reading
   r.budgets.push_back({"Host", m.usage, m.committed[0], m.host.admission_ceiling});
   for (size_t n = 0; n < m.devices.size(); ++n) {
     const DeviceBudgetSnapshot& d = m.devices[n];

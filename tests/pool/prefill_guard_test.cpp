@@ -123,6 +123,21 @@ TEST(PoolPrefillGuard, PassesANormalRequestAndRejectsAnOversizedOne) {
   EXPECT_TRUE(f.pool->CheckPrefill(*r.lease, TokensFor(7), TokensFor(6.5)).ok());
 }
 
+// The check runs on every request: it reads the process's Rss (kernel
+// counters), never smaps_rollup, whose page-table walk costs ~12 ms a
+// resident GiB.
+TEST(PoolPrefillGuard, EachRequestReadsTheCheapProcessReading) {
+  PoolFixture f;
+  f.factory->Set("a", WithDims(3 * kGB));
+  f.Start({"a"});
+  AcquireResult r = f.pool->Acquire("a");
+  ASSERT_TRUE(r.ok());
+  const int full = f.probe->process_reads(), cheap = f.probe->rss_reads();
+  for (int i = 0; i < 5; ++i) EXPECT_TRUE(f.pool->CheckPrefill(*r.lease, 2000, 0).ok());
+  EXPECT_EQ(f.probe->process_reads(), full);
+  EXPECT_EQ(f.probe->rss_reads(), cheap + 5);
+}
+
 // A growing KV cache is priced as if nothing else ran: busy and idle models
 // do not count (the prompt waits for their memory: its KV claims make room),
 // pinned ones and the model itself do.
