@@ -24,9 +24,16 @@ for sampling in "--temperature 0" "--temperature 1 --top-p 0.95"; do
     tail -n 7 "$out/serve.log"
   done
 done
-# The server's own time per request (default settings; OVERHEAD=0 skips it).
+# The server's own time per request (default settings; OVERHEAD=0 skips it):
+# on a model whose forward pass costs next to nothing, then the 8B shape's
+# one-token latencies beside it.
 if [ "${OVERHEAD:-1}" = 1 ]; then
-  python3 bench/serve_overhead_bench.py "$B/llmhost" "$spec" --device cuda --requests "${REQUESTS:-100}" \
-    >"$out/overhead.log" 2>&1
-  tail -n 9 "$out/overhead.log"
+  tiny=/tmp/tiny-llama.json
+  echo '{"hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2,
+ "intermediate_size": 128, "vocab_size": 32000, "max_position_embeddings": 4096}' >"$tiny"
+  for m in "random:llama:bf16:$tiny:1" "$spec"; do
+    python3 bench/serve_overhead_bench.py "$B/llmhost" "$m" --device cuda --requests "${REQUESTS:-100}" \
+      >"$out/overhead.log" 2>&1
+    tail -n 9 "$out/overhead.log"
+  done
 fi
