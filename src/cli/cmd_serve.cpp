@@ -170,7 +170,7 @@ int RunServe(const server::SettingValues& cli_values) {
     EnginePool* p = pool.get();
     // Hard pressure: the hot tier gives back what lies above the soft target.
     eo.shrink_hot_cache = [store, p](uint64_t target_usage) {
-      const uint64_t usage = p->Memory().usage;
+      const uint64_t usage = p->SampleRss().usage;  // the enforcer's reading
       if (usage <= target_usage) return false;
       const uint64_t ram = store->ram_bytes(), excess = usage - target_usage;
       return store->ShrinkHot(ram > excess ? ram - excess : 0) > 0;

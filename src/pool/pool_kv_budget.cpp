@@ -92,7 +92,7 @@ bool EnginePool::ClaimSplitKv(Lock&, const std::shared_ptr<Slot>& slot, uint64_t
   // the engine retries); never above a ceiling.
   const int span = slot->kv_span();
   const uint64_t share = (bytes + static_cast<uint64_t>(span) - 1) / static_cast<uint64_t>(span);
-  MemorySnapshot m = SampleLocked();
+  MemorySnapshot m = SampleRssLocked();  // on the executor: no page-table walk
   for (int r = 0; r < span; ++r) {
     const Budget b = static_cast<Budget>(static_cast<int>(slot->kv_budget()) + r);
     const size_t i = static_cast<size_t>(b);

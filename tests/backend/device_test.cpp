@@ -3,6 +3,7 @@
 // Status (never an abort), sticky errors, reservations that commit and give
 // back granules, and batch invariance of MatMul bit for bit. The CUDA cases
 // skip where there is no GPU.
+#include <dlfcn.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -401,14 +402,40 @@ TEST_F(CudaTest, WideTensorCoreRowsGiveTheSameBitsAsFewTokens) {
   b_->set_precision(Precision::kAuto);
 }
 
+// Whether the backend finds cuBLASLt where it looks (cuda/lt_gemm.cpp): the
+// tests of its paths skip without it (nothing would take them).
+bool CublasLtLoadable() {
+  if (std::getenv("LLMHOST_CUBLASLT") != nullptr) return false;  // chosen by the environment: not these tests'
+  for (const char* name : {"libcublasLt.so.13", "/usr/local/cuda/lib64/libcublasLt.so.13"}) {
+    if (void* lib = dlopen(name, RTLD_NOW | RTLD_LOCAL)) {
+      dlclose(lib);
+      return true;
+    }
+  }
+  return false;
+}
+
+// An environment switch set for a scope and unset however the scope ends, so
+// that a failed assertion leaves no switch behind for the tests after it.
+class EnvSwitch {
+ public:
+  EnvSwitch(const char* name, const char* value) : name_(name) { setenv(name, value, 1); }
+  ~EnvSwitch() { unsetenv(name_); }
+  EnvSwitch(const EnvSwitch&) = delete;
+  EnvSwitch& operator=(const EnvSwitch&) = delete;
+
+ private:
+  const char* name_;
+};
+
 // LLMHOST_CUDA_BATCH_INVARIANT=off sends generated rows of bf16 weights past
 // 8 tokens to cuBLASLt (x's two terms stacked as one GEMM at kAuto): sums
 // within the precision's rounding of the exact ones, in other bits than the
 // batch-invariant kernel's (so the switch took effect); the fused launch
 // gives each weight the same bits as alone; 8 tokens and fewer keep the
-// batch-invariant kernel. Where cuBLASLt is missing nothing changes: skipped.
+// batch-invariant kernel. Skipped without cuBLASLt (nothing would change).
 TEST_F(CudaTest, GeneratedRowsWithoutBatchInvarianceTakeCublasLt) {
-  if (std::getenv("LLMHOST_CUBLASLT") != nullptr) GTEST_SKIP() << "cuBLASLt chosen by the environment";
+  if (!CublasLtLoadable()) GTEST_SKIP() << "no cuBLASLt (or one named by LLMHOST_CUBLASLT)";
   std::mt19937 rng(14);
   std::uniform_real_distribution<float> u(-1, 1);
   const int64_t rows = 1000, cols = 768, n_max = 100;
@@ -437,15 +464,16 @@ TEST_F(CudaTest, GeneratedRowsWithoutBatchInvarianceTakeCublasLt) {
     for (int64_t m : {int64_t{8}, int64_t{9}, int64_t{32}, n_max}) {
       const std::string at = std::string(PrecisionName(p)) + " n " + std::to_string(m);
       const std::vector<float> invariant = run(m);
-      setenv("LLMHOST_CUDA_BATCH_INVARIANT", "off", 1);
-      const std::vector<float> any = run(m);
-      const Backend::MatMulJob jobs[] = {{&*dw, dy->as<float>()}, {&*dw2, dy2->as<float>()}};
-      b_->MatMuls(jobs, dx->as<float>(), m, RowKind::kGenerated);
-      std::vector<float> fused(m * rows), fused2(m * rows);
-      b_->CopyToHost(fused.data(), *dy, 0, fused.size() * 4);
-      b_->CopyToHost(fused2.data(), *dy2, 0, fused2.size() * 4);
-      ASSERT_TRUE(b_->Synchronize().ok()) << at;
-      unsetenv("LLMHOST_CUDA_BATCH_INVARIANT");
+      std::vector<float> any, fused(m * rows), fused2(m * rows);
+      {
+        const EnvSwitch off("LLMHOST_CUDA_BATCH_INVARIANT", "off");
+        any = run(m);
+        const Backend::MatMulJob jobs[] = {{&*dw, dy->as<float>()}, {&*dw2, dy2->as<float>()}};
+        b_->MatMuls(jobs, dx->as<float>(), m, RowKind::kGenerated);
+        b_->CopyToHost(fused.data(), *dy, 0, fused.size() * 4);
+        b_->CopyToHost(fused2.data(), *dy2, 0, fused2.size() * 4);
+        ASSERT_TRUE(b_->Synchronize().ok()) << at;
+      }
       const bool same_as_invariant = std::memcmp(any.data(), invariant.data(), any.size() * 4) == 0;
       if (m <= 8) {
         EXPECT_TRUE(same_as_invariant) << at;
@@ -482,12 +510,12 @@ TEST_F(CudaTest, GeneratedRowsWithoutBatchInvarianceTakeCublasLt) {
 // as one cuBLASLt GEMM of 2n rows and adds the halves: the same bits as two
 // GEMMs, the second onto the first, at every count of rows.
 TEST_F(CudaTest, StackedTermsGiveTheSameBitsAsTwoGemms) {
-  if (std::getenv("LLMHOST_CUBLASLT") != nullptr) GTEST_SKIP() << "cuBLASLt chosen by the environment";
+  if (!CublasLtLoadable()) GTEST_SKIP() << "no cuBLASLt (or one named by LLMHOST_CUBLASLT)";
   std::mt19937 rng(15);
   std::uniform_real_distribution<float> u(-1, 1);
   b_->set_precision(Precision::kAuto);
-  for (const auto& [rows, cols] : {std::pair<int64_t, int64_t>{1000, 768}, {4096, 512}}) {
-    const int64_t n_max = 600;
+  for (const auto& shape : {std::pair<int64_t, int64_t>{1000, 768}, {4096, 512}}) {
+    const int64_t rows = shape.first, cols = shape.second, n_max = 600;  // plain locals: lambdas capture them
     const RandomBf16 w(rows, cols, rng);
     auto dw = b_->PrepareWeight(w.host);
     ASSERT_TRUE(dw.ok());
@@ -506,9 +534,11 @@ TEST_F(CudaTest, StackedTermsGiveTheSameBitsAsTwoGemms) {
         return y;
       };
       const std::vector<float> two = run();
-      setenv("LLMHOST_CUDA_STACK_TERMS", "on", 1);
-      const std::vector<float> stacked = run();
-      unsetenv("LLMHOST_CUDA_STACK_TERMS");
+      std::vector<float> stacked;
+      {
+        const EnvSwitch on("LLMHOST_CUDA_STACK_TERMS", "on");
+        stacked = run();
+      }
       EXPECT_EQ(0, std::memcmp(two.data(), stacked.data(), two.size() * 4)) << rows << " x " << cols << " n " << m;
     }
     b_->ReleaseWeight(*dw);

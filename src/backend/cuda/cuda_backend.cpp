@@ -772,7 +772,11 @@ bool CudaBackend::AnyOrderLtMatMul(const cuda::DevWeight& d, const float* x, int
   }
   // At kAuto x's two bf16 terms are stacked as 2n rows of one GEMM, so the
   // weight is read once, and the two products added: y = x_hi·Wᵀ + x_lo·Wᵀ.
-  if (precision_ == Precision::kAuto) return StackedTermsMatMul(d, x, n, y, PlanRowsFor(2 * n));
+  // Products past kMaxStackedBytes (a large vocabulary's head at a big
+  // batch) keep the batch-invariant kernel.
+  if (precision_ == Precision::kAuto) {
+    return StackedBytes(d, n) <= kMaxStackedBytes && StackedTermsMatMul(d, x, n, y, PlanRowsFor(2 * n));
+  }
   if (!Scratch(&tc_scratch_, static_cast<size_t>(n * d.cols) * 2, "tensor-core activations")) return true;
   auto* hi = static_cast<uint16_t*>(tc_scratch_.data);
   cuda::LaunchSplitBf16(x, n * d.cols, hi, nullptr, S(stream_));

@@ -213,7 +213,7 @@ class CudaBackend : public Backend {
   DeviceBuffer attn_scratch_;  // Attention's chunk partials (cuda/attention.cuh)
   DeviceBuffer int8_scratch_;  // x quantized to int8 (cuda/matmul_int8.cuh)
   DeviceBuffer widened_;       // one quantized weight as bf16 (cuda/dequantize.cuh)
-  DeviceBuffer stacked_y_;     // AnyOrderLtMatMul's products of x's two bf16 terms
+  DeviceBuffer stacked_y_;     // StackedTermsMatMul's products of x's two bf16 terms
   DeviceBuffer order_scratch_;  // x in a weight's stored column order (WeightMatrix::col_order)
 };
 
