@@ -40,6 +40,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <functional>
 #include <map>
@@ -197,7 +198,9 @@ class EnginePool {
   // Deletes the model's files (model_removal.h) and forgets it
   // (pool_delete.cpp). A loaded idle model is unloaded first; a pinned one,
   // or one loading, serving or awaited by requests, is refused (kBusy):
-  // deleting never cuts a request short or drops a model kept on purpose.
+  // deleting never cuts a request short or drops a model kept on purpose. A
+  // model still serving gets 2 s to finish first (a request whose answer was
+  // just sent lets its lease go a moment later).
   DeleteResult DeleteModel(const std::string& name);
   // Re-runs discovery and merges (rule 4).
   void Rediscover();
@@ -276,6 +279,9 @@ class EnginePool {
   std::unique_ptr<ModelLease> MakeLease(const std::shared_ptr<Slot>& slot);
   void Release(ModelLease* lease);
   std::optional<std::string> ResolveLocked(const std::string& name) const;
+  // True when model `name` still holds a lease or a running request after
+  // `grace` (polled); false as soon as it holds none (or is not known).
+  bool ServingWithin(const std::string& name, std::chrono::steady_clock::duration grace);
   // The idle time after which the slot unloads; nullopt: none (pool_admin.cpp).
   std::optional<int64_t> IdleTtl(const Slot& s) const;
   std::string UnknownModelMessage(const std::string& name) const;

@@ -1,12 +1,22 @@
 // EnginePool::DeleteModel: refuses a model in use or pinned, unloads an idle
 // loaded one, forgets it (so no request can load it again meanwhile), then
 // removes its files outside the lock and rediscovers.
+#include <chrono>
+#include <thread>
+
 #include "pool/engine_pool_internal.h"
 #include "util/log.h"
 
 namespace llmhost {
 
 namespace {
+
+// A request whose client already has the whole answer may still hold its
+// lease, and count among the engine's running requests, for a moment: both
+// are let go just after the last bytes go out (on the connection's thread and
+// the executor's). A delete sent right after such an answer waits this long
+// for them before it calls the model busy.
+constexpr auto kServingGrace = std::chrono::seconds(2);
 
 PoolError Refused(const std::string& id, const std::string& why) {
   PoolError e;
@@ -17,8 +27,23 @@ PoolError Refused(const std::string& id, const std::string& why) {
 
 }  // namespace
 
+bool EnginePool::ServingWithin(const std::string& name, std::chrono::steady_clock::duration grace) {
+  const auto until = std::chrono::steady_clock::now() + grace;
+  for (;;) {
+    {
+      Lock lock(mu_);
+      std::optional<std::string> id = ResolveLocked(name);
+      std::shared_ptr<Slot> s = id ? FindSlot(*id) : nullptr;
+      if (!s || (s->in_use == 0 && IsQuiescent(*s))) return false;
+    }
+    if (std::chrono::steady_clock::now() >= until) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+}
+
 DeleteResult EnginePool::DeleteModel(const std::string& name) {
   DeleteResult out;
+  ServingWithin(name, kServingGrace);  // then refused below if it still serves
   // Why the slot cannot be deleted now ("" when it can).
   auto refusal = [this](const Slot& s) -> std::string {
     if (s.settings.pinned) return "pinned (unpin it first)";

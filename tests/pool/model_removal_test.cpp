@@ -6,7 +6,9 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <filesystem>
+#include <thread>
 
 #include "fake_engine.h"
 #include "pool/engine_pool.h"
@@ -258,6 +260,23 @@ TEST(PoolDelete, RefusesAPinnedModelAndOneServingRequests) {
   EXPECT_TRUE(Exists(f.root + "/b/model.safetensors"));
   lease.lease.reset();
   EXPECT_TRUE(f.pool->DeleteModel("b").ok());
+  EXPECT_FALSE(Exists(f.root + "/b"));
+}
+
+// A delete sent as the last request's lease is being let go (the client has
+// its answer a moment before) waits for it instead of calling the model busy.
+TEST(PoolDelete, AModelWhoseLastLeaseEndsDuringTheGraceIsDeleted) {
+  PoolFixture f;
+  f.Start({"b"});
+  AcquireResult lease = f.pool->Acquire("b");
+  ASSERT_TRUE(lease.ok());
+  std::thread release([&lease] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    lease.lease.reset();
+  });
+  const DeleteResult d = f.pool->DeleteModel("b");
+  release.join();
+  EXPECT_TRUE(d.ok()) << d.error.message;
   EXPECT_FALSE(Exists(f.root + "/b"));
 }
 
