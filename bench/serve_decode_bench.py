@@ -20,18 +20,14 @@ Usage: serve_decode_bench.py LLMHOST MODELS_DIR [--model ID] [--device cuda]
 """
 import argparse
 import json
-import os
 import random
-import re
-import shlex
-import signal
 import statistics
-import subprocess
 import sys
-import tempfile
 import threading
 import time
 import urllib.request
+
+from serve_process import running_server
 
 
 def stream(url, model, ids, max_tokens, sampling):
@@ -111,17 +107,8 @@ def main():
     ap.add_argument("--extra", default="")
     a = ap.parse_args()
     levels = [int(c) for c in a.concurrency.split(",") if c]
-    home = tempfile.mkdtemp(prefix="llmhost-decode-bench-")
-    log = open(os.path.join(home, "serve.log"), "w")
-    cmd = [a.binary, "serve", "--home", home, "--model-dir", a.models_dir, "--port", "0", "--device", a.device,
-           "--max-concurrent-requests", str(max(levels))] + shlex.split(a.extra)
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=log, text=True)
-    m = re.search(r"listening on (http://\S+)", proc.stdout.readline())
-    if not m:
-        proc.kill()
-        sys.exit("serve_decode_bench: the server did not start: " + open(log.name).read()[-2000:])
-    url = m.group(1)
-    try:
+    with running_server(a.binary, a.models_dir, a.device, ["--max-concurrent-requests", str(max(levels))], a.extra,
+                        "serve_decode_bench") as url:
         with urllib.request.urlopen(url + "/v1/models", timeout=60) as r:
             ids = [x["id"] for x in json.loads(r.read())["data"]]
         model = a.model or ids[0]
@@ -137,9 +124,6 @@ def main():
             r = run(url, model, c, a.max_tokens, a.vocab, 100 + i, a.prompt_tokens, a.temperature, a.top_p)
             print("| %d | %.1f | %.1f | %.0f / %.0f |" % (c, r["generated_tok_s"], r["decode_tok_s"],
                                                      1000 * r["ttft_median_s"], 1000 * r["ttft_max_s"]), flush=True)
-    finally:
-        proc.send_signal(signal.SIGTERM)
-        proc.wait(timeout=120)
     return 0
 
 

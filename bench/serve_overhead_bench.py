@@ -27,16 +27,12 @@ Usage: serve_overhead_bench.py LLMHOST MODELS_DIR [--model ID] [--device cpu]
 import argparse
 import http.client
 import json
-import os
-import re
-import shlex
-import signal
 import statistics
-import subprocess
 import sys
-import tempfile
 import time
 import urllib.parse
+
+from serve_process import running_server
 
 
 class Client:
@@ -86,17 +82,7 @@ def main():
     ap.add_argument("--requests", type=int, default=200)
     ap.add_argument("--extra", default="")
     a = ap.parse_args()
-    home = tempfile.mkdtemp(prefix="llmhost-overhead-bench-")
-    log = open(os.path.join(home, "serve.log"), "w")
-    cmd = [a.binary, "serve", "--home", home, "--model-dir", a.models_dir, "--port", "0", "--device",
-           a.device] + shlex.split(a.extra)
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=log, text=True)
-    m = re.search(r"listening on (http://\S+)", proc.stdout.readline())
-    if not m:
-        proc.kill()
-        sys.exit("serve_overhead_bench: the server did not start: " + open(log.name).read()[-2000:])
-    url = m.group(1)
-    try:
+    with running_server(a.binary, a.models_dir, a.device, extra=a.extra, name="serve_overhead_bench") as url:
         c = Client(url)
         c.conn.request("GET", "/v1/models")
         model = a.model or json.loads(c.conn.getresponse().read())["data"][0]["id"]
@@ -127,9 +113,6 @@ def main():
         print("completions 2 - 1 (a decode step and its event): %.3f ms; chat 1 - completions 1 (template, "
               "tokenizer, a longer prompt): %.3f ms"
               % (1e3 * (med["completions 2"] - med["completions 1"]), 1e3 * (med["chat 1"] - med["completions 1"])))
-    finally:
-        proc.send_signal(signal.SIGTERM)
-        proc.wait(timeout=120)
     return 0
 
 
