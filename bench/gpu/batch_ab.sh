@@ -7,6 +7,7 @@
 # default and each variant.
 #   VARIANTS="LLMHOST_CUDA_MMA_WIDE=off" BATCHES="16:16 32:16 128:128" bench/gpu/batch_ab.sh
 # A batch is SEQUENCES:PROMPT_TOKENS; PHASES=decode1,decode-batch adds batch 1.
+# A variant of several settings joins them with commas (A=1,B=2).
 # BACKEND_ENV runs the backend tests a second time under that setting;
 # PRECISIONS (default auto) is model_bench's list, a figure each;
 # PHASES=prefill with MORE="--prefill-tokens 512 --prefill-reps 3" times prefill.
@@ -28,7 +29,7 @@ fi
 bench() {  # bench ENV SEQUENCES PROMPT [more model_bench args]
   local v=$1 b=$2 p=$3
   shift 3
-  env $v "$B/model_bench" --random-config "$cfg" --arch llama --seed 1 --device cuda --precisions "${PRECISIONS:-auto}" \
+  env ${v//,/ } "$B/model_bench" --random-config "$cfg" --arch llama --seed 1 --device cuda --precisions "${PRECISIONS:-auto}" \
     --formats ${FORMAT:-bf16} --reps ${REPS:-3} --steps 32 --batch "$b" --prompt "$p" "$@" >"$out/mb.log" 2>&1
   cat "$out/mb.log" >>"$out/model_bench.log"
 }

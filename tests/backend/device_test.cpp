@@ -336,8 +336,8 @@ TEST_F(CudaTest, PipelinedTensorCoreRowsGiveTheSameBits) {
 // the columns in turn) takes bf16 rows: the same bits as the kernel for few
 // tokens, alone and at the same batch (LLMHOST_CUDA_MMA_WIDE=off), over its
 // shapes (the parts in one block, or dealt over clusters of 2, 4 and 8
-// blocks; 2 and 4 token tiles; weights through the cp.async ring or in
-// registers), steps that do not divide into the 8 parts, partial row and
+// blocks; 2 and 4 token tiles; weights through a cp.async ring of 4 or 3
+// steps or in registers; one or two row tiles a warp), steps that do not divide into the 8 parts, partial row and
 // token tiles, and two weights in one launch. Before Hopper both runs take
 // the first kernel (no clusters).
 TEST_F(CudaTest, WideTensorCoreRowsGiveTheSameBitsAsFewTokens) {
@@ -366,14 +366,22 @@ TEST_F(CudaTest, WideTensorCoreRowsGiveTheSameBitsAsFewTokens) {
       EXPECT_TRUE(b_->Synchronize().ok());
       return y;
     };
-    // Weights through the cp.async ring (clusters of 1 or 8 blocks), then in
-    // registers (LLMHOST_CUDA_WIDE_ASYNC=off: clusters of 1, 2 or 4).
-    for (const char* ring : {"on", "off"})
+    // Weights through the cp.async ring (clusters of 1 or 8 blocks; 4 or 3
+    // steps; 1 or 2 row tiles a warp), then in registers
+    // (LLMHOST_CUDA_WIDE_ASYNC=off: clusters of 1, 2 or 4).
+    struct Setting {
+      const char *async, *ring, *row_tiles;
+    };
+    const Setting settings[] = {{"on", "4", "1"}, {"on", "3", "1"}, {"on", "4", "2"}, {"on", "3", "2"}, {"off", "4", "1"}};
+    for (const Setting& st : settings)
     for (Precision p : {Precision::kAuto, Precision::kFastBf16}) {
-      setenv("LLMHOST_CUDA_WIDE_ASYNC", ring, 1);
+      setenv("LLMHOST_CUDA_WIDE_ASYNC", st.async, 1);
+      setenv("LLMHOST_CUDA_WIDE_RING", st.ring, 1);
+      setenv("LLMHOST_CUDA_WIDE_ROW_TILES", st.row_tiles, 1);
       b_->set_precision(p);
-      const std::string at = std::string(PrecisionName(p)) + " ring " + ring + " rows " + std::to_string(sh.rows) +
-                             " cols " + std::to_string(sh.cols) + " n " + std::to_string(sh.n);
+      const std::string at = std::string(PrecisionName(p)) + " async " + st.async + " ring " + st.ring +
+                             " row tiles " + st.row_tiles + " rows " + std::to_string(sh.rows) + " cols " +
+                             std::to_string(sh.cols) + " n " + std::to_string(sh.n);
       const std::vector<float> wide = run(0, sh.n);
       setenv("LLMHOST_CUDA_MMA_WIDE", "off", 1);
       const std::vector<float> tiles = run(0, sh.n);
@@ -393,6 +401,8 @@ TEST_F(CudaTest, WideTensorCoreRowsGiveTheSameBitsAsFewTokens) {
       EXPECT_EQ(0, std::memcmp(fused2.data(), wide.data(), wide.size() * 4)) << at << " (fused)";
     }
     unsetenv("LLMHOST_CUDA_WIDE_ASYNC");
+    unsetenv("LLMHOST_CUDA_WIDE_RING");
+    unsetenv("LLMHOST_CUDA_WIDE_ROW_TILES");
     b_->ReleaseWeight(*dw);
     b_->ReleaseWeight(*dw2);
     b_->Free(*dx);

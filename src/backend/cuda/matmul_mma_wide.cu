@@ -43,17 +43,21 @@ struct Cursor {
   }
 };
 
-template <int NT>
+// RT row tiles a warp (kTiles / RT warps a block): each x fragment read from
+// shared memory feeds RT MMAs; every row tile's sums are the same MMAs in the
+// same order whatever RT is.
+template <int NT, int RT>
 struct Layout {
+  static constexpr int kWarps = kTiles / RT;
   // x's step, split: [stage][token tile][chunk][hi, lo][lane], 16 bytes each.
   static constexpr int kStageWords = NT * 2 * 2 * 32;  // uint4
   static constexpr int kPieces = NT * 8 * 16;          // x's 16-byte pieces a step
-  static constexpr int kPiecesPerThread = kPieces / (kTiles * 32);
-  static_assert(kPieces % (kTiles * 32) == 0, "every thread stages whole pieces");
+  static constexpr int kPiecesPerThread = kPieces / (kWarps * 32);
+  static_assert(kPieces % (kWarps * 32) == 0, "every thread stages whole pieces");
   // A part's sums: [part of the block][warp][token tile][lane], 4 floats each.
   static constexpr int kPartWords = kTiles * NT * 32;  // float4
-  // With a ring (Ring > 0 steps), each warp's weight rows of those steps:
-  // [stage][warp][row][chunk], chunks swizzled.
+  // With a ring (Ring > 0 steps), each row tile's weight rows of those steps:
+  // [stage][tile][row][chunk], chunks swizzled (a warp's RT tiles side by side).
   static constexpr int kRingWords = kTiles * kRows * 8;  // uint4 a stage
   static constexpr size_t Bytes(int pg, int ring) {
     return 2 * kStageWords * 16 + static_cast<size_t>(ring) * kRingWords * 16 +
@@ -63,11 +67,13 @@ struct Layout {
 
 // grid (ceil(n / (8 NT)), Σ 128-row blocks, PG), clusters of (1, 1, PG):
 // block z of a cluster takes parts [z 8 / PG, (z + 1) 8 / PG). Lane (g, c)
-// of warp r holds rows g and g + 8 of row tile r, as in matmul_mma.cu.
-template <int NT, int PG, bool Split, int Ring>
-__global__ void __launch_bounds__(kTiles * 32, 2)
+// of warp r holds rows g and g + 8 of row tiles r RT .. r RT + RT - 1, each
+// as in matmul_mma.cu.
+template <int NT, int PG, bool Split, int Ring, int RT>
+__global__ void __launch_bounds__(kTiles / RT * 32, RT == 1 ? 2 : 3)
     MmaWideKernel(MmaWeights ws, const float* x, int64_t n, bool early) {
-  using L = Layout<NT>;
+  using L = Layout<NT, RT>;
+  constexpr int kThreads = L::kWarps * 32;
   if (!early) WaitForPriorGrid();
   const int i = WeightOf(ws, blockIdx.y);
   const DevWeight& w = ws.w[i];
@@ -79,48 +85,65 @@ __global__ void __launch_bounds__(kTiles * 32, 2)
   int64_t count = 0;  // this block's steps
   for (int p = first_part; p < first_part + kMine; ++p) count += (steps - p + kParts - 1) / kParts;
 
-  const uint4* row[2];
-  bool rv[2];
+  const uint4* row[RT][2];
+  bool rv[RT][2];
 #pragma unroll
-  for (int half = 0; half < 2; ++half) {
-    const int64_t r = rb + warp * kRows + g + 8 * half;
-    rv[half] = r < w.rows;
-    row[half] = reinterpret_cast<const uint4*>(static_cast<const char*>(w.data) + (rv[half] ? r : 0) * w.row_bytes);
-  }
-  using Words = uint4[2][2];  // [row g / g + 8][chunk]
-  auto load = [&](int64_t s, Words& wv) {
+  for (int rt = 0; rt < RT; ++rt) {
 #pragma unroll
     for (int half = 0; half < 2; ++half) {
+      const int64_t r = rb + (warp * RT + rt) * kRows + g + 8 * half;
+      rv[rt][half] = r < w.rows;
+      row[rt][half] =
+          reinterpret_cast<const uint4*>(static_cast<const char*>(w.data) + (rv[rt][half] ? r : 0) * w.row_bytes);
+    }
+  }
+  using Words = uint4[RT][2][2];  // [tile][row g / g + 8][chunk]
+  auto load = [&](int64_t s, Words& wv) {
 #pragma unroll
-      for (int ch = 0; ch < 2; ++ch) {
-        wv[half][ch] = rv[half] ? LoadStreamed(row[half] + s * 8 + ChunkOf(c, ch)) : make_uint4(0, 0, 0, 0);
+    for (int rt = 0; rt < RT; ++rt) {
+#pragma unroll
+      for (int half = 0; half < 2; ++half) {
+#pragma unroll
+        for (int ch = 0; ch < 2; ++ch) {
+          wv[rt][half][ch] =
+              rv[rt][half] ? LoadStreamed(row[rt][half] + s * 8 + ChunkOf(c, ch)) : make_uint4(0, 0, 0, 0);
+        }
       }
     }
   };
 
   extern __shared__ uint4 smem[];
   uint4* xs = smem;  // two stages
-  uint4* ring = smem + 2 * L::kStageWords + warp * kRows * 8;  // this warp's rows, stage 0 (with a ring)
+  uint4* ring = smem + 2 * L::kStageWords + warp * RT * kRows * 8;  // this warp's rows, stage 0 (with a ring)
   float4* sums = reinterpret_cast<float4*>(smem + 2 * L::kStageWords + Ring * L::kRingWords);
   // With a ring: a step's 16 rows x 8 chunks of this warp's tile by its 32 lanes, 4
   // each (8 lanes a 128-byte line); chunk q of row r sits at q ^ (r % 8), so
   // that the lanes reading chunks 2c + ch of rows g, g + 8 hit distinct banks.
   auto copy_w = [&](int stage, int64_t s) {
 #pragma unroll
-    for (int q = 0; q < 4; ++q) {
-      const int piece = q * 32 + lane, r = piece >> 3, chunk = piece & 7;
-      const int64_t gr = rb + warp * kRows + r;
-      const bool ok = gr < w.rows;
-      CopyAsync16(ring + stage * L::kRingWords + r * 8 + (chunk ^ (r & 7)),
-                  static_cast<const char*>(w.data) + (ok ? gr : 0) * w.row_bytes + s * kStepCols * 2 + chunk * 16, ok);
+    for (int rt = 0; rt < RT; ++rt) {
+#pragma unroll
+      for (int q = 0; q < 4; ++q) {
+        const int piece = q * 32 + lane, r = piece >> 3, chunk = piece & 7;
+        const int64_t gr = rb + (warp * RT + rt) * kRows + r;
+        const bool ok = gr < w.rows;
+        CopyAsync16(ring + stage * L::kRingWords + (rt * kRows + r) * 8 + (chunk ^ (r & 7)),
+                    static_cast<const char*>(w.data) + (ok ? gr : 0) * w.row_bytes + s * kStepCols * 2 + chunk * 16,
+                    ok);
+      }
     }
   };
   auto ring_words = [&](int stage, Words& wv) {
 #pragma unroll
-    for (int half = 0; half < 2; ++half) {
-      const int r = g + 8 * half;
+    for (int rt = 0; rt < RT; ++rt) {
 #pragma unroll
-      for (int ch = 0; ch < 2; ++ch) wv[half][ch] = ring[stage * L::kRingWords + r * 8 + (ChunkOf(c, ch) ^ (r & 7))];
+      for (int half = 0; half < 2; ++half) {
+        const int r = g + 8 * half;
+#pragma unroll
+        for (int ch = 0; ch < 2; ++ch) {
+          wv[rt][half][ch] = ring[stage * L::kRingWords + (rt * kRows + r) * 8 + (ChunkOf(c, ch) ^ (r & 7))];
+        }
+      }
     }
   };
   // x's pieces: a token's 256 bytes of the step by 16 consecutive threads.
@@ -130,7 +153,7 @@ __global__ void __launch_bounds__(kTiles * 32, 2)
   auto read_x = [&](int64_t s) {
 #pragma unroll
     for (int q = 0; q < L::kPiecesPerThread; ++q) {
-      const int p = threadIdx.x + q * kTiles * 32, tl = p >> 4, j = p & 15;
+      const int p = threadIdx.x + q * kThreads, tl = p >> 4, j = p & 15;
       const int64_t tok = t0 + tl;
       xr[q] = tok < n ? __ldg(reinterpret_cast<const float4*>(x + tok * cols + s * kStepCols) + j)
                       : make_float4(0, 0, 0, 0);
@@ -139,7 +162,7 @@ __global__ void __launch_bounds__(kTiles * 32, 2)
   auto put_x = [&](int stage) {
 #pragma unroll
     for (int q = 0; q < L::kPiecesPerThread; ++q) {
-      const int p = threadIdx.x + q * kTiles * 32, tl = p >> 4, j = p & 15;
+      const int p = threadIdx.x + q * kThreads, tl = p >> 4, j = p & 15;
       const int q8 = j >> 1;  // the step's 8-column chunk: lane c's chunk ch (ChunkOf)
       const int cc = ChunkLane(q8), ch = ChunkHalf(q8);
       const int ln = (tl & 7) * 4 + cc, word = 2 * (j & 1);
@@ -180,11 +203,14 @@ __global__ void __launch_bounds__(kTiles * 32, 2)
   if (count > 1) read_x(at_x.step);
   at_x.Next(steps);
 
-  float acc[NT][4], v[NT][4];
+  float acc[RT][NT][4], v[RT][NT][4];
 #pragma unroll
-  for (int t = 0; t < NT; ++t) {
+  for (int rt = 0; rt < RT; ++rt) {
 #pragma unroll
-    for (int e = 0; e < 4; ++e) acc[t][e] = v[t][e] = 0.0f;
+    for (int t = 0; t < NT; ++t) {
+#pragma unroll
+      for (int e = 0; e < 4; ++e) acc[rt][t][e] = v[rt][t][e] = 0.0f;
+    }
   }
   Cursor at(first_part);  // the step summed now
   // Step k of the block's order: its x is in stage k % 2, its weights in wv.
@@ -214,21 +240,25 @@ __global__ void __launch_bounds__(kTiles * 32, 2)
           const uint4 lv = st[((t * 2 + ch) * 2 + 1) * 32 + lane];
           l[0] = lv.x, l[1] = lv.y, l[2] = lv.z, l[3] = lv.w;
         }
-        MmaChunk<Split>(wv[0][ch], wv[1][ch], h, l, acc[t]);
+#pragma unroll
+        for (int rt = 0; rt < RT; ++rt) MmaChunk<Split>(wv[rt][0][ch], wv[rt][1][ch], h, l, acc[rt][t]);
       }
     }
     if (at.step + kParts >= steps) {  // the part's last step
 #pragma unroll
-      for (int t = 0; t < NT; ++t) {
-        if constexpr (PG == 1) {  // into the running sum, in part order
+      for (int rt = 0; rt < RT; ++rt) {
 #pragma unroll
-          for (int e = 0; e < 4; ++e) v[t][e] = at.part == 0 ? acc[t][e] : v[t][e] + acc[t][e];
-        } else {
-          sums[((at.part - first_part) * kTiles + warp) * L::kPartWords / kTiles + t * 32 + lane] =
-              make_float4(acc[t][0], acc[t][1], acc[t][2], acc[t][3]);
+        for (int t = 0; t < NT; ++t) {
+          if constexpr (PG == 1) {  // into the running sum, in part order
+#pragma unroll
+            for (int e = 0; e < 4; ++e) v[rt][t][e] = at.part == 0 ? acc[rt][t][e] : v[rt][t][e] + acc[rt][t][e];
+          } else {
+            sums[((at.part - first_part) * kTiles + warp * RT + rt) * L::kPartWords / kTiles + t * 32 + lane] =
+                make_float4(acc[rt][t][0], acc[rt][t][1], acc[rt][t][2], acc[rt][t][3]);
+          }
+#pragma unroll
+          for (int e = 0; e < 4; ++e) acc[rt][t][e] = 0.0f;
         }
-#pragma unroll
-        for (int e = 0; e < 4; ++e) acc[t][e] = 0.0f;
       }
     }
     at.Next(steps);
@@ -254,7 +284,10 @@ __global__ void __launch_bounds__(kTiles * 32, 2)
   };
   if constexpr (PG == 1) {
 #pragma unroll
-    for (int t = 0; t < NT; ++t) store(warp, t, v[t]);
+    for (int rt = 0; rt < RT; ++rt) {
+#pragma unroll
+      for (int t = 0; t < NT; ++t) store(warp * RT + rt, t, v[rt][t]);
+    }
   } else {
     // Every part's sums are in the cluster's shared memory; block z adds
     // them up for row tiles z, z + PG, ..., reading each part where it is.
@@ -263,7 +296,7 @@ __global__ void __launch_bounds__(kTiles * 32, 2)
     cluster.sync();
     const int z = static_cast<int>(cluster.block_rank());
     for (int tile = z; tile < kTiles; tile += PG) {
-      if (warp != (tile - z) / PG) continue;
+      if (warp != ((tile - z) / PG) % L::kWarps) continue;
 #pragma unroll
       for (int t = 0; t < NT; ++t) {
         float vt[4];
@@ -307,14 +340,40 @@ bool AsyncWeights() {
   return v == nullptr || std::strcmp(v, "off") != 0;
 }
 
-template <int NT, int PG, bool Split, int Ring>
+// Row tiles a warp for 32-token blocks (LLMHOST_CUDA_WIDE_ROW_TILES: 1, the
+// default, or 2: four warps a block, two 16-row tiles each, three blocks an
+// SM with a 3-step ring) and that ring's steps (LLMHOST_CUDA_WIDE_RING: 4 or
+// 3). An A/B switch: 2 tiles halve x's shared-memory reads per MMA.
+int RowTilesSetting() {
+  const char* v = std::getenv("LLMHOST_CUDA_WIDE_ROW_TILES");
+  return v != nullptr && std::strcmp(v, "2") == 0 ? 2 : 1;
+}
+int RingSetting() {
+  const char* v = std::getenv("LLMHOST_CUDA_WIDE_RING");
+  return v != nullptr && std::strcmp(v, "3") == 0 ? 3 : 4;
+}
+
+template <int NT, int PG, bool Split, int Ring, int RT = 1>
 void LaunchPg(dim3 grid, MmaWeights ws, int64_t n, const float* x, cudaStream_t s) {
-  auto kernel = MmaWideKernel<NT, PG, Split, Ring>;
-  const size_t smem = Layout<NT>::Bytes(PG, Ring);
+  auto kernel = MmaWideKernel<NT, PG, Split, Ring, RT>;
+  const size_t smem = Layout<NT, RT>::Bytes(PG, Ring);
   // Each launch: the attribute is a device's (several GPUs in one process).
   if (smem > 48 * 1024) cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem));
   grid.z = PG;
-  LaunchPdlCluster(kernel, grid, dim3(kTiles * 32), smem, dim3(1, 1, PG), s, ws, x, n, EarlyWeightLoadsEnabled());
+  LaunchPdlCluster(kernel, grid, dim3(Layout<NT, RT>::kWarps * 32), smem, dim3(1, 1, PG), s, ws, x, n,
+                   EarlyWeightLoadsEnabled());
+}
+
+template <int NT, int PG, bool Split>
+void LaunchRing(dim3 grid, MmaWeights ws, int64_t n, const float* x, cudaStream_t s) {
+  if constexpr (NT == 4) {
+    if (RowTilesSetting() == 2) {
+      RingSetting() == 3 ? LaunchPg<NT, PG, Split, 3, 2>(grid, ws, n, x, s)
+                         : LaunchPg<NT, PG, Split, 4, 2>(grid, ws, n, x, s);
+      return;
+    }
+  }
+  RingSetting() == 3 ? LaunchPg<NT, PG, Split, 3>(grid, ws, n, x, s) : LaunchPg<NT, PG, Split, 4>(grid, ws, n, x, s);
 }
 
 template <int NT, bool Split>
@@ -332,9 +391,9 @@ void Launch(MmaWeights ws, int64_t n, const float* x, cudaStream_t s) {
     // SM). On an H100 at 32 sequences, 8 groups for those launches measured
     // 2.9% faster than 4; rings of 6 and 8 steps 6-16% slower than 4.
     if (blocks < ClusterBelow()) {
-      LaunchPg<NT, 8, Split, 4>(grid, ws, n, x, s);
+      LaunchRing<NT, 8, Split>(grid, ws, n, x, s);
     } else {
-      LaunchPg<NT, 1, Split, 4>(grid, ws, n, x, s);
+      LaunchRing<NT, 1, Split>(grid, ws, n, x, s);
     }
     return;
   }
