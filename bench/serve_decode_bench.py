@@ -8,8 +8,10 @@ prompt of its own (--prompt-tokens ids, 16 by default) (no shared prefix), greed
 stream_options.include_usage. Per stream: TTFT (its first chunk with text)
 and its completion tokens (usage). Figures:
   generated tok/s  sum(completion tokens) / (last end - first start)
-  decode tok/s     sum(tokens - 1) / (last end - first first-token): the
-                   rate once every stream has started
+  decode tok/s     text chunks (a token each, but for bytes held back for a
+                   whole character) that arrive while every stream runs
+                   (from the last first chunk to the first end), per second;
+                   0 where that window is empty
   TTFT             median and worst over the C streams
 The model is loaded and warmed (one request of the same prompt length, so that
 the decode steps' device graphs exist) before the first timed run.
@@ -31,14 +33,14 @@ from serve_process import running_server
 
 
 def stream(url, model, ids, max_tokens, sampling):
-    """One streaming completion: (start, first-token time, end, completion tokens)."""
+    """One streaming completion: (start, first-token time, end, completion tokens, text chunks' times)."""
     body = {"model": model, "prompt": ids, "max_tokens": max_tokens, "ignore_eos": True,
             "stream": True, "stream_options": {"include_usage": True}}
     body.update(sampling)
     req = urllib.request.Request(url + "/v1/completions", data=json.dumps(body).encode(),
                                  headers={"Content-Type": "application/json"})
     t0 = time.perf_counter()
-    first, tokens = None, 0
+    first, tokens, arrivals = None, 0, []
     with urllib.request.urlopen(req, timeout=3600) as r:
         for raw in r:
             line = raw.decode().strip()
@@ -46,12 +48,14 @@ def stream(url, model, ids, max_tokens, sampling):
                 continue
             chunk = json.loads(line[6:])
             # The first chunk with text (an opening chunk may come before the prefill ends).
-            if first is None and any(c.get("text") for c in chunk.get("choices", [])):
-                first = time.perf_counter()
+            if any(c.get("text") for c in chunk.get("choices", [])):
+                arrivals.append(time.perf_counter())
+                if first is None:
+                    first = arrivals[-1]
             if chunk.get("usage"):
                 tokens = chunk["usage"]["completion_tokens"]
     end = time.perf_counter()
-    return t0, first if first is not None else end, end, tokens
+    return t0, first if first is not None else end, end, tokens, arrivals
 
 
 def run(url, model, concurrency, max_tokens, vocab, seed, prompt_tokens=16, temperature=0.0, top_p=1.0):
@@ -79,6 +83,8 @@ def run(url, model, concurrency, max_tokens, vocab, seed, prompt_tokens=16, temp
     start = min(r[0] for r in results)
     first = max(r[1] for r in results)
     end = max(r[2] for r in results)
+    first_end = min(r[2] for r in results)
+    in_window = sum(1 for r in results for t in r[4] if first < t <= first_end)
     tokens = sum(r[3] for r in results)
     ttft = sorted(r[1] - r[0] for r in results)
     if any(r[3] != max_tokens for r in results):
@@ -86,7 +92,7 @@ def run(url, model, concurrency, max_tokens, vocab, seed, prompt_tokens=16, temp
     return {
         "concurrency": concurrency,
         "generated_tok_s": tokens / (end - start),
-        "decode_tok_s": (tokens - concurrency) / (end - first) if end > first else 0.0,
+        "decode_tok_s": in_window / (first_end - first) if first_end > first else 0.0,
         "ttft_median_s": statistics.median(ttft),
         "ttft_max_s": ttft[-1],
     }

@@ -6,6 +6,8 @@
 # disk), greedy and then T=1 top_p=0.95 (a step's draws on the sample pool),
 # the default against each variant in VARIANTS.
 #   VARIANTS="LLMHOST_CUDA_BATCH_INVARIANT=off" LEVELS=1,8,32,128 bench/gpu/serve_ab.sh
+# A variant is an environment setting (ENV=VAL) or serve flags (--flag=value,
+# several joined by commas); SAMPLING=greedy or SAMPLING=top_p runs one of the two.
 # PROMPT (512) and MAX_TOKENS (128) set each stream's lengths. Logs land in
 # $OUT (or /tmp/serve-ab); the tables are printed. Then the server's own time
 # per request (bench/serve_overhead_bench.py, OVERHEAD=0 skips it).
@@ -14,12 +16,17 @@ out=${OUT:-/tmp/serve-ab}
 mkdir -p "$out"
 . bench/gpu/stage.sh
 spec="random:llama:bf16:$cfg:1"
-for sampling in "--temperature 0" "--temperature 1 --top-p 0.95"; do
+samplings=("--temperature 0" "--temperature 1 --top-p 0.95")
+[ "${SAMPLING:-}" = greedy ] && samplings=("--temperature 0")
+[ "${SAMPLING:-}" = top_p ] && samplings=("--temperature 1 --top-p 0.95")
+for sampling in "${samplings[@]}"; do
   for v in DEFAULT=1 ${VARIANTS:-}; do
     echo "== ${v/DEFAULT=1/default}, $sampling"
+    setting=$v flags=""
+    if [ "${v#--}" != "$v" ]; then setting=DEFAULT=1 flags=${v//,/ }; fi
     # shellcheck disable=SC2086  # $sampling is two or four words
-    env $v python3 bench/serve_decode_bench.py "$B/llmhost" "$spec" --device cuda --concurrency "${LEVELS:-1,8,32,128}" \
-      --prompt-tokens "${PROMPT:-512}" --max-tokens "${MAX_TOKENS:-128}" $sampling >"$out/serve.log" 2>&1
+    env $setting python3 bench/serve_decode_bench.py "$B/llmhost" "$spec" --device cuda --concurrency "${LEVELS:-1,8,32,128}" \
+      --prompt-tokens "${PROMPT:-512}" --max-tokens "${MAX_TOKENS:-128}" --extra="$flags" $sampling >"$out/serve.log" 2>&1
     cat "$out/serve.log" >>"$out/serve_all.log"
     tail -n 7 "$out/serve.log"
   done

@@ -134,6 +134,7 @@ int RunServe(const server::SettingValues& cli_values) {
   fo.engine.max_concurrent_requests = s.max_concurrent_requests;
   fo.engine.max_queue = s.max_queue;
   fo.engine.block_size = s.block_size;
+  if (s.prefill_chunk_tokens > 0) fo.engine.prefill_chunk_tokens = fo.gpu_prefill_chunk_tokens = s.prefill_chunk_tokens;
   fo.precision = *precision;
   auto kv_dtype = ParseKvDtype(s.kv_dtype);
   if (!kv_dtype.ok()) return Fail(kv_dtype.status().message());

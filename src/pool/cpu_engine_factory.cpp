@@ -155,6 +155,7 @@ CpuEngineFactory::CpuEngineFactory(CpuEngineFactoryOptions options) : options_(s
 EngineOptions CpuEngineFactory::EngineOptionsFor(const ModelSettings& settings) const {
   EngineOptions o = options_.engine;
   if (settings.max_context_window) o.max_context = *settings.max_context_window;
+  if (DeviceFor(settings).kind != DeviceKind::kCpu) o.prefill_chunk_tokens = options_.gpu_prefill_chunk_tokens;
   // "auto" is a 16-bit type whichever the model's is: priced as BF16 until loaded.
   o.kv_dtype = options_.kv_dtype.value_or(DType::kBF16);
   return o;

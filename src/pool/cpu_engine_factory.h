@@ -42,8 +42,17 @@ uint64_t WorkspaceBytes(const ModelShape& shape, const EngineOptions& options);
 // weight (backend/device.h: CudaReadsGgmlInPlace).
 Result<uint64_t> GpuWeightBytes(const DiscoveredModel& model);
 
+// A GPU model's prompt tokens a step (serve's --prefill-chunk-tokens sets
+// both): at 128 streams of 512-token prompts on an H100, 512 a step put a
+// decode of every running stream beside each prompt (docs/benchmarks.md).
+constexpr int64_t kGpuPrefillChunkTokens = 2048;
+
 struct CpuEngineFactoryOptions {
   EngineOptions engine;  // engine.kv_dtype is set per model from kv_dtype below
+  // Prompt tokens a step for a model on a GPU (engine.prefill_chunk_tokens is
+  // the CPU's): a step's generated rows read every weight once whatever the
+  // chunk, so a GPU takes bigger chunks and fewer such steps.
+  int64_t gpu_prefill_chunk_tokens = kGpuPrefillChunkTokens;
   DeviceSpec device;     // where models compute unless their settings say otherwise
   int tensor_parallel = 1;  // GPUs a model is split over unless its settings say otherwise
   Precision precision = Precision::kFast;

@@ -129,6 +129,8 @@ const std::vector<ServeFlag>& ServeFlags() {
       {"max-concurrent-requests", false, "requests decoded together (default 8)"},
       {"max-queue", false, "requests waiting beyond those; more get 503 (default max(4 x concurrent, 32))"},
       {"block-size", false, "KV cache block size in tokens (default 256)"},
+      {"prefill-chunk-tokens", false,
+       "prompt tokens prefilled in one step beside the running streams (default 512 on the CPU, 2048 on a GPU)"},
       {"api-key", true, "require this API key (Bearer or x-api-key); repeatable (default: open)"},
       {"sse-keepalive", false, "keep-alive while a prompt is prefilled: chunk, comment or off (default chunk)"},
       {"max-body-size", false, "largest request body, e.g. 32MB (default 32MB)"},
@@ -310,6 +312,8 @@ Result<ServeSettings> ResolveServeSettings(const SettingValues& cli, const EnvLo
       ASSIGN_OR_RETURN(s.max_queue, ParseInt(*v, 0, 1 << 20));
     } else if (name == "block-size") {
       ASSIGN_OR_RETURN(s.block_size, ParseInt(*v, 1, 1 << 16));
+    } else if (name == "prefill-chunk-tokens") {
+      ASSIGN_OR_RETURN(s.prefill_chunk_tokens, ParseInt(*v, 16, 1 << 16));
     } else if (name == "api-key") {
       s.api_keys = v->items;
     } else if (name == "sse-keepalive") {

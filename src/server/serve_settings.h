@@ -34,6 +34,7 @@ struct ServeSettings {
   int max_concurrent_requests = 8;
   int max_queue = 0;                    // resolved: max(4 × max_concurrent_requests, 32) when unset
   int block_size = 256;
+  int prefill_chunk_tokens = 0;         // prompt tokens a step; 0: the device's default (kCpu/kGpuPrefillChunk)
   std::vector<std::string> api_keys;
   KeepAliveMode sse_keepalive = KeepAliveMode::kChunk;
   uint64_t max_body_size = 32ull << 20;

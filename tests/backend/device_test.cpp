@@ -516,9 +516,9 @@ TEST_F(CudaTest, GeneratedRowsWithoutBatchInvarianceTakeCublasLt) {
   b_->Free(*dy2);
 }
 
-// LLMHOST_CUDA_STACK_TERMS=on multiplies prompt rows' two bf16 terms (kAuto)
-// as one cuBLASLt GEMM of 2n rows and adds the halves: the same bits as two
-// GEMMs, the second onto the first, at every count of rows.
+// Prompt rows' two bf16 terms (kAuto) go as one cuBLASLt GEMM of 2n rows,
+// the halves then added (unless LLMHOST_CUDA_STACK_TERMS=off): the same bits
+// as two GEMMs, the second onto the first, at every count of rows.
 TEST_F(CudaTest, StackedTermsGiveTheSameBitsAsTwoGemms) {
   if (!CublasLtLoadable()) GTEST_SKIP() << "no cuBLASLt (or one named by LLMHOST_CUBLASLT)";
   std::mt19937 rng(15);
@@ -543,11 +543,11 @@ TEST_F(CudaTest, StackedTermsGiveTheSameBitsAsTwoGemms) {
         EXPECT_TRUE(b_->Synchronize().ok());
         return y;
       };
-      const std::vector<float> two = run();
-      std::vector<float> stacked;
+      const std::vector<float> stacked = run();  // the default
+      std::vector<float> two;
       {
-        const EnvSwitch on("LLMHOST_CUDA_STACK_TERMS", "on");
-        stacked = run();
+        const EnvSwitch off("LLMHOST_CUDA_STACK_TERMS", "off");
+        two = run();
       }
       EXPECT_EQ(0, std::memcmp(two.data(), stacked.data(), two.size() * 4)) << rows << " x " << cols << " n " << m;
     }

@@ -74,6 +74,16 @@ TEST(CpuEngineFactory, ShapesAndEstimates) {
   const BudgetBytes on_cpu = CpuEngineFactory(cuda_server).ResidentEstimate(*q, cpu);
   EXPECT_GT(on_cpu[0], 0u);
   EXPECT_EQ(on_cpu[BudgetIndex(Budget::kDevice)], 0u);
+  // On a GPU the workspace holds bigger prompt chunks (gpu_prefill_chunk_tokens); the CPU's is unchanged.
+  CpuEngineFactoryOptions chunk512;
+  chunk512.gpu_prefill_chunk_tokens = 512;
+  const uint64_t gpu512 = CpuEngineFactory(chunk512).ResidentEstimate(*q, gpu)[BudgetIndex(Budget::kDevice)];
+  EngineOptions w512, wgpu;
+  w512.prefill_chunk_tokens = 512;
+  wgpu.prefill_chunk_tokens = kGpuPrefillChunkTokens;
+  EXPECT_GT(WorkspaceBytes(*qs, wgpu), WorkspaceBytes(*qs, w512));
+  EXPECT_EQ(on_gpu[BudgetIndex(Budget::kDevice)] - gpu512, WorkspaceBytes(*qs, wgpu) - WorkspaceBytes(*qs, w512));
+  EXPECT_EQ(CpuEngineFactory(chunk512).ResidentEstimate(*q, ModelSettings())[0], est[0]);
 }
 
 TEST(CpuEngineFactory, LoadsGeneratesReportsAndUnloads) {

@@ -36,6 +36,7 @@ TEST(ServeSettings, Defaults) {
   EXPECT_EQ(s->max_concurrent_requests, 8);
   EXPECT_EQ(s->max_queue, 32);  // max(4 × 8, 32)
   EXPECT_EQ(s->block_size, 256);
+  EXPECT_EQ(s->prefill_chunk_tokens, 0);  // the device's default
   EXPECT_TRUE(s->api_keys.empty());
   EXPECT_EQ(s->sse_keepalive, KeepAliveMode::kChunk);
   EXPECT_EQ(s->max_body_size, 32ull << 20);
@@ -54,6 +55,12 @@ TEST(ServeSettings, ConnectionFlags) {
   EXPECT_EQ(s->allowed_hosts, (std::vector<std::string>{"llm.lan", "box.local"}));
   EXPECT_EQ(s->max_connections, 500);
   EXPECT_EQ(s->header_timeout, 5);
+  auto chunk = ResolveServeSettings({{"prefill-chunk-tokens", {"4096"}}}, env.lookup());
+  ASSERT_TRUE(chunk.ok()) << chunk.status().ToString();
+  EXPECT_EQ(chunk->prefill_chunk_tokens, 4096);
+  auto tiny = ResolveServeSettings({{"prefill-chunk-tokens", {"8"}}}, env.lookup());
+  ASSERT_FALSE(tiny.ok());
+  EXPECT_NE(tiny.status().message().find("--prefill-chunk-tokens"), std::string::npos) << tiny.status().message();
   auto bad = ResolveServeSettings({{"max-connections", {"0"}}}, env.lookup());
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.status().message().find("--max-connections"), std::string::npos);

@@ -169,8 +169,8 @@ class CudaBackend : public Backend {
   bool AnyOrderLtMatMul(const cuda::DevWeight& d, const float* x, int64_t n, float* y);
   // y = x·Wᵀ with x's two bf16 terms (hi, lo) as the 2n rows of one cuBLASLt
   // GEMM into stacked_y_ (the weight read once, twice the tiles), then the
-  // halves added; `plan_rows` as LtGemm::MatMul's. Prompt rows take it with
-  // LLMHOST_CUDA_STACK_TERMS=on where the products fit kMaxStackedBytes: the
+  // halves added; `plan_rows` as LtGemm::MatMul's. Prompt rows take it (unless
+  // LLMHOST_CUDA_STACK_TERMS=off) where the products fit kMaxStackedBytes: the
   // same bits as two GEMMs, the second onto the first (beta 1), if cuBLASLt's
   // epilogue adds C as a plain f32 sum (a GPU test checks it).
   static constexpr size_t kMaxStackedBytes = size_t{128} << 20;
