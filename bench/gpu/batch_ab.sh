@@ -46,7 +46,7 @@ for round in $(seq 1 "${ROUNDS:-2}"); do
 done
 if [ "${NCU:-1}" = 1 ] && command -v ncu >/dev/null; then
   for v in ${NCU_VARIANTS:-DEFAULT=1 ${VARIANTS:-}}; do
-    env $v LLMHOST_CUDA_GRAPHS=off ncu --clock-control none --kernel-name regex:"${NCU_KERNELS:-MmaRows|MmaWide}" \
+    env ${v//,/ } LLMHOST_CUDA_GRAPHS=off ncu --clock-control none --kernel-name regex:"${NCU_KERNELS:-MmaRows|MmaWide}" \
       --launch-skip 64 --launch-count 4 --section SpeedOfLight --section Occupancy --section WarpStateStats \
       "$B/model_bench" --random-config "$cfg" --arch llama --seed 1 --device cuda --precisions auto --formats bf16 \
       --reps 1 --steps 4 --batch "${NCU_BATCH:-32}" --prompt 16 --phases decode-batch >"$out/ncu.log" 2>&1
