@@ -2,7 +2,8 @@
 # repository root with .devcarry carried (bench/gpu/pack.sh): unpacks the
 # pack once into /tmp/llmhost-stage (B: its binaries), names the GPU (also in
 # $out/gpu.txt where the script set out), writes the Llama-3-8B shape's
-# config to $cfg, and gives gtest_run.
+# config to $cfg (VOCAB=128256: Llama-3's vocabulary; 32000 by default),
+# and gives gtest_run.
 # shellcheck shell=bash
 s=/tmp/llmhost-stage
 B=$s/bin
@@ -16,9 +17,9 @@ fi
 export LD_LIBRARY_PATH=$s/lib
 nvidia-smi --query-gpu=name,memory.total,clocks.max.sm --format=csv,noheader 2>/dev/null | tee "${out:-/tmp}/gpu.txt"
 cfg=/tmp/llama8b.json
-cat >"$cfg" <<'JSON'
+cat >"$cfg" <<JSON
 {"hidden_size": 4096, "num_hidden_layers": 32, "num_attention_heads": 32, "num_key_value_heads": 8,
- "intermediate_size": 14336, "vocab_size": 32000, "tie_word_embeddings": false, "max_position_embeddings": 16384}
+ "intermediate_size": 14336, "vocab_size": ${VOCAB:-32000}, "tie_word_embeddings": false, "max_position_embeddings": 16384}
 JSON
 
 # gtest_run BINARY LOG FILTER [ENV=VAL...]: one line with its exit status and

@@ -31,6 +31,7 @@
 #include <string>
 #include <vector>
 
+#include "backend/host_floats.h"
 #include "backend/weight_matrix.h"
 #include "formats/dtype.h"
 #include "util/status.h"
@@ -214,6 +215,9 @@ class Backend {
   // with Free. What is copied from it must not be rewritten before the next
   // Synchronize.
   virtual Result<DeviceBuffer> AllocateStaging(size_t bytes, const std::string& tag) = 0;
+  // Where results copied back every step (logits) are best kept on the host
+  // (HostFloats): CUDA, page-locked memory; default, the heap.
+  virtual HostAllocator ResultAllocator() const { return {}; }
 
   // Host <-> device copies (CPU: memcpy). CopyToDevice may return before the
   // copy is done only if the host data is not touched until Synchronize().

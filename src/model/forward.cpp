@@ -530,6 +530,7 @@ Status ForwardPass::Compute(ForwardOutput* out) {
     out->n_rows.push_back(n);
     row += n;
   }
+  out->logits.set_allocator(b_.ResultAllocator());
   out->logits.resize(out->want_logits ? static_cast<size_t>(n_rows_ * V) : 0);
   out->hidden_size = H;
   out->hidden.resize(out->want_hidden ? static_cast<size_t>(n_rows_ * H) : 0);
@@ -632,7 +633,8 @@ Status Model::ForwardSplit(std::span<const ForwardItem> items, KvCache& cache, F
   out->vocab = V;
   out->first_row = p0.first_row;
   out->n_rows = p0.n_rows;
-  out->logits.assign(out->want_logits ? static_cast<size_t>(rows * V) : 0, 0.0f);
+  out->logits.clear();  // then zeros, as the shards fill their columns
+  out->logits.resize(out->want_logits ? static_cast<size_t>(rows * V) : 0);
   if (out->want_logits) {
     for (int r = 0; r < n; ++r) {
       const ForwardOutput& p = parts[static_cast<size_t>(r)];

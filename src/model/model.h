@@ -62,7 +62,7 @@ struct ForwardOutput {
   bool want_hidden = false;  // also return the rows' final normed hidden states (the head's input)
 
   int64_t vocab = 0;
-  std::vector<float> logits;       // [rows, vocab], host memory
+  HostFloats logits;               // [rows, vocab], host memory (page-locked on a GPU)
   std::vector<int64_t> first_row;  // per item: its first row in `logits` / `hidden` (-1: none)
   std::vector<int64_t> n_rows;     // per item: 0, 1 (kLast) or its token count (kAll)
   int64_t hidden_size = 0;

@@ -415,6 +415,28 @@ TEST_F(CudaTest, WideTensorCoreRowsGiveTheSameBitsAsFewTokens) {
   b_->set_precision(Precision::kAuto);
 }
 
+// A step's logits come back into page-locked memory (the copy engine writes
+// it directly), the values as copied; LLMHOST_CUDA_PINNED_RESULTS=off: the heap.
+TEST_F(CudaTest, ResultsComeBackIntoPageLockedMemory) {
+  std::vector<float> host(1 << 20);
+  for (size_t i = 0; i < host.size(); ++i) host[i] = static_cast<float>(i % 977) - 400.0f;
+  auto d = b_->Allocate(host.size() * 4, "results");
+  ASSERT_TRUE(d.ok());
+  b_->CopyToDevice(*d, 0, host.data(), host.size() * 4);
+  for (const char* pinned : {"on", "off"}) {
+    setenv("LLMHOST_CUDA_PINNED_RESULTS", pinned, 1);
+    HostFloats out;
+    out.set_allocator(b_->ResultAllocator());
+    out.resize(host.size());
+    EXPECT_EQ(out.from_allocator(), std::string(pinned) == "on");
+    b_->CopyToHost(out.data(), *d, 0, host.size() * 4);
+    ASSERT_TRUE(b_->Synchronize().ok());
+    EXPECT_EQ(0, std::memcmp(out.data(), host.data(), host.size() * 4)) << pinned;
+  }
+  unsetenv("LLMHOST_CUDA_PINNED_RESULTS");
+  b_->Free(*d);
+}
+
 // Whether the backend finds cuBLASLt where it looks (cuda/lt_gemm.cpp): the
 // tests of its paths skip without it (nothing would take them).
 bool CublasLtLoadable() {

@@ -64,9 +64,9 @@ class ScriptedModel : public StepModel {
       } else {
         out->first_row.push_back(static_cast<int64_t>(out->logits.size()) / vocab_);
         out->n_rows.push_back(1);
-        std::vector<float> row(static_cast<size_t>(vocab_), 0.0f);
-        row[static_cast<size_t>(next_(it.seq->length + n - 1, it.tokens.back()))] = 10.0f;
-        out->logits.insert(out->logits.end(), row.begin(), row.end());
+        const size_t base = out->logits.size();
+        out->logits.resize(base + static_cast<size_t>(vocab_));  // zeros
+        out->logits[base + static_cast<size_t>(next_(it.seq->length + n - 1, it.tokens.back()))] = 10.0f;
       }
       it.seq->length += n;
     }

@@ -318,6 +318,29 @@ Result<DeviceBuffer> CudaBackend::AllocateStaging(size_t bytes, const std::strin
   return DeviceBuffer{p, bytes, id};
 }
 
+namespace {
+
+void* PinnedAllocate(size_t bytes) {
+  void* p = nullptr;
+  if (cudaHostAlloc(&p, bytes, cudaHostAllocPortable) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return nullptr;  // HostFloats falls back to the heap
+  }
+  return p;
+}
+
+void PinnedRelease(void* p) {
+  if (cudaFreeHost(p) != cudaSuccess) (void)cudaGetLastError();
+}
+
+}  // namespace
+
+HostAllocator CudaBackend::ResultAllocator() const {
+  const char* v = std::getenv("LLMHOST_CUDA_PINNED_RESULTS");
+  if (v != nullptr && std::strcmp(v, "off") == 0) return {};
+  return {PinnedAllocate, PinnedRelease};
+}
+
 void CudaBackend::Free(DeviceBuffer& buf) {
   auto recording = WaitForRecording();
   if (!buf.valid()) return;

@@ -57,6 +57,9 @@ class CudaBackend : public Backend {
 
   Result<DeviceBuffer> Allocate(size_t bytes, const std::string& tag) override;
   Result<DeviceBuffer> AllocateStaging(size_t bytes, const std::string& tag) override;
+  // Page-locked and portable (any GPU's copies write it directly), unless
+  // LLMHOST_CUDA_PINNED_RESULTS=off (the heap, for comparisons).
+  HostAllocator ResultAllocator() const override;
   void Free(DeviceBuffer& buf) override;
   Result<DeviceBuffer> Reserve(size_t max_bytes, const std::string& tag) override;
   Status Commit(const DeviceBuffer& buf, size_t offset, size_t bytes) override;
