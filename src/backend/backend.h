@@ -216,7 +216,7 @@ class Backend {
   // Synchronize.
   virtual Result<DeviceBuffer> AllocateStaging(size_t bytes, const std::string& tag) = 0;
   // Where results copied back every step (logits) are best kept on the host
-  // (HostFloats): CUDA, page-locked memory; default, the heap.
+  // (HostFloats): CUDA, page-locked memory (opt-in); default, the heap.
   virtual HostAllocator ResultAllocator() const { return {}; }
 
   // Host <-> device copies (CPU: memcpy). CopyToDevice may return before the

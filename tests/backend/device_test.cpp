@@ -415,8 +415,9 @@ TEST_F(CudaTest, WideTensorCoreRowsGiveTheSameBitsAsFewTokens) {
   b_->set_precision(Precision::kAuto);
 }
 
-// A step's logits come back into page-locked memory (the copy engine writes
-// it directly), the values as copied; LLMHOST_CUDA_PINNED_RESULTS=off: the heap.
+// With LLMHOST_CUDA_PINNED_RESULTS=on a step's logits come back into
+// page-locked memory (the copy engine writes it directly), the values as
+// copied; otherwise into the heap.
 TEST_F(CudaTest, ResultsComeBackIntoPageLockedMemory) {
   std::vector<float> host(1 << 20);
   for (size_t i = 0; i < host.size(); ++i) host[i] = static_cast<float>(i % 977) - 400.0f;
