@@ -183,6 +183,7 @@ Rate Decode(Model& model, KvCache& cache, int batch, int prompt, const Options& 
   std::vector<int32_t> next(static_cast<size_t>(batch));
   std::vector<ForwardItem> items;
   ForwardOutput out;
+  out.reused = true;  // as an engine's: one output for every step
   for (int b = 0; b < batch; ++b) prompts.push_back(PromptIds(prompt, vocab, 100 + b));
   for (int b = 0; b < batch; ++b) items.push_back({&seqs[b], prompts[b], LogitsRows::kLast, prompt});
   const double p0 = Now(), pc0 = CpuSeconds();

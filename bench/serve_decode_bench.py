@@ -11,7 +11,7 @@ and its completion tokens (usage). Figures:
   decode tok/s     text chunks (a token each, but for bytes held back for a
                    whole character) that arrive while every stream runs
                    (from the last first chunk to the first end), per second;
-                   0 where that window is empty
+                   n/a where that window is empty
   TTFT             median and worst over the C streams
 The model is loaded and warmed (one request of the same prompt length, so that
 the decode steps' device graphs exist) before the first timed run.
@@ -92,7 +92,7 @@ def run(url, model, concurrency, max_tokens, vocab, seed, prompt_tokens=16, temp
     return {
         "concurrency": concurrency,
         "generated_tok_s": tokens / (end - start),
-        "decode_tok_s": in_window / (first_end - first) if first_end > first else 0.0,
+        "decode_tok_s": in_window / (first_end - first) if first_end > first else None,
         "ttft_median_s": statistics.median(ttft),
         "ttft_max_s": ttft[-1],
     }
@@ -128,8 +128,9 @@ def main():
         print("|---|---|---|---|")
         for i, c in enumerate(levels):
             r = run(url, model, c, a.max_tokens, a.vocab, 100 + i, a.prompt_tokens, a.temperature, a.top_p)
-            print("| %d | %.1f | %.1f | %.0f / %.0f |" % (c, r["generated_tok_s"], r["decode_tok_s"],
-                                                     1000 * r["ttft_median_s"], 1000 * r["ttft_max_s"]), flush=True)
+            decode = "n/a" if r["decode_tok_s"] is None else "%.1f" % r["decode_tok_s"]
+            print("| %d | %.1f | %s | %.0f / %.0f |" % (c, r["generated_tok_s"], decode,
+                                                   1000 * r["ttft_median_s"], 1000 * r["ttft_max_s"]), flush=True)
     return 0
 
 

@@ -16,16 +16,19 @@ out=${OUT:-/tmp/serve-ab}
 mkdir -p "$out"
 . bench/gpu/stage.sh
 spec="random:llama:bf16:$cfg:1"
-samplings=("--temperature 0" "--temperature 1 --top-p 0.95")
-[ "${SAMPLING:-}" = greedy ] && samplings=("--temperature 0")
-[ "${SAMPLING:-}" = top_p ] && samplings=("--temperature 1 --top-p 0.95")
+case "${SAMPLING:-both}" in
+  both) samplings=("--temperature 0" "--temperature 1 --top-p 0.95") ;;
+  greedy) samplings=("--temperature 0") ;;
+  top_p) samplings=("--temperature 1 --top-p 0.95") ;;
+  *) echo "serve_ab: SAMPLING is greedy, top_p or both, not '$SAMPLING'" >&2; exit 2 ;;
+esac
 for sampling in "${samplings[@]}"; do
   for v in DEFAULT=1 ${VARIANTS:-}; do
     echo "== ${v/DEFAULT=1/default}, $sampling"
     setting=$v flags=""
     if [ "${v#--}" != "$v" ]; then setting=DEFAULT=1 flags=${v//,/ }; fi
     # shellcheck disable=SC2086  # $sampling is two or four words
-    env $setting python3 bench/serve_decode_bench.py "$B/llmhost" "$spec" --device cuda --concurrency "${LEVELS:-1,8,32,128}" \
+    env ${setting//,/ } python3 bench/serve_decode_bench.py "$B/llmhost" "$spec" --device cuda --concurrency "${LEVELS:-1,8,32,128}" \
       --prompt-tokens "${PROMPT:-512}" --max-tokens "${MAX_TOKENS:-128}" --extra="$flags" $sampling >"$out/serve.log" 2>&1
     cat "$out/serve.log" >>"$out/serve_all.log"
     tail -n 7 "$out/serve.log"

@@ -36,6 +36,9 @@ class HostFloats {
   bool from_allocator() const { return data_ != nullptr && release_ != nullptr; }
 
   void resize(size_t n, float value = 0.0f);
+  // n elements whose values are left as they are (for a copy that writes
+  // them all): growing copies nothing over and fills nothing.
+  void resize_for_overwrite(size_t n);
   void clear() { size_ = 0; }
   size_t size() const { return size_; }
   bool empty() const { return size_ == 0; }
@@ -47,9 +50,11 @@ class HostFloats {
   float* end() { return data_ + size_; }
   const float* begin() const { return data_; }
   const float* end() const { return data_ + size_; }
-  operator std::vector<float>() const { return std::vector<float>(begin(), end()); }
+  // A copy (explicit: a step's logits are up to tens of MB).
+  explicit operator std::vector<float>() const { return std::vector<float>(begin(), end()); }
 
  private:
+  void Grow(size_t n, bool keep);
   void Release();
   void Swap(HostFloats& o) noexcept;
 

@@ -25,6 +25,7 @@ Scheduler::Scheduler(std::unique_ptr<StepModel> model, std::unique_ptr<KvCache> 
       vocab_(model_->vocab_size()) {
   options_.max_running = std::max(options_.max_running, 1);
   options_.prefill_chunk_tokens = std::max<int64_t>(options_.prefill_chunk_tokens, 0);
+  out_.reused = true;
   if (options_.prefix_caching && options_.block_store) {
     prefix_->AttachStore(options_.block_store, options_.model_id, options_.store_fingerprint);
   }

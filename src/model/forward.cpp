@@ -530,8 +530,8 @@ Status ForwardPass::Compute(ForwardOutput* out) {
     out->n_rows.push_back(n);
     row += n;
   }
-  out->logits.set_allocator(b_.ResultAllocator());
-  out->logits.resize(out->want_logits ? static_cast<size_t>(n_rows_ * V) : 0);
+  out->logits.set_allocator(out->reused ? b_.ResultAllocator() : HostAllocator{});
+  out->logits.resize_for_overwrite(out->want_logits ? static_cast<size_t>(n_rows_ * V) : 0);  // the copy fills it
   out->hidden_size = H;
   out->hidden.resize(out->want_hidden ? static_cast<size_t>(n_rows_ * H) : 0);
   // The copies wait for the step (one wait on a GPU); a failed step's error

@@ -60,6 +60,10 @@ struct ForwardOutput {
   // items' LogitsRows either way.
   bool want_logits = true;   // false: the output head is skipped, `logits` stays empty
   bool want_hidden = false;  // also return the rows' final normed hidden states (the head's input)
+  // This output is kept for step after step (an engine's): its logits may
+  // live in the backend's ResultAllocator memory (page-locked on a GPU, slow
+  // to allocate and free, so not for an output made per call).
+  bool reused = false;
 
   int64_t vocab = 0;
   HostFloats logits;               // [rows, vocab], host memory (page-locked on a GPU)

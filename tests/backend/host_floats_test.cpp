@@ -42,10 +42,27 @@ TEST(HostFloats, ResizeKeepsThePrefixAndZeroFillsTheRest) {
   EXPECT_EQ(f[1], 2);
   EXPECT_EQ(f[2], -5.0f);
   EXPECT_EQ(f[3], -5.0f);
-  const std::vector<float> v = f;
+  const std::vector<float> v(f);
   EXPECT_EQ(v, (std::vector<float>{1, 2, -5, -5}));
   f.clear();
   EXPECT_TRUE(f.empty());
+}
+
+TEST(HostFloats, ResizeForOverwriteKeepsCapacityAndCopiesNothingOver) {
+  counts = {};
+  HostFloats f;
+  f.set_allocator(kCounting);
+  f.resize(4, 7.0f);
+  f.resize_for_overwrite(2);  // within capacity: the values stay where they are
+  EXPECT_EQ(f.size(), 2u);
+  EXPECT_EQ(f[1], 7.0f);
+  f.resize_for_overwrite(4);
+  EXPECT_EQ(f[3], 7.0f);  // not filled
+  EXPECT_EQ(counts.allocated, 1);
+  f.resize_for_overwrite(1000);  // grows: a new block, nothing copied over
+  EXPECT_EQ(f.size(), 1000u);
+  EXPECT_EQ(counts.allocated, 2);
+  EXPECT_EQ(counts.released, 1);
 }
 
 TEST(HostFloats, MemoryComesFromTheAllocatorAndGoesBackToIt) {

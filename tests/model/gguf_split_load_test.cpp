@@ -29,7 +29,7 @@ std::vector<float> PromptLogits(const std::string& path, const std::vector<int32
   ForwardOutput out;
   Status st = (*m)->Forward({&item, 1}, **cache, &out);
   EXPECT_TRUE(st.ok()) << st.ToString();
-  return out.logits;
+  return std::vector<float>(out.logits);
 }
 
 TEST(GgufSplitLoad, PartsGiveTheSameLogitsAsTheWholeFile) {

@@ -32,7 +32,7 @@ std::vector<float> FullLogits(Model& m, const std::vector<int32_t>& ids) {
   ForwardItem it{&seq, ids, LogitsRows::kAll};
   ForwardOutput out;
   EXPECT_TRUE(m.Forward({&it, 1}, **cache, &out).ok());
-  return out.logits;
+  return std::vector<float>(out.logits);
 }
 
 struct Case {

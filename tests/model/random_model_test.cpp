@@ -65,7 +65,7 @@ std::vector<float> Logits(const std::string& path, const std::vector<int32_t>& t
   ForwardItem item{&seq, tokens, LogitsRows::kAll};
   ForwardOutput out;
   EXPECT_TRUE((*model)->Forward({&item, 1}, **cache, &out).ok());
-  return out.logits;
+  return std::vector<float>(out.logits);
 }
 
 struct Case {

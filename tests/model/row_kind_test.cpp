@@ -136,7 +136,7 @@ TEST_P(RowKindTest, AutoUsesEachKindsPrecision) {
     // Every prompt row's logits, so that the output head also sees 20 rows.
     ForwardItem a{&s, pa, LogitsRows::kAll, from};
     EXPECT_TRUE(m.Forward({&a, 1}, **cache, &out).ok());
-    std::vector<float> rows = out.logits;
+    std::vector<float> rows(out.logits);
     l.backend->set_precision(generated_precision);
     ForwardItem d{&s, {&next, 1}, LogitsRows::kLast, from};
     EXPECT_TRUE(m.Forward({&d, 1}, **cache, &out).ok());

@@ -63,7 +63,7 @@ GenRun Generate(Model& m, const std::vector<int32_t>& tokens, int steps) {
   Status st = m.Forward({&item, 1}, **cache, &out);
   EXPECT_TRUE(st.ok()) << st.ToString();
   if (!st.ok()) return run;
-  run.logits = out.logits;
+  run.logits = std::vector<float>(out.logits);
   const int64_t V = out.vocab;
   int32_t next = static_cast<int32_t>(std::max_element(out.Row(0, static_cast<int64_t>(tokens.size()) - 1),
                                                        out.Row(0, static_cast<int64_t>(tokens.size()) - 1) + V) -

@@ -713,6 +713,17 @@ size_t StackedBytes(const cuda::DevWeight& d, int64_t n) { return static_cast<si
 
 }  // namespace
 
+bool CudaBackend::StackedScratchFor(size_t bytes) {
+  if (stacked_y_.bytes >= bytes) return true;
+  if (capturing_) return false;  // prompt rows are never recorded; were they, the two GEMMs need no scratch
+  ++generation_;
+  Free(stacked_y_);
+  auto b = Allocate(bytes, "stacked products");
+  if (!b.ok()) return false;  // no room: two GEMMs instead, with no error
+  stacked_y_ = *b;
+  return true;
+}
+
 bool CudaBackend::StackedTermsMatMul(const cuda::DevWeight& d, const float* x, int64_t n, float* y,
                                      int64_t plan_rows) {
   if (!Scratch(&tc_scratch_, static_cast<size_t>(2 * n * d.cols) * 2, "tensor-core activations")) return true;
@@ -739,7 +750,8 @@ bool CudaBackend::LtMatMul(const cuda::DevWeight& d, const float* x, int64_t n, 
   // At kAuto x is split into two bf16 terms (hi + lo, ~16 bits: closer to f32
   // than one f16); kFastBf16 rounds it to bf16 once.
   const bool split = precision_ == Precision::kAuto;
-  if (split && StackTerms() && StackedBytes(d, n) <= kMaxStackedBytes && 2 * n <= kMaxStackedRows) {
+  if (split && StackTerms() && StackedBytes(d, n) <= kMaxStackedBytes && 2 * n <= kMaxStackedRows &&
+      StackedScratchFor(StackedBytes(d, n))) {
     return StackedTermsMatMul(d, x, n, y, 0);
   }
   const size_t half = (static_cast<size_t>(n * d.cols) * 2 + 255) / 256 * 256;

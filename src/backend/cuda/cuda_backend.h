@@ -179,6 +179,9 @@ class CudaBackend : public Backend {
   static constexpr size_t kMaxStackedBytes = size_t{128} << 20;
   static constexpr int64_t kMaxStackedRows = 8192;  // the most LtGemm checks its prompt plan at
   bool StackedTermsMatMul(const cuda::DevWeight& d, const float* x, int64_t n, float* y, int64_t plan_rows);
+  // Grows stacked_y_ to `bytes` for prompt rows; false (no error) where the
+  // GPU has no room: they take two GEMMs, which need no such scratch.
+  bool StackedScratchFor(size_t bytes);
 
   int device_;
   Precision precision_;

@@ -5,8 +5,8 @@
 // itself, so at 32 tokens x's traffic and conversions outweigh the weight's
 // (ncu: 12-19% occupancy, warps waiting on loads).
 //
-// Here the 8 warps of a block are 8 row tiles (128 rows) that walk the same
-// steps in the same order: x's columns of a step are read once, split into
+// Here the 8 row tiles of a block (128 rows; a warp each, or two each for
+// 97 tokens and more: RowTilesFor) walk the same steps in the same order: x's columns of a step are read once, split into
 // bf16 terms once and put in shared memory for all of them. A block walks
 // its parts one after the other; a part's sum goes into the running sum in
 // part order (v = p0, v += p1, ...): the same additions as the other kernel,
@@ -116,8 +116,8 @@ __global__ void __launch_bounds__(kTiles / RT * 32, RT == 1 ? 2 : 3)
   uint4* xs = smem;  // two stages
   uint4* ring = smem + 2 * L::kStageWords + warp * RT * kRows * 8;  // this warp's rows, stage 0 (with a ring)
   float4* sums = reinterpret_cast<float4*>(smem + 2 * L::kStageWords + Ring * L::kRingWords);
-  // With a ring: a step's 16 rows x 8 chunks of this warp's tile by its 32 lanes, 4
-  // each (8 lanes a 128-byte line); chunk q of row r sits at q ^ (r % 8), so
+  // With a ring: a step's 16 rows x 8 chunks of each of this warp's tiles by its 32 lanes, 4
+  // each a tile (8 lanes a 128-byte line); chunk q of row r sits at q ^ (r % 8), so
   // that the lanes reading chunks 2c + ch of rows g, g + 8 hit distinct banks.
   auto copy_w = [&](int stage, int64_t s) {
 #pragma unroll
@@ -333,7 +333,7 @@ int64_t ClusterBelow() {
 }
 
 // Weights through a cp.async ring in shared memory (4 steps a warp, 3 of
-// them in flight, no registers held) unless LLMHOST_CUDA_WIDE_ASYNC=off (each warp's
+// them in flight, no registers held; 3 steps with two row tiles a warp) unless LLMHOST_CUDA_WIDE_ASYNC=off (each warp's
 // next step in registers): 32 sequences +4-7% on an H100.
 bool AsyncWeights() {
   const char* v = std::getenv("LLMHOST_CUDA_WIDE_ASYNC");
@@ -342,7 +342,8 @@ bool AsyncWeights() {
 
 // Row tiles a warp for 32-token blocks: 2 (four warps a block, two 16-row
 // tiles each: each x fragment read from shared memory feeds two MMAs; three
-// blocks an SM with a 3-step ring) from kTwoTilesFrom tokens, else 1.
+// blocks an SM with a 3-step ring and no cluster, two with clusters' part
+// sums) from kTwoTilesFrom tokens, else 1.
 // LLMHOST_CUDA_WIDE_ROW_TILES=1|2 and LLMHOST_CUDA_WIDE_RING=3|4 override
 // them (for A/Bs). On an H100, two tiles and the 3-step ring against the
 // default: 32 sequences -6%, 64 +0.2%, 128 +3.7% and +5.9% (one round each).
