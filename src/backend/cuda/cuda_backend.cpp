@@ -666,7 +666,7 @@ bool CudaBackend::Prepared(const WeightMatrix& w, const char* op, cuda::DevWeigh
   return false;
 }
 
-bool CudaBackend::Scratch(DeviceBuffer* buf, size_t need, const char* tag) {
+bool CudaBackend::Scratch(DeviceBuffer* buf, size_t need, const char* tag, bool required) {
   if (buf->bytes >= need) return true;
   if (capturing_) {  // a recording cannot allocate (or wait for the stream)
     if (capture_error_.ok()) capture_error_ = Status::Internal(std::string("cuda: ") + tag + " grew while recording");
@@ -676,7 +676,7 @@ bool CudaBackend::Scratch(DeviceBuffer* buf, size_t need, const char* tag) {
   Free(*buf);
   auto b = Allocate(need, tag);
   if (!b.ok()) {
-    Fail(b.status());
+    if (required) Fail(b.status());
     return false;
   }
   *buf = *b;
@@ -713,17 +713,6 @@ size_t StackedBytes(const cuda::DevWeight& d, int64_t n) { return static_cast<si
 
 }  // namespace
 
-bool CudaBackend::StackedScratchFor(size_t bytes) {
-  if (stacked_y_.bytes >= bytes) return true;
-  if (capturing_) return false;  // prompt rows are never recorded; were they, the two GEMMs need no scratch
-  ++generation_;
-  Free(stacked_y_);
-  auto b = Allocate(bytes, "stacked products");
-  if (!b.ok()) return false;  // no room: two GEMMs instead, with no error
-  stacked_y_ = *b;
-  return true;
-}
-
 bool CudaBackend::StackedTermsMatMul(const cuda::DevWeight& d, const float* x, int64_t n, float* y,
                                      int64_t plan_rows) {
   if (!Scratch(&tc_scratch_, static_cast<size_t>(2 * n * d.cols) * 2, "tensor-core activations")) return true;
@@ -750,8 +739,9 @@ bool CudaBackend::LtMatMul(const cuda::DevWeight& d, const float* x, int64_t n, 
   // At kAuto x is split into two bf16 terms (hi + lo, ~16 bits: closer to f32
   // than one f16); kFastBf16 rounds it to bf16 once.
   const bool split = precision_ == Precision::kAuto;
+  // Stacked where the products' scratch fits (else two GEMMs, which need none).
   if (split && StackTerms() && StackedBytes(d, n) <= kMaxStackedBytes && 2 * n <= kMaxStackedRows &&
-      StackedScratchFor(StackedBytes(d, n))) {
+      Scratch(&stacked_y_, StackedBytes(d, n), "stacked products", /*required=*/false)) {
     return StackedTermsMatMul(d, x, n, y, 0);
   }
   const size_t half = (static_cast<size_t>(n * d.cols) * 2 + 255) / 256 * 256;

@@ -131,9 +131,10 @@ class CudaBackend : public Backend {
   void* stream() const { return stream_; }  // cudaStream_t
   void Use() const;  // makes device_ current on the calling thread
   // Grows `*buf` (the caller's, freed with Free) to `need` bytes: false, and
-  // a sticky error, when it cannot; while a graph records it does not grow,
-  // and the recording is dropped so that the step runs as plain launches.
-  bool Scratch(DeviceBuffer* buf, size_t need, const char* tag);
+  // a sticky error unless !required (the caller has a way without it), when
+  // it cannot; while a graph records it does not grow, and the recording is
+  // dropped so that the step runs as plain launches.
+  bool Scratch(DeviceBuffer* buf, size_t need, const char* tag, bool required = true);
   // An enqueued operation failed: the sticky error, or while a graph records,
   // why the recording is dropped (the plain run that follows reports it).
   void OpFailed(Status s);
@@ -179,9 +180,6 @@ class CudaBackend : public Backend {
   static constexpr size_t kMaxStackedBytes = size_t{128} << 20;
   static constexpr int64_t kMaxStackedRows = 8192;  // the most LtGemm checks its prompt plan at
   bool StackedTermsMatMul(const cuda::DevWeight& d, const float* x, int64_t n, float* y, int64_t plan_rows);
-  // Grows stacked_y_ to `bytes` for prompt rows; false (no error) where the
-  // GPU has no room: they take two GEMMs, which need no such scratch.
-  bool StackedScratchFor(size_t bytes);
 
   int device_;
   Precision precision_;
