@@ -347,6 +347,7 @@ TEST_F(CudaTest, WideTensorCoreRowsGiveTheSameBitsAsFewTokens) {
   const Shape shapes[] = {{8200, 512, 128}, {4100, 832, 128}, {8200, 512, 32}, {2056, 576, 40}, {300, 1024, 17}, {1000, 512, 9}};
   std::mt19937 rng(13);
   std::uniform_real_distribution<float> u(-1, 1);
+  setenv("LLMHOST_CUDA_MMA_GEMM", "off", 1);  // 128 tokens would take the GEMM (its own test)
   for (const Shape& sh : shapes) {
     const RandomBf16 w(sh.rows, sh.cols, rng);
     auto dw = b_->PrepareWeight(w.host);
@@ -412,6 +413,81 @@ TEST_F(CudaTest, WideTensorCoreRowsGiveTheSameBitsAsFewTokens) {
     b_->Free(*dy);
     b_->Free(*dy2);
   }
+  unsetenv("LLMHOST_CUDA_MMA_GEMM");
+  b_->set_precision(Precision::kAuto);
+}
+
+// The GEMM-shaped kernel of a large batch (matmul_mma_gemm.cu) gives every
+// token the bits of the wide kernel and of the token alone: tiles of 128 and
+// 256 rows, rings of 2-4 stages, rows and tokens that do not fill a tile,
+// parts of one and two steps, two token tiles, two weights a launch.
+TEST_F(CudaTest, GemmTensorCoreRowsGiveTheSameBitsAsFewTokens) {
+  struct Shape {
+    int64_t rows, cols, n;
+  };
+  const Shape shapes[] = {{8200, 512, 128}, {4100, 832, 200}, {300, 1024, 97}, {2056, 576, 130}, {136, 4096, 40}};
+  std::mt19937 rng(17);
+  std::uniform_real_distribution<float> u(-1, 1);
+  setenv("LLMHOST_CUDA_GEMM_FROM", "9", 1);  // the last shape's 40 tokens too
+  for (const Shape& sh : shapes) {
+    const RandomBf16 w(sh.rows, sh.cols, rng);
+    auto dw = b_->PrepareWeight(w.host);
+    auto dw2 = b_->PrepareWeight(w.host);
+    ASSERT_TRUE(dw.ok() && dw2.ok());
+    std::vector<float> x(sh.n * sh.cols);
+    for (float& v : x) v = u(rng);
+    auto dx = b_->Allocate(x.size() * 4, "x");
+    auto dy = b_->Allocate(sh.n * sh.rows * 4, "y");
+    auto dy2 = b_->Allocate(sh.n * sh.rows * 4, "y2");
+    ASSERT_TRUE(dx.ok() && dy.ok() && dy2.ok());
+    b_->CopyToDevice(*dx, 0, x.data(), x.size() * 4);
+    auto run = [&](int64_t first, int64_t m) {
+      std::vector<float> y(m * sh.rows);
+      b_->MatMul(*dw, dx->as<float>() + first * sh.cols, m, dy->as<float>(), RowKind::kGenerated);
+      b_->CopyToHost(y.data(), *dy, 0, y.size() * 4);
+      EXPECT_TRUE(b_->Synchronize().ok());
+      return y;
+    };
+    struct Setting {
+      const char *rows, *stages;
+    };
+    const Setting settings[] = {{"", ""}, {"128", "2"}, {"128", "4"}, {"256", "2"}, {"256", "3"}};
+    auto set = [](const char* name, const char* value) { *value ? setenv(name, value, 1) : unsetenv(name); };
+    for (const Setting& st : settings)
+    for (Precision p : {Precision::kAuto, Precision::kFastBf16}) {
+      set("LLMHOST_CUDA_GEMM_ROWS", st.rows);
+      set("LLMHOST_CUDA_GEMM_STAGES", st.stages);
+      b_->set_precision(p);
+      const std::string at = std::string(PrecisionName(p)) + " rows '" + st.rows + "' stages '" + st.stages +
+                             "' weight " + std::to_string(sh.rows) + " x " + std::to_string(sh.cols) + " n " +
+                             std::to_string(sh.n);
+      const std::vector<float> gemm = run(0, sh.n);
+      setenv("LLMHOST_CUDA_MMA_GEMM", "off", 1);
+      const std::vector<float> wide = run(0, sh.n);
+      unsetenv("LLMHOST_CUDA_MMA_GEMM");
+      EXPECT_EQ(0, std::memcmp(gemm.data(), wide.data(), gemm.size() * 4)) << at;
+      for (int64_t t : {int64_t{0}, int64_t{5}, sh.n / 2, sh.n - 1}) {
+        const std::vector<float> alone = run(t, 1);
+        EXPECT_EQ(0, std::memcmp(alone.data(), gemm.data() + t * sh.rows, sh.rows * 4)) << at << " token " << t;
+      }
+      const Backend::MatMulJob jobs[] = {{&*dw, dy->as<float>()}, {&*dw2, dy2->as<float>()}};
+      b_->MatMuls(jobs, dx->as<float>(), sh.n, RowKind::kGenerated);
+      std::vector<float> fused(sh.n * sh.rows), fused2(sh.n * sh.rows);
+      b_->CopyToHost(fused.data(), *dy, 0, fused.size() * 4);
+      b_->CopyToHost(fused2.data(), *dy2, 0, fused2.size() * 4);
+      ASSERT_TRUE(b_->Synchronize().ok());
+      EXPECT_EQ(0, std::memcmp(fused.data(), gemm.data(), gemm.size() * 4)) << at << " (fused)";
+      EXPECT_EQ(0, std::memcmp(fused2.data(), gemm.data(), gemm.size() * 4)) << at << " (fused)";
+    }
+    unsetenv("LLMHOST_CUDA_GEMM_ROWS");
+    unsetenv("LLMHOST_CUDA_GEMM_STAGES");
+    b_->ReleaseWeight(*dw);
+    b_->ReleaseWeight(*dw2);
+    b_->Free(*dx);
+    b_->Free(*dy);
+    b_->Free(*dy2);
+  }
+  unsetenv("LLMHOST_CUDA_GEMM_FROM");
   b_->set_precision(Precision::kAuto);
 }
 

@@ -660,6 +660,16 @@ void CudaBackend::Int8MatMuls(const cuda::DevWeight* d, float* const* y, int cou
   cuda::LaunchInt8MlxMatMul(d, y, count, int8_scratch_.data, n, S(stream_));
 }
 
+void CudaBackend::MmaMatMuls(const cuda::DevWeight* d, float* const* y, int count, const float* x, int64_t n) {
+  const bool split = precision_ == Precision::kAuto;
+  const auto need = static_cast<size_t>(cuda::MmaTermsBytes(d[0], n, split));
+  // Where the scratch cannot grow the wide kernel runs: the same sums.
+  uint16_t* terms = need > 0 && Scratch(&tc_scratch_, need, "tensor-core activations", /*required=*/false)
+                        ? static_cast<uint16_t*>(tc_scratch_.data)
+                        : nullptr;
+  cuda::LaunchMmaMatMul(d, y, count, x, n, split, S(stream_), terms);
+}
+
 bool CudaBackend::Prepared(const WeightMatrix& w, const char* op, cuda::DevWeight* d) {
   if (DevWeightOf(w, d)) return true;
   Fail(Status::InvalidArgument(std::string("cuda ") + op + ": the weight was not prepared by this backend"));
@@ -851,7 +861,7 @@ void CudaBackend::MatMuls(std::span<const MatMulJob> jobs, const float* x, int64
     bool same = true;
     for (size_t i = 0; i < jobs.size(); ++i) same = same && cuda::MmaFusable(d[0], d[i]);
     if (same) {
-      cuda::LaunchMmaMatMul(d, ys, static_cast<int>(jobs.size()), x, n, precision_ == Precision::kAuto, S(stream_));
+      MmaMatMuls(d, ys, static_cast<int>(jobs.size()), x, n);
       CheckLaunch("MatMul");
       return;
     }
@@ -887,7 +897,7 @@ void CudaBackend::MatMul(const WeightMatrix& w, const float* x, int64_t n, float
   } else if (rows == RowKind::kGenerated && PromptRowsOnTensorCores() && AnyOrderLtMatMul(d, x, n, y)) {
     // done on cuBLASLt, batch invariance given up
   } else if (rows == RowKind::kGenerated && GeneratedRowsOnTensorCores(d)) {
-    cuda::LaunchMmaMatMul(&d, &y, 1, x, n, precision_ == Precision::kAuto, S(stream_));
+    MmaMatMuls(&d, &y, 1, x, n);
   } else {
     cuda::LaunchMatMul(d, x, n, y, S(stream_));
   }

@@ -156,6 +156,9 @@ class CudaBackend : public Backend {
   bool Int8Rows(const cuda::DevWeight& d, RowKind kind) const;
   // y[i] = x · w[i]ᵀ through the int8 kernel (x quantized once for all).
   void Int8MatMuls(const cuda::DevWeight* d, float* const* y, int count, const float* x, int64_t n);
+  // Generated rows on the batch-invariant MMA kernels (cuda/matmul_mma.cuh),
+  // with the scratch a large batch's GEMM-shaped kernel needs where it grows.
+  void MmaMatMuls(const cuda::DevWeight* d, float* const* y, int count, const float* x, int64_t n);
   // The kernels' view of `w`; false (and a sticky error naming `op`) for a
   // weight another backend prepared.
   bool Prepared(const WeightMatrix& w, const char* op, cuda::DevWeight* d);

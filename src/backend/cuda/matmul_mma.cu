@@ -226,8 +226,10 @@ bool MmaFusable(const DevWeight& a, const DevWeight& b) {
          (a.fmt != WFmt::kMlx || (a.bits == b.bits && a.group_size == b.group_size));
 }
 
+int64_t MmaTermsBytes(const DevWeight& w, int64_t n, bool split) { return GemmTermsBytes(w, n, split); }
+
 void LaunchMmaMatMul(const DevWeight* w, float* const* y, int count, const float* x, int64_t n, bool split,
-                     cudaStream_t s) {
+                     cudaStream_t s, uint16_t* terms) {
   if (n <= 0 || count < 1 || count > kMaxWeights) return;
   if (w[0].fmt == WFmt::kMlx) {
     LaunchMmaMlxMatMul(w, y, count, x, n, split, s);
@@ -239,6 +241,7 @@ void LaunchMmaMatMul(const DevWeight* w, float* const* y, int count, const float
     ws.w[k] = w[k];
     ws.y[k] = y[k];
   }
+  if (n > 8 && terms != nullptr && LaunchGemm(ws, n, x, terms, split, s)) return;
   if (n > 8 && LaunchWide(ws, n, x, split, s)) return;
   // x rows are cols * 4 bytes apart, a multiple of 256 here: aligned rows when the first is.
   const bool xvec = (reinterpret_cast<uintptr_t>(x) & 15u) == 0;

@@ -84,4 +84,13 @@ static_assert(ChunkOfInverts(), "ChunkLane and ChunkHalf must follow ChunkOf");
 // and the caller's kernel runs instead.
 bool LaunchWide(MmaWeights ws, int64_t n, const float* x, bool split, cudaStream_t s);
 
+// The GEMM-shaped kernel for a large batch (matmul_mma_gemm.cu): whether it
+// takes `n` tokens of `w` (bf16, at least 8 steps, from LLMHOST_CUDA_GEMM_FROM
+// tokens (97), Hopper, LLMHOST_CUDA_MMA_GEMM not off); the scratch its launch
+// needs for x's bf16 terms (0 where it does not take them); and the launch,
+// false where it declines (the caller's kernel runs instead: the same sums).
+bool GemmTakes(const DevWeight& w, int64_t n);
+int64_t GemmTermsBytes(const DevWeight& w, int64_t n, bool split);
+bool LaunchGemm(MmaWeights ws, int64_t n, const float* x, uint16_t* terms, bool split, cudaStream_t s);
+
 }  // namespace llmhost::cuda::mma_rows
