@@ -9,8 +9,18 @@
 
 namespace llmhost::cuda {
 
-// The q row's sequence (a short scan: a batch holds at most a few hundred).
+// The q row's sequence. A decode step's row r is sequence r's one new row,
+// so that sequence is tried first; else a scan (a batch holds at most a few
+// hundred). The scan alone cost every block of a 128-sequence step up to 128
+// dependent loads, the merge's and the chunk kernel's alike.
 __device__ __forceinline__ bool FindSeq(const AttentionSeq* seqs, int64_t n_seqs, int64_t row, AttentionSeq* out) {
+  if (row < n_seqs) {
+    const int64_t q_row = seqs[row].q_row, n_new = seqs[row].n_new;
+    if (row >= q_row && row < q_row + n_new) {
+      *out = seqs[row];
+      return true;
+    }
+  }
   int64_t s = 0;
   while (s + 1 < n_seqs && !(row >= seqs[s].q_row && row < seqs[s].q_row + seqs[s].n_new)) ++s;
   *out = seqs[s];
