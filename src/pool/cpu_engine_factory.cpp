@@ -21,8 +21,14 @@ constexpr int64_t kUnknownContext = 8192;  // as Engine::Create assumes
 
 class CpuLoadedEngine final : public LoadedEngine {
  public:
-  CpuLoadedEngine(std::shared_ptr<ServedModel> m, int64_t chunk, int threads, DType kv_dtype, bool kv_fixed)
-      : m_(std::move(m)), chunk_(chunk), threads_(threads), kv_dtype_(kv_dtype), kv_fixed_(kv_fixed) {}
+  CpuLoadedEngine(std::shared_ptr<ServedModel> m, int64_t chunk, int threads, DType kv_dtype, bool kv_fixed,
+                  bool workspace_priced)
+      : m_(std::move(m)),
+        chunk_(chunk),
+        threads_(threads),
+        kv_dtype_(kv_dtype),
+        kv_fixed_(kv_fixed),
+        workspace_priced_(workspace_priced) {}
   std::shared_ptr<ServedModel> served() const override { return m_; }
   BudgetBytes DeviceActiveBytes() const override {
     BudgetBytes out{};
@@ -63,6 +69,8 @@ class CpuLoadedEngine final : public LoadedEngine {
     // A fixed cache was paid for at admission; a growing one claims each
     // prompt's blocks as they come.
     d.kv_preallocated = kv_fixed_;
+    // ResidentEstimate priced a chunk's activations (WorkspaceBytes).
+    d.activations_priced = workspace_priced_;
     d.budget = m_->backend->kind() == DeviceKind::kCpu ? Budget::kHost : Budget::kDevice;
     return d;
   }
@@ -73,6 +81,7 @@ class CpuLoadedEngine final : public LoadedEngine {
   int threads_;
   DType kv_dtype_;
   bool kv_fixed_;
+  bool workspace_priced_;
 };
 
 }  // namespace
@@ -304,7 +313,8 @@ Result<std::unique_ptr<LoadedEngine>> CpuEngineFactory::Load(const DiscoveredMod
                              << (m->backend->kind() == DeviceKind::kCpu ? CpuIsaName(ActiveCpuIsa()) : m->backend->name())
                              << ") in " << static_cast<int64_t>(ms) << " ms");
   return std::unique_ptr<LoadedEngine>(
-      new CpuLoadedEngine(m, eo.prefill_chunk_tokens, options_.threads->size(), eo.kv_dtype, eo.kv_blocks > 0));
+      new CpuLoadedEngine(m, eo.prefill_chunk_tokens, options_.threads->size(), eo.kv_dtype, eo.kv_blocks > 0,
+                          /*workspace_priced=*/ReadModelShape(entry).ok()));
 }
 
 }  // namespace llmhost

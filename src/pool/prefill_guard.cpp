@@ -30,12 +30,21 @@ int64_t KvBlocksToFree(uint64_t bytes, uint64_t block_bytes) {
   return static_cast<int64_t>((bytes + block_bytes - 1) / block_bytes);
 }
 
-uint64_t PrefillScratchBytes(const PrefillDims& d, int64_t chunk, int64_t length) {
+namespace {
+
+// A chunk's activations: what WorkspaceBytes prices per row.
+uint64_t ActivationBytes(const PrefillDims& d, int64_t chunk) {
   const uint64_t q_dim = Mul(U(d.n_heads), U(d.head_dim));
   const uint64_t kv_dim = Mul(U(d.n_kv_heads), U(d.head_dim));
   const uint64_t per_token =
       Add(Add(Add(Mul(4, U(d.hidden)), Mul(2, q_dim)), Mul(2, kv_dim)), Mul(3, U(d.intermediate)));
-  const uint64_t activations = Mul(Mul(U(chunk), per_token), 4);
+  return Mul(Mul(U(chunk), per_token), 4);
+}
+
+}  // namespace
+
+uint64_t PrefillScratchBytes(const PrefillDims& d, int64_t chunk, int64_t length) {
+  const uint64_t activations = ActivationBytes(d, chunk);
   const uint64_t rows = d.attention_scratch_rows > 0 ? U(d.attention_scratch_rows) : Mul(U(chunk), U(d.n_heads));
   return Add(activations, Mul(Mul(rows, U(length)), 4));
 }
@@ -47,21 +56,24 @@ PrefillEstimate EstimatePrefill(const PrefillDims& d, int64_t prompt_tokens, int
   const int64_t chunk = d.prefill_chunk > 0 ? std::min(d.prefill_chunk, fresh) : fresh;
   e.kv_bytes = KvBytesForTokens(d, fresh);
   e.scratch_bytes = PrefillScratchBytes(d, chunk, prompt_tokens);
+  if (d.activations_priced) e.priced_bytes = std::min(ActivationBytes(d, chunk), e.scratch_bytes);
   return e;
 }
 
 uint64_t PrefillPeak(const PrefillEstimate& e, const PrefillReadings& r, bool kv_preallocated) {
   if (kv_preallocated) {
-    return std::max({r.device_active, Add(r.footprint, e.peak()), Add(r.committed, e.scratch_bytes)});
+    return std::max({r.device_active, Add(r.footprint, e.peak()), Add(r.committed, e.scratch_bytes - e.priced_bytes)});
   }
   return Add(std::max({r.device_active, r.footprint, r.committed}), e.peak());
 }
 
 std::string PrefillRejectMessage(uint64_t peak, uint64_t current, const PrefillEstimate& e,
                                  const MemoryLimits& limits) {
+  const std::string priced =
+      e.priced_bytes > 0 ? ", of which " + FormatBytes(e.priced_bytes) + " is the model's workspace, already counted" : "";
   return "The prefill memory guard rejected this prompt: Prefill would require ~" + FormatBytes(peak) +
          " peak (current " + FormatBytes(current) + " + KV " + FormatBytes(e.kv_bytes) + " + scratch " +
-         FormatBytes(e.scratch_bytes) + ") but the limit is " + FormatBytes(limits.prefill_limit) + " (" +
+         FormatBytes(e.scratch_bytes) + priced + ") but the limit is " + FormatBytes(limits.prefill_limit) + " (" +
          limits.Describe() + "). Raise the memory guard tier (--memory-guard aggressive), free memory, "
          "or shorten the context.";
 }
@@ -104,7 +116,7 @@ PoolError EnginePool::CheckPrefill(const ModelLease& lease, int64_t prompt_token
     // with nothing else running is refused: this model and the pinned ones
     // (at their admission sizes) + the prompt's KV and scratch.
     const uint64_t peak =
-        dims.kv_preallocated ? PrefillPeak(est, r, true) : AloneBytes(lease.id(), dims.budget) + est.peak();
+        dims.kv_preallocated ? PrefillPeak(est, r, true) : AloneBytes(lease.id(), dims.budget) + est.beyond_price();
     if (peak <= limit) return PoolError();
     // Make room: idle models other than the requester, size-aware (priced
     // alone, idle models do not count: nothing to make room from).

@@ -10,11 +10,15 @@
 //                   for a kernel that materialises them)
 //   new tokens    = prompt − cached prefix (a fully cached prompt costs 0)
 //
+//   priced        = the chunk's activations where the model's admission price
+//                   holds them (its workspace: PrefillDims::activations_priced)
+//
 //   estimate, for a KV cache that grows (claims its blocks from the pool and
 //   waits for memory other requests hold): what the prompt needs with nothing
 //   else running = the model and the pinned ones at their admission sizes +
-//   KV + scratch. With a KV pool allocated up front (counted in committed
-//   already): max(device_active, footprint + KV + scratch, committed + scratch).
+//   KV + scratch − priced. With a KV pool allocated up front (counted in
+//   committed already): max(device_active, footprint + KV + scratch,
+//   committed + scratch − priced).
 //   limit    = admission ceiling × prefill safety
 //
 // EnginePool::CheckPrefill evicts idle models (never the requester, a
@@ -37,7 +41,10 @@ uint64_t PrefillScratchBytes(const PrefillDims& d, int64_t chunk_tokens, int64_t
 struct PrefillEstimate {
   uint64_t kv_bytes = 0;
   uint64_t scratch_bytes = 0;
+  uint64_t priced_bytes = 0;  // of scratch_bytes: held in the model's admission price already
   uint64_t peak() const { return kv_bytes + scratch_bytes; }
+  // What the prompt adds to the model's admitted or committed bytes.
+  uint64_t beyond_price() const { return peak() - priced_bytes; }
 };
 // Zero without model dimensions or new tokens.
 PrefillEstimate EstimatePrefill(const PrefillDims& d, int64_t prompt_tokens, int64_t cached_tokens);

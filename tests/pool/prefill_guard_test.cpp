@@ -87,6 +87,28 @@ TEST(PrefillEstimator, PeakWithAndWithoutAPreallocatedKvPool) {
   EXPECT_EQ(PrefillPeak(e, r, true), std::max(4 * kGB + 4 * kGB, 5 * kGB + kGB));
 }
 
+// A model whose admission price holds its workspace (a chunk's activations)
+// is not charged them again against its admitted or committed bytes; the
+// footprint (what is touched now) still is.
+TEST(PrefillEstimator, ActivationsInTheModelsPriceAreNotChargedTwice) {
+  PrefillDims d = Llama8B();
+  const PrefillEstimate plain = EstimatePrefill(d, 4096, 0);
+  d.activations_priced = true;
+  const PrefillEstimate priced = EstimatePrefill(d, 4096, 0);
+  const uint64_t per_token = 4 * 4096 + 2 * 4096 + 2 * 1024 + 3 * 14336;
+  EXPECT_EQ(priced.peak(), plain.peak());
+  EXPECT_EQ(priced.priced_bytes, 512 * per_token * 4);
+  EXPECT_EQ(priced.beyond_price(), plain.peak() - 512 * per_token * 4);
+  EXPECT_EQ(plain.beyond_price(), plain.peak());
+  const PrefillReadings r{0, kGB, 20 * kGB};
+  EXPECT_EQ(PrefillPeak(plain, r, true), 20 * kGB + plain.scratch_bytes);
+  EXPECT_EQ(PrefillPeak(priced, r, true), 20 * kGB + plain.scratch_bytes - priced.priced_bytes);
+  const PrefillReadings touched{0, 20 * kGB, 20 * kGB};  // the footprint term still adds everything
+  EXPECT_EQ(PrefillPeak(priced, touched, true), 20 * kGB + priced.peak());
+  // A short suffix's smaller chunk: only its own activations are in the price's share.
+  EXPECT_EQ(EstimatePrefill(d, 4096, 4000).priced_bytes, 96 * per_token * 4);
+}
+
 // ---- the pool's guard ---------------------------------------------------------------
 
 // A model whose KV cache grows (claims its blocks: priced alone), or one
@@ -162,6 +184,31 @@ TEST(PoolPrefillGuard, AGrowingCacheIsPricedWithNothingElseRunning) {
   EXPECT_EQ(e.code, PoolErrorCode::kPrefillRejected);
   EXPECT_EQ(f.LoadedIds(), (std::vector<std::string>{"a", "busy", "idle", "pinned"}));
   EXPECT_EQ(e.estimated_bytes, 3 * kGB + EstimatePrefill(Llama8B(), TokensFor(6.5), 0).peak());
+}
+
+// The engine's workspace (a chunk's activations) is in the model's admission
+// size: a prompt that fits beside it is not refused for counting it twice.
+TEST(PoolPrefillGuard, AModelsPricedWorkspaceIsNotChargedAgain) {
+  for (bool priced : {false, true}) {
+    PoolFixture f;
+    FakeModelSpec spec = WithDims(2 * kGB);
+    spec.dims.attention_scratch_rows = 8;  // scratch: mostly the chunk's activations (~0.13 GiB)
+    spec.dims.activations_priced = priced;
+    f.factory->Set("a", spec);
+    f.Start({"a"});
+    AcquireResult r = f.pool->Acquire("a");
+    ASSERT_TRUE(r.ok());
+    // 2 GiB + 6.9 GiB of KV + 0.13 GiB of activations > 9 GiB; without the activations < 9.
+    const PrefillEstimate est = EstimatePrefill(spec.dims, TokensFor(6.9), 0);
+    PoolError e = f.pool->CheckPrefill(*r.lease, TokensFor(6.9), 0);
+    EXPECT_EQ(e.ok(), priced) << e.message;
+    if (!priced) EXPECT_EQ(e.estimated_bytes, 2 * kGB + est.peak());
+    // Past the limit either way, the message says which part was counted already.
+    e = f.pool->CheckPrefill(*r.lease, TokensFor(7.2), 0);
+    ASSERT_EQ(e.code, PoolErrorCode::kPrefillRejected);
+    EXPECT_EQ(e.estimated_bytes, 2 * kGB + EstimatePrefill(spec.dims, TokensFor(7.2), 0).beyond_price());
+    EXPECT_EQ(e.message.find("the model's workspace, already counted") != std::string::npos, priced) << e.message;
+  }
 }
 
 TEST(PoolPrefillGuard, APreallocatedPoolEvictsIdleModelsBeforeRejecting) {
