@@ -429,6 +429,7 @@ TEST_F(CudaTest, GemmTensorCoreRowsGiveTheSameBitsAsFewTokens) {
   std::mt19937 rng(17);
   std::uniform_real_distribution<float> u(-1, 1);
   setenv("LLMHOST_CUDA_GEMM_FROM", "9", 1);  // the last shape's 40 tokens too
+  setenv("LLMHOST_CUDA_MMA_GEMM", "on", 1);
   for (const Shape& sh : shapes) {
     const RandomBf16 w(sh.rows, sh.cols, rng);
     auto dw = b_->PrepareWeight(w.host);
@@ -464,7 +465,7 @@ TEST_F(CudaTest, GemmTensorCoreRowsGiveTheSameBitsAsFewTokens) {
       const std::vector<float> gemm = run(0, sh.n);
       setenv("LLMHOST_CUDA_MMA_GEMM", "off", 1);
       const std::vector<float> wide = run(0, sh.n);
-      unsetenv("LLMHOST_CUDA_MMA_GEMM");
+      setenv("LLMHOST_CUDA_MMA_GEMM", "on", 1);
       EXPECT_EQ(0, std::memcmp(gemm.data(), wide.data(), gemm.size() * 4)) << at;
       for (int64_t t : {int64_t{0}, int64_t{5}, sh.n / 2, sh.n - 1}) {
         const std::vector<float> alone = run(t, 1);
@@ -488,6 +489,7 @@ TEST_F(CudaTest, GemmTensorCoreRowsGiveTheSameBitsAsFewTokens) {
     b_->Free(*dy2);
   }
   unsetenv("LLMHOST_CUDA_GEMM_FROM");
+  unsetenv("LLMHOST_CUDA_MMA_GEMM");
   b_->set_precision(Precision::kAuto);
 }
 

@@ -233,9 +233,13 @@ __global__ void __launch_bounds__(kGemmThreads, (RT == 4 && Stages == 2) ? 2 : 1
 #endif
 }
 
+// Opt-in (LLMHOST_CUDA_MMA_GEMM=on) until it has run on a GPU; off keeps the
+// wide kernel.
+constexpr bool kGemmByDefault = false;
 bool GemmEnabled() {
   const char* v = std::getenv("LLMHOST_CUDA_MMA_GEMM");
-  return v == nullptr || std::strcmp(v, "off") != 0;
+  if (v == nullptr) return kGemmByDefault;
+  return std::strcmp(v, "off") != 0;
 }
 
 // The fewest tokens a launch takes the GEMM from (LLMHOST_CUDA_GEMM_FROM, at
