@@ -22,13 +22,13 @@ constexpr int64_t kUnknownContext = 8192;  // as Engine::Create assumes
 class CpuLoadedEngine final : public LoadedEngine {
  public:
   CpuLoadedEngine(std::shared_ptr<ServedModel> m, int64_t chunk, int threads, DType kv_dtype, bool kv_fixed,
-                  bool workspace_priced)
+                  uint64_t workspace_bytes)
       : m_(std::move(m)),
         chunk_(chunk),
         threads_(threads),
         kv_dtype_(kv_dtype),
         kv_fixed_(kv_fixed),
-        workspace_priced_(workspace_priced) {}
+        workspace_bytes_(workspace_bytes) {}
   std::shared_ptr<ServedModel> served() const override { return m_; }
   BudgetBytes DeviceActiveBytes() const override {
     BudgetBytes out{};
@@ -69,8 +69,8 @@ class CpuLoadedEngine final : public LoadedEngine {
     // A fixed cache was paid for at admission; a growing one claims each
     // prompt's blocks as they come.
     d.kv_preallocated = kv_fixed_;
-    // ResidentEstimate priced a chunk's activations (WorkspaceBytes).
-    d.activations_priced = workspace_priced_;
+    // What ResidentEstimate priced for activations (WorkspaceBytes).
+    d.priced_workspace_bytes = workspace_bytes_;
     d.budget = m_->backend->kind() == DeviceKind::kCpu ? Budget::kHost : Budget::kDevice;
     return d;
   }
@@ -81,7 +81,7 @@ class CpuLoadedEngine final : public LoadedEngine {
   int threads_;
   DType kv_dtype_;
   bool kv_fixed_;
-  bool workspace_priced_;
+  uint64_t workspace_bytes_;
 };
 
 }  // namespace
@@ -231,6 +231,17 @@ BudgetBytes CpuEngineFactory::ResidentEstimate(const DiscoveredModel& model, con
   return b;
 }
 
+namespace {
+
+// The workspace ResidentEstimate priced for a generative model (0 where it
+// could not read the shape, and priced none).
+uint64_t PricedWorkspace(const DiscoveredModel& entry, const EngineOptions& o) {
+  auto shape = ReadModelShape(entry);
+  return shape.ok() ? WorkspaceBytes(*shape, o) : 0;
+}
+
+}  // namespace
+
 Result<std::unique_ptr<LoadedEngine>> CpuEngineFactory::Load(const DiscoveredModel& entry,
                                                             const ModelSettings& settings,
                                                             const std::atomic<bool>& abort,
@@ -314,7 +325,7 @@ Result<std::unique_ptr<LoadedEngine>> CpuEngineFactory::Load(const DiscoveredMod
                              << ") in " << static_cast<int64_t>(ms) << " ms");
   return std::unique_ptr<LoadedEngine>(
       new CpuLoadedEngine(m, eo.prefill_chunk_tokens, options_.threads->size(), eo.kv_dtype, eo.kv_blocks > 0,
-                          /*workspace_priced=*/ReadModelShape(entry).ok()));
+                          PricedWorkspace(entry, eo)));
 }
 
 }  // namespace llmhost

@@ -101,10 +101,10 @@ struct PrefillDims {
   // model's resident estimate: a prompt's KV then grows the footprint (pages
   // touched) but not the committed bytes.
   bool kv_preallocated = false;
-  // The model's admission price holds a prefill chunk's activations (its
-  // workspace, WorkspaceBytes): against the model's admitted or committed
-  // bytes a prompt then adds its KV and attention scores, not them again.
-  bool activations_priced = false;
+  // The activations workspace the model's admission price holds
+  // (WorkspaceBytes; 0: none): against the model's admitted or committed
+  // bytes a prompt's activations are charged only past it.
+  uint64_t priced_workspace_bytes = 0;
   // Where the KV cache and the activations live (a GPU model's: its memory).
   Budget budget = Budget::kHost;
   bool valid() const { return n_layers > 0 && n_kv_heads > 0 && head_dim > 0; }

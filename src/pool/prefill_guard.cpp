@@ -56,7 +56,7 @@ PrefillEstimate EstimatePrefill(const PrefillDims& d, int64_t prompt_tokens, int
   const int64_t chunk = d.prefill_chunk > 0 ? std::min(d.prefill_chunk, fresh) : fresh;
   e.kv_bytes = KvBytesForTokens(d, fresh);
   e.scratch_bytes = PrefillScratchBytes(d, chunk, prompt_tokens);
-  if (d.activations_priced) e.priced_bytes = std::min(ActivationBytes(d, chunk), e.scratch_bytes);
+  e.priced_bytes = std::min({ActivationBytes(d, chunk), d.priced_workspace_bytes, e.scratch_bytes});
   return e;
 }
 
@@ -70,7 +70,7 @@ uint64_t PrefillPeak(const PrefillEstimate& e, const PrefillReadings& r, bool kv
 std::string PrefillRejectMessage(uint64_t peak, uint64_t current, const PrefillEstimate& e,
                                  const MemoryLimits& limits) {
   const std::string priced =
-      e.priced_bytes > 0 ? ", of which " + FormatBytes(e.priced_bytes) + " is the model's workspace, already counted" : "";
+      e.priced_bytes > 0 ? "; " + FormatBytes(e.priced_bytes) + " of the scratch is in the model's admitted size" : "";
   return "The prefill memory guard rejected this prompt: Prefill would require ~" + FormatBytes(peak) +
          " peak (current " + FormatBytes(current) + " + KV " + FormatBytes(e.kv_bytes) + " + scratch " +
          FormatBytes(e.scratch_bytes) + priced + ") but the limit is " + FormatBytes(limits.prefill_limit) + " (" +
@@ -116,7 +116,7 @@ PoolError EnginePool::CheckPrefill(const ModelLease& lease, int64_t prompt_token
     // with nothing else running is refused: this model and the pinned ones
     // (at their admission sizes) + the prompt's KV and scratch.
     const uint64_t peak =
-        dims.kv_preallocated ? PrefillPeak(est, r, true) : AloneBytes(lease.id(), dims.budget) + est.beyond_price();
+        dims.kv_preallocated ? PrefillPeak(est, r, true) : Add(AloneBytes(lease.id(), dims.budget), est.beyond_price());
     if (peak <= limit) return PoolError();
     // Make room: idle models other than the requester, size-aware (priced
     // alone, idle models do not count: nothing to make room from).

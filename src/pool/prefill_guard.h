@@ -10,8 +10,8 @@
 //                   for a kernel that materialises them)
 //   new tokens    = prompt − cached prefix (a fully cached prompt costs 0)
 //
-//   priced        = the chunk's activations where the model's admission price
-//                   holds them (its workspace: PrefillDims::activations_priced)
+//   priced        = the chunk's activations, up to the workspace the model's
+//                   admission price holds (PrefillDims::priced_workspace_bytes)
 //
 //   estimate, for a KV cache that grows (claims its blocks from the pool and
 //   waits for memory other requests hold): what the prompt needs with nothing
@@ -42,7 +42,7 @@ struct PrefillEstimate {
   uint64_t kv_bytes = 0;
   uint64_t scratch_bytes = 0;
   uint64_t priced_bytes = 0;  // of scratch_bytes: held in the model's admission price already
-  uint64_t peak() const { return kv_bytes + scratch_bytes; }
+  uint64_t peak() const { return kv_bytes > UINT64_MAX - scratch_bytes ? UINT64_MAX : kv_bytes + scratch_bytes; }
   // What the prompt adds to the model's admitted or committed bytes.
   uint64_t beyond_price() const { return peak() - priced_bytes; }
 };

@@ -428,8 +428,17 @@ TEST_F(CudaTest, GemmTensorCoreRowsGiveTheSameBitsAsFewTokens) {
   const Shape shapes[] = {{8200, 512, 128}, {4100, 832, 200}, {300, 1024, 97}, {2056, 576, 130}, {136, 4096, 40}};
   std::mt19937 rng(17);
   std::uniform_real_distribution<float> u(-1, 1);
+  struct Unset {  // the switches, even when an assertion leaves early
+    ~Unset() {
+      for (const char* v : {"LLMHOST_CUDA_GEMM_FROM", "LLMHOST_CUDA_MMA_GEMM", "LLMHOST_CUDA_GEMM_ROWS",
+                            "LLMHOST_CUDA_GEMM_STAGES"}) {
+        unsetenv(v);
+      }
+    }
+  } unset;
   setenv("LLMHOST_CUDA_GEMM_FROM", "9", 1);  // the last shape's 40 tokens too
   setenv("LLMHOST_CUDA_MMA_GEMM", "on", 1);
+  bool first = true;
   for (const Shape& sh : shapes) {
     const RandomBf16 w(sh.rows, sh.cols, rng);
     auto dw = b_->PrepareWeight(w.host);
@@ -462,7 +471,12 @@ TEST_F(CudaTest, GemmTensorCoreRowsGiveTheSameBitsAsFewTokens) {
       const std::string at = std::string(PrecisionName(p)) + " rows '" + st.rows + "' stages '" + st.stages +
                              "' weight " + std::to_string(sh.rows) + " x " + std::to_string(sh.cols) + " n " +
                              std::to_string(sh.n);
+      const uint64_t before = b_->memory_stats().bytes_in_use;
       const std::vector<float> gemm = run(0, sh.n);
+      if (first) {  // only the GEMM takes scratch for x's terms: it ran
+        EXPECT_GE(b_->memory_stats().bytes_in_use, before + sh.n * sh.cols * 4) << "the GEMM did not run";
+        first = false;
+      }
       setenv("LLMHOST_CUDA_MMA_GEMM", "off", 1);
       const std::vector<float> wide = run(0, sh.n);
       setenv("LLMHOST_CUDA_MMA_GEMM", "on", 1);

@@ -104,7 +104,7 @@ TEST(CpuEngineFactory, LoadsGeneratesReportsAndUnloads) {
   const PrefillDims d = r.lease->engine().prefill_dims();
   EXPECT_TRUE(d.valid());
   EXPECT_TRUE(d.kv_preallocated);
-  EXPECT_TRUE(d.activations_priced);  // ResidentEstimate priced its workspace
+  EXPECT_GT(d.priced_workspace_bytes, 0u);  // ResidentEstimate priced its workspace
   // A greedy generation through the leased engine.
   auto events = std::make_shared<EventStream>();
   GenerationRequest g;

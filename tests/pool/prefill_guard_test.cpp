@@ -93,7 +93,7 @@ TEST(PrefillEstimator, PeakWithAndWithoutAPreallocatedKvPool) {
 TEST(PrefillEstimator, ActivationsInTheModelsPriceAreNotChargedTwice) {
   PrefillDims d = Llama8B();
   const PrefillEstimate plain = EstimatePrefill(d, 4096, 0);
-  d.activations_priced = true;
+  d.priced_workspace_bytes = 8 * kGB;  // more than a chunk's activations
   const PrefillEstimate priced = EstimatePrefill(d, 4096, 0);
   const uint64_t per_token = 4 * 4096 + 2 * 4096 + 2 * 1024 + 3 * 14336;
   EXPECT_EQ(priced.peak(), plain.peak());
@@ -107,6 +107,13 @@ TEST(PrefillEstimator, ActivationsInTheModelsPriceAreNotChargedTwice) {
   EXPECT_EQ(PrefillPeak(priced, touched, true), 20 * kGB + priced.peak());
   // A short suffix's smaller chunk: only its own activations are in the price's share.
   EXPECT_EQ(EstimatePrefill(d, 4096, 4000).priced_bytes, 96 * per_token * 4);
+  // Never more than the workspace that was priced.
+  d.priced_workspace_bytes = 1000;
+  EXPECT_EQ(EstimatePrefill(d, 4096, 0).priced_bytes, 1000u);
+  // Saturated dimensions stay saturated, never wrap below the limit.
+  PrefillEstimate huge{UINT64_MAX, kGB, kGB};
+  EXPECT_EQ(huge.peak(), UINT64_MAX);
+  EXPECT_EQ(huge.beyond_price(), UINT64_MAX - kGB);
 }
 
 // ---- the pool's guard ---------------------------------------------------------------
@@ -193,7 +200,7 @@ TEST(PoolPrefillGuard, AModelsPricedWorkspaceIsNotChargedAgain) {
     PoolFixture f;
     FakeModelSpec spec = WithDims(2 * kGB);
     spec.dims.attention_scratch_rows = 8;  // scratch: mostly the chunk's activations (~0.13 GiB)
-    spec.dims.activations_priced = priced;
+    spec.dims.priced_workspace_bytes = priced ? kGB : 0;
     f.factory->Set("a", spec);
     f.Start({"a"});
     AcquireResult r = f.pool->Acquire("a");
@@ -207,7 +214,8 @@ TEST(PoolPrefillGuard, AModelsPricedWorkspaceIsNotChargedAgain) {
     e = f.pool->CheckPrefill(*r.lease, TokensFor(7.2), 0);
     ASSERT_EQ(e.code, PoolErrorCode::kPrefillRejected);
     EXPECT_EQ(e.estimated_bytes, 2 * kGB + EstimatePrefill(spec.dims, TokensFor(7.2), 0).beyond_price());
-    EXPECT_EQ(e.message.find("the model's workspace, already counted") != std::string::npos, priced) << e.message;
+    EXPECT_EQ(e.message.find("of the scratch is in the model's admitted size") != std::string::npos, priced)
+        << e.message;
   }
 }
 

@@ -663,10 +663,22 @@ void CudaBackend::Int8MatMuls(const cuda::DevWeight* d, float* const* y, int cou
 void CudaBackend::MmaMatMuls(const cuda::DevWeight* d, float* const* y, int count, const float* x, int64_t n) {
   const bool split = precision_ == Precision::kAuto;
   const auto need = static_cast<size_t>(cuda::MmaTermsBytes(d[0], n, split));
-  // Where the scratch cannot grow the wide kernel runs: the same sums.
-  uint16_t* terms = need > 0 && Scratch(&tc_scratch_, need, "tensor-core activations", /*required=*/false)
-                        ? static_cast<uint16_t*>(tc_scratch_.data)
-                        : nullptr;
+  // Where the scratch is not there the wide kernel runs (the same sums): a
+  // recording does not grow it (the plain run before it did), and a size the
+  // allocator refused once is not asked for again (each try would free the
+  // old buffer and drop every recorded graph).
+  uint16_t* terms = nullptr;
+  if (need > 0 && need < terms_refused_from_) {
+    if (tc_scratch_.bytes >= need) {
+      terms = static_cast<uint16_t*>(tc_scratch_.data);
+    } else if (!capturing_) {
+      if (Scratch(&tc_scratch_, need, "tensor-core activations", /*required=*/false)) {
+        terms = static_cast<uint16_t*>(tc_scratch_.data);
+      } else {
+        terms_refused_from_ = need;
+      }
+    }
+  }
   cuda::LaunchMmaMatMul(d, y, count, x, n, split, S(stream_), terms);
 }
 

@@ -203,6 +203,7 @@ class CudaBackend : public Backend {
   std::unordered_map<const void*, uint64_t> weights_;  // device data of a prepared weight -> bytes
   MemoryStats stats_;
   DeviceBuffer moe_table_;  // device pointers of an MoE layer's experts (gate, up, down)
+  size_t terms_refused_from_ = SIZE_MAX;  // MmaMatMuls: the smallest terms scratch the allocator refused
   DeviceBuffer tc_scratch_;  // f16 activations of a tensor-core MatMul (cuda/matmul_tc.cuh)
   std::unique_ptr<cuda::LtGemm> lt_;
   DeviceBuffer lt_workspace_;  // cuda::LtGemm::kWorkspaceBytes for its tile scheduler

@@ -25,4 +25,19 @@ bool HopperOrNewer() {
 #endif
 }
 
+int MaxSharedPerBlock() {
+  constexpr int kDevices = 64;
+  static std::atomic<int> cache[kDevices];  // 0 unknown, else bytes + 1
+  int dev = 0;
+  if (cudaGetDevice(&dev) != cudaSuccess || dev < 0 || dev >= kDevices) return 0;
+  int v = cache[dev].load(std::memory_order_relaxed);
+  if (v == 0) {
+    int bytes = 0;
+    if (cudaDeviceGetAttribute(&bytes, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev) != cudaSuccess) return 0;
+    v = bytes + 1;
+    cache[dev].store(v, std::memory_order_relaxed);
+  }
+  return v - 1;
+}
+
 }  // namespace llmhost::cuda

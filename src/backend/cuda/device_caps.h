@@ -10,4 +10,8 @@ namespace llmhost::cuda {
 // (the backend reads it when it starts, outside any graph capture).
 bool HopperOrNewer();
 
+// The most shared memory a block of the current device may opt in to (bytes;
+// 0 where the driver does not say). Cached per device as HopperOrNewer.
+int MaxSharedPerBlock();
+
 }  // namespace llmhost::cuda

@@ -239,7 +239,7 @@ constexpr bool kGemmByDefault = false;
 bool GemmEnabled() {
   const char* v = std::getenv("LLMHOST_CUDA_MMA_GEMM");
   if (v == nullptr) return kGemmByDefault;
-  return std::strcmp(v, "off") != 0;
+  return std::strcmp(v, "on") == 0;
 }
 
 // The fewest tokens a launch takes the GEMM from (LLMHOST_CUDA_GEMM_FROM, at
@@ -298,8 +298,14 @@ void LaunchGemmSplit(MmaWeights ws, int64_t n, const uint16_t* xh, const uint16_
 
 }  // namespace
 
+// The largest block the launch shapes ask for (256 rows, 3 stages, two
+// terms: 192 KiB): a GPU whose blocks may not have it (a consumer
+// Blackwell's ~99 KiB) keeps the wide kernel.
+constexpr size_t kGemmMaxBytes = GemmLayout<8, 3, true>::kBytes;
+
 bool GemmTakes(const DevWeight& w, int64_t n) {
-  return w.fmt == WFmt::kBF16 && n >= GemmFrom() && GemmEnabled() && HopperOrNewer() && w.cols % kStepCols == 0 &&
+  return w.fmt == WFmt::kBF16 && n >= GemmFrom() && GemmEnabled() && HopperOrNewer() &&
+         static_cast<size_t>(MaxSharedPerBlock()) >= kGemmMaxBytes && w.cols % kStepCols == 0 &&
          w.cols / kStepCols >= kParts;
 }
 
