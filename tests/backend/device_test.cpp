@@ -507,21 +507,21 @@ TEST_F(CudaTest, GemmTensorCoreRowsGiveTheSameBitsAsFewTokens) {
   b_->set_precision(Precision::kAuto);
 }
 
-// With LLMHOST_CUDA_PINNED_RESULTS=on a step's logits come back into
-// page-locked memory (the copy engine writes it directly), the values as
-// copied; otherwise into the heap.
+// A step's logits come back into page-locked memory (the copy engine writes
+// it directly), the values as copied; with LLMHOST_CUDA_PINNED_RESULTS=off
+// into the heap.
 TEST_F(CudaTest, ResultsComeBackIntoPageLockedMemory) {
   std::vector<float> host(1 << 20);
   for (size_t i = 0; i < host.size(); ++i) host[i] = static_cast<float>(i % 977) - 400.0f;
   auto d = b_->Allocate(host.size() * 4, "results");
   ASSERT_TRUE(d.ok());
   b_->CopyToDevice(*d, 0, host.data(), host.size() * 4);
-  for (const char* pinned : {"on", "off"}) {
-    setenv("LLMHOST_CUDA_PINNED_RESULTS", pinned, 1);
+  for (const char* pinned : {"", "on", "off"}) {  // "": the default
+    *pinned ? setenv("LLMHOST_CUDA_PINNED_RESULTS", pinned, 1) : unsetenv("LLMHOST_CUDA_PINNED_RESULTS");
     HostFloats out;
     out.set_allocator(b_->ResultAllocator());
     out.resize(host.size());
-    EXPECT_EQ(out.from_allocator(), std::string(pinned) == "on");
+    EXPECT_EQ(out.from_allocator(), std::string(pinned) != "off") << pinned;
     b_->CopyToHost(out.data(), *d, 0, host.size() * 4);
     ASSERT_TRUE(b_->Synchronize().ok());
     EXPECT_EQ(0, std::memcmp(out.data(), host.data(), host.size() * 4)) << pinned;

@@ -57,8 +57,8 @@ class CudaBackend : public Backend {
 
   Result<DeviceBuffer> Allocate(size_t bytes, const std::string& tag) override;
   Result<DeviceBuffer> AllocateStaging(size_t bytes, const std::string& tag) override;
-  // Page-locked and portable (any GPU's copies write it directly) with
-  // LLMHOST_CUDA_PINNED_RESULTS=on; else the heap.
+  // Page-locked and portable (any GPU's copies write it directly) unless
+  // LLMHOST_CUDA_PINNED_RESULTS=off (the heap).
   HostAllocator ResultAllocator() const override;
   void Free(DeviceBuffer& buf) override;
   Result<DeviceBuffer> Reserve(size_t max_bytes, const std::string& tag) override;
