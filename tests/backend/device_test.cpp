@@ -332,6 +332,87 @@ TEST_F(CudaTest, PipelinedTensorCoreRowsGiveTheSameBits) {
   b_->Free(*dy);
 }
 
+void SetOrUnset(const char* name, const char* value) { *value ? setenv(name, value, 1) : unsetenv(name); }
+
+// Unsets the named switches when the test leaves, an assertion's early return included.
+struct ScopedUnset {
+  explicit ScopedUnset(std::initializer_list<const char*> names) : names(names) {}
+  ~ScopedUnset() {
+    for (const char* n : names) unsetenv(n);
+  }
+  std::vector<const char*> names;
+};
+
+// A random bf16 weight (twice: two weights of one launch) and n random tokens
+// on the device, for the tensor-core kernels' bit tests.
+class RowsCase {
+ public:
+  struct Shape {
+    int64_t rows, cols, n;
+  };
+  RowsCase(Backend* b, const Shape& sh, std::mt19937& rng) : b_(b), sh_(sh), w_(sh.rows, sh.cols, rng) {
+    std::uniform_real_distribution<float> u(-1, 1);
+    auto dw = b_->PrepareWeight(w_.host);
+    auto dw2 = b_->PrepareWeight(w_.host);
+    std::vector<float> x(sh.n * sh.cols);
+    for (float& v : x) v = u(rng);
+    auto dx = b_->Allocate(x.size() * 4, "x");
+    auto dy = b_->Allocate(sh.n * sh.rows * 4, "y");
+    auto dy2 = b_->Allocate(sh.n * sh.rows * 4, "y2");
+    if (!dw.ok() || !dw2.ok() || !dx.ok() || !dy.ok() || !dy2.ok()) return;
+    dw_ = std::move(*dw);
+    dw2_ = std::move(*dw2);
+    dx_ = *dx;
+    dy_ = *dy;
+    dy2_ = *dy2;
+    b_->CopyToDevice(dx_, 0, x.data(), x.size() * 4);
+    ok_ = true;
+  }
+  ~RowsCase() {
+    if (!ok_) return;
+    b_->ReleaseWeight(dw_);
+    b_->ReleaseWeight(dw2_);
+    b_->Free(dx_);
+    b_->Free(dy_);
+    b_->Free(dy2_);
+  }
+  bool ok() const { return ok_; }
+  std::string Name() const {
+    return "weight " + std::to_string(sh_.rows) + " x " + std::to_string(sh_.cols) + " n " + std::to_string(sh_.n);
+  }
+  // The generated rows of tokens [first, first + m).
+  std::vector<float> Run(int64_t first, int64_t m) {
+    std::vector<float> y(m * sh_.rows);
+    b_->MatMul(dw_, dx_.as<float>() + first * sh_.cols, m, dy_.as<float>(), RowKind::kGenerated);
+    b_->CopyToHost(y.data(), dy_, 0, y.size() * 4);
+    EXPECT_TRUE(b_->Synchronize().ok());
+    return y;
+  }
+  // `batch` (all n tokens) against tokens alone and against both weights in one launch, bit for bit.
+  void ExpectAloneAndFusedMatch(const std::vector<float>& batch, const std::string& at) {
+    for (int64_t t : {int64_t{0}, int64_t{5}, sh_.n / 2, sh_.n - 1}) {
+      const std::vector<float> alone = Run(t, 1);
+      EXPECT_EQ(0, std::memcmp(alone.data(), batch.data() + t * sh_.rows, sh_.rows * 4)) << at << " token " << t;
+    }
+    const Backend::MatMulJob jobs[] = {{&dw_, dy_.as<float>()}, {&dw2_, dy2_.as<float>()}};
+    b_->MatMuls(jobs, dx_.as<float>(), sh_.n, RowKind::kGenerated);
+    std::vector<float> fused(sh_.n * sh_.rows), fused2(sh_.n * sh_.rows);
+    b_->CopyToHost(fused.data(), dy_, 0, fused.size() * 4);
+    b_->CopyToHost(fused2.data(), dy2_, 0, fused2.size() * 4);
+    ASSERT_TRUE(b_->Synchronize().ok());
+    EXPECT_EQ(0, std::memcmp(fused.data(), batch.data(), batch.size() * 4)) << at << " (fused)";
+    EXPECT_EQ(0, std::memcmp(fused2.data(), batch.data(), batch.size() * 4)) << at << " (fused)";
+  }
+
+ private:
+  Backend* b_;
+  Shape sh_;
+  RandomBf16 w_;
+  WeightMatrix dw_, dw2_;
+  DeviceBuffer dx_, dy_, dy2_;
+  bool ok_ = false;
+};
+
 // Past 8 tokens the wide kernel (a warp a row tile, walking the parts of
 // the columns in turn) takes bf16 rows: the same bits as the kernel for few
 // tokens, alone and at the same batch (LLMHOST_CUDA_MMA_WIDE=off), over its
@@ -341,32 +422,15 @@ TEST_F(CudaTest, PipelinedTensorCoreRowsGiveTheSameBits) {
 // token tiles, and two weights in one launch. Before Hopper both runs take
 // the first kernel (no clusters).
 TEST_F(CudaTest, WideTensorCoreRowsGiveTheSameBitsAsFewTokens) {
-  struct Shape {
-    int64_t rows, cols, n;
-  };
-  const Shape shapes[] = {{8200, 512, 128}, {4100, 832, 128}, {8200, 512, 32}, {2056, 576, 40}, {300, 1024, 17}, {1000, 512, 9}};
+  const RowsCase::Shape shapes[] = {{8200, 512, 128}, {4100, 832, 128}, {8200, 512, 32},
+                                    {2056, 576, 40},  {300, 1024, 17},  {1000, 512, 9}};
   std::mt19937 rng(13);
-  std::uniform_real_distribution<float> u(-1, 1);
+  ScopedUnset unset({"LLMHOST_CUDA_MMA_GEMM", "LLMHOST_CUDA_MMA_WIDE", "LLMHOST_CUDA_WIDE_ASYNC", "LLMHOST_CUDA_WIDE_RING",
+                     "LLMHOST_CUDA_WIDE_ROW_TILES"});
   setenv("LLMHOST_CUDA_MMA_GEMM", "off", 1);  // 128 tokens would take the GEMM (its own test)
-  for (const Shape& sh : shapes) {
-    const RandomBf16 w(sh.rows, sh.cols, rng);
-    auto dw = b_->PrepareWeight(w.host);
-    auto dw2 = b_->PrepareWeight(w.host);
-    ASSERT_TRUE(dw.ok() && dw2.ok());
-    std::vector<float> x(sh.n * sh.cols);
-    for (float& v : x) v = u(rng);
-    auto dx = b_->Allocate(x.size() * 4, "x");
-    auto dy = b_->Allocate(sh.n * sh.rows * 4, "y");
-    auto dy2 = b_->Allocate(sh.n * sh.rows * 4, "y2");
-    ASSERT_TRUE(dx.ok() && dy.ok() && dy2.ok());
-    b_->CopyToDevice(*dx, 0, x.data(), x.size() * 4);
-    auto run = [&](int64_t first, int64_t m) {
-      std::vector<float> y(m * sh.rows);
-      b_->MatMul(*dw, dx->as<float>() + first * sh.cols, m, dy->as<float>(), RowKind::kGenerated);
-      b_->CopyToHost(y.data(), *dy, 0, y.size() * 4);
-      EXPECT_TRUE(b_->Synchronize().ok());
-      return y;
-    };
+  for (const RowsCase::Shape& sh : shapes) {
+    RowsCase rc(b_.get(), sh, rng);
+    ASSERT_TRUE(rc.ok());
     // Weights through the cp.async ring (clusters of 1 or 8 blocks; 4 or 3
     // steps; 1 or 2 row tiles a warp), then in registers
     // (LLMHOST_CUDA_WIDE_ASYNC=off: clusters of 1, 2 or 4).
@@ -376,44 +440,22 @@ TEST_F(CudaTest, WideTensorCoreRowsGiveTheSameBitsAsFewTokens) {
     };
     const Setting settings[] = {{"on", "", ""},   {"on", "4", "1"}, {"on", "3", "1"},
                                 {"on", "4", "2"}, {"on", "3", "2"}, {"off", "", ""}};
-    auto set = [](const char* name, const char* value) { *value ? setenv(name, value, 1) : unsetenv(name); };
     for (const Setting& st : settings)
     for (Precision p : {Precision::kAuto, Precision::kFastBf16}) {
-      set("LLMHOST_CUDA_WIDE_ASYNC", st.async);
-      set("LLMHOST_CUDA_WIDE_RING", st.ring);
-      set("LLMHOST_CUDA_WIDE_ROW_TILES", st.row_tiles);
+      SetOrUnset("LLMHOST_CUDA_WIDE_ASYNC", st.async);
+      SetOrUnset("LLMHOST_CUDA_WIDE_RING", st.ring);
+      SetOrUnset("LLMHOST_CUDA_WIDE_ROW_TILES", st.row_tiles);
       b_->set_precision(p);
       const std::string at = std::string(PrecisionName(p)) + " async " + st.async + " ring '" + st.ring +
-                             "' row tiles '" + st.row_tiles + "' rows " + std::to_string(sh.rows) + " cols " +
-                             std::to_string(sh.cols) + " n " + std::to_string(sh.n);
-      const std::vector<float> wide = run(0, sh.n);
+                             "' row tiles '" + st.row_tiles + "' " + rc.Name();
+      const std::vector<float> wide = rc.Run(0, sh.n);
       setenv("LLMHOST_CUDA_MMA_WIDE", "off", 1);
-      const std::vector<float> tiles = run(0, sh.n);
+      const std::vector<float> tiles = rc.Run(0, sh.n);
       unsetenv("LLMHOST_CUDA_MMA_WIDE");
       EXPECT_EQ(0, std::memcmp(wide.data(), tiles.data(), wide.size() * 4)) << at;
-      for (int64_t t : {int64_t{0}, int64_t{5}, sh.n / 2, sh.n - 1}) {
-        const std::vector<float> alone = run(t, 1);
-        EXPECT_EQ(0, std::memcmp(alone.data(), wide.data() + t * sh.rows, sh.rows * 4)) << at << " token " << t;
-      }
-      const Backend::MatMulJob jobs[] = {{&*dw, dy->as<float>()}, {&*dw2, dy2->as<float>()}};
-      b_->MatMuls(jobs, dx->as<float>(), sh.n, RowKind::kGenerated);
-      std::vector<float> fused(sh.n * sh.rows), fused2(sh.n * sh.rows);
-      b_->CopyToHost(fused.data(), *dy, 0, fused.size() * 4);
-      b_->CopyToHost(fused2.data(), *dy2, 0, fused2.size() * 4);
-      ASSERT_TRUE(b_->Synchronize().ok());
-      EXPECT_EQ(0, std::memcmp(fused.data(), wide.data(), wide.size() * 4)) << at << " (fused)";
-      EXPECT_EQ(0, std::memcmp(fused2.data(), wide.data(), wide.size() * 4)) << at << " (fused)";
+      rc.ExpectAloneAndFusedMatch(wide, at);
     }
-    unsetenv("LLMHOST_CUDA_WIDE_ASYNC");
-    unsetenv("LLMHOST_CUDA_WIDE_RING");
-    unsetenv("LLMHOST_CUDA_WIDE_ROW_TILES");
-    b_->ReleaseWeight(*dw);
-    b_->ReleaseWeight(*dw2);
-    b_->Free(*dx);
-    b_->Free(*dy);
-    b_->Free(*dy2);
   }
-  unsetenv("LLMHOST_CUDA_MMA_GEMM");
   b_->set_precision(Precision::kAuto);
 }
 
@@ -422,88 +464,39 @@ TEST_F(CudaTest, WideTensorCoreRowsGiveTheSameBitsAsFewTokens) {
 // 256 rows, rings of 2-4 stages, rows and tokens that do not fill a tile,
 // parts of one and two steps, two token tiles, two weights a launch.
 TEST_F(CudaTest, GemmTensorCoreRowsGiveTheSameBitsAsFewTokens) {
-  struct Shape {
-    int64_t rows, cols, n;
-  };
-  const Shape shapes[] = {{8200, 512, 128}, {4100, 832, 200}, {300, 1024, 97}, {2056, 576, 130}, {136, 4096, 40}};
+  const RowsCase::Shape shapes[] = {{8200, 512, 128}, {4100, 832, 200}, {300, 1024, 97}, {2056, 576, 130}, {136, 4096, 40}};
   std::mt19937 rng(17);
-  std::uniform_real_distribution<float> u(-1, 1);
-  struct Unset {  // the switches, even when an assertion leaves early
-    ~Unset() {
-      for (const char* v : {"LLMHOST_CUDA_GEMM_FROM", "LLMHOST_CUDA_MMA_GEMM", "LLMHOST_CUDA_GEMM_ROWS",
-                            "LLMHOST_CUDA_GEMM_STAGES"}) {
-        unsetenv(v);
-      }
-    }
-  } unset;
+  ScopedUnset unset({"LLMHOST_CUDA_GEMM_FROM", "LLMHOST_CUDA_MMA_GEMM", "LLMHOST_CUDA_GEMM_ROWS", "LLMHOST_CUDA_GEMM_STAGES"});
   setenv("LLMHOST_CUDA_GEMM_FROM", "9", 1);  // the last shape's 40 tokens too
   setenv("LLMHOST_CUDA_MMA_GEMM", "on", 1);
   bool first = true;
-  for (const Shape& sh : shapes) {
-    const RandomBf16 w(sh.rows, sh.cols, rng);
-    auto dw = b_->PrepareWeight(w.host);
-    auto dw2 = b_->PrepareWeight(w.host);
-    ASSERT_TRUE(dw.ok() && dw2.ok());
-    std::vector<float> x(sh.n * sh.cols);
-    for (float& v : x) v = u(rng);
-    auto dx = b_->Allocate(x.size() * 4, "x");
-    auto dy = b_->Allocate(sh.n * sh.rows * 4, "y");
-    auto dy2 = b_->Allocate(sh.n * sh.rows * 4, "y2");
-    ASSERT_TRUE(dx.ok() && dy.ok() && dy2.ok());
-    b_->CopyToDevice(*dx, 0, x.data(), x.size() * 4);
-    auto run = [&](int64_t first, int64_t m) {
-      std::vector<float> y(m * sh.rows);
-      b_->MatMul(*dw, dx->as<float>() + first * sh.cols, m, dy->as<float>(), RowKind::kGenerated);
-      b_->CopyToHost(y.data(), *dy, 0, y.size() * 4);
-      EXPECT_TRUE(b_->Synchronize().ok());
-      return y;
-    };
+  for (const RowsCase::Shape& sh : shapes) {
+    RowsCase rc(b_.get(), sh, rng);
+    ASSERT_TRUE(rc.ok());
     struct Setting {
       const char *rows, *stages;
     };
     const Setting settings[] = {{"", ""}, {"128", "2"}, {"128", "4"}, {"256", "2"}, {"256", "3"}};
-    auto set = [](const char* name, const char* value) { *value ? setenv(name, value, 1) : unsetenv(name); };
     for (const Setting& st : settings)
     for (Precision p : {Precision::kAuto, Precision::kFastBf16}) {
-      set("LLMHOST_CUDA_GEMM_ROWS", st.rows);
-      set("LLMHOST_CUDA_GEMM_STAGES", st.stages);
+      SetOrUnset("LLMHOST_CUDA_GEMM_ROWS", st.rows);
+      SetOrUnset("LLMHOST_CUDA_GEMM_STAGES", st.stages);
       b_->set_precision(p);
-      const std::string at = std::string(PrecisionName(p)) + " rows '" + st.rows + "' stages '" + st.stages +
-                             "' weight " + std::to_string(sh.rows) + " x " + std::to_string(sh.cols) + " n " +
-                             std::to_string(sh.n);
+      const std::string at =
+          std::string(PrecisionName(p)) + " rows '" + st.rows + "' stages '" + st.stages + "' " + rc.Name();
       const uint64_t before = b_->memory_stats().bytes_in_use;
-      const std::vector<float> gemm = run(0, sh.n);
+      const std::vector<float> gemm = rc.Run(0, sh.n);
       if (first) {  // only the GEMM takes scratch for x's terms: it ran
         EXPECT_GE(b_->memory_stats().bytes_in_use, before + sh.n * sh.cols * 4) << "the GEMM did not run";
         first = false;
       }
       setenv("LLMHOST_CUDA_MMA_GEMM", "off", 1);
-      const std::vector<float> wide = run(0, sh.n);
+      const std::vector<float> wide = rc.Run(0, sh.n);
       setenv("LLMHOST_CUDA_MMA_GEMM", "on", 1);
       EXPECT_EQ(0, std::memcmp(gemm.data(), wide.data(), gemm.size() * 4)) << at;
-      for (int64_t t : {int64_t{0}, int64_t{5}, sh.n / 2, sh.n - 1}) {
-        const std::vector<float> alone = run(t, 1);
-        EXPECT_EQ(0, std::memcmp(alone.data(), gemm.data() + t * sh.rows, sh.rows * 4)) << at << " token " << t;
-      }
-      const Backend::MatMulJob jobs[] = {{&*dw, dy->as<float>()}, {&*dw2, dy2->as<float>()}};
-      b_->MatMuls(jobs, dx->as<float>(), sh.n, RowKind::kGenerated);
-      std::vector<float> fused(sh.n * sh.rows), fused2(sh.n * sh.rows);
-      b_->CopyToHost(fused.data(), *dy, 0, fused.size() * 4);
-      b_->CopyToHost(fused2.data(), *dy2, 0, fused2.size() * 4);
-      ASSERT_TRUE(b_->Synchronize().ok());
-      EXPECT_EQ(0, std::memcmp(fused.data(), gemm.data(), gemm.size() * 4)) << at << " (fused)";
-      EXPECT_EQ(0, std::memcmp(fused2.data(), gemm.data(), gemm.size() * 4)) << at << " (fused)";
+      rc.ExpectAloneAndFusedMatch(gemm, at);
     }
-    unsetenv("LLMHOST_CUDA_GEMM_ROWS");
-    unsetenv("LLMHOST_CUDA_GEMM_STAGES");
-    b_->ReleaseWeight(*dw);
-    b_->ReleaseWeight(*dw2);
-    b_->Free(*dx);
-    b_->Free(*dy);
-    b_->Free(*dy2);
   }
-  unsetenv("LLMHOST_CUDA_GEMM_FROM");
-  unsetenv("LLMHOST_CUDA_MMA_GEMM");
   b_->set_precision(Precision::kAuto);
 }
 
