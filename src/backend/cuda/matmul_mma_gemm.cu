@@ -233,8 +233,10 @@ __global__ void __launch_bounds__(kGemmThreads, (RT == 4 && Stages == 2) ? 2 : 1
 #endif
 }
 
-// Opt-in (LLMHOST_CUDA_MMA_GEMM=on) until it has run on a GPU; off keeps the
-// wide kernel.
+// Opt-in (LLMHOST_CUDA_MMA_GEMM=on): at 128 sequences of the Llama-3-8B
+// shape on an H100 it measured 3,505-3,726 tok/s against the wide kernel's
+// 3,935 (a block's one part of a 4,096-column weight is 8 steps: the ring's
+// fill and the cluster's reduction are not paid for, one block an SM).
 constexpr bool kGemmByDefault = false;
 bool GemmEnabled() {
   const char* v = std::getenv("LLMHOST_CUDA_MMA_GEMM");

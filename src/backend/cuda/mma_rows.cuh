@@ -86,7 +86,7 @@ bool LaunchWide(MmaWeights ws, int64_t n, const float* x, bool split, cudaStream
 
 // The GEMM-shaped kernel for a large batch (matmul_mma_gemm.cu): whether it
 // takes `n` tokens of `w` (bf16, at least 8 steps, from LLMHOST_CUDA_GEMM_FROM
-// tokens (97), Hopper, LLMHOST_CUDA_MMA_GEMM=on: opt-in until measured); the scratch its launch
+// tokens (97), Hopper, LLMHOST_CUDA_MMA_GEMM=on: opt-in, slower so far); the scratch its launch
 // needs for x's bf16 terms (0 where it does not take them); and the launch,
 // false where it declines (the caller's kernel runs instead: the same sums).
 bool GemmTakes(const DevWeight& w, int64_t n);
