@@ -10,21 +10,38 @@
 namespace llmhost::cuda {
 
 // The q row's sequence. A decode step's row r is sequence r's one new row,
-// so that sequence is tried first; else a scan (a batch holds at most a few
-// hundred). The scan alone cost every block of a 128-sequence step up to 128
-// dependent loads, the merge's and the chunk kernel's alike.
+// so that sequence is tried first; else a binary search by first row (the
+// forward pass numbers rows in sequence order: a step that mixes prompt
+// chunks with decode rows), and a scan where neither finds it (any order).
+// The scan alone cost every block of a 128-sequence step up to 128 dependent
+// loads, the merge's and the chunk kernel's alike. Sequences' rows never
+// overlap, so each way finds the one sequence that holds the row.
+__device__ __forceinline__ bool SeqHolds(const AttentionSeq* seqs, int64_t s, int64_t row) {
+  const int64_t q_row = seqs[s].q_row;
+  return row >= q_row && row < q_row + seqs[s].n_new;
+}
 __device__ __forceinline__ bool FindSeq(const AttentionSeq* seqs, int64_t n_seqs, int64_t row, AttentionSeq* out) {
-  if (row < n_seqs) {
-    const int64_t q_row = seqs[row].q_row, n_new = seqs[row].n_new;
-    if (row >= q_row && row < q_row + n_new) {
-      *out = seqs[row];
-      return true;
+  if (row < n_seqs && SeqHolds(seqs, row, row)) {
+    *out = seqs[row];
+    return true;
+  }
+  int64_t lo = 0, hi = n_seqs;  // the last sequence whose first row is at most `row`, if sorted
+  while (hi - lo > 1) {
+    const int64_t mid = (lo + hi) / 2;
+    if (seqs[mid].q_row <= row) {
+      lo = mid;
+    } else {
+      hi = mid;
     }
   }
+  if (n_seqs > 0 && SeqHolds(seqs, lo, row)) {
+    *out = seqs[lo];
+    return true;
+  }
   int64_t s = 0;
-  while (s + 1 < n_seqs && !(row >= seqs[s].q_row && row < seqs[s].q_row + seqs[s].n_new)) ++s;
+  while (s + 1 < n_seqs && !SeqHolds(seqs, s, row)) ++s;
   *out = seqs[s];
-  return row >= out->q_row && row < out->q_row + out->n_new;
+  return SeqHolds(seqs, s, row);
 }
 
 // The row's absolute position in its sequence.
