@@ -460,13 +460,17 @@ TEST_F(CudaTest, WideTensorCoreRowsGiveTheSameBitsAsFewTokens) {
 }
 
 // The GEMM-shaped kernel of a large batch (matmul_mma_gemm.cu) gives every
-// token the bits of the wide kernel and of the token alone: tiles of 128 and
-// 256 rows, rings of 2-4 stages, rows and tokens that do not fill a tile,
+// token the bits of the wide kernel and of the token alone, both ways of
+// walking the parts: a block walking all of them (tiles of 128 x 128, 128 x
+// 64 and 64 x 64, chosen or forced; rings of 3 and 4 stages; parts of
+// unequal steps) and a cluster of 8 blocks one part each (tiles of 128 and
+// 256 rows, rings of 2-4 stages); rows and tokens that do not fill a tile,
 // parts of one and two steps, two token tiles, two weights a launch.
 TEST_F(CudaTest, GemmTensorCoreRowsGiveTheSameBitsAsFewTokens) {
   const RowsCase::Shape shapes[] = {{8200, 512, 128}, {4100, 832, 200}, {300, 1024, 97}, {2056, 576, 130}, {136, 4096, 40}};
   std::mt19937 rng(17);
-  ScopedUnset unset({"LLMHOST_CUDA_GEMM_FROM", "LLMHOST_CUDA_MMA_GEMM", "LLMHOST_CUDA_GEMM_ROWS", "LLMHOST_CUDA_GEMM_STAGES"});
+  ScopedUnset unset({"LLMHOST_CUDA_GEMM_FROM", "LLMHOST_CUDA_MMA_GEMM", "LLMHOST_CUDA_GEMM_ROWS", "LLMHOST_CUDA_GEMM_STAGES",
+                     "LLMHOST_CUDA_GEMM_PARTS", "LLMHOST_CUDA_GEMM_TILE"});
   setenv("LLMHOST_CUDA_GEMM_FROM", "9", 1);  // the last shape's 40 tokens too
   setenv("LLMHOST_CUDA_MMA_GEMM", "on", 1);
   bool first = true;
@@ -474,16 +478,21 @@ TEST_F(CudaTest, GemmTensorCoreRowsGiveTheSameBitsAsFewTokens) {
     RowsCase rc(b_.get(), sh, rng);
     ASSERT_TRUE(rc.ok());
     struct Setting {
-      const char *rows, *stages;
+      const char *parts, *tile, *rows, *stages;
     };
-    const Setting settings[] = {{"", ""}, {"128", "2"}, {"128", "4"}, {"256", "2"}, {"256", "3"}};
+    const Setting settings[] = {{"", "", "", ""},          {"", "128x128", "", ""},        {"", "128x128", "", "4"},
+                                {"", "128x64", "", ""},    {"", "64x64", "", "4"},         {"cluster", "", "", ""},
+                                {"cluster", "", "128", "2"}, {"cluster", "", "128", "4"}, {"cluster", "", "256", "2"},
+                                {"cluster", "", "256", "3"}};
     for (const Setting& st : settings)
     for (Precision p : {Precision::kAuto, Precision::kFastBf16}) {
+      SetOrUnset("LLMHOST_CUDA_GEMM_PARTS", st.parts);
+      SetOrUnset("LLMHOST_CUDA_GEMM_TILE", st.tile);
       SetOrUnset("LLMHOST_CUDA_GEMM_ROWS", st.rows);
       SetOrUnset("LLMHOST_CUDA_GEMM_STAGES", st.stages);
       b_->set_precision(p);
-      const std::string at =
-          std::string(PrecisionName(p)) + " rows '" + st.rows + "' stages '" + st.stages + "' " + rc.Name();
+      const std::string at = std::string(PrecisionName(p)) + " parts '" + st.parts + "' tile '" + st.tile + "' rows '" +
+                             st.rows + "' stages '" + st.stages + "' " + rc.Name();
       const uint64_t before = b_->memory_stats().bytes_in_use;
       const std::vector<float> gemm = rc.Run(0, sh.n);
       if (first) {  // only the GEMM takes scratch for x's terms: it ran
