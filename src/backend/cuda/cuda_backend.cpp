@@ -663,7 +663,7 @@ void CudaBackend::Int8MatMuls(const cuda::DevWeight* d, float* const* y, int cou
 
 void CudaBackend::MmaMatMuls(const cuda::DevWeight* d, float* const* y, int count, const float* x, int64_t n) {
   const bool split = precision_ == Precision::kAuto;
-  const auto need = static_cast<size_t>(cuda::MmaTermsBytes(d[0], n, split));
+  const auto need = static_cast<size_t>(cuda::MmaTermsBytes(d, count, n, split));
   // Where the scratch is not there the wide kernel runs (the same sums): a
   // recording does not grow it (the plain run before it did), and a size the
   // allocator refused once is not asked for again (each try would free the

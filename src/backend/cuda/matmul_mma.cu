@@ -226,7 +226,9 @@ bool MmaFusable(const DevWeight& a, const DevWeight& b) {
          (a.fmt != WFmt::kMlx || (a.bits == b.bits && a.group_size == b.group_size));
 }
 
-int64_t MmaTermsBytes(const DevWeight& w, int64_t n, bool split) { return GemmTermsBytes(w, n, split); }
+int64_t MmaTermsBytes(const DevWeight* w, int count, int64_t n, bool split) {
+  return w[0].fmt == WFmt::kBF16 ? GemmTermsBytes(w, count, n, split) : 0;
+}
 
 void LaunchMmaMatMul(const DevWeight* w, float* const* y, int count, const float* x, int64_t n, bool split,
                      cudaStream_t s, uint16_t* terms) {

@@ -45,14 +45,14 @@ bool EarlyWeightLoadsEnabled();
 // bits and group size).
 bool MmaFusable(const DevWeight& a, const DevWeight& b);
 
-// The device scratch LaunchMmaMatMul's `terms` needs for n tokens of w (x's
-// bf16 terms for the GEMM-shaped kernel of a large batch); 0 where that
-// kernel does not take them.
-int64_t MmaTermsBytes(const DevWeight& w, int64_t n, bool split);
+// The device scratch LaunchMmaMatMul's `terms` needs for n tokens of the
+// `count` weights w (x's bf16 terms for the GEMM-shaped kernel of a large
+// batch); 0 where that kernel does not take the launch.
+int64_t MmaTermsBytes(const DevWeight* w, int count, int64_t n, bool split);
 
 // y[i] = x · w[i]ᵀ for `count` (≤ 4) weights that are MmaFusable with w[0],
 // in one launch; each y[i] is what a launch of w[i] alone gives, bit for bit.
-// `terms`: MmaTermsBytes(w[0], n, split) bytes of device scratch, or null
+// `terms`: MmaTermsBytes(w, count, n, split) bytes of device scratch, or null
 // (a large batch then takes the wide kernel: the same sums, slower).
 void LaunchMmaMatMul(const DevWeight* w, float* const* y, int count, const float* x, int64_t n, bool split,
                      cudaStream_t s, uint16_t* terms = nullptr);

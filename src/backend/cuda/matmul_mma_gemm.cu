@@ -66,25 +66,26 @@ struct GemmLayout {
   static_assert(Whole || WT == 4, "a cluster's reduction deals 128 tokens over 8 blocks");
 };
 
-// The steps of `steps` (≥ 8) a whole walk takes, in order: part 0's (0, 8,
-// 16, ...), then part 1's, ...; j-th of them: its step, part, and whether it
-// is its part's last.
-struct WalkStep {
-  int64_t step;
-  int part;
-  bool last;
-};
-__device__ __forceinline__ WalkStep WalkAt(int64_t j, int64_t steps) {
-  const int64_t per = steps / kParts, longer = steps % kParts;  // parts < longer have per + 1 steps
-  const int64_t head = longer * (per + 1);
-  int64_t p, k, len;
-  if (j < head) {
-    p = j / (per + 1), k = j % (per + 1), len = per + 1;
-  } else {
-    p = longer + (j - head) / per, k = (j - head) % per, len = per;
+// The steps a block walks, in order: a whole walk of `steps` (≥ 8) takes
+// part 0's (0, 8, 16, ...), then part 1's, ...; a cluster's block z part z's
+// alone. Advanced one step at a time (no division in the loop).
+struct Walk {
+  int part, k, len;  // the current step: the k-th of its part's len
+  int per, longer;   // parts < longer have per + 1 steps, the others per
+  bool whole;
+  __device__ Walk(int steps, int z, bool whole_walk)
+      : part(whole_walk ? 0 : z), k(0), per(steps / kParts), longer(steps % kParts), whole(whole_walk) {
+    len = per + (part < longer ? 1 : 0);
   }
-  return {p + k * kParts, static_cast<int>(p), k == len - 1};
-}
+  __device__ int Step() const { return part + k * kParts; }
+  __device__ bool Last() const { return k == len - 1; }  // the part's last step
+  __device__ void Next() {
+    if (++k == len && whole) {
+      ++part, k = 0;
+      len = per + (part < longer ? 1 : 0);
+    }
+  }
+};
 
 // hi = rn(x), lo = rn(x - hi) for 8 values a thread, by SplitPair: the bits
 // every other kernel gives x's terms.
@@ -124,51 +125,65 @@ __global__ void __launch_bounds__(GemmLayout<WT, RT, Stages, Split, Whole>::kThr
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, g = lane >> 2, c = lane & 3;
   const int wr = warp & 1, wt = warp >> 1;
   const int64_t rb = (blockIdx.y - ws.first[i]) * L::kRowsBlock, t0 = int64_t{blockIdx.x} * kGemmTokens;
-  const int64_t cols = w.cols, steps = cols / kStepCols;
-  const int part = static_cast<int>(blockIdx.z);
-  // The steps this block walks (≥ 1: LaunchGemm needs 8), and the j-th's step.
-  const int64_t count = Whole ? steps : (steps - part + kParts - 1) / kParts;
-  auto step_at = [&](int64_t j) -> int64_t { return Whole ? WalkAt(j, steps).step : part + j * kParts; };
+  const int64_t cols = w.cols;
+  const int steps = static_cast<int>(cols / kStepCols);
+  // The steps this block walks (≥ 1: LaunchGemm needs 8): the ring's (prod)
+  // and the MMAs' (cons).
+  Walk prod(steps, static_cast<int>(blockIdx.z), Whole), cons = prod;
+  const int count = Whole ? steps : prod.len;
   // This warp's 8-token tiles that hold tokens (warp-uniform).
   const int64_t left = n - t0 - 32 * wt;
   const int live = left <= 0 ? 0 : left >= 32 ? 4 : static_cast<int>((left + 7) / 8);
 
+  // A thread's copies of a step: piece q = q T + tid is row (or token) q T /
+  // 8 + tid / 8 of its array, chunk tid % 8, so every piece's source is the
+  // first one's plus q strides and its place in the stage q T words further
+  // (T / 8 is a multiple of 8: the swizzle is the same for every q).
+  constexpr int kWCopies = L::kWWords / kGemmThreads, kXCopies = L::kXWords / kGemmThreads;
+  constexpr int kLinesPerCopy = kGemmThreads / 8;
+  const int line = tid >> 3, chunk = tid & 7;
+  const int dst0 = line * 8 + (chunk ^ (line & 7));
+  const char* wsrc = static_cast<const char*>(w.data) + (rb + line) * w.row_bytes + chunk * 16;
+  const int64_t wstride = kLinesPerCopy * w.row_bytes;
+  const int64_t wleft = w.rows - rb - line;  // piece q holds a row when q T / 8 < wleft
+  const int64_t xleft = n - t0 - line;
+  const uint16_t* xsrc[2] = {xh + (t0 + line) * cols + chunk * 8, Split ? xl + (t0 + line) * cols + chunk * 8 : xh};
+  const int64_t xstride = kLinesPerCopy * cols;
+  static_assert(kXCopies == L::kTerms * 4, "a term's tokens are 4 copies a thread");
+
   extern __shared__ uint4 smem[];
-  auto copy_w = [&](int stage, int64_t s) {
-    uint4* dst = smem + stage * L::kStageWords;
+  auto copy_w = [&](int stage, int s) {
+    uint4* dst = smem + stage * L::kStageWords + dst0;
 #pragma unroll
-    for (int q = 0; q < L::kWWords / kGemmThreads; ++q) {
-      const int piece = q * kGemmThreads + tid, r = piece >> 3, chunk = piece & 7;
-      const int64_t gr = rb + r;
-      const bool ok = gr < w.rows;
-      CopyAsync16(dst + r * 8 + (chunk ^ (r & 7)),
-                  static_cast<const char*>(w.data) + (ok ? gr : 0) * w.row_bytes + s * kStepCols * 2 + chunk * 16, ok);
+    for (int q = 0; q < kWCopies; ++q) {
+      const bool ok = q * kLinesPerCopy < wleft;
+      CopyAsync16(dst + q * kGemmThreads, ok ? wsrc + q * wstride + s * (kStepCols * 2) : w.data, ok);
     }
   };
-  auto copy_x = [&](int stage, int64_t s) {
-    uint4* dst = smem + stage * L::kStageWords + L::kWWords;
+  auto copy_x = [&](int stage, int s) {
+    uint4* dst = smem + stage * L::kStageWords + L::kWWords + dst0;
 #pragma unroll
-    for (int q = 0; q < L::kXWords / kGemmThreads; ++q) {
-      const int piece = q * kGemmThreads + tid, term = piece / (kGemmTokens * 8);
-      const int tl = (piece >> 3) % kGemmTokens, chunk = piece & 7;
-      const int64_t tok = t0 + tl;
-      const bool ok = tok < n;
-      const uint16_t* src = term == 0 ? xh : xl;
-      CopyAsync16(dst + (term * kGemmTokens + tl) * 8 + (chunk ^ (tl & 7)),
-                  src + (ok ? tok : 0) * cols + s * kStepCols + chunk * 8, ok);
+    for (int q = 0; q < kXCopies; ++q) {
+      const bool ok = (q % 4) * kLinesPerCopy < xleft;
+      CopyAsync16(dst + q * kGemmThreads, ok ? xsrc[q / 4] + (q % 4) * xstride + s * kStepCols : xh, ok);
     }
   };
 
   // The ring's first Stages - 1 steps: weights before the wait for the kernel
   // before (they are never written by a step), x after it.
+  {
+    Walk at = prod;
 #pragma unroll
-  for (int k = 0; k < Stages - 1; ++k) {
-    if (k < count) copy_w(k, step_at(k));
+    for (int k = 0; k < Stages - 1; ++k) {
+      if (k < count) copy_w(k, at.Step());
+      at.Next();
+    }
   }
   if (early) WaitForPriorGrid();
 #pragma unroll
   for (int k = 0; k < Stages - 1; ++k) {
-    if (k < count) copy_x(k, step_at(k));
+    if (k < count) copy_x(k, prod.Step());
+    prod.Next();
     CopyAsyncCommit();
   }
 
@@ -180,17 +195,19 @@ __global__ void __launch_bounds__(GemmLayout<WT, RT, Stages, Split, Whole>::kThr
 #pragma unroll
     for (int t = 0; t < 4; ++t) acc[rt][t][0] = acc[rt][t][1] = acc[rt][t][2] = acc[rt][t][3] = 0.0f;
   }
-  for (int64_t j = 0; j < count; ++j) {
+  int stage = 0, next_stage = Stages - 1;  // step j's stage, step j + Stages - 1's
+  for (int j = 0; j < count; ++j) {
     CopyAsyncWait<Stages - 2>();  // this thread's copies of step j
     __syncthreads();              // everyone's; and every warp is done with step j - 1's stage
-    const int64_t jn = j + Stages - 1;
-    if (jn < count) {
-      const int64_t sn = step_at(jn);
-      copy_w(static_cast<int>(jn % Stages), sn);
-      copy_x(static_cast<int>(jn % Stages), sn);
+    if (j + Stages - 1 < count) {
+      copy_w(next_stage, prod.Step());
+      copy_x(next_stage, prod.Step());
+      prod.Next();
     }
     CopyAsyncCommit();
-    const uint4* ws_ = smem + (j % Stages) * L::kStageWords;
+    const uint4* ws_ = smem + stage * L::kStageWords;
+    stage = stage + 1 == Stages ? 0 : stage + 1;
+    next_stage = next_stage + 1 == Stages ? 0 : next_stage + 1;
     const uint4* xs = ws_ + L::kWWords;
 #pragma unroll
     for (int ch = 0; ch < 2; ++ch) {
@@ -219,20 +236,20 @@ __global__ void __launch_bounds__(GemmLayout<WT, RT, Stages, Split, Whole>::kThr
       }
     }
     if constexpr (Whole) {
-      const WalkStep at = WalkAt(j, steps);
-      if (at.last) {  // the part is done: the total takes it (v = p0, v += p1, ...), the next starts from zero
+      if (cons.Last()) {  // the part is done: the total takes it (v = p0, v += p1, ...), the next starts from zero
 #pragma unroll
         for (int rt = 0; rt < RT; ++rt) {
 #pragma unroll
           for (int t = 0; t < 4; ++t) {
 #pragma unroll
             for (int e = 0; e < 4; ++e) {
-              tot[rt][t][e] = at.part == 0 ? acc[rt][t][e] : tot[rt][t][e] + acc[rt][t][e];
+              tot[rt][t][e] = cons.part == 0 ? acc[rt][t][e] : tot[rt][t][e] + acc[rt][t][e];
               acc[rt][t][e] = 0.0f;
             }
           }
         }
       }
+      cons.Next();
     }
   }
   CopyAsyncWait<0>();
@@ -346,24 +363,20 @@ int GemmStages(int rows) {
   return 3;
 }
 
-// A whole walk's tile: rows x tokens a block, chosen per launch as the
-// largest that still gives kMinBlocks blocks (a 4,096-row weight at 128
-// tokens would be 32 blocks of 128 x 128 on 132 SMs), or forced by
-// LLMHOST_CUDA_GEMM_TILE=128x128|128x64|64x64.
-enum class WholeTile { k128x128, k128x64, k64x64 };
-WholeTile ChooseWholeTile(const MmaWeights& ws, int64_t n) {
+// A whole walk's tile, rows x tokens a block: 128 x 128 where the launch
+// makes kMinBlocks such blocks (the FFN's gate and up, a head); else none,
+// and the wide kernel runs (measured on an H100 at 128 tokens: smaller
+// tiles, 4 warps a block and a block or two an SM, lost to it). Forced by
+// LLMHOST_CUDA_GEMM_TILE=128x128|128x64|64x64 (tests, A/Bs).
+enum class WholeTile { kNone, k128x128, k128x64, k64x64 };
+WholeTile ChooseWholeTile(const DevWeight* w, int count, int64_t n) {
   const char* v = std::getenv("LLMHOST_CUDA_GEMM_TILE");
   if (v != nullptr && std::strcmp(v, "128x128") == 0) return WholeTile::k128x128;
   if (v != nullptr && std::strcmp(v, "128x64") == 0) return WholeTile::k128x64;
   if (v != nullptr && std::strcmp(v, "64x64") == 0) return WholeTile::k64x64;
-  auto blocks = [&](int64_t rows, int64_t tokens) {
-    int64_t b = 0;
-    for (int k = 0; k < ws.count; ++k) b += (ws.w[k].rows + rows - 1) / rows;
-    return b * ((n + tokens - 1) / tokens);
-  };
-  if (blocks(128, 128) >= kMinBlocks) return WholeTile::k128x128;
-  if (blocks(128, 64) >= kMinBlocks) return WholeTile::k128x64;
-  return WholeTile::k64x64;
+  int64_t blocks = 0;
+  for (int k = 0; k < count; ++k) blocks += (w[k].rows + 127) / 128;
+  return blocks * ((n + 127) / 128) >= kMinBlocks ? WholeTile::k128x128 : WholeTile::kNone;
 }
 
 template <int WT, int RT, int Stages, bool Split, bool Whole>
@@ -395,7 +408,8 @@ void LaunchWholeStages(MmaWeights ws, int64_t n, const uint16_t* xh, const uint1
 template <bool Split>
 void LaunchGemmSplit(MmaWeights ws, int64_t n, const uint16_t* xh, const uint16_t* xl, cudaStream_t s) {
   if (GemmWhole()) {
-    switch (ChooseWholeTile(ws, n)) {
+    switch (ChooseWholeTile(ws.w, ws.count, n)) {
+      case WholeTile::kNone: break;  // LaunchGemm declined it
       case WholeTile::k128x128: LaunchWholeStages<4, 4, Split>(ws, n, xh, xl, s); break;
       case WholeTile::k128x64: LaunchWholeStages<2, 4, Split>(ws, n, xh, xl, s); break;
       case WholeTile::k64x64: LaunchWholeStages<2, 2, Split>(ws, n, xh, xl, s); break;
@@ -429,17 +443,24 @@ bool GemmTakes(const DevWeight& w, int64_t n) {
          w.cols / kStepCols >= kParts;
 }
 
-int64_t GemmTermsBytes(const DevWeight& w, int64_t n, bool split) {
-  return GemmTakes(w, n) ? n * w.cols * 2 * (split ? 2 : 1) : 0;
+namespace {
+// Whether the GEMM takes this launch: every weight, and a tile for them.
+bool GemmTakesLaunch(const DevWeight* w, int count, int64_t n) {
+  for (int k = 0; k < count; ++k) {
+    if (!GemmTakes(w[k], n) || w[k].cols != w[0].cols) return false;
+  }
+  return !GemmWhole() || ChooseWholeTile(w, count, n) != WholeTile::kNone;
+}
+}  // namespace
+
+int64_t GemmTermsBytes(const DevWeight* w, int count, int64_t n, bool split) {
+  return GemmTakesLaunch(w, count, n) ? n * w[0].cols * 2 * (split ? 2 : 1) : 0;
 }
 
 bool LaunchGemm(MmaWeights ws, int64_t n, const float* x, uint16_t* terms, bool split, cudaStream_t s) {
   if (terms == nullptr || (reinterpret_cast<uintptr_t>(x) & 15u) != 0 ||
-      (reinterpret_cast<uintptr_t>(terms) & 15u) != 0) {
+      (reinterpret_cast<uintptr_t>(terms) & 15u) != 0 || !GemmTakesLaunch(ws.w, ws.count, n)) {
     return false;
-  }
-  for (int k = 0; k < ws.count; ++k) {
-    if (!GemmTakes(ws.w[k], n) || ws.w[k].cols != ws.w[0].cols) return false;
   }
   const int64_t cols = ws.w[0].cols, count8 = n * cols / 8;
   uint16_t* xh = terms;

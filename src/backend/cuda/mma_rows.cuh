@@ -90,7 +90,7 @@ bool LaunchWide(MmaWeights ws, int64_t n, const float* x, bool split, cudaStream
 // needs for x's bf16 terms (0 where it does not take them); and the launch,
 // false where it declines (the caller's kernel runs instead: the same sums).
 bool GemmTakes(const DevWeight& w, int64_t n);
-int64_t GemmTermsBytes(const DevWeight& w, int64_t n, bool split);
+int64_t GemmTermsBytes(const DevWeight* w, int count, int64_t n, bool split);
 bool LaunchGemm(MmaWeights ws, int64_t n, const float* x, uint16_t* terms, bool split, cudaStream_t s);
 
 }  // namespace llmhost::cuda::mma_rows
