@@ -8,7 +8,8 @@
 #   VARIANTS="LLMHOST_CUDA_MMA_WIDE=off" BATCHES="16:16 32:16 128:128" bench/gpu/batch_ab.sh
 # A batch is SEQUENCES:PROMPT_TOKENS; PHASES=decode1,decode-batch adds batch 1.
 # A variant of several settings joins them with commas (A=1,B=2).
-# BACKEND_ENV runs the backend tests a second time under that setting;
+# BACKEND_ENV runs the backend tests a second time under that setting; NCU_MORE:
+# more ncu arguments (--section InstructionStats);
 # PRECISIONS (default auto) is model_bench's list, a figure each;
 # PHASES=prefill with MORE="--prefill-tokens 512 --prefill-reps 3" times prefill.
 # Logs land in $OUT (or /tmp/batch-ab).
@@ -47,7 +48,7 @@ done
 if [ "${NCU:-1}" = 1 ] && command -v ncu >/dev/null; then
   for v in ${NCU_VARIANTS:-DEFAULT=1 ${VARIANTS:-}}; do
     env ${v//,/ } LLMHOST_CUDA_GRAPHS=off ncu --clock-control none --kernel-name regex:"${NCU_KERNELS:-MmaRows|MmaWide|MmaGemm}" \
-      --launch-skip 64 --launch-count 4 --section SpeedOfLight --section Occupancy --section WarpStateStats \
+      --launch-skip 64 --launch-count 4 --section SpeedOfLight --section Occupancy --section WarpStateStats ${NCU_MORE:-} \
       "$B/model_bench" --random-config "$cfg" --arch llama --seed 1 --device cuda --precisions auto --formats bf16 \
       --reps 1 --steps 4 --batch "${NCU_BATCH:-32}" --prompt 16 --phases decode-batch >"$out/ncu.log" 2>&1
     echo "== ncu ${v/DEFAULT=1/default}"
