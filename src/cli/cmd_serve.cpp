@@ -95,6 +95,11 @@ int RunServe(const server::SettingValues& cli_values) {
     po.cache_ram_bytes = [store] { return store->ram_bytes(); };
     po.shrink_cache = [store](uint64_t keep) { return store->ShrinkHot(keep); };
   }
+  if (s.batch_invariant.has_value()) {
+    // Before any backend exists: the CUDA backend reads the switch at each step.
+    setenv("LLMHOST_CUDA_BATCH_INVARIANT", *s.batch_invariant ? "on" : "off", 1);
+    if (!*s.batch_invariant) LOG_INFO("serve: batch invariance off: a GPU's large batches go to cuBLASLt");
+  }
   CpuEngineFactoryOptions fo;
   auto device = ParseDevice(s.device);  // validated by ResolveServeSettings
   if (!device.ok()) return Fail(device.status().message());

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -57,6 +58,8 @@ struct ServeSettings {
   std::string memory_guard = "balanced";  // off, safe, balanced, aggressive, custom
   double memory_guard_gb = 0;           // the custom ceiling in GiB (> 0 implies custom)
   bool prefill_guard = true;
+  // GPU batch invariance (backend/cuda): unset leaves LLMHOST_CUDA_BATCH_INVARIANT as it is.
+  std::optional<bool> batch_invariant;
   double model_wait_timeout = 120;      // seconds a request may queue for its model, then 503
   int64_t idle_ttl = 0;                 // seconds idle before a model unloads; 0: never
   // KV cache tiers (kv/tiered_block_store.h).

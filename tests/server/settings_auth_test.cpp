@@ -66,6 +66,29 @@ TEST(ServeSettings, ConnectionFlags) {
   EXPECT_NE(bad.status().message().find("--max-connections"), std::string::npos);
 }
 
+// --batch-invariant: unset unless given (the GPU's switch is then left as it
+// is), on/off from the command line or the environment, anything else refused.
+TEST(ServeSettings, BatchInvarianceIsOnOffOrLeftAlone) {
+  FakeEnv env;
+  env.vars["HOME"] = "/tmp";
+  auto unset = ResolveServeSettings({}, env.lookup());
+  ASSERT_TRUE(unset.ok()) << unset.status().ToString();
+  EXPECT_FALSE(unset->batch_invariant.has_value());
+  auto off = ResolveServeSettings({{"batch-invariant", {"off"}}}, env.lookup());
+  ASSERT_TRUE(off.ok()) << off.status().ToString();
+  ASSERT_TRUE(off->batch_invariant.has_value());
+  EXPECT_FALSE(*off->batch_invariant);
+  env.vars["LLMHOST_BATCH_INVARIANT"] = "on";
+  auto from_env = ResolveServeSettings({}, env.lookup());
+  ASSERT_TRUE(from_env.ok()) << from_env.status().ToString();
+  ASSERT_TRUE(from_env->batch_invariant.has_value());
+  EXPECT_TRUE(*from_env->batch_invariant);
+  auto bad = ResolveServeSettings({{"batch-invariant", {"fast"}}}, env.lookup());
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("--batch-invariant"), std::string::npos) << bad.status().message();
+  EXPECT_NE(bad.status().message().find("expected on or off"), std::string::npos) << bad.status().message();
+}
+
 // --ssl-cert and --ssl-key: both (from any source) or neither.
 TEST(ServeSettings, TlsFilesComeInPairs) {
   FakeEnv env;
