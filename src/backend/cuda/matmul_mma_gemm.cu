@@ -87,6 +87,23 @@ struct Walk {
   }
 };
 
+// f(rt, t, e, r, tl) for each of a warp's sums: row tile rt, 8-token tile t,
+// MMA element e, which is the tile's row r and token tl (d0, d1: row g,
+// tokens 2c, 2c + 1; d2, d3: row g + 8) for the warp (wr, wt) of RT row tiles.
+template <int RT, typename F>
+__device__ __forceinline__ void ForEachSum(int wr, int wt, int g, int c, F&& f) {
+#pragma unroll
+  for (int rt = 0; rt < RT; ++rt) {
+#pragma unroll
+    for (int t = 0; t < 4; ++t) {
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        f(rt, t, e, (wr * RT + rt) * kRows + g + (e >= 2 ? 8 : 0), 32 * wt + 8 * t + 2 * c + (e & 1));
+      }
+    }
+  }
+}
+
 // hi = rn(x), lo = rn(x - hi) for 8 values a thread, by SplitPair: the bits
 // every other kernel gives x's terms.
 __global__ void SplitTermsKernel(const float* x, int64_t count8, uint4* hi, uint4* lo) {
@@ -237,17 +254,11 @@ __global__ void __launch_bounds__(GemmLayout<WT, RT, Stages, Split, Whole>::kThr
     }
     if constexpr (Whole) {
       if (cons.Last()) {  // the part is done: the total takes it (v = p0, v += p1, ...), the next starts from zero
-#pragma unroll
-        for (int rt = 0; rt < RT; ++rt) {
-#pragma unroll
-          for (int t = 0; t < 4; ++t) {
-#pragma unroll
-            for (int e = 0; e < 4; ++e) {
-              tot[rt][t][e] = cons.part == 0 ? acc[rt][t][e] : tot[rt][t][e] + acc[rt][t][e];
-              acc[rt][t][e] = 0.0f;
-            }
-          }
-        }
+        const bool first_part = cons.part == 0;
+        ForEachSum<RT>(wr, wt, g, c, [&](int rt, int t, int e, int, int) {
+          tot[rt][t][e] = first_part ? acc[rt][t][e] : tot[rt][t][e] + acc[rt][t][e];
+          acc[rt][t][e] = 0.0f;
+        });
       }
       cons.Next();
     }
@@ -255,36 +266,17 @@ __global__ void __launch_bounds__(GemmLayout<WT, RT, Stages, Split, Whole>::kThr
   CopyAsyncWait<0>();
   if constexpr (Whole) {
     float* y = ws.y[i];
-#pragma unroll
-    for (int rt = 0; rt < RT; ++rt) {
-#pragma unroll
-      for (int t = 0; t < 4; ++t) {
-#pragma unroll
-        for (int e = 0; e < 4; ++e) {
-          // d0, d1: row g, tokens 2c, 2c + 1; d2, d3: row g + 8.
-          const int64_t row = rb + (wr * RT + rt) * kRows + g + (e >= 2 ? 8 : 0);
-          const int64_t tok = t0 + 32 * wt + 8 * t + 2 * c + (e & 1);
-          if (tok < n && row < w.rows) y[tok * w.rows + row] = tot[rt][t][e];
-        }
-      }
-    }
+    ForEachSum<RT>(wr, wt, g, c, [&](int rt, int t, int e, int r, int tl) {
+      const int64_t row = rb + r, tok = t0 + tl;
+      if (tok < n && row < w.rows) y[tok * w.rows + row] = tot[rt][t][e];
+    });
     return;
   }
   __syncthreads();  // the ring is free: the part's sums go where it was
 
   float* sums = reinterpret_cast<float*>(smem);
-#pragma unroll
-  for (int rt = 0; rt < RT; ++rt) {
-#pragma unroll
-    for (int t = 0; t < 4; ++t) {
-#pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        // d0, d1: row g, tokens 2c, 2c + 1; d2, d3: row g + 8.
-        const int r = (wr * RT + rt) * kRows + g + (e >= 2 ? 8 : 0), tl = 32 * wt + 8 * t + 2 * c + (e & 1);
-        sums[tl * L::kSumStride + r] = acc[rt][t][e];
-      }
-    }
-  }
+  ForEachSum<RT>(wr, wt, g, c,
+                 [&](int rt, int t, int e, int r, int tl) { sums[tl * L::kSumStride + r] = acc[rt][t][e]; });
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   cg::cluster_group cluster = cg::this_cluster();
   cluster.sync();
