@@ -397,11 +397,20 @@ void LaunchWholeStages(MmaWeights ws, int64_t n, const uint16_t* xh, const uint1
   }
 }
 
+// How a launch runs, read from the switches once (GemmTermsBytes and
+// LaunchGemm each read them once: a switch changed between two reads could
+// not leave a launch half taken).
+struct GemmPlan {
+  bool whole = true;                       // else a cluster a part a block
+  WholeTile tile = WholeTile::k128x128;    // a whole walk's
+};
+
 template <bool Split>
-void LaunchGemmSplit(MmaWeights ws, int64_t n, const uint16_t* xh, const uint16_t* xl, cudaStream_t s) {
-  if (GemmWhole()) {
-    switch (ChooseWholeTile(ws.w, ws.count, n)) {
-      case WholeTile::kNone: break;  // LaunchGemm declined it
+void LaunchGemmSplit(const GemmPlan& plan, MmaWeights ws, int64_t n, const uint16_t* xh, const uint16_t* xl,
+                     cudaStream_t s) {
+  if (plan.whole) {
+    switch (plan.tile) {
+      case WholeTile::kNone: break;  // PlanGemm declined it
       case WholeTile::k128x128: LaunchWholeStages<4, 4, Split>(ws, n, xh, xl, s); break;
       case WholeTile::k128x64: LaunchWholeStages<2, 4, Split>(ws, n, xh, xl, s); break;
       case WholeTile::k64x64: LaunchWholeStages<2, 2, Split>(ws, n, xh, xl, s); break;
@@ -436,22 +445,28 @@ bool GemmTakes(const DevWeight& w, int64_t n) {
 }
 
 namespace {
-// Whether the GEMM takes this launch: every weight, and a tile for them.
-bool GemmTakesLaunch(const DevWeight* w, int count, int64_t n) {
+// The GEMM's plan for this launch, or false where it does not take it: every
+// weight must, and a whole walk needs a tile for them.
+bool PlanGemm(const DevWeight* w, int count, int64_t n, GemmPlan* plan) {
   for (int k = 0; k < count; ++k) {
     if (!GemmTakes(w[k], n) || w[k].cols != w[0].cols) return false;
   }
-  return !GemmWhole() || ChooseWholeTile(w, count, n) != WholeTile::kNone;
+  plan->whole = GemmWhole();
+  if (!plan->whole) return true;
+  plan->tile = ChooseWholeTile(w, count, n);
+  return plan->tile != WholeTile::kNone;
 }
 }  // namespace
 
 int64_t GemmTermsBytes(const DevWeight* w, int count, int64_t n, bool split) {
-  return GemmTakesLaunch(w, count, n) ? n * w[0].cols * 2 * (split ? 2 : 1) : 0;
+  GemmPlan plan;
+  return PlanGemm(w, count, n, &plan) ? n * w[0].cols * 2 * (split ? 2 : 1) : 0;
 }
 
 bool LaunchGemm(MmaWeights ws, int64_t n, const float* x, uint16_t* terms, bool split, cudaStream_t s) {
+  GemmPlan plan;
   if (terms == nullptr || (reinterpret_cast<uintptr_t>(x) & 15u) != 0 ||
-      (reinterpret_cast<uintptr_t>(terms) & 15u) != 0 || !GemmTakesLaunch(ws.w, ws.count, n)) {
+      (reinterpret_cast<uintptr_t>(terms) & 15u) != 0 || !PlanGemm(ws.w, ws.count, n, &plan)) {
     return false;
   }
   const int64_t cols = ws.w[0].cols, count8 = n * cols / 8;
@@ -460,7 +475,7 @@ bool LaunchGemm(MmaWeights ws, int64_t n, const float* x, uint16_t* terms, bool 
   constexpr int kSplitThreads = 256;
   LaunchPdl(SplitTermsKernel, dim3(static_cast<unsigned>((count8 + kSplitThreads - 1) / kSplitThreads)),
             dim3(kSplitThreads), 0, s, x, count8, reinterpret_cast<uint4*>(xh), reinterpret_cast<uint4*>(xl));
-  split ? LaunchGemmSplit<true>(ws, n, xh, xl, s) : LaunchGemmSplit<false>(ws, n, xh, xl, s);
+  split ? LaunchGemmSplit<true>(plan, ws, n, xh, xl, s) : LaunchGemmSplit<false>(plan, ws, n, xh, xl, s);
   return true;
 }
 
