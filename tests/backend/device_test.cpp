@@ -459,6 +459,33 @@ TEST_F(CudaTest, WideTensorCoreRowsGiveTheSameBitsAsFewTokens) {
   b_->set_precision(Precision::kAuto);
 }
 
+// Whether a whole walk takes a launch by itself (no tile forced): 128 x 128
+// tiles where they make 128 blocks, else the wide kernel. Only the GEMM
+// takes scratch for x's terms, so a fresh backend's bytes tell which ran.
+TEST_F(CudaTest, GemmTakesOnlyLaunchesOfEnoughTiles) {
+  ScopedUnset unset({"LLMHOST_CUDA_GEMM_FROM", "LLMHOST_CUDA_MMA_GEMM", "LLMHOST_CUDA_GEMM_PARTS", "LLMHOST_CUDA_GEMM_TILE"});
+  setenv("LLMHOST_CUDA_MMA_GEMM", "on", 1);
+  std::mt19937 rng(19);
+  // 16,400 rows at 128 tokens: 129 blocks; 8,200: 65.
+  for (const RowsCase::Shape& sh : {RowsCase::Shape{16400, 512, 128}, RowsCase::Shape{8200, 512, 128}}) {
+    DeviceSpec d;
+    d.kind = DeviceKind::kCuda;
+    auto fresh = MakeBackend(d, Precision::kAuto, nullptr);
+    ASSERT_TRUE(fresh.ok()) << fresh.status().ToString();
+    RowsCase rc(fresh->get(), sh, rng);
+    ASSERT_TRUE(rc.ok());
+    const uint64_t before = (*fresh)->memory_stats().bytes_in_use;
+    const std::vector<float> y = rc.Run(0, sh.n);
+    const uint64_t grew = (*fresh)->memory_stats().bytes_in_use - before;
+    if (sh.rows == 16400) {
+      EXPECT_GE(grew, static_cast<uint64_t>(sh.n * sh.cols * 4)) << "the GEMM did not take " << rc.Name();
+    } else {
+      EXPECT_LT(grew, static_cast<uint64_t>(sh.n * sh.cols * 4)) << "the GEMM took " << rc.Name();
+    }
+    rc.ExpectAloneAndFusedMatch(y, rc.Name());
+  }
+}
+
 // The GEMM-shaped kernel of a large batch (matmul_mma_gemm.cu) gives every
 // token the bits of the wide kernel and of the token alone, both ways of
 // walking the parts: a block walking all of them (tiles of 128 x 128, 128 x
