@@ -57,6 +57,12 @@ int RunServe(const server::SettingValues& cli_values) {
   if (!settings.ok()) return Fail(settings.status().message());
   const server::ServeSettings& s = *settings;
   SetLogFormat(*ParseLogFormat(s.log_format));  // validated by ResolveServeSettings
+  if (s.batch_invariant.has_value()) {
+    // First, before any thread or backend exists (the CUDA backend reads the
+    // switch at each step; setenv beside another thread's getenv is a race).
+    setenv("LLMHOST_CUDA_BATCH_INVARIANT", *s.batch_invariant ? "on" : "off", 1);
+    if (!*s.batch_invariant) LOG_INFO("serve: batch invariance off: a GPU's large batches go to cuBLASLt");
+  }
   auto precision = ParsePrecision(s.precision);
   if (!precision.ok()) return Fail(precision.status().message());
   std::shared_ptr<const server::TlsServerContext> tls;  // before any model loads: a bad file stops us at once
@@ -94,11 +100,6 @@ int RunServe(const server::SettingValues& cli_values) {
   if (store) {
     po.cache_ram_bytes = [store] { return store->ram_bytes(); };
     po.shrink_cache = [store](uint64_t keep) { return store->ShrinkHot(keep); };
-  }
-  if (s.batch_invariant.has_value()) {
-    // Before any backend exists: the CUDA backend reads the switch at each step.
-    setenv("LLMHOST_CUDA_BATCH_INVARIANT", *s.batch_invariant ? "on" : "off", 1);
-    if (!*s.batch_invariant) LOG_INFO("serve: batch invariance off: a GPU's large batches go to cuBLASLt");
   }
   CpuEngineFactoryOptions fo;
   auto device = ParseDevice(s.device);  // validated by ResolveServeSettings
