@@ -426,8 +426,9 @@ TEST_F(CudaTest, WideTensorCoreRowsGiveTheSameBitsAsFewTokens) {
                                     {2056, 576, 40},  {300, 1024, 17},  {1000, 512, 9}};
   std::mt19937 rng(13);
   ScopedUnset unset({"LLMHOST_CUDA_MMA_GEMM", "LLMHOST_CUDA_MMA_WIDE", "LLMHOST_CUDA_WIDE_ASYNC", "LLMHOST_CUDA_WIDE_RING",
-                     "LLMHOST_CUDA_WIDE_ROW_TILES"});
-  setenv("LLMHOST_CUDA_MMA_GEMM", "off", 1);  // 128 tokens would take the GEMM (its own test)
+                     "LLMHOST_CUDA_WIDE_ROW_TILES", "LLMHOST_CUDA_WGMMA"});
+  setenv("LLMHOST_CUDA_MMA_GEMM", "off", 1);  // 128 tokens would take a GEMM (their own tests)
+  setenv("LLMHOST_CUDA_WGMMA", "off", 1);
   for (const RowsCase::Shape& sh : shapes) {
     RowsCase rc(b_.get(), sh, rng);
     ASSERT_TRUE(rc.ok());
@@ -463,8 +464,10 @@ TEST_F(CudaTest, WideTensorCoreRowsGiveTheSameBitsAsFewTokens) {
 // tiles where they make 128 blocks, else the wide kernel. Only the GEMM
 // takes scratch for x's terms, so a fresh backend's bytes tell which ran.
 TEST_F(CudaTest, GemmTakesOnlyLaunchesOfEnoughTiles) {
-  ScopedUnset unset({"LLMHOST_CUDA_GEMM_FROM", "LLMHOST_CUDA_MMA_GEMM", "LLMHOST_CUDA_GEMM_PARTS", "LLMHOST_CUDA_GEMM_TILE"});
+  ScopedUnset unset({"LLMHOST_CUDA_GEMM_FROM", "LLMHOST_CUDA_MMA_GEMM", "LLMHOST_CUDA_GEMM_PARTS", "LLMHOST_CUDA_GEMM_TILE",
+                     "LLMHOST_CUDA_WGMMA"});
   setenv("LLMHOST_CUDA_MMA_GEMM", "on", 1);
+  setenv("LLMHOST_CUDA_WGMMA", "off", 1);
   std::mt19937 rng(19);
   // 16,400 rows at 128 tokens: 129 blocks; 8,200: 65.
   for (const RowsCase::Shape& sh : {RowsCase::Shape{16400, 512, 128}, RowsCase::Shape{8200, 512, 128}}) {
@@ -500,8 +503,9 @@ TEST_F(CudaTest, GemmTensorCoreRowsGiveTheSameBitsAsFewTokens) {
                                     {300, 1024, 97},  {2056, 576, 130},  {136, 4096, 40}};
   std::mt19937 rng(17);
   ScopedUnset unset({"LLMHOST_CUDA_GEMM_FROM", "LLMHOST_CUDA_MMA_GEMM", "LLMHOST_CUDA_GEMM_ROWS", "LLMHOST_CUDA_GEMM_STAGES",
-                     "LLMHOST_CUDA_GEMM_PARTS", "LLMHOST_CUDA_GEMM_TILE"});
+                     "LLMHOST_CUDA_GEMM_PARTS", "LLMHOST_CUDA_GEMM_TILE", "LLMHOST_CUDA_WGMMA"});
   setenv("LLMHOST_CUDA_GEMM_FROM", "9", 1);  // the last shape's 40 tokens too
+  setenv("LLMHOST_CUDA_WGMMA", "off", 1);
   setenv("LLMHOST_CUDA_MMA_GEMM", "on", 1);
   bool first = true;
   for (const RowsCase::Shape& sh : shapes) {
@@ -533,6 +537,48 @@ TEST_F(CudaTest, GemmTensorCoreRowsGiveTheSameBitsAsFewTokens) {
       setenv("LLMHOST_CUDA_MMA_GEMM", "off", 1);
       const std::vector<float> wide = rc.Run(0, sh.n);
       setenv("LLMHOST_CUDA_MMA_GEMM", "on", 1);
+      EXPECT_EQ(0, std::memcmp(gemm.data(), wide.data(), gemm.size() * 4)) << at;
+      rc.ExpectAloneAndFusedMatch(gemm, at);
+    }
+  }
+  b_->set_precision(Precision::kAuto);
+}
+
+// The GEMM on Hopper's warpgroup MMA (matmul_wgmma.cu) gives every token the
+// bits of the wide kernel and of the token alone: each tile (128 or 64 rows
+// by 128 or 64 tokens) forced and chosen; rows and tokens that do not fill a
+// tile, parts of unequal steps (13 and 224 steps), two weights a launch, both
+// precisions. It runs on compute capability 9.0 alone (sm_90a): elsewhere the
+// launches fall back and the comparisons still hold.
+TEST_F(CudaTest, WgmmaRowsGiveTheSameBitsAsFewTokens) {
+  const RowsCase::Shape shapes[] = {{8200, 512, 128}, {4100, 832, 200}, {300, 1024, 97},
+                                    {2056, 576, 130}, {136, 4096, 40},  {200, 14336, 24}};
+  std::mt19937 rng(23);
+  ScopedUnset unset({"LLMHOST_CUDA_WGMMA", "LLMHOST_CUDA_WGMMA_FROM", "LLMHOST_CUDA_WGMMA_TILE", "LLMHOST_CUDA_MMA_GEMM"});
+  setenv("LLMHOST_CUDA_WGMMA_FROM", "9", 1);
+  setenv("LLMHOST_CUDA_MMA_GEMM", "off", 1);
+  const std::vector<CudaMemory> gpus = CudaMemoryInfo();
+  const bool hopper = !gpus.empty() && (gpus[0].name.find("H100") != std::string::npos ||
+                                        gpus[0].name.find("H200") != std::string::npos);
+  bool first = true;
+  for (const RowsCase::Shape& sh : shapes) {
+    RowsCase rc(b_.get(), sh, rng);
+    ASSERT_TRUE(rc.ok());
+    for (const char* tile : {"128x128", "", "128x64", "64x128", "64x64"})
+    for (Precision p : {Precision::kAuto, Precision::kFastBf16}) {
+      SetOrUnset("LLMHOST_CUDA_WGMMA_TILE", tile);
+      b_->set_precision(p);
+      const std::string at = std::string(PrecisionName(p)) + " tile '" + tile + "' " + rc.Name();
+      setenv("LLMHOST_CUDA_WGMMA", "on", 1);
+      const uint64_t before = b_->memory_stats().bytes_in_use;
+      const std::vector<float> gemm = rc.Run(0, sh.n);
+      if (first && hopper) {  // only a GEMM takes scratch for x's terms: it ran
+        EXPECT_GE(b_->memory_stats().bytes_in_use, before + sh.n * sh.cols * 4) << "the wgmma GEMM did not run";
+      }
+      first = false;
+      setenv("LLMHOST_CUDA_WGMMA", "off", 1);
+      const std::vector<float> wide = rc.Run(0, sh.n);
+      setenv("LLMHOST_CUDA_WGMMA", "on", 1);
       EXPECT_EQ(0, std::memcmp(gemm.data(), wide.data(), gemm.size() * 4)) << at;
       rc.ExpectAloneAndFusedMatch(gemm, at);
     }

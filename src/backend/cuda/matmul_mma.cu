@@ -227,7 +227,9 @@ bool MmaFusable(const DevWeight& a, const DevWeight& b) {
 }
 
 int64_t MmaTermsBytes(const DevWeight* w, int count, int64_t n, bool split) {
-  return w[0].fmt == WFmt::kBF16 ? GemmTermsBytes(w, count, n, split) : 0;
+  if (w[0].fmt != WFmt::kBF16) return 0;
+  const int64_t wgmma = WgmmaTermsBytes(w, count, n, split);
+  return wgmma > 0 ? wgmma : GemmTermsBytes(w, count, n, split);
 }
 
 void LaunchMmaMatMul(const DevWeight* w, float* const* y, int count, const float* x, int64_t n, bool split,
@@ -243,6 +245,7 @@ void LaunchMmaMatMul(const DevWeight* w, float* const* y, int count, const float
     ws.w[k] = w[k];
     ws.y[k] = y[k];
   }
+  if (n > 8 && terms != nullptr && LaunchWgmmaGemm(ws, n, x, terms, split, s)) return;
   if (n > 8 && terms != nullptr && LaunchGemm(ws, n, x, terms, split, s)) return;
   if (n > 8 && LaunchWide(ws, n, x, split, s)) return;
   // x rows are cols * 4 bytes apart, a multiple of 256 here: aligned rows when the first is.

@@ -66,27 +66,6 @@ struct GemmLayout {
   static_assert(Whole || WT == 4, "a cluster's reduction deals 128 tokens over 8 blocks");
 };
 
-// The steps a block walks, in order: a whole walk of `steps` (≥ 8) takes
-// part 0's (0, 8, 16, ...), then part 1's, ...; a cluster's block z part z's
-// alone. Advanced one step at a time (no division in the loop).
-struct Walk {
-  int part, k, len;  // the current step: the k-th of its part's len
-  int per, longer;   // parts < longer have per + 1 steps, the others per
-  bool whole;
-  __device__ Walk(int steps, int z, bool whole_walk)
-      : part(whole_walk ? 0 : z), k(0), per(steps / kParts), longer(steps % kParts), whole(whole_walk) {
-    len = per + (part < longer ? 1 : 0);
-  }
-  __device__ int Step() const { return part + k * kParts; }
-  __device__ bool Last() const { return k == len - 1; }  // the part's last step
-  __device__ void Next() {
-    if (++k == len && whole) {
-      ++part, k = 0;
-      len = per + (part < longer ? 1 : 0);
-    }
-  }
-};
-
 // f(rt, t, e, r, tl) for each of a warp's sums: row tile rt, 8-token tile t,
 // MMA element e, which is the tile's row r and token tl (d0, d1: row g,
 // tokens 2c, 2c + 1; d2, d3: row g + 8) for the warp (wr, wt) of RT row tiles.

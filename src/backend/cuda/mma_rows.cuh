@@ -78,6 +78,27 @@ constexpr bool ChunkOfInverts() {
 }
 static_assert(ChunkOfInverts(), "ChunkLane and ChunkHalf must follow ChunkOf");
 
+// The steps a block walks, in order: a whole walk of `steps` (≥ 8) takes
+// part 0's (0, 8, 16, ...), then part 1's, ...; a cluster's block z part z's
+// alone. Advanced one step at a time (no division in the loop).
+struct Walk {
+  int part, k, len;  // the current step: the k-th of its part's len
+  int per, longer;   // parts < longer have per + 1 steps, the others per
+  bool whole;
+  __device__ Walk(int steps, int z, bool whole_walk)
+      : part(whole_walk ? 0 : z), k(0), per(steps / kParts), longer(steps % kParts), whole(whole_walk) {
+    len = per + (part < longer ? 1 : 0);
+  }
+  __device__ int Step() const { return part + k * kParts; }
+  __device__ bool Last() const { return k == len - 1; }  // the part's last step
+  __device__ void Next() {
+    if (++k == len && whole) {
+      ++part, k = 0;
+      len = per + (part < longer ? 1 : 0);
+    }
+  }
+};
+
 // The wide kernel for n > 8 tokens (matmul_mma_wide.cu); false where it does
 // not take this launch (x not 16-byte aligned, fewer than 8 steps,
 // LLMHOST_CUDA_MMA_WIDE=off read at each launch, or a GPU before Hopper),
@@ -92,5 +113,12 @@ bool LaunchWide(MmaWeights ws, int64_t n, const float* x, bool split, cudaStream
 bool GemmTakes(const DevWeight& w, int64_t n);
 int64_t GemmTermsBytes(const DevWeight* w, int count, int64_t n, bool split);
 bool LaunchGemm(MmaWeights ws, int64_t n, const float* x, uint16_t* terms, bool split, cudaStream_t s);
+
+// The GEMM on Hopper's warpgroup MMA (matmul_wgmma.cu, sm_90a): the same
+// sums. WgmmaTermsBytes: the scratch it needs for n tokens of the `count`
+// weights w (0 where it does not take them); LaunchWgmmaGemm: false where it
+// does not take the launch.
+int64_t WgmmaTermsBytes(const DevWeight* w, int count, int64_t n, bool split);
+bool LaunchWgmmaGemm(MmaWeights ws, int64_t n, const float* x, uint16_t* terms, bool split, cudaStream_t s);
 
 }  // namespace llmhost::cuda::mma_rows
