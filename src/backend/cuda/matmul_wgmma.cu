@@ -15,8 +15,16 @@
 // each part's MMAs from zero in step order (a step's groups in order, hi then
 // lo), the parts added in part order (v = p0, v += p1, ...).
 //
-// A block: 1 or 2 warpgroups of 64 weight rows each, by 64 or 128 tokens;
-// weights and both terms arrive through a ring of cp.async stages.
+// A block: 1 or 2 consumer warpgroups of 64 weight rows each, by 64 or 128
+// tokens, and one producer warp that fills a ring of shared-memory stages
+// with bulk copies (cp.async.bulk, completing on the stage's mbarrier): the
+// weight's rows of a step, and x's terms for it. x is the same for every
+// block of a token tile, and at 128 tokens its two terms are twice the
+// weight's bytes a step, so that reading it once a block held the first
+// version at the L2's bandwidth (ncu: 75-86% of L2, 21% of the SM): the
+// blocks of a cluster (along the rows) each copy a slice of x's stage and
+// multicast it to every block of the cluster. A stage is refilled once every
+// consumer warp of every block of the cluster has released it.
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
@@ -54,65 +62,129 @@ namespace {
 #define LLMHOST_WGMMA_DEVICE 1
 #endif
 
-// WGS warpgroups of 64 rows, NT tokens, Split: x as two bf16 terms.
+// WGS consumer warpgroups of 64 rows, NT tokens, Split: x as two bf16 terms.
 template <int WGS, int NT, bool Split>
 struct WgLayout {
-  static constexpr int kThreads = 128 * WGS;
+  static constexpr int kConsumers = 128 * WGS;
+  static constexpr int kThreads = kConsumers + 32;  // and the producer warp
   static constexpr int kRowsBlock = 64 * WGS;
   static constexpr int kTerms = Split ? 2 : 1;
   static constexpr int kStages = 4;
-  // A stage in 16-byte words: the rows' step ([row][chunk], chunk q at q ^
-  // (row % 8)), then each term's tokens in wgmma's no-swizzle K-major layout:
-  // [group q][8-token group][slot half][token % 8], a core matrix 128 bytes.
-  static constexpr int kWWords = kRowsBlock * 8;
-  static constexpr int kTermWords = NT * 8;
-  static constexpr int kStageWords = kWWords + kTerms * kTermWords;
-  static constexpr size_t kBytes = static_cast<size_t>(kStages) * kStageWords * 16;
+  // A stage: the rows' step, 144 bytes a row (its 128 and 16 of padding, so
+  // that the 8 rows of a fragment load fall in distinct banks), then x's
+  // image (SplitSlotsKernel): [term][group q][8-token group][slot half][token
+  // % 8], a core matrix of wgmma's no-swizzle K-major layout 128 bytes.
+  static constexpr int kRowStride = kStepCols * 2 + 16;
+  static constexpr int kWBytes = kRowsBlock * kRowStride;
+  static constexpr int kXBytes = kTerms * NT * 128;
+  static constexpr int kStageBytes = kWBytes + kXBytes;
+  static constexpr size_t kBytes = static_cast<size_t>(kStages) * kStageBytes + 2 * kStages * 8;  // and the mbarriers
   static constexpr int kAcc = NT / 2;  // an m64nNk16's f32 sums a thread
   static_assert(kBytes <= 227 * 1024, "a block's shared memory");
-  static_assert(kWWords % kThreads == 0 && kTermWords % kThreads == 0, "whole copies a thread");
+  static_assert(kWBytes % 128 == 0 && kXBytes % (8 * 16) == 0, "aligned stages; x's slices of a cluster of 8");
 };
 
-// x's terms in slot order: for token t, step s, the 64 columns as groups 0-3
-// of 16 slots (SlotCol), hi into `hi` and (Split) lo into `lo`, each
-// [token][step][64]; one thread writes one 8-slot half (16 bytes) a term.
-__global__ void SplitSlotsKernel(const float* x, int64_t halves, uint4* hi, uint4* lo) {
+// x's terms in slot order, as the image a stage holds: for token tile tt of
+// NT tokens and step s, [term][group q][8-token group][slot half][token % 8]
+// of 16 bytes (8 slots), the image ((tt steps + s) terms + term) NT 128
+// bytes into `terms`; tokens past n are zeros. One thread a token's 8-slot
+// half of a step, both terms.
+template <int NT>
+__global__ void SplitSlotsKernel(const float* x, int64_t n, int64_t steps, int64_t halves, uint4* terms, bool split) {
   WaitForPriorGrid();
   const int64_t i = int64_t{blockIdx.x} * blockDim.x + threadIdx.x;
   if (i >= halves) return;
   const int k8 = static_cast<int>(i & 7);  // group k8 / 2, slots 8 (k8 % 2) ..
-  const float* step = x + (i >> 3) * 64;
-  float v[8];
+  const int64_t ts = i >> 3;               // token tt NT + t, step s: (tt steps + s) NT + t
+  const int t = static_cast<int>(ts % NT);
+  const int64_t tile_step = ts / NT, tt = tile_step / steps, s = tile_step % steps;
+  const int64_t tok = tt * NT + t;
+  float v[8] = {};
+  if (tok < n) {
+    const float* step = x + (tok * steps + s) * kStepCols;
 #pragma unroll
-  for (int j = 0; j < 8; j += 2) {
-    const float2 p = __ldg(reinterpret_cast<const float2*>(step + SlotCol(k8 >> 1, 8 * (k8 & 1) + j)));
-    v[j] = p.x, v[j + 1] = p.y;
+    for (int j = 0; j < 8; j += 2) {
+      const float2 p = __ldg(reinterpret_cast<const float2*>(step + SlotCol(k8 >> 1, 8 * (k8 & 1) + j)));
+      v[j] = p.x, v[j + 1] = p.y;
+    }
   }
   uint4 h, l;
-  if (lo != nullptr) {
+  if (split) {
     SplitPair(v[0], v[1], &h.x, &l.x);
     SplitPair(v[2], v[3], &h.y, &l.y);
     SplitPair(v[4], v[5], &h.z, &l.z);
     SplitPair(v[6], v[7], &h.w, &l.w);
-    lo[i] = l;
   } else {
     h = make_uint4(PackBf16(v[0], v[1]), PackBf16(v[2], v[3]), PackBf16(v[4], v[5]), PackBf16(v[6], v[7]));
   }
-  hi[i] = h;
+  const int terms_n = split ? 2 : 1;
+  uint4* image = terms + tile_step * terms_n * NT * 8;
+  const int word = (((k8 >> 1) * (NT / 8) + (t >> 3)) * 2 + (k8 & 1)) * 8 + (t & 7);
+  image[word] = h;
+  if (split) image[NT * 8 + word] = l;
 }
 
-// A no-swizzle K-major operand's descriptor: core matrices of 8 rows x 16
-// bytes; `lbo` bytes between the two of a k16 (the slot halves), `sbo`
-// between 8-row groups.
-__device__ __forceinline__ uint64_t SmemDesc(const void* p, uint32_t lbo, uint32_t sbo) {
-  return static_cast<uint64_t>((SharedAddress(p) & 0x3FFFF) >> 4) | (static_cast<uint64_t>(lbo >> 4) << 16) |
-         (static_cast<uint64_t>(sbo >> 4) << 32);
-}
-
+// A wgmma operand in shared memory is named by a descriptor: its address / 16
+// (bits 0-13), the bytes between the two core matrices of a k16 / 16 (the
+// leading offset, bits 16-29) and between 8-row groups / 16 (the stride
+// offset, bits 32-45); no swizzle (bits 62-63 zero).
 #if defined(LLMHOST_WGMMA_DEVICE)
 __device__ __forceinline__ void WgFence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
 __device__ __forceinline__ void WgCommit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
 __device__ __forceinline__ void WgWait() { asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory"); }
+
+// The mbarriers of the ring, and the bulk copies that complete on them.
+__device__ __forceinline__ void BarInit(uint32_t bar, int count) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(bar), "r"(count) : "memory");
+}
+__device__ __forceinline__ bool BarTryWait(uint32_t bar, uint32_t parity) {
+  uint32_t done;
+  asm volatile(
+      "{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\nselp.u32 %0, 1, 0, p;\n}\n"
+      : "=r"(done)
+      : "r"(bar), "r"(parity)
+      : "memory");
+  return done != 0;
+}
+// Until the phase of parity `parity` has completed.
+__device__ __forceinline__ void BarWait(uint32_t bar, uint32_t parity) {
+  while (!BarTryWait(bar, parity)) {
+  }
+}
+__device__ __forceinline__ void BarArriveExpect(uint32_t bar, uint32_t bytes) {
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar), "r"(bytes) : "memory");
+}
+// An arrival on the mbarrier at `bar` in the shared memory of cluster block `rank`.
+__device__ __forceinline__ void BarArriveAt(uint32_t bar, uint32_t rank) {
+  uint32_t remote;
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(remote) : "r"(bar), "r"(rank));
+  asm volatile("mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%0];\n" ::"r"(remote) : "memory");
+}
+__device__ __forceinline__ void BulkCopy(uint32_t dst, const void* src, uint32_t bytes, uint32_t bar) {
+  asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n" ::"r"(dst),
+               "l"(src), "r"(bytes), "r"(bar)
+               : "memory");
+}
+// The same bytes into the same place of every block in `mask` (bits: cluster
+// ranks), completing on each one's mbarrier at `bar`.
+__device__ __forceinline__ void BulkCopyMulticast(uint32_t dst, const void* src, uint32_t bytes, uint32_t bar,
+                                                  uint16_t mask) {
+  asm volatile(
+      "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster [%0], [%1], %2, [%3], "
+      "%4;\n" ::"r"(dst),
+      "l"(src), "r"(bytes), "r"(bar), "h"(mask)
+      : "memory");
+}
+__device__ __forceinline__ uint32_t ClusterRank() {
+  uint32_t r;
+  asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(r));
+  return r;
+}
+// Every thread of every block of the cluster (a lone block: its own).
+__device__ __forceinline__ void ClusterSync() {
+  asm volatile("barrier.cluster.arrive.release;\nbarrier.cluster.wait.acquire;\n" ::: "memory");
+}
+// D += A · B, m64nNk16, A (4 registers: mma.sync's A fragment) from registers, B by descriptor.
 __device__ __forceinline__ void WgmmaN64(float (&d)[32], const uint32_t (&a)[4], uint64_t b) {
   asm volatile(
       "{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n"
@@ -143,137 +215,124 @@ __device__ __forceinline__ void Wgmma(float (&d)[NT / 2], const uint32_t (&a)[4]
 }
 #endif
 
-// grid (ceil(n / NT), Σ row blocks). Warpgroup wg takes rows [64 wg, +64)
-// of the block's; its warp w rows [16 w, +16) of those, lane (g, c) the
-// GEMVs' fragment of them. Every thread copies (no producer warps): step
-// j + Stages - 1 goes into the ring while step j is summed (each warpgroup
-// waits for its MMAs at the end of a step, so step j - 1's stage is free).
+// grid (ceil(n / NT), row blocks rounded up to the cluster), clusters of
+// (1, C, 1). Consumer warp w (warpgroup w / 4) takes rows [16 w, +16) of the
+// block's, lane (g, c) the GEMVs' fragment of them; the last warp produces.
+// Stage st's `full` mbarrier completes when its rows and all of x's image
+// (every cluster block's slice) have landed; its `empty` one when each
+// consumer warp of the C blocks has released it (C 4 WGS arrivals).
 template <int WGS, int NT, bool Split>
 __global__ void __launch_bounds__(WgLayout<WGS, NT, Split>::kThreads, 1)
-    WgmmaGemmKernel(MmaWeights ws, const uint16_t* xh, const uint16_t* xl, int64_t n, bool early) {
+    WgmmaGemmKernel(MmaWeights ws, const uint16_t* image, int64_t n, int cluster) {
 #if defined(LLMHOST_WGMMA_DEVICE)
   using L = WgLayout<WGS, NT, Split>;
-  constexpr int kT = L::kThreads, kS = L::kStages;
-  if (!early) WaitForPriorGrid();
+  constexpr int kS = L::kStages;
+  extern __shared__ __align__(128) unsigned char smem[];
+  const uint32_t base = SharedAddress(smem);
+  const uint32_t bars = base + kS * L::kStageBytes;  // full[kS], then empty[kS]
+  auto full = [&](int st) { return bars + 8 * st; };
+  auto empty = [&](int st) { return bars + 8 * (kS + st); };
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+  if (tid == 0) {
+    for (int st = 0; st < kS; ++st) {
+      BarInit(full(st), 1);
+      BarInit(empty(st), cluster * 4 * WGS);
+    }
+    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+  }
+  WaitForPriorGrid();  // x's image is the kernel before's
+  ClusterSync();       // every block's mbarriers exist before any copy or arrival reaches them
+
   const int i = WeightOf(ws, blockIdx.y);
   const DevWeight& w = ws.w[i];
-  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, g = lane >> 2, c = lane & 3;
   const int64_t rb = (blockIdx.y - ws.first[i]) * L::kRowsBlock, t0 = int64_t{blockIdx.x} * NT;
-  const int64_t cols = w.cols;
-  const int steps = static_cast<int>(cols / kStepCols);
-  Walk prod(steps, 0, true), cons = prod;
+  const int steps = static_cast<int>(w.cols / kStepCols);
 
-  // Weight copies: piece q T + tid is row q T / 8 + tid / 8, chunk tid % 8
-  // (T / 8 a multiple of 8: the same swizzle for every q).
-  constexpr int kWCopies = L::kWWords / kT;
-  const int line = tid >> 3, chunk = tid & 7;
-  const int wdst0 = line * 8 + (chunk ^ (line & 7));
-  const char* wsrc = static_cast<const char*>(w.data) + (rb + line) * w.row_bytes + chunk * 16;
-  const int64_t wstride = int64_t{kT / 8} * w.row_bytes;
-  const int64_t wleft = w.rows - rb - line;
-  // Term copies: piece q T + tid is token 8 ((q T + tid) / 64 % (NT / 8)) +
-  // tid % 8, 8-slot half k8 = tid / 8 % 8 of the step (eight threads write one
-  // core matrix's 128 bytes; eight tokens' 16 bytes each are read).
-  constexpr int kXCopies = L::kTermWords / kT;  // a term's
-  const int tl = tid & 7, k8 = (tid >> 3) & 7;
-  const int xdst0 = ((k8 >> 1) * (NT / 8) * 2 + (k8 & 1)) * 8 + tl;
-  auto token_of = [&](int q) { return 8 * (((q * kT + tid) >> 6) % (NT / 8)) + tl; };
-
-  extern __shared__ uint4 smem[];
-  auto copy_w = [&](int stage, int s) {
-    uint4* dst = smem + stage * L::kStageWords + wdst0;
-#pragma unroll
-    for (int q = 0; q < kWCopies; ++q) {
-      const bool ok = q * (kT / 8) < wleft;
-      CopyAsync16(dst + q * kT, ok ? wsrc + q * wstride + s * (kStepCols * 2) : w.data, ok);
-    }
-  };
-  auto copy_x = [&](int stage, int s) {
-#pragma unroll
-    for (int term = 0; term < L::kTerms; ++term) {
-      uint4* base = smem + stage * L::kStageWords + L::kWWords + term * L::kTermWords + xdst0;
-      const uint16_t* src = term == 0 ? xh : xl;
-#pragma unroll
-      for (int q = 0; q < kXCopies; ++q) {
-        const int t = token_of(q);
-        const bool ok = t0 + t < n;
-        // token group t / 8 of group k8 / 2: 16 words a token group
-        CopyAsync16(base + (t >> 3) * 16, ok ? src + ((t0 + t) * steps + s) * kStepCols + k8 * 8 : xh, ok);
+  if (warp == 4 * WGS) {  // the producer
+    const int64_t left = w.rows - rb;
+    const int rows = left <= 0 ? 0 : left >= L::kRowsBlock ? L::kRowsBlock : static_cast<int>(left);
+    const uint32_t rank = ClusterRank(), slice = L::kXBytes / cluster;
+    const char* wrow = static_cast<const char*>(w.data) + rb * w.row_bytes;
+    const char* tile = reinterpret_cast<const char*>(image) + int64_t{blockIdx.x} * steps * L::kXBytes;
+    Walk prod(steps, 0, true);
+    for (int j = 0, st = 0, round = 0; j < steps; ++j) {
+      BarWait(empty(st), (round & 1) ^ 1);  // the first round's wait passes at once
+      if (lane == 0) BarArriveExpect(full(st), static_cast<uint32_t>(rows) * (kStepCols * 2) + L::kXBytes);
+      __syncwarp();
+      const int s = prod.Step();
+      const uint32_t stage = base + st * L::kStageBytes;
+      for (int r = lane; r < rows; r += 32) {
+        BulkCopy(stage + r * L::kRowStride, wrow + r * w.row_bytes + s * (kStepCols * 2), kStepCols * 2, full(st));
       }
-    }
-  };
-
-  {
-    Walk at = prod;
-#pragma unroll
-    for (int k = 0; k < kS - 1; ++k) {
-      if (k < steps) copy_w(k, at.Step());
-      at.Next();
-    }
-  }
-  if (early) WaitForPriorGrid();
-#pragma unroll
-  for (int k = 0; k < kS - 1; ++k) {
-    if (k < steps) copy_x(k, prod.Step());
-    prod.Next();
-    CopyAsyncCommit();
-  }
-
-  float acc[L::kAcc], tot[L::kAcc];
-#pragma unroll
-  for (int e = 0; e < L::kAcc; ++e) acc[e] = 0.0f;
-  const int ra = 16 * warp + g;  // the lane's first row in the block (warps of every warpgroup in order)
-  int stage = 0, next_stage = kS - 1;
-  for (int j = 0; j < steps; ++j) {
-    CopyAsyncWait<kS - 2>();  // this thread's copies of step j
-    __syncthreads();          // everyone's; and step j - 1's stage is free (every warpgroup waited for its MMAs)
-    if (j + kS - 1 < steps) {
-      copy_w(next_stage, prod.Step());
-      copy_x(next_stage, prod.Step());
+      if (lane == 0) {
+        const uint32_t dst = stage + L::kWBytes + rank * slice;
+        const char* src = tile + int64_t{s} * L::kXBytes + rank * slice;
+        if (cluster > 1) {
+          BulkCopyMulticast(dst, src, slice, full(st), static_cast<uint16_t>((1u << cluster) - 1));
+        } else {
+          BulkCopy(dst, src, slice, full(st));
+        }
+      }
       prod.Next();
+      if (++st == kS) st = 0, ++round;
     }
-    CopyAsyncCommit();
-    const uint4* wst = smem + stage * L::kStageWords;
-    const uint4* xst = wst + L::kWWords;
-    stage = stage + 1 == kS ? 0 : stage + 1;
-    next_stage = next_stage + 1 == kS ? 0 : next_stage + 1;
-    uint32_t a[2][2][4];  // [ch][half]: MmaChunk's A operands
+  } else {  // the consumers
+    const int g = lane >> 2, c = lane & 3;
+    const int ra = 16 * warp + g;  // the lane's first row in the block
+    float acc[L::kAcc], tot[L::kAcc];
 #pragma unroll
-    for (int ch = 0; ch < 2; ++ch) {
-      const int q = ChunkOf(c, ch) ^ g;
-      const uint4 wa = wst[ra * 8 + q], wb = wst[(ra + 8) * 8 + q];
-      a[ch][0][0] = wa.x, a[ch][0][1] = wb.x, a[ch][0][2] = wa.y, a[ch][0][3] = wb.y;
-      a[ch][1][0] = wa.z, a[ch][1][1] = wb.z, a[ch][1][2] = wa.w, a[ch][1][3] = wb.w;
-    }
-    WgFence();
+    for (int e = 0; e < L::kAcc; ++e) acc[e] = 0.0f;
+    Walk cons(steps, 0, true);
+    for (int j = 0, st = 0, round = 0; j < steps; ++j) {
+      BarWait(full(st), round & 1);
+      const unsigned char* wst = smem + st * L::kStageBytes;
+      const uint32_t xst = base + st * L::kStageBytes + L::kWBytes;
+      uint32_t a[2][2][4];  // [ch][half]: MmaChunk's A operands
 #pragma unroll
-    for (int grp = 0; grp < 4; ++grp) {
-#pragma unroll
-      for (int term = 0; term < L::kTerms; ++term) {
-        const uint4* b = xst + term * L::kTermWords + grp * (NT / 8) * 16;
-        Wgmma<NT>(acc, a[grp >> 1][grp & 1], SmemDesc(b, 128, 256));
+      for (int ch = 0; ch < 2; ++ch) {
+        const int q = ChunkOf(c, ch);
+        const uint4 wa = *reinterpret_cast<const uint4*>(wst + ra * L::kRowStride + q * 16);
+        const uint4 wb = *reinterpret_cast<const uint4*>(wst + (ra + 8) * L::kRowStride + q * 16);
+        a[ch][0][0] = wa.x, a[ch][0][1] = wb.x, a[ch][0][2] = wa.y, a[ch][0][3] = wb.y;
+        a[ch][1][0] = wa.z, a[ch][1][1] = wb.z, a[ch][1][2] = wa.w, a[ch][1][3] = wb.w;
       }
-    }
-    WgCommit();
-    WgWait();
-    if (cons.Last()) {  // the part is done: the total takes it (v = p0, v += p1, ...), the next starts from zero
-      const bool first_part = cons.part == 0;
+      WgFence();
 #pragma unroll
-      for (int e = 0; e < L::kAcc; ++e) {
-        tot[e] = first_part ? acc[e] : tot[e] + acc[e];
-        acc[e] = 0.0f;
+      for (int grp = 0; grp < 4; ++grp) {
+#pragma unroll
+        for (int term = 0; term < L::kTerms; ++term) {
+          // group grp's core matrices: 8-token groups 256 bytes apart, slot halves 128
+          const uint32_t b = xst + term * NT * 128 + grp * (NT / 8) * 256;
+          Wgmma<NT>(acc, a[grp >> 1][grp & 1], (static_cast<uint64_t>((b & 0x3FFFF) >> 4)) |
+                                                   (static_cast<uint64_t>(128 >> 4) << 16) |
+                                                   (static_cast<uint64_t>(256 >> 4) << 32));
+        }
       }
-    }
-    cons.Next();
-  }
-  CopyAsyncWait<0>();
-  // d[4 j + e]: row g (e < 2) or g + 8, token 8 j + 2c + (e & 1).
-  float* y = ws.y[i];
+      WgCommit();
+      WgWait();
+      if (lane == 0) {
+        for (int r = 0; r < cluster; ++r) BarArriveAt(empty(st), static_cast<uint32_t>(r));
+      }
+      if (cons.Last()) {  // the part is done: the total takes it (v = p0, v += p1, ...), the next starts from zero
+        const bool first_part = cons.part == 0;
 #pragma unroll
-  for (int e = 0; e < L::kAcc; ++e) {
-    const int64_t row = rb + ra + ((e & 2) ? 8 : 0), tok = t0 + 8 * (e >> 2) + 2 * c + (e & 1);
-    if (tok < n && row < w.rows) y[tok * w.rows + row] = tot[e];
+        for (int e = 0; e < L::kAcc; ++e) {
+          tot[e] = first_part ? acc[e] : tot[e] + acc[e];
+          acc[e] = 0.0f;
+        }
+      }
+      cons.Next();
+      if (++st == kS) st = 0, ++round;
+    }
+    // d[4 j + e]: row g (e < 2) or g + 8, token 8 j + 2c + (e & 1).
+    float* y = ws.y[i];
+#pragma unroll
+    for (int e = 0; e < L::kAcc; ++e) {
+      const int64_t row = rb + ra + ((e & 2) ? 8 : 0), tok = t0 + 8 * (e >> 2) + 2 * c + (e & 1);
+      if (tok < n && row < w.rows) y[tok * w.rows + row] = tot[e];
+    }
   }
+  ClusterSync();  // no block leaves while another may still arrive on its mbarriers
 #else
   __trap();  // built without sm_90a: WgmmaTakes declines
 #endif
@@ -342,26 +401,51 @@ WgTile ChooseWgTile(const DevWeight* w, int count, int64_t n) {
   return WgTile::k64x64;
 }
 
+// Blocks a cluster: each copies 1/C of x's stage for all C
+// (LLMHOST_CUDA_WGMMA_CLUSTER=1|2|4|8, 4 by default).
+int WgCluster() {
+  const char* v = std::getenv("LLMHOST_CUDA_WGMMA_CLUSTER");
+  const int c = v == nullptr ? 4 : std::atoi(v);
+  return c == 1 || c == 2 || c == 8 ? c : 4;
+}
+
+int TileTokens(WgTile tile) { return tile == WgTile::k128x128 || tile == WgTile::k64x128 ? 128 : 64; }
+
+// x's images: every token tile's, padded to whole tiles (SplitSlotsKernel).
+int64_t ImageBytes(WgTile tile, int64_t n, int64_t cols, bool split) {
+  const int nt = TileTokens(tile);
+  return (n + nt - 1) / nt * nt * cols * 2 * (split ? 2 : 1);
+}
+
 template <int WGS, int NT, bool Split>
-void LaunchWgShape(MmaWeights ws, int64_t n, const uint16_t* xh, const uint16_t* xl, cudaStream_t s) {
+void LaunchWgShape(MmaWeights ws, int64_t n, const float* x, uint16_t* image, cudaStream_t s) {
   using L = WgLayout<WGS, NT, Split>;
+  const int64_t cols = ws.w[0].cols, steps = cols / kStepCols, tiles = (n + NT - 1) / NT;
+  const int64_t halves = tiles * NT * steps * 8;
+  constexpr int kSplitThreads = 256;
+  LaunchPdl(SplitSlotsKernel<NT>, dim3(static_cast<unsigned>((halves + kSplitThreads - 1) / kSplitThreads)),
+            dim3(kSplitThreads), 0, s, x, n, steps, halves, reinterpret_cast<uint4*>(image), Split);
+  const int cluster = WgCluster();
   ws.first[0] = 0;
   for (int k = 0; k < ws.count; ++k) {
     ws.first[k + 1] = ws.first[k] + (ws.w[k].rows + L::kRowsBlock - 1) / L::kRowsBlock;
   }
+  // Row blocks past the last weight's (to fill the last cluster) copy x's
+  // slices and write nothing.
+  const int64_t row_blocks = (ws.first[ws.count] + cluster - 1) / cluster * cluster;
   auto kernel = WgmmaGemmKernel<WGS, NT, Split>;
   cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(L::kBytes));
-  const dim3 grid(static_cast<unsigned>((n + NT - 1) / NT), static_cast<unsigned>(ws.first[ws.count]));
-  LaunchPdl(kernel, grid, dim3(L::kThreads), L::kBytes, s, ws, xh, xl, n, EarlyWeightLoadsEnabled());
+  LaunchPdlCluster(kernel, dim3(static_cast<unsigned>(tiles), static_cast<unsigned>(row_blocks)), dim3(L::kThreads),
+                   L::kBytes, dim3(1, cluster, 1), s, ws, image, n, cluster);
 }
 
 template <bool Split>
-void LaunchWgTile(WgTile tile, MmaWeights ws, int64_t n, const uint16_t* xh, const uint16_t* xl, cudaStream_t s) {
+void LaunchWgTile(WgTile tile, MmaWeights ws, int64_t n, const float* x, uint16_t* image, cudaStream_t s) {
   switch (tile) {
-    case WgTile::k128x128: LaunchWgShape<2, 128, Split>(ws, n, xh, xl, s); break;
-    case WgTile::k128x64: LaunchWgShape<2, 64, Split>(ws, n, xh, xl, s); break;
-    case WgTile::k64x128: LaunchWgShape<1, 128, Split>(ws, n, xh, xl, s); break;
-    case WgTile::k64x64: LaunchWgShape<1, 64, Split>(ws, n, xh, xl, s); break;
+    case WgTile::k128x128: LaunchWgShape<2, 128, Split>(ws, n, x, image, s); break;
+    case WgTile::k128x64: LaunchWgShape<2, 64, Split>(ws, n, x, image, s); break;
+    case WgTile::k64x128: LaunchWgShape<1, 128, Split>(ws, n, x, image, s); break;
+    case WgTile::k64x64: LaunchWgShape<1, 64, Split>(ws, n, x, image, s); break;
   }
 }
 
@@ -375,7 +459,7 @@ bool WgmmaTakes(const DevWeight* w, int count, int64_t n) {
   }
   for (int k = 0; k < count; ++k) {
     if (w[k].fmt != WFmt::kBF16 || w[k].cols != w[0].cols || w[k].cols % kStepCols != 0 ||
-        w[k].cols / kStepCols < kParts) {
+        w[k].cols / kStepCols < kParts || w[k].row_bytes % 16 != 0 || (reinterpret_cast<uintptr_t>(w[k].data) & 15u) != 0) {
       return false;
     }
   }
@@ -383,7 +467,7 @@ bool WgmmaTakes(const DevWeight* w, int count, int64_t n) {
 }
 
 int64_t WgmmaTermsBytes(const DevWeight* w, int count, int64_t n, bool split) {
-  return WgmmaTakes(w, count, n) ? n * w[0].cols * 2 * (split ? 2 : 1) : 0;
+  return WgmmaTakes(w, count, n) ? ImageBytes(ChooseWgTile(w, count, n), n, w[0].cols, split) : 0;
 }
 
 bool LaunchWgmmaGemm(MmaWeights ws, int64_t n, const float* x, uint16_t* terms, bool split, cudaStream_t s) {
@@ -392,13 +476,7 @@ bool LaunchWgmmaGemm(MmaWeights ws, int64_t n, const float* x, uint16_t* terms, 
     return false;
   }
   const WgTile tile = ChooseWgTile(ws.w, ws.count, n);
-  const int64_t cols = ws.w[0].cols, halves = n * cols / 8;
-  uint16_t* xh = terms;
-  uint16_t* xl = split ? terms + n * cols : nullptr;
-  constexpr int kSplitThreads = 256;
-  LaunchPdl(SplitSlotsKernel, dim3(static_cast<unsigned>((halves + kSplitThreads - 1) / kSplitThreads)),
-            dim3(kSplitThreads), 0, s, x, halves, reinterpret_cast<uint4*>(xh), reinterpret_cast<uint4*>(xl));
-  split ? LaunchWgTile<true>(tile, ws, n, xh, xl, s) : LaunchWgTile<false>(tile, ws, n, xh, xl, s);
+  split ? LaunchWgTile<true>(tile, ws, n, x, terms, s) : LaunchWgTile<false>(tile, ws, n, x, terms, s);
   return true;
 }
 
