@@ -26,6 +26,7 @@
 // multicast it to every block of the cluster. A stage is refilled once every
 // consumer warp of every block of the cluster has released it.
 #include <atomic>
+#include <type_traits>
 #include <cstdlib>
 #include <cstring>
 
@@ -131,7 +132,10 @@ __global__ void SplitSlotsKernel(const float* x, int64_t n, int64_t steps, int64
 #if defined(LLMHOST_WGMMA_DEVICE)
 __device__ __forceinline__ void WgFence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
 __device__ __forceinline__ void WgCommit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
-__device__ __forceinline__ void WgWait() { asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory"); }
+template <int N>
+__device__ __forceinline__ void WgWait() {
+  asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory");
+}
 
 // The mbarriers of the ring, and the bulk copies that complete on them.
 __device__ __forceinline__ void BarInit(uint32_t bar, int count) {
@@ -154,11 +158,15 @@ __device__ __forceinline__ void BarWait(uint32_t bar, uint32_t parity) {
 __device__ __forceinline__ void BarArriveExpect(uint32_t bar, uint32_t bytes) {
   asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar), "r"(bytes) : "memory");
 }
-// An arrival on the mbarrier at `bar` in the shared memory of cluster block `rank`.
-__device__ __forceinline__ void BarArriveAt(uint32_t bar, uint32_t rank) {
+// An arrival, where `pred`, on the mbarrier at `bar` in the shared memory of cluster block `rank`.
+__device__ __forceinline__ void BarArriveAtIf(uint32_t bar, uint32_t rank, bool pred) {
   uint32_t remote;
   asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(remote) : "r"(bar), "r"(rank));
-  asm volatile("mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%0];\n" ::"r"(remote) : "memory");
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %1, 0;\n@p mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%0];\n}\n" ::"r"(
+          remote),
+      "r"(static_cast<int>(pred))
+      : "memory");
 }
 __device__ __forceinline__ void BulkCopy(uint32_t dst, const void* src, uint32_t bytes, uint32_t bar) {
   asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n" ::"r"(dst),
@@ -221,7 +229,7 @@ __device__ __forceinline__ void Wgmma(float (&d)[NT / 2], const uint32_t (&a)[4]
 // Stage st's `full` mbarrier completes when its rows and all of x's image
 // (every cluster block's slice) have landed; its `empty` one when each
 // consumer warp of the C blocks has released it (C 4 WGS arrivals).
-template <int WGS, int NT, bool Split>
+template <int WGS, int NT, bool Split, bool Overlap>
 __global__ void __launch_bounds__(WgLayout<WGS, NT, Split>::kThreads, 1)
     WgmmaGemmKernel(MmaWeights ws, const uint16_t* image, int64_t n, int cluster) {
 #if defined(LLMHOST_WGMMA_DEVICE)
@@ -282,19 +290,32 @@ __global__ void __launch_bounds__(WgLayout<WGS, NT, Split>::kThreads, 1)
     float acc[L::kAcc], tot[L::kAcc];
 #pragma unroll
     for (int e = 0; e < L::kAcc; ++e) acc[e] = 0.0f;
-    Walk cons(steps, 0, true);
-    for (int j = 0, st = 0, round = 0; j < steps; ++j) {
+    int st = 0, round = 0;
+    int held = -1;  // the stage whose MMAs may still run (Overlap)
+    // Lane 0 of each warp releases a stage to every block of the cluster.
+    // Predicated, not branched: a divergent branch while MMAs are in flight
+    // makes ptxas serialize them.
+    auto release = [&](int stage, bool valid) {
+      for (int r = 0; r < cluster; ++r) {
+        BarArriveAtIf(empty(stage < 0 ? 0 : stage), static_cast<uint32_t>(r), valid && lane == 0);
+      }
+    };
+    uint32_t a[2][2][2][4];  // [buffer][ch][half]: MmaChunk's A operands
+    // One step from A buffer `buf`. With Overlap its MMAs run on while the
+    // next step's fragments load into the other buffer (wait_group 1 frees
+    // the step before's stage and buffer); else they are waited for here.
+    auto step = [&](auto buf_c) {
+      constexpr int buf = decltype(buf_c)::value;
       BarWait(full(st), round & 1);
       const unsigned char* wst = smem + st * L::kStageBytes;
       const uint32_t xst = base + st * L::kStageBytes + L::kWBytes;
-      uint32_t a[2][2][4];  // [ch][half]: MmaChunk's A operands
 #pragma unroll
       for (int ch = 0; ch < 2; ++ch) {
         const int q = ChunkOf(c, ch);
         const uint4 wa = *reinterpret_cast<const uint4*>(wst + ra * L::kRowStride + q * 16);
         const uint4 wb = *reinterpret_cast<const uint4*>(wst + (ra + 8) * L::kRowStride + q * 16);
-        a[ch][0][0] = wa.x, a[ch][0][1] = wb.x, a[ch][0][2] = wa.y, a[ch][0][3] = wb.y;
-        a[ch][1][0] = wa.z, a[ch][1][1] = wb.z, a[ch][1][2] = wa.w, a[ch][1][3] = wb.w;
+        a[buf][ch][0][0] = wa.x, a[buf][ch][0][1] = wb.x, a[buf][ch][0][2] = wa.y, a[buf][ch][0][3] = wb.y;
+        a[buf][ch][1][0] = wa.z, a[buf][ch][1][1] = wb.z, a[buf][ch][1][2] = wa.w, a[buf][ch][1][3] = wb.w;
       }
       WgFence();
 #pragma unroll
@@ -303,26 +324,42 @@ __global__ void __launch_bounds__(WgLayout<WGS, NT, Split>::kThreads, 1)
         for (int term = 0; term < L::kTerms; ++term) {
           // group grp's core matrices: 8-token groups 256 bytes apart, slot halves 128
           const uint32_t b = xst + term * NT * 128 + grp * (NT / 8) * 256;
-          Wgmma<NT>(acc, a[grp >> 1][grp & 1], (static_cast<uint64_t>((b & 0x3FFFF) >> 4)) |
-                                                   (static_cast<uint64_t>(128 >> 4) << 16) |
-                                                   (static_cast<uint64_t>(256 >> 4) << 32));
+          Wgmma<NT>(acc, a[buf][grp >> 1][grp & 1], (static_cast<uint64_t>((b & 0x3FFFF) >> 4)) |
+                                                        (static_cast<uint64_t>(128 >> 4) << 16) |
+                                                        (static_cast<uint64_t>(256 >> 4) << 32));
         }
       }
       WgCommit();
-      WgWait();
-      if (lane == 0) {
-        for (int r = 0; r < cluster; ++r) BarArriveAt(empty(st), static_cast<uint32_t>(r));
+      if constexpr (Overlap) {
+        WgWait<1>();
+        release(held, held >= 0);
+        held = st;
+      } else {
+        WgWait<0>();
+        release(st, true);
       }
-      if (cons.Last()) {  // the part is done: the total takes it (v = p0, v += p1, ...), the next starts from zero
-        const bool first_part = cons.part == 0;
-#pragma unroll
-        for (int e = 0; e < L::kAcc; ++e) {
-          tot[e] = first_part ? acc[e] : tot[e] + acc[e];
-          acc[e] = 0.0f;
-        }
-      }
-      cons.Next();
       if (++st == kS) st = 0, ++round;
+    };
+    // Part by part (steps p, p + 8, ... as Walk deals them), two steps a turn
+    // so that each names its A buffer at compile time; each part's MMAs are
+    // waited for before the total takes them (v = p0, v += p1, ...).
+    const int per = steps / kParts, longer = steps % kParts;
+    for (int part = 0; part < kParts; ++part) {
+      const int len = per + (part < longer ? 1 : 0);
+      for (int k = 0; k < len; k += 2) {
+        step(std::integral_constant<int, 0>{});
+        if (k + 1 < len) step(std::integral_constant<int, 1>{});
+      }
+      if constexpr (Overlap) {
+        WgWait<0>();
+        release(held, held >= 0);
+        held = -1;
+      }
+#pragma unroll
+      for (int e = 0; e < L::kAcc; ++e) {
+        tot[e] = part == 0 ? acc[e] : tot[e] + acc[e];
+        acc[e] = 0.0f;
+      }
     }
     // d[4 j + e]: row g (e < 2) or g + 8, token 8 j + 2c + (e & 1).
     float* y = ws.y[i];
@@ -409,6 +446,13 @@ int WgCluster() {
   return c == 1 || c == 2 || c == 8 ? c : 4;
 }
 
+// A lone warpgroup's MMAs of a step run on while it loads the next step's
+// fragments (LLMHOST_CUDA_WGMMA_OVERLAP=off: it waits for them each step).
+bool WgOverlap() {
+  const char* v = std::getenv("LLMHOST_CUDA_WGMMA_OVERLAP");
+  return v == nullptr || std::strcmp(v, "off") != 0;
+}
+
 int TileTokens(WgTile tile) { return tile == WgTile::k128x128 || tile == WgTile::k64x128 ? 128 : 64; }
 
 // x's images: every token tile's, padded to whole tiles (SplitSlotsKernel).
@@ -433,7 +477,12 @@ void LaunchWgShape(MmaWeights ws, int64_t n, const float* x, uint16_t* image, cu
   // Row blocks past the last weight's (to fill the last cluster) copy x's
   // slices and write nothing.
   const int64_t row_blocks = (ws.first[ws.count] + cluster - 1) / cluster * cluster;
-  auto kernel = WgmmaGemmKernel<WGS, NT, Split>;
+  // Overlap where one warpgroup is a block's only one (two overlap each
+  // other) and x has two terms (ptxas serializes the one-term form's MMAs;
+  // at 2 x 128 it spills).
+  constexpr bool kOverlap = WGS == 1 && Split;
+  auto kernel = kOverlap && WgOverlap() ? WgmmaGemmKernel<WGS, NT, Split, kOverlap>
+                                        : WgmmaGemmKernel<WGS, NT, Split, false>;
   cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(L::kBytes));
   LaunchPdlCluster(kernel, dim3(static_cast<unsigned>(tiles), static_cast<unsigned>(row_blocks)), dim3(L::kThreads),
                    L::kBytes, dim3(1, cluster, 1), s, ws, image, n, cluster);
