@@ -453,6 +453,38 @@ bool WgOverlap() {
   return v == nullptr || std::strcmp(v, "off") != 0;
 }
 
+// `want`, or a smaller cluster where the GPU cannot hold one of `want`
+// blocks of this kernel at once (shared memory taken by another process, a
+// MIG slice): asked of the driver once per kernel and size (`fits`: the
+// kernel's answers by size, 0 unknown, 1 no, 2 yes; the process's first GPU
+// answers for all), so a launch never fails for it.
+template <typename Kernel>
+int ClusterFits(Kernel kernel, int threads, size_t bytes, int want, std::atomic<int> (&fits)[9]) {
+  for (int c = want; c > 1; c /= 2) {
+    int v = fits[c].load(std::memory_order_relaxed);
+    if (v == 0) {
+      cudaLaunchConfig_t cfg = {};
+      cfg.gridDim = dim3(1, static_cast<unsigned>(c), 1);
+      cfg.blockDim = dim3(static_cast<unsigned>(threads));
+      cfg.dynamicSmemBytes = bytes;
+      cudaLaunchAttribute attr;
+      attr.id = cudaLaunchAttributeClusterDimension;
+      attr.val.clusterDim.x = 1;
+      attr.val.clusterDim.y = static_cast<unsigned>(c);
+      attr.val.clusterDim.z = 1;
+      cfg.attrs = &attr;
+      cfg.numAttrs = 1;
+      int clusters = 0;
+      const cudaError_t rc = cudaOccupancyMaxActiveClusters(&clusters, kernel, &cfg);
+      if (rc != cudaSuccess) (void)cudaGetLastError();  // the answer is "no", not a failed launch
+      v = rc == cudaSuccess && clusters > 0 ? 2 : 1;
+      fits[c].store(v, std::memory_order_relaxed);
+    }
+    if (v == 2) return c;
+  }
+  return 1;
+}
+
 int TileTokens(WgTile tile) { return tile == WgTile::k128x128 || tile == WgTile::k64x128 ? 128 : 64; }
 
 // x's images: every token tile's, padded to whole tiles (SplitSlotsKernel).
@@ -469,14 +501,6 @@ void LaunchWgShape(MmaWeights ws, int64_t n, const float* x, uint16_t* image, cu
   constexpr int kSplitThreads = 256;
   LaunchPdl(SplitSlotsKernel<NT>, dim3(static_cast<unsigned>((halves + kSplitThreads - 1) / kSplitThreads)),
             dim3(kSplitThreads), 0, s, x, n, steps, halves, reinterpret_cast<uint4*>(image), Split);
-  const int cluster = WgCluster();
-  ws.first[0] = 0;
-  for (int k = 0; k < ws.count; ++k) {
-    ws.first[k + 1] = ws.first[k] + (ws.w[k].rows + L::kRowsBlock - 1) / L::kRowsBlock;
-  }
-  // Row blocks past the last weight's (to fill the last cluster) copy x's
-  // slices and write nothing.
-  const int64_t row_blocks = (ws.first[ws.count] + cluster - 1) / cluster * cluster;
   // Overlap where one warpgroup is a block's only one (two overlap each
   // other) and x has two terms (ptxas serializes the one-term form's MMAs;
   // at 2 x 128 it spills).
@@ -484,6 +508,15 @@ void LaunchWgShape(MmaWeights ws, int64_t n, const float* x, uint16_t* image, cu
   auto kernel = kOverlap && WgOverlap() ? WgmmaGemmKernel<WGS, NT, Split, kOverlap>
                                         : WgmmaGemmKernel<WGS, NT, Split, false>;
   cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(L::kBytes));
+  static std::atomic<int> fits[2][9];  // this shape's kernels', [overlap][cluster size]
+  const int cluster = ClusterFits(kernel, L::kThreads, L::kBytes, WgCluster(), fits[kOverlap && WgOverlap()]);
+  ws.first[0] = 0;
+  for (int k = 0; k < ws.count; ++k) {
+    ws.first[k + 1] = ws.first[k] + (ws.w[k].rows + L::kRowsBlock - 1) / L::kRowsBlock;
+  }
+  // Row blocks past the last weight's (to fill the last cluster) copy x's
+  // slices and write nothing.
+  const int64_t row_blocks = (ws.first[ws.count] + cluster - 1) / cluster * cluster;
   LaunchPdlCluster(kernel, dim3(static_cast<unsigned>(tiles), static_cast<unsigned>(row_blocks)), dim3(L::kThreads),
                    L::kBytes, dim3(1, cluster, 1), s, ws, image, n, cluster);
 }
