@@ -546,7 +546,7 @@ TEST_F(CudaTest, GemmTensorCoreRowsGiveTheSameBitsAsFewTokens) {
 
 // The GEMM on Hopper's warpgroup MMA (matmul_wgmma.cu) gives every token the
 // bits of the wide kernel and of the token alone: each tile (128 or 64 rows
-// by 128 or 64 tokens) forced and chosen, x multicast over clusters of 1-8
+// by 128, 64 or 32 tokens) forced and chosen, x multicast over clusters of 1-8
 // blocks (blocks without rows among them), a lone warpgroup's MMAs
 // overlapping the next step's loads or not; rows and tokens that do not fill
 // a tile, parts of unequal steps (13 and 224 steps), two weights a launch,
@@ -568,7 +568,7 @@ TEST_F(CudaTest, WgmmaRowsGiveTheSameBitsAsFewTokens) {
   };
   const Setting settings[] = {{"128x128", "4", ""}, {"", "", ""},         {"128x64", "2", ""},
                               {"64x128", "1", ""},  {"64x64", "8", ""},   {"64x64", "4", "off"},
-                              {"64x128", "2", "off"}};
+                              {"64x128", "2", "off"}, {"128x32", "4", ""}, {"64x32", "2", ""}};
   bool first = true;
   for (const RowsCase::Shape& sh : shapes) {
     RowsCase rc(b_.get(), sh, rng);

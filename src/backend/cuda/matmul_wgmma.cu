@@ -193,6 +193,15 @@ __device__ __forceinline__ void ClusterSync() {
   asm volatile("barrier.cluster.arrive.release;\nbarrier.cluster.wait.acquire;\n" ::: "memory");
 }
 // D += A · B, m64nNk16, A (4 registers: mma.sync's A fragment) from registers, B by descriptor.
+__device__ __forceinline__ void WgmmaN32(float (&d)[16], const uint32_t (&a)[4], uint64_t b) {
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n32k16.f32.bf16.bf16 "
+      "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15}, "
+      "{%16,%17,%18,%19}, %20, p, 1, 1, 0;\n}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b));
+}
 __device__ __forceinline__ void WgmmaN64(float (&d)[32], const uint32_t (&a)[4], uint64_t b) {
   asm volatile(
       "{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n"
@@ -215,7 +224,9 @@ __device__ __forceinline__ void WgmmaN128(float (&d)[64], const uint32_t (&a)[4]
 
 template <int NT>
 __device__ __forceinline__ void Wgmma(float (&d)[NT / 2], const uint32_t (&a)[4], uint64_t b) {
-  if constexpr (NT == 64) {
+  if constexpr (NT == 32) {
+    WgmmaN32(d, a, b);
+  } else if constexpr (NT == 64) {
     WgmmaN64(d, a, b);
   } else {
     WgmmaN128(d, a, b);
@@ -415,10 +426,11 @@ bool Sm90aDevice() {
 #endif
 }
 
-enum class WgTile { k128x128, k128x64, k64x128, k64x64 };
+enum class WgTile { k128x128, k128x64, k64x128, k64x64, k128x32, k64x32 };
 
-// The largest tile (rows x tokens) that still makes kMinBlocks blocks, else
-// 64 x 64; LLMHOST_CUDA_WGMMA_TILE forces one (tests, A/Bs).
+// Up to 32 tokens, 32 a tile (128 rows where that makes kMinBlocks blocks);
+// past that the largest tile (rows x tokens) that still makes kMinBlocks
+// blocks, else 64 x 64. LLMHOST_CUDA_WGMMA_TILE forces one (tests, A/Bs).
 WgTile ChooseWgTile(const DevWeight* w, int count, int64_t n) {
   const char* v = std::getenv("LLMHOST_CUDA_WGMMA_TILE");
   if (v != nullptr) {
@@ -426,12 +438,15 @@ WgTile ChooseWgTile(const DevWeight* w, int count, int64_t n) {
     if (std::strcmp(v, "128x64") == 0) return WgTile::k128x64;
     if (std::strcmp(v, "64x128") == 0) return WgTile::k64x128;
     if (std::strcmp(v, "64x64") == 0) return WgTile::k64x64;
+    if (std::strcmp(v, "128x32") == 0) return WgTile::k128x32;
+    if (std::strcmp(v, "64x32") == 0) return WgTile::k64x32;
   }
   auto blocks = [&](int64_t rows_block, int64_t tokens) {
     int64_t b = 0;
     for (int k = 0; k < count; ++k) b += (w[k].rows + rows_block - 1) / rows_block;
     return b * ((n + tokens - 1) / tokens);
   };
+  if (n <= 32) return blocks(128, 32) >= kMinBlocks ? WgTile::k128x32 : WgTile::k64x32;
   if (blocks(128, 128) >= kMinBlocks) return WgTile::k128x128;
   if (blocks(128, 64) >= kMinBlocks) return WgTile::k128x64;
   if (blocks(64, 128) >= kMinBlocks) return WgTile::k64x128;
@@ -485,7 +500,17 @@ int ClusterFits(Kernel kernel, int threads, size_t bytes, int want, std::atomic<
   return 1;
 }
 
-int TileTokens(WgTile tile) { return tile == WgTile::k128x128 || tile == WgTile::k64x128 ? 128 : 64; }
+int TileTokens(WgTile tile) {
+  switch (tile) {
+    case WgTile::k128x128:
+    case WgTile::k64x128: return 128;
+    case WgTile::k128x64:
+    case WgTile::k64x64: return 64;
+    case WgTile::k128x32:
+    case WgTile::k64x32: return 32;
+  }
+  return 128;
+}
 
 // x's images: every token tile's, padded to whole tiles (SplitSlotsKernel).
 int64_t ImageBytes(WgTile tile, int64_t n, int64_t cols, bool split) {
@@ -528,6 +553,8 @@ void LaunchWgTile(WgTile tile, MmaWeights ws, int64_t n, const float* x, uint16_
     case WgTile::k128x64: LaunchWgShape<2, 64, Split>(ws, n, x, image, s); break;
     case WgTile::k64x128: LaunchWgShape<1, 128, Split>(ws, n, x, image, s); break;
     case WgTile::k64x64: LaunchWgShape<1, 64, Split>(ws, n, x, image, s); break;
+    case WgTile::k128x32: LaunchWgShape<2, 32, Split>(ws, n, x, image, s); break;
+    case WgTile::k64x32: LaunchWgShape<1, 32, Split>(ws, n, x, image, s); break;
   }
 }
 
