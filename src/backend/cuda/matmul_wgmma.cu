@@ -491,8 +491,11 @@ int ClusterFits(Kernel kernel, int threads, size_t bytes, int want, std::atomic<
       cfg.numAttrs = 1;
       int clusters = 0;
       const cudaError_t rc = cudaOccupancyMaxActiveClusters(&clusters, kernel, &cfg);
-      if (rc != cudaSuccess) (void)cudaGetLastError();  // the answer is "no", not a failed launch
-      v = rc == cudaSuccess && clusters > 0 ? 2 : 1;
+      if (rc != cudaSuccess) {  // no answer (not a failed launch): a smaller cluster this time, asked again next
+        (void)cudaGetLastError();
+        continue;
+      }
+      v = clusters > 0 ? 2 : 1;
       fits[c].store(v, std::memory_order_relaxed);
     }
     if (v == 2) return c;
