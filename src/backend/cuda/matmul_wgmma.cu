@@ -366,6 +366,10 @@ __global__ void __launch_bounds__(WgLayout<WGS, NT, Split>::kThreads, 1)
         release(held, held >= 0);
         held = -1;
       }
+      // The sums are read only after the wait above: an empty volatile asm
+      // naming each register keeps the compiler from reading them earlier.
+#pragma unroll
+      for (int e = 0; e < L::kAcc; ++e) asm volatile("" : "+f"(acc[e])::"memory");
 #pragma unroll
       for (int e = 0; e < L::kAcc; ++e) {
         tot[e] = part == 0 ? acc[e] : tot[e] + acc[e];
