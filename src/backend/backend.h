@@ -374,6 +374,11 @@ class Backend {
   // dst[i, :] = src[rows[i], :], i < n; `cols` values per row, rows dense.
   virtual void GatherRows(const float* src, int64_t cols, const int32_t* rows, int64_t n,
                           float* dst) = 0;
+  // out[r] = the greedy token of row r of x[rows, cols] as the sampler reads
+  // it (cpu::FiniteArgMax): the lowest index of the largest value, NaN
+  // skipped; -1 where that largest is not finite (+inf, or only -inf / NaN).
+  // A step's ids leave the device instead of its logits.
+  virtual void ArgMaxRows(const float* x, int64_t rows, int64_t cols, int32_t* out) = 0;
 };
 
 }  // namespace llmhost

@@ -326,17 +326,19 @@ void Sampler::FillLogprobs(const float* logits, SampledToken* out) {
   for (int32_t id : cand_) out->top.push_back({id, static_cast<float>(logits[id] - lse)});
 }
 
+SampledToken Sampler::TakeGreedy(int32_t id) {
+  SampledToken out;
+  out.id = id;
+  Accept(out.id);
+  return out;
+}
+
 SampledToken Sampler::Sample(const float* logits, std::span<const uint32_t> allowed) {
   // NaN / +inf rows (a broken model) must not break the orderings below.
   if (plain_greedy_ && allowed.empty()) {
     // The argmax of the raw row is the cleaned row's where its largest is
     // finite; otherwise (+inf, or nothing but -inf and NaN) the path below.
-    if (const int64_t id = cpu::FiniteArgMax(logits, vocab_); id >= 0) {
-      SampledToken out;
-      out.id = static_cast<int32_t>(id);
-      Accept(out.id);
-      return out;
-    }
+    if (const int64_t id = cpu::FiniteArgMax(logits, vocab_); id >= 0) return TakeGreedy(static_cast<int32_t>(id));
   }
   const bool want_logprobs = params_.logprobs || params_.top_logprobs > 0;
   const size_t v = static_cast<size_t>(vocab_);

@@ -87,6 +87,13 @@ class Sampler {
   // Records a token of the output without sampling it (a resumed request).
   void Accept(int32_t id);
 
+  // Greedy with nothing else to apply (no penalty, bias, mask or logprobs):
+  // the pick is the row's cpu::FiniteArgMax where that is not -1, which a
+  // backend can find where the logits are (Backend::ArgMaxRows).
+  bool plain_greedy() const { return plain_greedy_; }
+  // What Sample gives a plain greedy row whose FiniteArgMax is `id` (≥ 0).
+  SampledToken TakeGreedy(int32_t id);
+
   // Records `id` as the next output token without drawing one (a token the
   // engine writes itself: a think block's forced close); its logprobs come
   // from `logits` when asked for.

@@ -114,6 +114,10 @@ bool Sequence::PlainDraw() const { return generated_ < max_new_ && !constraint_ 
 
 SampledToken Sequence::Draw(const float* logits) { return sampler_.Sample(logits, {}); }
 
+bool Sequence::GreedyDraw() const { return PlainDraw() && sampler_.plain_greedy(); }
+
+SampledToken Sequence::TakeGreedy(int32_t id) { return sampler_.TakeGreedy(id); }
+
 std::vector<RequestEvent> Sequence::OnDrawn(SampledToken tok) {
   std::vector<RequestEvent> events;
   events.push_back(Emit(std::move(tok), req_.sampling.logprobs || req_.sampling.top_logprobs > 0));

@@ -58,9 +58,9 @@ int64_t BatchBucket(int64_t n) {
 // One Forward call's state: sizes, the workspace layout, and the steps.
 class ForwardPass {
  public:
-  ForwardPass(Model& m, KvCache& cache, std::span<const ForwardItem> items, bool head)
-      : m_(m), s_(m.spec_), b_(*m.backend_), cache_(cache), items_(items), head_(head), rank_(m.shard_.rank),
-        split_(m.shard_.size > 1) {}
+  ForwardPass(Model& m, KvCache& cache, std::span<const ForwardItem> items, bool head, bool argmax = false)
+      : m_(m), s_(m.spec_), b_(*m.backend_), cache_(cache), items_(items), head_(head), argmax_(head && argmax),
+        rank_(m.shard_.rank), split_(m.shard_.size > 1) {}
 
   Status Run(ForwardOutput* out) {
     RETURN_IF_ERROR(Prepare());
@@ -87,6 +87,7 @@ class ForwardPass {
     int32_t *topk_ids, *moe_idx;
     float *xe, *ge, *ue, *ye;
     float *hsel, *logits;
+    int32_t* argmax;  // per logits row: its greedy id
   };
   void Layout(Arena& a);
   // The key of this step's device graph (Backend::Enqueue), 0 for none.
@@ -130,7 +131,8 @@ class ForwardPass {
   Backend& b_;
   KvCache& cache_;
   std::span<const ForwardItem> items_;
-  bool head_;  // the output head runs (ForwardOutput::want_logits)
+  bool head_;    // the output head runs (ForwardOutput::want_logits)
+  bool argmax_;  // and its rows' greedy ids leave the device, not the logits (ForwardOutput::argmax_only)
   int rank_;    // this rank's shard of the cache
   bool split_;  // a rank of a tensor-parallel group
 
@@ -216,6 +218,7 @@ void ForwardPass::Layout(Arena& a) {
   }
   p_.hsel = a.Take<float>(n_rows * H);
   p_.logits = a.Take<float>(n_rows * HeadRows());
+  p_.argmax = a.Take<int32_t>(n_rows);
 }
 
 Status ForwardPass::Prepare() {
@@ -515,6 +518,7 @@ Status ForwardPass::Compute(ForwardOutput* out) {
       if (head_) {
         MatMulRuns(m_.lm_head_, p_.hsel, p_.logits, logit_runs_);
         if (s_.final_softcap > 0) b_.Softcap(p_.logits, n_rows_ * V, s_.final_softcap);
+        if (argmax_) b_.ArgMaxRows(p_.logits, n_rows_, V, p_.argmax);
       }
     }
   });
@@ -531,22 +535,30 @@ Status ForwardPass::Compute(ForwardOutput* out) {
     row += n;
   }
   out->logits.set_allocator(out->reused ? b_.ResultAllocator() : HostAllocator{});
-  out->logits.resize_for_overwrite(out->want_logits ? static_cast<size_t>(n_rows_ * V) : 0);  // the copy fills it
+  const bool logits = out->want_logits && !argmax_;
+  out->logits.resize_for_overwrite(logits ? static_cast<size_t>(n_rows_ * V) : 0);  // the copy fills it
+  out->argmax.resize(argmax_ ? static_cast<size_t>(n_rows_) : 0);
   out->hidden_size = H;
   out->hidden.resize(out->want_hidden ? static_cast<size_t>(n_rows_ * H) : 0);
+  auto offset = [&](const void* p) { return static_cast<size_t>(static_cast<const char*>(p) - m_.workspace_.as<char>()); };
   // The copies wait for the step (one wait on a GPU); a failed step's error
   // is sticky, so Synchronize reports it and the copied rows are dropped.
-  if (n_rows_ > 0 && out->want_logits) {
-    b_.CopyToHost(out->logits.data(), m_.workspace_,
-                  reinterpret_cast<char*>(p_.logits) - m_.workspace_.as<char>(),
-                  out->logits.size() * sizeof(float));
+  if (n_rows_ > 0 && logits) {
+    b_.CopyToHost(out->logits.data(), m_.workspace_, offset(p_.logits), out->logits.size() * sizeof(float));
+  }
+  if (n_rows_ > 0 && argmax_) {
+    b_.CopyToHost(out->argmax.data(), m_.workspace_, offset(p_.argmax), out->argmax.size() * sizeof(int32_t));
   }
   if (n_rows_ > 0 && out->want_hidden) {
-    b_.CopyToHost(out->hidden.data(), m_.workspace_,
-                  reinterpret_cast<char*>(p_.hsel) - m_.workspace_.as<char>(),
-                  out->hidden.size() * sizeof(float));
+    b_.CopyToHost(out->hidden.data(), m_.workspace_, offset(p_.hsel), out->hidden.size() * sizeof(float));
   }
   if (Status s = b_.Synchronize(); !s.ok()) return s.WithContext("forward: the " + b_.name() + " backend failed");
+  if (argmax_ && std::find(out->argmax.begin(), out->argmax.end(), -1) != out->argmax.end()) {
+    // A row without a finite largest value: the sampler decides from its logits.
+    out->logits.resize_for_overwrite(static_cast<size_t>(n_rows_ * V));
+    b_.CopyToHost(out->logits.data(), m_.workspace_, offset(p_.logits), out->logits.size() * sizeof(float));
+    if (Status s = b_.Synchronize(); !s.ok()) return s.WithContext("forward: the " + b_.name() + " backend failed");
+  }
   if (split_) return Status::OK();  // the group moves the sequences on
   for (size_t i = 0; i < items_.size(); ++i) items_[i].seq->length = new_len_[i];
   return Status::OK();
@@ -569,7 +581,7 @@ uint64_t ForwardPass::GraphKey() const {
                             static_cast<uint64_t>(KvLenBucket()),
                             static_cast<uint64_t>(token_runs_.size()),
                             static_cast<uint64_t>(logit_runs_.size()),
-                            static_cast<uint64_t>(head_),
+                            static_cast<uint64_t>(head_) | static_cast<uint64_t>(argmax_) << 1,
                             reinterpret_cast<uintptr_t>(&m_),
                             reinterpret_cast<uintptr_t>(m_.embed_.data),
                             reinterpret_cast<uintptr_t>(m_.workspace_.data),
@@ -585,18 +597,20 @@ uint64_t ForwardPass::GraphKey() const {
 }
 
 Status Model::Forward(std::span<const ForwardItem> items, KvCache& cache, ForwardOutput* out) {
+  out->argmax.clear();  // filled only where honoured (ForwardOutput::argmax_only)
   if (script_) return script_->Forward(items, cache, out);
   if (!shards_.empty() && !items.empty()) return ForwardSplit(items, cache, out);
   if (items.empty()) {
     ForwardOutput empty;
     empty.want_logits = out->want_logits;
     empty.want_hidden = out->want_hidden;
+    empty.argmax_only = out->argmax_only;
     empty.vocab = spec_.vocab;
     empty.hidden_size = spec_.hidden;
     *out = std::move(empty);
     return Status::OK();
   }
-  ForwardPass pass(*this, cache, items, out->want_logits);
+  ForwardPass pass(*this, cache, items, out->want_logits, out->argmax_only);
   return pass.Run(out);
 }
 
@@ -633,6 +647,7 @@ Status Model::ForwardSplit(std::span<const ForwardItem> items, KvCache& cache, F
   out->vocab = V;
   out->first_row = p0.first_row;
   out->n_rows = p0.n_rows;
+  out->argmax.clear();  // a group returns logits (its vocabulary is split over the ranks)
   out->logits.clear();  // then zeros, as the shards fill their columns
   out->logits.resize(out->want_logits ? static_cast<size_t>(rows * V) : 0);
   if (out->want_logits) {

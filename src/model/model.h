@@ -64,8 +64,16 @@ struct ForwardOutput {
   // live in the backend's ResultAllocator memory (page-locked on a GPU, slow
   // to allocate and free, so not for an output made per call).
   bool reused = false;
+  // With want_logits: the rows may come back as their greedy ids in `argmax`
+  // (Backend::ArgMaxRows, on the device) instead of as logits, which then
+  // stay empty unless a row has no finite largest value (argmax -1: the
+  // logits come too, for the sampler's own handling). A model that cannot
+  // (a scripted one, a tensor-parallel group) leaves `argmax` empty and
+  // returns the logits.
+  bool argmax_only = false;
 
   int64_t vocab = 0;
+  std::vector<int32_t> argmax;     // per row, when argmax_only was honoured
   HostFloats logits;               // [rows, vocab], host memory (page-locked on a GPU)
   std::vector<int64_t> first_row;  // per item: its first row in `logits` / `hidden` (-1: none)
   std::vector<int64_t> n_rows;     // per item: 0, 1 (kLast) or its token count (kAll)

@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <functional>
+#include <limits>
 #include <memory>
 #include <numeric>
 #include <random>
@@ -21,6 +22,7 @@
 #include "backend/cpu/cpu_backend.h"
 #include "backend/cpu/cpu_features.h"
 #include "backend/cpu/quant_formats.h"
+#include "backend/cpu/vec_math.h"
 #include "backend/device.h"
 #include "formats/dtype.h"
 #include "device_buffers.h"
@@ -364,6 +366,41 @@ TEST_P(BackendOpsTest, MoeRoutingAndGatherRows) {
     EXPECT_EQ(ids[1], ids[0]) << "TopKRouting ids";
     EXPECT_LE(WorstRowError(wts[1], wts[0], k), 1e-5) << "TopKRouting weights";
     EXPECT_EQ(gathered[1], gathered[0]) << "GatherRows";
+  }
+}
+
+// A row's greedy token on every backend is the sampler's (cpu::FiniteArgMax):
+// ties to the lowest index (-0 and +0 tie), NaN skipped, -1 where the
+// largest value is +inf or there is none but -inf and NaN; long rows (a
+// vocabulary) and short ones.
+TEST_P(BackendOpsTest, ArgMaxRowsIsTheSamplersGreedyPick) {
+  std::mt19937 rng(6);
+  const float inf = std::numeric_limits<float>::infinity(), nan = std::numeric_limits<float>::quiet_NaN();
+  for (int c = 0; c < kCases; ++c) {
+    const int64_t rows = Uniform(rng, 1, 40), cols = c % 3 == 0 ? Uniform(rng, 30000, 130000) : Uniform(rng, 1, 700);
+    std::vector<float> x = Random(rows * cols, rng, 4);
+    for (int64_t r = 0; r < rows; ++r) {
+      float* row = x.data() + r * cols;
+      const int64_t a = Uniform(rng, 0, cols - 1), b = Uniform(rng, 0, cols - 1);
+      switch (r % 7) {
+        case 1: row[a] = row[b] = 9.0f; break;                   // a tie
+        case 2: row[a] = nan, row[b] = 9.0f; break;              // NaN beside the largest
+        case 3: row[a] = inf; break;                             // +inf: no pick
+        case 4: std::fill(row, row + cols, -inf); row[a] = nan; break;  // nothing finite
+        case 5: std::fill(row, row + cols, 0.0f); row[a] = -0.0f; break;  // zeros of both signs tie
+        case 6: std::fill(row, row + cols, -inf); row[b] = -3.0f; break;  // one finite value
+        default: break;
+      }
+    }
+    std::vector<int32_t> expect(static_cast<size_t>(rows));
+    for (int64_t r = 0; r < rows; ++r) expect[r] = static_cast<int32_t>(cpu::FiniteArgMax(x.data() + r * cols, cols));
+    Backend* bs[2] = {ref_.get(), got_.get()};
+    for (int i = 0; i < 2; ++i) {
+      Device d(*bs[i]);
+      int32_t* out = d.Alloc<int32_t>(rows);
+      bs[i]->ArgMaxRows(d.Put(x), rows, cols, out);
+      EXPECT_EQ(d.Get(out, rows), expect) << "backend " << i << " rows " << rows << " cols " << cols;
+    }
   }
 }
 

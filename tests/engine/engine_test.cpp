@@ -80,6 +80,37 @@ TEST_F(EngineTest, BatchInvariantGreedyIds) {
   const EngineStats st = engine->WaitIdle();
   EXPECT_EQ(st.kv.blocks_used, 0);
   EXPECT_EQ(st.counters.generated_tokens, 8u * kTokens);
+  EXPECT_EQ(st.counters.greedy_ids, 8u * kTokens);  // every step of plain greedy rows brought back ids
+}
+
+// A step whose rows are all plain greedy brings back their ids (found where
+// the logits are), not their logits; a step with one row that needs its
+// logits (logprobs here) brings back the logits for all. Either way the ids
+// are the reference's, and the logprobs row gets its logprobs.
+TEST_F(EngineTest, GreedyStepsBringBackIdsAndOtherStepsLogits) {
+  const std::vector<int32_t> a = PromptIds(vocab(), 9, 300), b = PromptIds(vocab(), 14, 301);
+  auto engine = MakeEngine(Small());
+  ASSERT_TRUE(engine);
+  std::shared_ptr<EventStream> sa, sb;
+  ASSERT_TRUE(engine->Submit(Greedy(a, 16, &sa)).ok());
+  GenerationRequest rb = Greedy(b, 4, &sb);
+  rb.sampling.logprobs = true;
+  ASSERT_TRUE(engine->Submit(std::move(rb)).ok());
+  const Outcome oa = Collect(sa), ob = Collect(sb);
+  EXPECT_EQ(oa.ids, ReferenceGreedy(*f_.model, a, 16));
+  EXPECT_EQ(ob.ids, ReferenceGreedy(*f_.model, b, 4));
+  int64_t logprobs = 0;
+  for (const RequestEvent& ev : ob.events) {
+    for (const SampledToken& t : ev.logprobs) {
+      EXPECT_LT(t.logprob, 0.0f);  // a random model's greedy pick is not certain
+      ++logprobs;
+    }
+  }
+  EXPECT_EQ(logprobs, 4);
+  const EngineStats st = engine->WaitIdle();
+  EXPECT_EQ(st.counters.generated_tokens, 20u);
+  EXPECT_GT(st.counters.greedy_ids, 0u);   // a's steps after b ended
+  EXPECT_LE(st.counters.greedy_ids, 16u);  // never b's rows, nor a's beside them
 }
 
 // With a sample pool the rows of a step are drawn on its threads: seeded

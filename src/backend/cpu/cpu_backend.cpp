@@ -18,6 +18,7 @@
 #include "backend/cpu/ops_moe.h"
 #include "backend/cpu/ops_norm.h"
 #include "backend/cpu/ops_rope.h"
+#include "backend/cpu/vec_math.h"
 
 namespace llmhost {
 
@@ -407,6 +408,17 @@ void CpuBackend::MoeFfn(const MoeExperts& ex, const float* x, int64_t n, const i
 void CpuBackend::GatherRows(const float* src, int64_t cols, const int32_t* rows, int64_t n,
                             float* dst) {
   cpu::GatherRows(src, cols, rows, n, dst);
+}
+
+void CpuBackend::ArgMaxRows(const float* x, int64_t rows, int64_t cols, int32_t* out) {
+  auto each = [&](int64_t begin, int64_t end) {
+    for (int64_t r = begin; r < end; ++r) out[r] = static_cast<int32_t>(cpu::FiniteArgMax(x + r * cols, cols));
+  };
+  if (pool_) {
+    pool_->ParallelFor(rows, 1, each);
+  } else {
+    each(0, rows);
+  }
 }
 
 

@@ -10,6 +10,7 @@
 #include "backend/cpu/matmul.h"
 #include "backend/cpu/quant_formats.h"
 #include "backend/device.h"
+#include "backend/cuda/argmax.cuh"
 #include "backend/cuda/attention.cuh"
 #include "backend/cuda/device_caps.h"
 #include "backend/cuda/elem.h"
@@ -1199,6 +1200,12 @@ void CudaBackend::GatherRows(const float* src, int64_t cols, const int32_t* rows
   Use();
   cuda::LaunchGatherRows(src, cols, rows, n, dst, S(stream_));
   CheckLaunch("GatherRows");
+}
+
+void CudaBackend::ArgMaxRows(const float* x, int64_t rows, int64_t cols, int32_t* out) {
+  Use();
+  cuda::LaunchArgMaxRows(x, rows, cols, out, S(stream_));
+  CheckLaunch("ArgMaxRows");
 }
 
 }  // namespace llmhost
