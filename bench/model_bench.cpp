@@ -111,6 +111,7 @@ struct Options {
   uint64_t seed = 1;
   int group_size = 64;
   bool matmul_shapes = false;
+  bool host_argmax = false;  // --host-argmax: decode steps copy their logits and pick on the host (the old way)
   std::string phases = "decode1,decode-batch,long,prefill";  // --phases: which runs (a profiler's window)
 };
 
@@ -170,8 +171,14 @@ int32_t ArgMax(const float* v, int64_t n) {
 // pool's threads, a row at a time, as the engine's sample pool draws a step.
 // (std::max_element a row on one thread took ~15 ms a step at 128 rows of a
 // 128K vocabulary: the benchmark's own cost, not the server's.)
+// Where the step brought back its rows' greedy ids (ForwardOutput::argmax_only,
+// as the engine asks for steps of greedy rows), those.
 void PickGreedy(const ForwardOutput& out, std::vector<int32_t>* next) {
   const auto rows = static_cast<int64_t>(next->size());
+  if (out.argmax.size() == next->size() && std::find(out.argmax.begin(), out.argmax.end(), -1) == out.argmax.end()) {
+    std::copy(out.argmax.begin(), out.argmax.end(), next->begin());
+    return;
+  }
   ThreadPool::Default().ParallelFor(rows, 1, [&](int64_t begin, int64_t end) {
     for (int64_t b = begin; b < end; ++b) {
       (*next)[static_cast<size_t>(b)] = ArgMax(out.Row(static_cast<size_t>(b), 0), out.vocab);
@@ -221,6 +228,7 @@ Rate Decode(Model& model, KvCache& cache, int batch, int prompt, const Options& 
   }
   if (prompt_rate) prompt_rate->Add(static_cast<double>(batch) * prompt, Now() - p0, CpuSeconds() - pc0, ThreadPool::Default().size());
   bool first = true;
+  out.argmax_only = !o.host_argmax;  // decode steps: ids, not logits, as the engine's greedy steps
   auto step = [&] {
     if (!first) PickGreedy(out, &next);
     first = false;
@@ -451,16 +459,22 @@ int Main(int argc, char** argv) {
       o.matmul_shapes = true;
     } else if (a == "--no-int8") {
       o.int8 = false;
+    } else if (a == "--host-argmax") {
+      o.host_argmax = true;
     } else {
       std::fprintf(stderr,
                    "usage: model_bench --models DIR [--formats bf16,mlx8,mlx4 (also fp8, gptq4, awq4)] [--reps N] "
                    "[--prefill-reps N] [--prefill-tokens N] [--steps N] [--no-int8] "
                    "[--long-context N] [--precisions LIST] [--device cpu|cuda|cuda:N] [--tensor-parallel N] [--prefix NAME] "
-                   "[--batch N] [--prompt N] [--kv-dtype auto|f32|bf16|f16|fp8] [--matmul-shapes]\n"
+                   "[--batch N] [--prompt N] [--kv-dtype auto|f32|bf16|f16|fp8] [--matmul-shapes] [--host-argmax]\n"
                    "       model_bench --random-config CONFIG.json [--arch llama] [--seed N] [--group-size G] "
                    "[the options above but --models, --prefix]\n");
       return 1;
     }
+  }
+  // The same switch from the environment, for scripts that vary only it (bench/gpu/batch_ab.sh's VARIANTS).
+  if (const char* v = std::getenv("LLMHOST_BENCH_HOST_ARGMAX"); v != nullptr && std::strcmp(v, "on") == 0) {
+    o.host_argmax = true;
   }
   if (o.models.empty() == o.random_config.empty()) {
     std::fprintf(stderr, "model_bench: give --models DIR (see bench/run_model_bench.sh) or --random-config FILE\n");

@@ -11,6 +11,7 @@
 #include <filesystem>
 
 #include "backend/cpu/cpu_backend.h"
+#include "backend/cpu/vec_math.h"
 #include "backend/device.h"
 #include "chat/chat_template.h"
 #include "model/generate.h"
@@ -226,6 +227,48 @@ TEST(RandomModelTest, AReleasedMatrixIsGeneratedAgainIdentically) {
     auto wrong = src.Matrix(m, 128, 64);
     ASSERT_FALSE(wrong.ok());
     EXPECT_NE(wrong.status().ToString().find("expected shape"), std::string::npos);
+  }
+}
+
+// A step asked for greedy ids (ForwardOutput::argmax_only) returns each
+// logits row's cpu::FiniteArgMax and no logits, on the CPU and on a GPU:
+// every position of one sequence, and the last rows of two.
+TEST(RandomModelTest, ArgMaxOnlyStepsReturnTheRowsGreedyIds) {
+  TempDir dir;
+  const std::string spec = RandomModelSpecString("llama", "bf16", 32, WriteConfig(dir, "tiny", TinyConfig("llama")), 5);
+  const std::vector<int32_t> a = {1, 72, 101, 108, 256, 290}, b = {3, 9, 27, 81};
+  std::vector<std::string> devices = {"cpu"};
+  if (CudaDeviceCount() > 0) devices.push_back("cuda");
+  for (const std::string& device : devices) {
+    SCOPED_TRACE(device);
+    auto dev = ParseDevice(device);
+    ASSERT_TRUE(dev.ok());
+    auto backend = MakeBackend(*dev, Precision::kAuto, &ThreadPool::Default());
+    ASSERT_TRUE(backend.ok()) << backend.status().ToString();
+    auto model = Model::Load(spec, backend->get());
+    ASSERT_TRUE(model.ok()) << model.status().ToString();
+    const int64_t vocab = (*model)->vocab_size();
+    auto run = [&](bool argmax_only, LogitsRows rows, ForwardOutput* out) {
+      auto cache = (*model)->CreateKvCache(2, 16);
+      ASSERT_TRUE(cache.ok());
+      KvSequence sa, sb;
+      const ForwardItem items[] = {{&sa, a, rows}, {&sb, b, rows}};
+      out->argmax_only = argmax_only;
+      ASSERT_TRUE((*model)->Forward(items, **cache, out).ok());
+    };
+    for (LogitsRows rows : {LogitsRows::kAll, LogitsRows::kLast}) {
+      ForwardOutput logits, ids;
+      run(false, rows, &logits);
+      run(true, rows, &ids);
+      EXPECT_TRUE(logits.argmax.empty());
+      EXPECT_TRUE(ids.logits.empty());
+      const size_t n = logits.logits.size() / static_cast<size_t>(vocab);
+      ASSERT_EQ(ids.argmax.size(), n);
+      ASSERT_EQ(n, rows == LogitsRows::kAll ? a.size() + b.size() : 2u);
+      for (size_t r = 0; r < n; ++r) {
+        EXPECT_EQ(ids.argmax[r], cpu::FiniteArgMax(logits.logits.data() + r * vocab, vocab)) << "row " << r;
+      }
+    }
   }
 }
 
