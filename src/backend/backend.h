@@ -379,6 +379,9 @@ class Backend {
   // skipped; -1 where that largest is not finite (+inf, or only -inf / NaN).
   // A step's ids leave the device instead of its logits.
   virtual void ArgMaxRows(const float* x, int64_t rows, int64_t cols, int32_t* out) = 0;
+  // Whether a step of greedy rows should bring back ArgMaxRows' ids (false:
+  // its logits, read on the host).
+  virtual bool GreedyIdsFromDevice() const { return true; }
 };
 
 }  // namespace llmhost

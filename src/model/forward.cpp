@@ -59,7 +59,8 @@ int64_t BatchBucket(int64_t n) {
 class ForwardPass {
  public:
   ForwardPass(Model& m, KvCache& cache, std::span<const ForwardItem> items, bool head, bool argmax = false)
-      : m_(m), s_(m.spec_), b_(*m.backend_), cache_(cache), items_(items), head_(head), argmax_(head && argmax),
+      : m_(m), s_(m.spec_), b_(*m.backend_), cache_(cache), items_(items), head_(head),
+        argmax_(head && argmax && m.backend_->GreedyIdsFromDevice()),
         rank_(m.shard_.rank), split_(m.shard_.size > 1) {}
 
   Status Run(ForwardOutput* out) {

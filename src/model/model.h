@@ -68,8 +68,8 @@ struct ForwardOutput {
   // (Backend::ArgMaxRows, on the device) instead of as logits, which then
   // stay empty unless a row has no finite largest value (argmax -1: the
   // logits come too, for the sampler's own handling). A model that cannot
-  // (a scripted one, a tensor-parallel group) leaves `argmax` empty and
-  // returns the logits.
+  // (a scripted one, a tensor-parallel group) or a backend that does not
+  // (Backend::GreedyIdsFromDevice) leaves `argmax` empty and returns the logits.
   bool argmax_only = false;
 
   int64_t vocab = 0;

@@ -1202,6 +1202,11 @@ void CudaBackend::GatherRows(const float* src, int64_t cols, const int32_t* rows
   CheckLaunch("GatherRows");
 }
 
+bool CudaBackend::GreedyIdsFromDevice() const {
+  const char* v = std::getenv("LLMHOST_CUDA_GREEDY_IDS");
+  return v != nullptr && std::strcmp(v, "on") == 0;
+}
+
 void CudaBackend::ArgMaxRows(const float* x, int64_t rows, int64_t cols, int32_t* out) {
   Use();
   cuda::LaunchArgMaxRows(x, rows, cols, out, S(stream_));

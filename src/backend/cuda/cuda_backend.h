@@ -125,6 +125,8 @@ class CudaBackend : public Backend {
               int64_t k, std::span<const RowKind> rows, const MoeScratch& scratch, float* out) override;
   void GatherRows(const float* src, int64_t cols, const int32_t* rows, int64_t n, float* dst) override;
   void ArgMaxRows(const float* x, int64_t rows, int64_t cols, int32_t* out) override;
+  // Opt-in (LLMHOST_CUDA_GREEDY_IDS=on, read at each step) until it has run on a GPU.
+  bool GreedyIdsFromDevice() const override;
 
   // For code outside the backend that enqueues work of its own on this GPU
   // (cuda/nccl_collective.cpp); each of its calls starts with Use().
