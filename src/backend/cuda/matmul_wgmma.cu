@@ -26,9 +26,9 @@
 // multicast it to every block of the cluster. A stage is refilled once every
 // consumer warp of every block of the cluster has released it.
 #include <atomic>
-#include <type_traits>
 #include <cstdlib>
 #include <cstring>
+#include <type_traits>
 
 #include "backend/cuda/common.cuh"
 #include "backend/cuda/device_caps.h"
