@@ -35,6 +35,8 @@
 //                    [--prefix NAME (llama1b)] [--batch N (8)] [--prompt N (16: decode runs' prompts)]
 //                    [--kv-dtype auto|f32|bf16|f16|fp8 (auto: the model's 16-bit type, as serve's)]
 //                    [--phases decode1,decode-batch,long,prefill (all; fewer for a profiler)]
+//                    [--host-argmax (decode steps copy their logits; the host picks)]
+//                    [--top-p P (decode steps draw at temperature 1 with top_p P; greedy by default)]
 //   DIR holds NAME-bf16, NAME-mlx8, NAME-mlx4 (run_model_bench.sh writes llama1b-*).
 //        model_bench --random-config CONFIG.json [--arch llama] [--seed N (1)] [--group-size G (64)] ...
 //   instead of --models / --prefix: each format's model generated in memory at
@@ -59,6 +61,7 @@
 
 #include "backend/cpu/cpu_backend.h"
 #include "backend/cpu/cpu_features.h"
+#include "backend/cpu/row_draw.h"
 #include "backend/cpu/vec_math.h"
 #include "backend/device.h"
 #include "bench_util.h"
@@ -113,6 +116,7 @@ struct Options {
   int group_size = 64;
   bool matmul_shapes = false;
   bool host_argmax = false;  // --host-argmax: decode steps copy their logits and pick on the host (the old way)
+  double top_p = 0;          // --top-p P: decode steps draw at temperature 1 with top_p P (0: greedy)
   std::string phases = "decode1,decode-batch,long,prefill";  // --phases: which runs (a profiler's window)
 };
 
@@ -167,22 +171,38 @@ int32_t ArgMax(const float* v, int64_t n) {
   return static_cast<int32_t>(id < 0 ? 0 : id);
 }
 
-// A decode step's greedy tokens as the engine picks them: the sampler's read
-// of a row (cpu::FiniteArgMax, vectorized; the lowest id on ties) on the
-// pool's threads, a row at a time, as the engine's sample pool draws a step.
-// (std::max_element a row on one thread took ~15 ms a step at 128 rows of a
-// 128K vocabulary: the benchmark's own cost, not the server's.)
-// Where the step brought back its rows' greedy ids (ForwardOutput::argmax_only,
-// as the engine asks for steps of greedy rows), those.
-void PickGreedy(const ForwardOutput& out, std::vector<int32_t>* next) {
+// The decode steps' picks: greedy, or a draw at temperature 1 with --top-p
+// at each sequence's next uniform (a generator per sequence, as a request's).
+void NextPicks(const Options& o, std::vector<std::mt19937_64>& rngs, std::vector<RowPick>* picks) {
+  for (size_t b = 0; b < picks->size(); ++b) {
+    RowPick& p = (*picks)[b];
+    if (o.top_p <= 0) continue;
+    p.temperature = 1;
+    p.top_p = o.top_p;
+    p.u = static_cast<double>(rngs[b]() >> 11) * 0x1.0p-53;
+  }
+}
+
+// A decode step's tokens as the engine takes them: where the step brought
+// back its rows' picked tokens (ForwardOutput::picks, as the engine asks for
+// plain rows), those; otherwise the host's draw from each row (cpu::RowDraw,
+// the sampler's), on the pool's threads a row at a time, as the engine's
+// sample pool draws a step. (std::max_element a row on one thread took
+// ~15 ms a step at 128 rows of a 128K vocabulary: the benchmark's own cost,
+// not the server's.)
+void TakeTokens(const ForwardOutput& out, const std::vector<RowPick>& picks, std::vector<int32_t>* next) {
   const auto rows = static_cast<int64_t>(next->size());
-  if (out.argmax.size() == next->size() && std::find(out.argmax.begin(), out.argmax.end(), -1) == out.argmax.end()) {
-    std::copy(out.argmax.begin(), out.argmax.end(), next->begin());
+  if (out.picked.size() == next->size()) {
+    std::copy(out.picked.begin(), out.picked.end(), next->begin());
     return;
   }
   ThreadPool::Default().ParallelFor(rows, 1, [&](int64_t begin, int64_t end) {
+    thread_local cpu::RowDraw draw;
+    thread_local std::vector<float> z;
     for (int64_t b = begin; b < end; ++b) {
-      (*next)[static_cast<size_t>(b)] = ArgMax(out.Row(static_cast<size_t>(b), 0), out.vocab);
+      z.resize(static_cast<size_t>(out.vocab));
+      cpu::SanitizeLogits(out.Row(static_cast<size_t>(b), 0), z.data(), out.vocab);
+      (*next)[static_cast<size_t>(b)] = draw.Draw(z.data(), out.vocab, picks[static_cast<size_t>(b)]);
     }
   });
 }
@@ -229,10 +249,15 @@ Rate Decode(Model& model, KvCache& cache, int batch, int prompt, const Options& 
   }
   if (prompt_rate) prompt_rate->Add(static_cast<double>(batch) * prompt, Now() - p0, CpuSeconds() - pc0, ThreadPool::Default().size());
   bool first = true;
-  out.argmax_only = !o.host_argmax;  // decode steps: ids, not logits, as the engine's greedy steps
+  std::vector<RowPick> picks(static_cast<size_t>(batch));
+  std::vector<std::mt19937_64> rngs;
+  for (int b = 0; b < batch; ++b) rngs.emplace_back(1000 + b);
   auto step = [&] {
-    if (!first) PickGreedy(out, &next);
+    if (!first) TakeTokens(out, picks, &next);
     first = false;
+    NextPicks(o, rngs, &picks);
+    out.picks.clear();  // decode steps: tokens, not logits, as the engine's plain rows (unless --host-argmax)
+    if (!o.host_argmax) out.picks.assign(picks.begin(), picks.end());
     for (int b = 0; b < batch; ++b) items[b].tokens = {&next[b], 1};
     Check(model.Forward(items, cache, &out), "decode step");
   };
@@ -462,12 +487,14 @@ int Main(int argc, char** argv) {
       o.int8 = false;
     } else if (a == "--host-argmax") {
       o.host_argmax = true;
+    } else if (a == "--top-p") {
+      o.top_p = std::atof(value().c_str());
     } else {
       std::fprintf(stderr,
                    "usage: model_bench --models DIR [--formats bf16,mlx8,mlx4 (also fp8, gptq4, awq4)] [--reps N] "
                    "[--prefill-reps N] [--prefill-tokens N] [--steps N] [--no-int8] "
                    "[--long-context N] [--precisions LIST] [--device cpu|cuda|cuda:N] [--tensor-parallel N] [--prefix NAME] "
-                   "[--batch N] [--prompt N] [--kv-dtype auto|f32|bf16|f16|fp8] [--matmul-shapes] [--host-argmax]\n"
+                   "[--batch N] [--prompt N] [--kv-dtype auto|f32|bf16|f16|fp8] [--matmul-shapes] [--host-argmax] [--top-p P]\n"
                    "       model_bench --random-config CONFIG.json [--arch llama] [--seed N] [--group-size G] "
                    "[the options above but --models, --prefix]\n");
       return 1;
@@ -477,6 +504,7 @@ int Main(int argc, char** argv) {
   if (const char* v = std::getenv("LLMHOST_BENCH_HOST_ARGMAX"); v != nullptr && std::strcmp(v, "on") == 0) {
     o.host_argmax = true;
   }
+  if (const char* v = std::getenv("LLMHOST_BENCH_TOP_P")) o.top_p = std::atof(v);
   if (o.models.empty() == o.random_config.empty()) {
     std::fprintf(stderr, "model_bench: give --models DIR (see bench/run_model_bench.sh) or --random-config FILE\n");
     return 1;

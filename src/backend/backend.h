@@ -32,6 +32,7 @@
 #include <vector>
 
 #include "backend/host_floats.h"
+#include "backend/row_pick.h"
 #include "backend/weight_matrix.h"
 #include "formats/dtype.h"
 #include "util/status.h"
@@ -374,14 +375,17 @@ class Backend {
   // dst[i, :] = src[rows[i], :], i < n; `cols` values per row, rows dense.
   virtual void GatherRows(const float* src, int64_t cols, const int32_t* rows, int64_t n,
                           float* dst) = 0;
-  // out[r] = the greedy token of row r of x[rows, cols] as the sampler reads
-  // it (cpu::FiniteArgMax): the lowest index of the largest value, NaN
-  // skipped; -1 where that largest is not finite (+inf, or only -inf / NaN).
-  // A step's ids leave the device instead of its logits.
-  virtual void ArgMaxRows(const float* x, int64_t rows, int64_t cols, int32_t* out) = 0;
-  // Whether a step of greedy rows should bring back ArgMaxRows' ids (false:
-  // its logits, read on the host).
-  virtual bool GreedyIdsFromDevice() const { return true; }
+  // out[r] = the token that row r of x[rows, cols] gives under picks[r]
+  // (RowPick; cpu::RowDraw on the row cleaned as cpu::SanitizeLogits does:
+  // a greedy row's lowest index of its largest value, a sampled row's draw
+  // at its u). A step's tokens leave the device instead of its logits. The
+  // same row and pick give the same token whatever the other rows; backends
+  // may differ from the CPU in the rounding of the weights' exponentials and
+  // sums (a draw within ~1e-6 of a boundary between two tokens).
+  virtual void PickRows(const float* x, int64_t rows, int64_t cols, const RowPick* picks, int32_t* out) = 0;
+  // Whether steps should bring back PickRows' tokens (false: their logits,
+  // for the host to sample).
+  virtual bool PicksRows() const { return true; }
 };
 
 }  // namespace llmhost

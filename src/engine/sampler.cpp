@@ -67,8 +67,9 @@ Sampler::Sampler(const SamplingParams& params, std::span<const int32_t> prompt, 
     : params_(params), vocab_(vocab), rng_(params.seed ? *params.seed : FreshSeed()) {
   repetition_ = params_.repetition_penalty != 1.0;
   additive_ = params_.presence_penalty != 0.0 || params_.frequency_penalty != 0.0;
-  plain_greedy_ = params_.temperature <= 0 && !repetition_ && !additive_ && params_.logit_bias.empty() &&
-                  !params_.logprobs && params_.top_logprobs == 0;
+  pickable_ = !repetition_ && !additive_ && params_.logit_bias.empty() && !params_.logprobs &&
+              params_.top_logprobs == 0 && params_.top_k <= kMaxPickTopK;
+  plain_greedy_ = pickable_ && params_.temperature <= 0;
   const size_t v = static_cast<size_t>(vocab_);
   if (repetition_) {
     seen_.assign(v, 0);
@@ -127,189 +128,16 @@ void Sampler::ApplyMask(std::span<const uint32_t> allowed, std::vector<float>& z
 
 double Sampler::Uniform() { return static_cast<double>(rng_() >> 11) * 0x1.0p-53; }
 
-namespace {
-
-// Higher logit first; the lower id first among equals.
-struct Better {
-  const float* z;
-  bool operator()(int32_t a, int32_t b) const { return z[a] > z[b] || (z[a] == z[b] && a < b); }
-};
-
-// Buckets of positive float weights by their bit pattern's top 14 bits (the
-// exponent and 5 mantissa bits: 32 buckets an octave, each 2.2% wide): the
-// patterns of positive floats order like their values, so a higher bucket
-// holds only larger weights. Weights are in [0, 1]: buckets [0, 4065).
-constexpr int kBucketShift = 18;
-constexpr size_t kBuckets = (0x3F800000u >> kBucketShift) + 1;
-constexpr int kHistograms = 4;       // interleaved, so that neighbours do not wait on one another
-constexpr int64_t kDrawBlock = 256;  // the draw finds its block by block sums, then scans it
-
-inline uint32_t BucketOf(float w) {
-  uint32_t bits;
-  std::memcpy(&bits, &w, sizeof(bits));
-  return bits >> kBucketShift;
-}
-
-// A key whose ascending order is Better's: the logit descending (as its
-// bits made to order like the values, -0 as +0), then the id ascending.
-// Sorting the keys themselves avoids Better's two indirect loads a comparison.
-inline uint64_t BetterKey(float z, int32_t id) {
-  uint32_t bits;
-  const float v = z + 0.0f;  // -0 -> +0: Better sees them equal
-  std::memcpy(&bits, &v, sizeof(bits));
-  const uint32_t ordered = (bits & 0x80000000u) ? ~bits : (bits | 0x80000000u);  // ascending like v
-  return (static_cast<uint64_t>(~ordered) << 32) | static_cast<uint32_t>(id);
-}
-
-inline float BucketFloor(size_t bucket) {
-  const uint32_t bits = static_cast<uint32_t>(bucket) << kBucketShift;
-  float w;
-  std::memcpy(&w, &bits, sizeof(w));
-  return w;
-}
-
-}  // namespace
-
-int32_t Sampler::Draw(const std::vector<float>& z) {
-  const int64_t V = vocab_;
-  if (params_.temperature <= 0) return static_cast<int32_t>(cpu::ArgMax(z.data(), V));  // lowest id on ties
-  const float m = cpu::MaxValue(z.data(), V);
-  if (!(m > -std::numeric_limits<float>::infinity())) return 0;  // every token banned: the lowest id
-  // Weights exp((z - max) / T): the top candidate weighs exactly 1 (also
-  // when 1 / T overflows for a tiny temperature).
-  const double inv_t_d = 1.0 / params_.temperature;
-  const float inv_t = inv_t_d > std::numeric_limits<float>::max() ? std::numeric_limits<float>::infinity()
-                                                                   : static_cast<float>(inv_t_d);
-  if (params_.top_k > 0 && params_.top_k < V) return DrawTopK(z, m, inv_t);
-  w_.resize(static_cast<size_t>(V));
-  const double all = cpu::ExpShifted(z.data(), V, m, inv_t, w_.data());
-  float lo = 0;      // weights below are dropped
-  size_t drop = 0;   // cand_[drop, end): the crossing bucket's members past the top_p cut
-  if (params_.top_p < 1) {
-    // The smallest set of most likely tokens whose mass reaches top_p: whole
-    // buckets from the top while they stay below it, then the crossing
-    // bucket sorted (it is small: a 2.2% band of weights).
-    bucket_mass_.assign(kBuckets * kHistograms, 0.0);
-    double* h = bucket_mass_.data();
-    int64_t i = 0;
-    for (; i + kHistograms <= V; i += kHistograms) {
-      for (int k = 0; k < kHistograms; ++k) {
-        const float w = w_[static_cast<size_t>(i + k)];
-        h[static_cast<size_t>(k) * kBuckets + BucketOf(w)] += w;
-      }
-    }
-    for (; i < V; ++i) h[BucketOf(w_[static_cast<size_t>(i)])] += w_[static_cast<size_t>(i)];
-    const double target = params_.top_p * all;
-    double above = 0;
-    size_t cross = kBuckets - 1;
-    for (;; --cross) {
-      double mass = 0;
-      for (int k = 0; k < kHistograms; ++k) mass += h[static_cast<size_t>(k) * kBuckets + cross];
-      if (above + mass >= target || cross == 0) break;
-      above += mass;
-    }
-    cand_.clear();
-    cpu::CollectBand(w_.data(), V, BucketFloor(cross),
-                     cross + 1 < kBuckets ? BucketFloor(cross + 1) : std::numeric_limits<float>::infinity(),
-                     &cand_);
-    keys_.resize(cand_.size());
-    for (size_t j = 0; j < cand_.size(); ++j) keys_[j] = BetterKey(z[static_cast<size_t>(cand_[j])], cand_[j]);
-    std::sort(keys_.begin(), keys_.end());
-    for (size_t j = 0; j < cand_.size(); ++j) cand_[j] = static_cast<int32_t>(keys_[j] & 0xffffffffu);
-    double cum = above;
-    size_t keep = 0;
-    while (keep < cand_.size() && cum < target) cum += w_[static_cast<size_t>(cand_[keep++])];
-    lo = keep > 0 ? w_[static_cast<size_t>(cand_[keep - 1])] : BucketFloor(cross);
-    drop = keep;
-  }
-  if (params_.min_p > 0) lo = std::max(lo, static_cast<float>(params_.min_p));  // relative to the top weight, 1
-  block_sums_.resize(static_cast<size_t>((V + kDrawBlock - 1) / kDrawBlock));
-  double total = cpu::ZeroBelow(w_.data(), V, lo, kDrawBlock, block_sums_.data());
-  // Members past the cut that tie with its weight survive the threshold.
-  for (size_t j = drop; j < cand_.size() && params_.top_p < 1; ++j) {
-    float& w = w_[static_cast<size_t>(cand_[j])];
-    if (w > 0) {
-      block_sums_[static_cast<size_t>(cand_[j] / kDrawBlock)] -= w;
-      total -= w;
-      w = 0;
-    }
-  }
-  return DrawAll(z, total);
-}
-
-int32_t Sampler::DrawAll(const std::vector<float>& z, double total) {
-  double u = Uniform() * total;
-  int64_t last = -1;
-  for (size_t b = 0; b < block_sums_.size(); ++b) {
-    if (block_sums_[b] <= 0) continue;
-    const int64_t begin = static_cast<int64_t>(b) * kDrawBlock, end = std::min(vocab_, begin + kDrawBlock);
-    if (u >= block_sums_[b] && b + 1 < block_sums_.size()) {
-      u -= block_sums_[b];
-      for (int64_t i = end - 1; i >= begin; --i) {
-        if (w_[static_cast<size_t>(i)] > 0) {
-          last = i;
-          break;
-        }
-      }
-      continue;
-    }
-    for (int64_t i = begin; i < end; ++i) {
-      const float w = w_[static_cast<size_t>(i)];
-      if (w <= 0) continue;
-      last = i;
-      u -= w;
-      if (u < 0) return static_cast<int32_t>(i);
-    }
-    // Rounding between the block's sum and its scan: the next kept token.
-  }
-  if (last >= 0) return static_cast<int32_t>(last);
-  return static_cast<int32_t>(std::max_element(z.begin(), z.end()) - z.begin());
-}
-
-int32_t Sampler::DrawTopK(const std::vector<float>& z, float m, float inv_t) {
-  Better better{z.data()};
-  const auto k = static_cast<size_t>(params_.top_k);
-  if (k <= 4096) {
-    cpu::TopIndices(z.data(), vocab_, k, &cand_);
-  } else {
-    cand_.resize(static_cast<size_t>(vocab_));
-    std::iota(cand_.begin(), cand_.end(), 0);
-    std::nth_element(cand_.begin(), cand_.begin() + static_cast<ptrdiff_t>(k), cand_.end(), better);
-    cand_.resize(k);
-    std::sort(cand_.begin(), cand_.end(), better);
-  }
-  w_.resize(k);
-  double total = 0;
-  for (size_t j = 0; j < k; ++j) {
-    const float d = z[static_cast<size_t>(cand_[j])] - m;
-    w_[j] = d == 0 ? 1.0f : std::exp(d * inv_t);
-    total += w_[j];
-  }
-  size_t n = k;
-  if (params_.top_p < 1) {
-    const double target = params_.top_p * total;
-    double cum = 0;
-    size_t keep = 0;
-    while (keep < n && cum < target) cum += w_[keep++];
-    n = keep;
-    total = cum;
-  }
-  if (params_.min_p > 0) {
-    total = 0;
-    for (size_t j = 0; j < n; ++j) {
-      if (w_[j] < params_.min_p) w_[j] = 0;
-      total += w_[j];
-    }
-  }
-  double u = Uniform() * total;
-  size_t last = 0;
-  for (size_t j = 0; j < n; ++j) {
-    if (w_[j] <= 0) continue;
-    last = j;
-    u -= w_[j];
-    if (u < 0) return cand_[j];
-  }
-  return cand_[last];
+RowPick Sampler::Pick() {
+  if (pending_) return *pending_;  // asked again before an answer: the same draw
+  RowPick p;
+  p.temperature = params_.temperature;
+  p.top_p = params_.top_p;
+  p.min_p = params_.min_p;
+  p.top_k = params_.top_k;
+  if (p.temperature > 0) p.u = Uniform();  // one draw a sampled token, wherever it is made
+  pending_ = p;
+  return p;
 }
 
 void Sampler::FillLogprobs(const float* logits, SampledToken* out) {
@@ -326,7 +154,14 @@ void Sampler::FillLogprobs(const float* logits, SampledToken* out) {
   for (int32_t id : cand_) out->top.push_back({id, static_cast<float>(logits[id] - lse)});
 }
 
-SampledToken Sampler::TakeGreedy(int32_t id) {
+int32_t Sampler::Draw(const std::vector<float>& z) {
+  const RowPick p = Pick();  // a pending one's u, or a fresh draw
+  pending_.reset();
+  return row_draw_.Draw(z.data(), vocab_, p);
+}
+
+SampledToken Sampler::TakePicked(int32_t id) {
+  pending_.reset();
   SampledToken out;
   out.id = id;
   Accept(out.id);
@@ -338,7 +173,7 @@ SampledToken Sampler::Sample(const float* logits, std::span<const uint32_t> allo
   if (plain_greedy_ && allowed.empty()) {
     // The argmax of the raw row is the cleaned row's where its largest is
     // finite; otherwise (+inf, or nothing but -inf and NaN) the path below.
-    if (const int64_t id = cpu::FiniteArgMax(logits, vocab_); id >= 0) return TakeGreedy(static_cast<int32_t>(id));
+    if (const int64_t id = cpu::FiniteArgMax(logits, vocab_); id >= 0) return TakePicked(static_cast<int32_t>(id));
   }
   const bool want_logprobs = params_.logprobs || params_.top_logprobs > 0;
   const size_t v = static_cast<size_t>(vocab_);

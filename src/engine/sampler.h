@@ -5,13 +5,9 @@
 // logit bias, an output constraint's token mask (disallowed ids: -inf), then
 // temperature, top_k, top_p, min_p, and a draw from what is left.
 //
-// Every step is a pass over the row or a selection, never a sort of the
-// vocabulary: the weights exp((z - max) / T) in one vector pass; top_k by
-// nth_element; top_p by bucketing the weights on their float exponent (the
-// bit pattern of a positive float orders like its value), which finds the
-// bucket where the kept mass crosses top_p, and sorting that bucket alone;
-// the draw walks the kept tokens in id order (in likelihood order after
-// top_k). bench/sampler_bench.cpp measures it.
+// The draw after the penalties, bias and mask is cpu::RowDraw's, the one a
+// backend makes where the logits are (Backend::PickRows): a row with nothing
+// before it (pickable()) may come back from the step as its token alone.
 // Temperature 0 is greedy: the argmax of the penalised logits, the lowest id
 // on ties (without penalties, bias, mask or logprobs: one read of the row, no
 // cleaned copy). Every draw comes from the request's own generator, seeded by
@@ -33,6 +29,8 @@
 #include <utility>
 #include <vector>
 
+#include "backend/cpu/row_draw.h"
+#include "backend/row_pick.h"
 #include "util/status.h"
 
 namespace llmhost {
@@ -87,12 +85,13 @@ class Sampler {
   // Records a token of the output without sampling it (a resumed request).
   void Accept(int32_t id);
 
-  // Greedy with nothing else to apply (no penalty, bias, mask or logprobs):
-  // the pick is the row's cpu::FiniteArgMax where that is not -1, which a
-  // backend can find where the logits are (Backend::ArgMaxRows).
-  bool plain_greedy() const { return plain_greedy_; }
-  // What Sample gives a plain greedy row whose FiniteArgMax is `id` (≥ 0).
-  SampledToken TakeGreedy(int32_t id);
+  // Nothing to apply before the draw (no penalty, bias or logprobs) and a
+  // top_k a backend takes: the caller may have the row's token picked where
+  // the logits are (Backend::PickRows) with Pick()'s RowPick, then hand the
+  // id to TakePicked. A Sample after an unanswered Pick draws at the same u.
+  bool pickable() const { return pickable_; }
+  RowPick Pick();
+  SampledToken TakePicked(int32_t id);
 
   // Records `id` as the next output token without drawing one (a token the
   // engine writes itself: a think block's forced close); its logprobs come
@@ -104,11 +103,9 @@ class Sampler {
  private:
   void ApplyPenalties(std::vector<float>& z) const;
   void ApplyMask(std::span<const uint32_t> allowed, std::vector<float>& z) const;
+  // The filters and the draw on a cleaned row, at the u of an unanswered
+  // Pick if there is one.
   int32_t Draw(const std::vector<float>& z);
-  int32_t DrawTopK(const std::vector<float>& z, float max_logit, float inv_t);
-  // The draw over the whole row (no top_k): w_ holds every weight (0: not
-  // kept), block_sums_ their sums by blocks.
-  int32_t DrawAll(const std::vector<float>& z, double total);
   void FillLogprobs(const float* logits, SampledToken* out);
   double Uniform();  // [0, 1), 53 bits, the same on every platform
 
@@ -117,6 +114,9 @@ class Sampler {
   std::mt19937_64 rng_;
   bool repetition_ = false, additive_ = false;
   bool plain_greedy_ = false;         // greedy, no penalty, bias or logprobs: Sample reads the row once
+  bool pickable_ = false;
+  std::optional<RowPick> pending_;    // a Pick whose id has not come back
+  cpu::RowDraw row_draw_;
   std::vector<uint8_t> seen_;         // [vocab] prompt or output contains the id
   std::vector<int32_t> seen_ids_;     // the ids with seen_ set
   std::vector<int32_t> out_count_;    // [vocab] occurrences in the output
@@ -124,8 +124,6 @@ class Sampler {
   // Scratch reused across calls.
   std::vector<float> raw_, z_, w_;
   std::vector<int32_t> cand_;
-  std::vector<uint64_t> keys_;        // top_p's crossing band as sort keys (Draw)
-  std::vector<double> bucket_mass_, block_sums_;
 };
 
 }  // namespace llmhost

@@ -391,7 +391,7 @@ void Scheduler::Step() {
     if (ConstraintTracker* t = p.seq->MaskJob()) masks.push_back(t);
   }
   masks_.Start(std::move(masks));
-  out_.argmax_only = GreedyRowsOnly(plan);
+  PlanPicks(plan);
   const Status st = model_->Forward(items, *cache_, &out_);
   masks_.Wait();
   if (!st.ok()) {
@@ -449,33 +449,35 @@ void Scheduler::Step() {
   }
 }
 
-bool Scheduler::GreedyRowsOnly(const std::vector<Planned>& plan) const {
+void Scheduler::PlanPicks(const std::vector<Planned>& plan) {
+  out_.picks.clear();
   bool any = false;
   for (const Planned& p : plan) {
-    if (!p.sample) continue;
-    if (p.seq->forks() > 0 || !p.seq->GreedyDraw()) return false;
-    any = true;
+    if (!p.sample) continue;  // no logits row
+    if (p.seq->forks() == 0 && p.seq->Pickable()) {
+      out_.picks.push_back(p.seq->Pick());
+      any = true;
+    } else {
+      out_.picks.push_back(std::nullopt);
+    }
   }
-  return any;
+  if (!any) out_.picks.clear();
 }
 
 void Scheduler::DrawPlainRows(const std::vector<Planned>& plan) {
   drawn_.assign(plan.size(), std::nullopt);
-  if (!out_.argmax.empty()) {  // the step brought back greedy ids (GreedyRowsOnly)
-    for (size_t i = 0; i < plan.size(); ++i) {
-      if (!plan[i].sample) continue;
-      const int32_t id = out_.argmax[static_cast<size_t>(out_.first_row[i])];
-      if (id < 0) continue;  // no finite largest value: the sampler reads the row (the step copied the logits)
-      drawn_[i] = plan[i].seq->TakeGreedy(id);
-      ++counters_.greedy_ids;
-    }
-    return;
+  for (size_t i = 0; i < plan.size() && !out_.picked.empty(); ++i) {
+    if (!plan[i].sample) continue;
+    const int32_t id = out_.picked[static_cast<size_t>(out_.first_row[i])];
+    if (id < 0) continue;  // no pick: the row's logits came back
+    drawn_[i] = plan[i].seq->TakePicked(id);
+    ++counters_.picked_rows;
   }
   if (!options_.sample_pool || options_.sample_pool->size() < 2) return;
   // Rows whose choices fork now sample in the loop: the forks share the row.
   std::vector<size_t> rows;
   for (size_t i = 0; i < plan.size(); ++i) {
-    if (plan[i].sample && plan[i].seq->forks() == 0 && plan[i].seq->PlainDraw()) rows.push_back(i);
+    if (plan[i].sample && !drawn_[i] && plan[i].seq->forks() == 0 && plan[i].seq->PlainDraw()) rows.push_back(i);
   }
   if (rows.size() < 2) return;
   counters_.pooled_draws += rows.size();

@@ -103,7 +103,7 @@ struct SchedulerCounters {
   uint64_t prefill_tokens = 0;    // tokens run through the model in prefill chunks
   uint64_t generated_tokens = 0;  // sampled tokens
   uint64_t pooled_draws = 0;      // of those, drawn on SchedulerOptions::sample_pool's threads
-  uint64_t greedy_ids = 0;        // of those, greedy ids found where the logits are (the step returned ids)
+  uint64_t picked_rows = 0;       // of those, picked where the logits are (the step returned tokens, Backend::PickRows)
 };
 
 class Scheduler {
@@ -200,12 +200,12 @@ class Scheduler {
   // `to` (a choice of from's request) takes from's stored positions by
   // reference: tokens, blocks, block keys.
   void Fork(Sequence& from, Sequence* to);
-  // Whether every row this step samples is a plain greedy one (no fork, no
-  // constraint, penalty or logprobs) and there is one: the step may then
-  // bring back the rows' ids instead of their logits (ForwardOutput::argmax_only).
-  bool GreedyRowsOnly(const std::vector<Planned>& plan) const;
-  // drawn_[i]: plan[i]'s token, taken from the step's greedy ids where it
-  // brought them back, else drawn on options_.sample_pool's threads where
+  // The step's ForwardOutput::picks: a RowPick for each sampled row that is
+  // Pickable (no fork, constraint, penalty, bias or logprobs), none for the
+  // rest; empty when no row has one.
+  void PlanPicks(const std::vector<Planned>& plan);
+  // drawn_[i]: plan[i]'s token, taken from the step's picked tokens where it
+  // brought one back, else drawn on options_.sample_pool's threads where
   // the row only draws from its sampler and the step has two such rows.
   void DrawPlainRows(const std::vector<Planned>& plan);
   // Makes at least `blocks` blocks free, growing the cache (claiming its

@@ -114,9 +114,11 @@ bool Sequence::PlainDraw() const { return generated_ < max_new_ && !constraint_ 
 
 SampledToken Sequence::Draw(const float* logits) { return sampler_.Sample(logits, {}); }
 
-bool Sequence::GreedyDraw() const { return PlainDraw() && sampler_.plain_greedy(); }
+bool Sequence::Pickable() const { return PlainDraw() && sampler_.pickable(); }
 
-SampledToken Sequence::TakeGreedy(int32_t id) { return sampler_.TakeGreedy(id); }
+RowPick Sequence::Pick() { return sampler_.Pick(); }
+
+SampledToken Sequence::TakePicked(int32_t id) { return sampler_.TakePicked(id); }
 
 std::vector<RequestEvent> Sequence::OnDrawn(SampledToken tok) {
   std::vector<RequestEvent> events;

@@ -76,11 +76,13 @@ class Sequence {
   // several threads; OnDrawn then does the rest of OnLogits, in row order.
   bool PlainDraw() const;
   SampledToken Draw(const float* logits);
-  // A PlainDraw row whose draw is its greedy id (Sampler::plain_greedy), so
-  // that the step may bring back ids instead of logits; TakeGreedy(id) is
-  // then its Draw for an id ≥ 0.
-  bool GreedyDraw() const;
-  SampledToken TakeGreedy(int32_t id);
+  // A PlainDraw row whose sampler has nothing to apply before its draw
+  // (Sampler::pickable), so that the step may pick its token where the
+  // logits are: Pick() is this step's RowPick (ForwardOutput::picks), and
+  // TakePicked(id) then stands for Draw.
+  bool Pickable() const;
+  RowPick Pick();
+  SampledToken TakePicked(int32_t id);
   std::vector<RequestEvent> OnDrawn(SampledToken tok);
   // The tracker whose mask the next sample needs, or null (unconstrained,
   // or a token forced next).

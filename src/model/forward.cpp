@@ -11,6 +11,7 @@
 #include <initializer_list>
 #include <iterator>
 #include <memory>
+#include <optional>
 #include <span>
 #include <unordered_set>
 
@@ -58,9 +59,10 @@ int64_t BatchBucket(int64_t n) {
 // One Forward call's state: sizes, the workspace layout, and the steps.
 class ForwardPass {
  public:
-  ForwardPass(Model& m, KvCache& cache, std::span<const ForwardItem> items, bool head, bool argmax = false)
+  ForwardPass(Model& m, KvCache& cache, std::span<const ForwardItem> items, bool head,
+              std::span<const std::optional<RowPick>> picks = {})
       : m_(m), s_(m.spec_), b_(*m.backend_), cache_(cache), items_(items), head_(head),
-        argmax_(head && argmax && m.backend_->GreedyIdsFromDevice()),
+        picks_(head && !picks.empty() && m.backend_->PicksRows() ? picks : std::span<const std::optional<RowPick>>{}),
         rank_(m.shard_.rank), split_(m.shard_.size > 1) {}
 
   Status Run(ForwardOutput* out) {
@@ -88,7 +90,8 @@ class ForwardPass {
     int32_t *topk_ids, *moe_idx;
     float *xe, *ge, *ue, *ye;
     float *hsel, *logits;
-    int32_t* argmax;  // per logits row: its greedy id
+    RowPick* picks;   // per logits row: how to choose its token (ForwardOutput::picks)
+    int32_t* picked;  // per logits row: its token
   };
   void Layout(Arena& a);
   // The key of this step's device graph (Backend::Enqueue), 0 for none.
@@ -133,7 +136,9 @@ class ForwardPass {
   KvCache& cache_;
   std::span<const ForwardItem> items_;
   bool head_;    // the output head runs (ForwardOutput::want_logits)
-  bool argmax_;  // and its rows' greedy ids leave the device, not the logits (ForwardOutput::argmax_only)
+  // Per logits row: its pick, or none (the row's logits leave the device).
+  // Empty where the rows' tokens are not picked on the device.
+  std::span<const std::optional<RowPick>> picks_;
   int rank_;    // this rank's shard of the cache
   bool split_;  // a rank of a tensor-parallel group
 
@@ -180,6 +185,7 @@ void ForwardPass::Layout(Arena& a) {
   p_.logit_rows = a.Take<int32_t>(n_rows);
   p_.seqs = a.Take<AttentionSeq>(S);
   p_.dyn_rope = a.Take<float>(n_dyn_ * S * half_);
+  p_.picks = a.Take<RowPick>(n_rows);
   p_.x = a.Take<float>(N * H);
   p_.h = a.Take<float>(N * H);
   if (s_.fused_qkv) {
@@ -219,7 +225,7 @@ void ForwardPass::Layout(Arena& a) {
   }
   p_.hsel = a.Take<float>(n_rows * H);
   p_.logits = a.Take<float>(n_rows * HeadRows());
-  p_.argmax = a.Take<int32_t>(n_rows);
+  p_.picked = a.Take<int32_t>(n_rows);
 }
 
 Status ForwardPass::Prepare() {
@@ -263,6 +269,10 @@ Status ForwardPass::Prepare() {
                : it.logits == LogitsRows::kLast ? 1 : 0;
     blocks_needed += cache_.BlocksNeeded(*it.seq, len);
     table_entries_ += cache_.BlocksFor(len);
+  }
+  if (!picks_.empty() && static_cast<int64_t>(picks_.size()) != n_rows_) {
+    return Status::InvalidArgument("forward: " + std::to_string(picks_.size()) + " picks for " +
+                                   std::to_string(n_rows_) + " logits rows");
   }
   if (blocks_needed > cache_.allocator().free_blocks()) {
     return Status::ResourceExhausted("forward: the KV cache has " +
@@ -350,6 +360,11 @@ void ForwardPass::UploadMetadata() {
   Stage(p_.logit_rows, logit_rows);
   Stage(p_.seqs, seqs);
   Stage(p_.dyn_rope, dyn);
+  if (!picks_.empty()) {
+    std::vector<RowPick> picks(picks_.size());  // a row without one: greedy, its answer unread
+    for (size_t r = 0; r < picks_.size(); ++r) picks[r] = picks_[r].value_or(RowPick{});
+    Stage(p_.picks, picks);
+  }
   // One copy instead of one per array (each a driver call on a GPU); the gaps
   // between the arrays land in their buckets' unused tails.
   b_.CopyToDevice(m_.workspace_, 0, m_.staging_.as<char>(), staged_);
@@ -519,7 +534,7 @@ Status ForwardPass::Compute(ForwardOutput* out) {
       if (head_) {
         MatMulRuns(m_.lm_head_, p_.hsel, p_.logits, logit_runs_);
         if (s_.final_softcap > 0) b_.Softcap(p_.logits, n_rows_ * V, s_.final_softcap);
-        if (argmax_) b_.ArgMaxRows(p_.logits, n_rows_, V, p_.argmax);
+        if (!picks_.empty()) b_.PickRows(p_.logits, n_rows_, V, p_.picks, p_.picked);
       }
     }
   });
@@ -536,9 +551,11 @@ Status ForwardPass::Compute(ForwardOutput* out) {
     row += n;
   }
   out->logits.set_allocator(out->reused ? b_.ResultAllocator() : HostAllocator{});
-  const bool logits = out->want_logits && !argmax_;
+  const bool picked = !picks_.empty();
+  const bool logits = out->want_logits &&
+                      (!picked || std::any_of(picks_.begin(), picks_.end(), [](const auto& p) { return !p; }));
   out->logits.resize_for_overwrite(logits ? static_cast<size_t>(n_rows_ * V) : 0);  // the copy fills it
-  out->argmax.resize(argmax_ ? static_cast<size_t>(n_rows_) : 0);
+  out->picked.resize(picked ? static_cast<size_t>(n_rows_) : 0);
   out->hidden_size = H;
   out->hidden.resize(out->want_hidden ? static_cast<size_t>(n_rows_ * H) : 0);
   auto offset = [&](const void* p) { return static_cast<size_t>(static_cast<const char*>(p) - m_.workspace_.as<char>()); };
@@ -547,18 +564,15 @@ Status ForwardPass::Compute(ForwardOutput* out) {
   if (n_rows_ > 0 && logits) {
     b_.CopyToHost(out->logits.data(), m_.workspace_, offset(p_.logits), out->logits.size() * sizeof(float));
   }
-  if (n_rows_ > 0 && argmax_) {
-    b_.CopyToHost(out->argmax.data(), m_.workspace_, offset(p_.argmax), out->argmax.size() * sizeof(int32_t));
+  if (n_rows_ > 0 && picked) {
+    b_.CopyToHost(out->picked.data(), m_.workspace_, offset(p_.picked), out->picked.size() * sizeof(int32_t));
   }
   if (n_rows_ > 0 && out->want_hidden) {
     b_.CopyToHost(out->hidden.data(), m_.workspace_, offset(p_.hsel), out->hidden.size() * sizeof(float));
   }
   if (Status s = b_.Synchronize(); !s.ok()) return s.WithContext("forward: the " + b_.name() + " backend failed");
-  if (argmax_ && std::find(out->argmax.begin(), out->argmax.end(), -1) != out->argmax.end()) {
-    // A row without a finite largest value: the sampler decides from its logits.
-    out->logits.resize_for_overwrite(static_cast<size_t>(n_rows_ * V));
-    b_.CopyToHost(out->logits.data(), m_.workspace_, offset(p_.logits), out->logits.size() * sizeof(float));
-    if (Status s = b_.Synchronize(); !s.ok()) return s.WithContext("forward: the " + b_.name() + " backend failed");
+  for (size_t r = 0; r < out->picked.size(); ++r) {
+    if (!picks_[r]) out->picked[r] = -1;  // its logits came back instead
   }
   if (split_) return Status::OK();  // the group moves the sequences on
   for (size_t i = 0; i < items_.size(); ++i) items_[i].seq->length = new_len_[i];
@@ -582,7 +596,7 @@ uint64_t ForwardPass::GraphKey() const {
                             static_cast<uint64_t>(KvLenBucket()),
                             static_cast<uint64_t>(token_runs_.size()),
                             static_cast<uint64_t>(logit_runs_.size()),
-                            static_cast<uint64_t>(head_) | static_cast<uint64_t>(argmax_) << 1,
+                            static_cast<uint64_t>(head_) | static_cast<uint64_t>(!picks_.empty()) << 1,
                             reinterpret_cast<uintptr_t>(&m_),
                             reinterpret_cast<uintptr_t>(m_.embed_.data),
                             reinterpret_cast<uintptr_t>(m_.workspace_.data),
@@ -598,20 +612,20 @@ uint64_t ForwardPass::GraphKey() const {
 }
 
 Status Model::Forward(std::span<const ForwardItem> items, KvCache& cache, ForwardOutput* out) {
-  out->argmax.clear();  // filled only where honoured (ForwardOutput::argmax_only)
+  out->picked.clear();  // filled only where honoured (ForwardOutput::picks)
   if (script_) return script_->Forward(items, cache, out);
   if (!shards_.empty() && !items.empty()) return ForwardSplit(items, cache, out);
   if (items.empty()) {
     ForwardOutput empty;
     empty.want_logits = out->want_logits;
     empty.want_hidden = out->want_hidden;
-    empty.argmax_only = out->argmax_only;
+    empty.picks = std::move(out->picks);
     empty.vocab = spec_.vocab;
     empty.hidden_size = spec_.hidden;
     *out = std::move(empty);
     return Status::OK();
   }
-  ForwardPass pass(*this, cache, items, out->want_logits, out->argmax_only);
+  ForwardPass pass(*this, cache, items, out->want_logits, out->picks);
   return pass.Run(out);
 }
 
@@ -648,7 +662,7 @@ Status Model::ForwardSplit(std::span<const ForwardItem> items, KvCache& cache, F
   out->vocab = V;
   out->first_row = p0.first_row;
   out->n_rows = p0.n_rows;
-  out->argmax.clear();  // a group returns logits (its vocabulary is split over the ranks)
+  out->picked.clear();  // a group returns logits (its vocabulary is split over the ranks)
   out->logits.clear();  // then zeros, as the shards fill their columns
   out->logits.resize(out->want_logits ? static_cast<size_t>(rows * V) : 0);
   if (out->want_logits) {

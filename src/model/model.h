@@ -20,6 +20,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -64,16 +65,17 @@ struct ForwardOutput {
   // live in the backend's ResultAllocator memory (page-locked on a GPU, slow
   // to allocate and free, so not for an output made per call).
   bool reused = false;
-  // With want_logits: the rows may come back as their greedy ids in `argmax`
-  // (Backend::ArgMaxRows, on the device) instead of as logits, which then
-  // stay empty unless a row has no finite largest value (argmax -1: the
-  // logits come too, for the sampler's own handling). A model that cannot
-  // (a scripted one, a tensor-parallel group) or a backend that does not
-  // (Backend::GreedyIdsFromDevice) leaves `argmax` empty and returns the logits.
-  bool argmax_only = false;
+  // With want_logits: picks[r] (one per logits row, in row order, or none)
+  // asks for row r's token to be chosen where the logits are
+  // (Backend::PickRows) and sent back in `picked` instead of the row. The
+  // logits come back too only where some row has no pick (`picked` -1). A
+  // model that cannot (a scripted one, a tensor-parallel group) or a backend
+  // that does not (Backend::PicksRows) leaves `picked` empty and returns the
+  // logits.
+  std::vector<std::optional<RowPick>> picks;
 
   int64_t vocab = 0;
-  std::vector<int32_t> argmax;     // per row, when argmax_only was honoured
+  std::vector<int32_t> picked;     // per row where `picks` was honoured: its token, or -1
   HostFloats logits;               // [rows, vocab], host memory (page-locked on a GPU)
   std::vector<int64_t> first_row;  // per item: its first row in `logits` / `hidden` (-1: none)
   std::vector<int64_t> n_rows;     // per item: 0, 1 (kLast) or its token count (kAll)

@@ -369,37 +369,148 @@ TEST_P(BackendOpsTest, MoeRoutingAndGatherRows) {
   }
 }
 
-// A row's greedy token on every backend is the sampler's (cpu::FiniteArgMax):
-// ties to the lowest index (-0 and +0 tie), NaN skipped, -1 where the
-// largest value is +inf or there is none but -inf and NaN; long rows (a
-// vocabulary) and short ones.
-TEST_P(BackendOpsTest, ArgMaxRowsIsTheSamplersGreedyPick) {
+// What a sampled RowPick gives by its definition, in double precision: the
+// weights exp((z - max) / T) of the cleaned row, the top_k largest (ties:
+// lower id first), the shortest most likely prefix reaching top_p of their
+// mass, min_p against the top weight, then the kept tokens walked (in id
+// order; in likelihood order after top_k) to the one at u.
+struct PickDefinition {
+  std::vector<int32_t> better;  // the candidates, most likely first (top_k applied)
+  std::vector<double> w;        // weight per id
+  std::vector<int32_t> walk;    // the kept tokens in the draw's order
+  double kept_mass = 0;
+
+  PickDefinition(const std::vector<float>& z, const RowPick& p) {
+    const int64_t n = static_cast<int64_t>(z.size());
+    const float m = *std::max_element(z.begin(), z.end());
+    w.resize(z.size());
+    for (int64_t i = 0; i < n; ++i) {
+      w[i] = z[i] == m ? 1.0 : std::exp((static_cast<double>(z[i]) - m) / p.temperature);
+    }
+    better.resize(z.size());
+    std::iota(better.begin(), better.end(), 0);
+    std::stable_sort(better.begin(), better.end(), [&](int32_t a, int32_t b) { return z[a] > z[b]; });
+    if (p.top_k > 0 && p.top_k < n) better.resize(static_cast<size_t>(p.top_k));
+  }
+  // The candidates' mass from the most likely through better[j], as a
+  // fraction of all of theirs.
+  std::vector<double> Cumulative() const {
+    std::vector<double> c;
+    double sum = 0, total = 0;
+    for (int32_t id : better) total += w[id];
+    for (int32_t id : better) c.push_back((sum += w[id]) / total);
+    return c;
+  }
+  void Keep(const RowPick& p, bool top_k) {
+    std::vector<int32_t> kept;
+    const std::vector<double> c = Cumulative();
+    for (size_t j = 0; j < better.size(); ++j) {
+      if (w[better[j]] >= p.min_p && w[better[j]] > 0) kept.push_back(better[j]);
+      if (c[j] >= p.top_p) break;
+    }
+    if (!top_k) std::sort(kept.begin(), kept.end());
+    walk = kept;
+    kept_mass = 0;
+    for (int32_t id : walk) kept_mass += w[id];
+  }
+};
+
+// Every backend picks a row's token as cpu::RowDraw defines it. Greedy rows:
+// the lowest index of the largest value, NaN as -inf and +inf as the largest
+// float (ties, -0 and +0, nothing finite). Sampled rows (temperatures 0.3 to
+// 2, top_k, top_p, min_p, ties, -inf and NaN entries, long rows and short):
+// the definition's token, with u at the middle of that token's share and
+// top_p / min_p midway between two of the candidates' values, so that the
+// rounding of exponentials and sums cannot move the answer.
+TEST_P(BackendOpsTest, PickRowsIsTheSamplersDraw) {
   std::mt19937 rng(6);
   const float inf = std::numeric_limits<float>::infinity(), nan = std::numeric_limits<float>::quiet_NaN();
+  std::uniform_real_distribution<double> unit(0.0, 1.0);
   for (int c = 0; c < kCases; ++c) {
-    const int64_t rows = Uniform(rng, 1, 40), cols = c % 3 == 0 ? Uniform(rng, 30000, 130000) : Uniform(rng, 1, 700);
+    const int64_t rows = Uniform(rng, 1, 40), cols = c % 3 == 0 ? Uniform(rng, 30000, 130000) : Uniform(rng, 1, 1500);
     std::vector<float> x = Random(rows * cols, rng, 4);
+    std::vector<RowPick> picks(static_cast<size_t>(rows));
+    std::vector<int32_t> expect(static_cast<size_t>(rows));
     for (int64_t r = 0; r < rows; ++r) {
       float* row = x.data() + r * cols;
       const int64_t a = Uniform(rng, 0, cols - 1), b = Uniform(rng, 0, cols - 1);
-      switch (r % 7) {
-        case 1: row[a] = row[b] = 9.0f; break;                   // a tie
-        case 2: row[a] = nan, row[b] = 9.0f; break;              // NaN beside the largest
-        case 3: row[a] = inf; break;                             // +inf: no pick
-        case 4: std::fill(row, row + cols, -inf); row[a] = nan; break;  // nothing finite
+      switch (r % 9) {
+        case 1: row[a] = row[b] = 9.0f; break;                            // a tie at the top
+        case 2: row[a] = nan, row[b] = 9.0f; break;                       // NaN beside the largest
+        case 3: row[a] = inf; break;                                      // +inf: the largest float
+        case 4: std::fill(row, row + cols, -inf); row[a] = nan; break;    // nothing finite: id 0
         case 5: std::fill(row, row + cols, 0.0f); row[a] = -0.0f; break;  // zeros of both signs tie
-        case 6: std::fill(row, row + cols, -inf); row[b] = -3.0f; break;  // one finite value
+        case 6: for (int64_t i = 0; i < cols; i += 3) row[i] = -inf; break;  // banned ids
+        case 7: for (int64_t i = 0; i < cols; ++i) row[i] = std::round(row[i] * 2) / 2; break;  // many ties
         default: break;
       }
+      std::vector<float> z(static_cast<size_t>(cols));
+      cpu::SanitizeLogits(row, z.data(), cols);
+      RowPick& p = picks[static_cast<size_t>(r)];
+      const int kind = static_cast<int>((r + c) % 5);
+      if (kind == 0 || r % 9 == 4) {  // greedy (and every row with nothing finite)
+        p.temperature = r % 9 == 4 && kind != 0 ? 1.0 : 0.0;
+        expect[static_cast<size_t>(r)] = static_cast<int32_t>(cpu::ArgMax(z.data(), cols));
+        if (r % 9 == 4) expect[static_cast<size_t>(r)] = 0;
+        continue;
+      }
+      p.temperature = 0.3 + 1.7 * unit(rng);
+      if (kind == 2) p.top_k = static_cast<int32_t>(Uniform(rng, 1, r % 2 ? 40 : kMaxPickTopK));
+      PickDefinition def(z, p);
+      if (kind == 3 || kind == 2) {  // top_p midway between two candidates' cumulative masses
+        const std::vector<double> cum = def.Cumulative();
+        std::vector<size_t> cuts;
+        for (size_t j = 0; j + 1 < cum.size(); ++j) {
+          if (cum[j] - (j ? cum[j - 1] : 0.0) > 2e-5) cuts.push_back(j);  // rounding: ~3e-7 of the mass
+        }
+        if (!cuts.empty()) {
+          const size_t j = cuts[static_cast<size_t>(Uniform(rng, 0, static_cast<int64_t>(cuts.size()) - 1))];
+          p.top_p = ((j ? cum[j - 1] : 0.0) + cum[j]) / 2;
+        }
+      }
+      if (kind == 4) {  // min_p midway between two distinct weights of the candidates
+        std::vector<double> levels;
+        for (int32_t id : def.better) levels.push_back(def.w[id]);
+        std::sort(levels.rbegin(), levels.rend());
+        levels.erase(std::unique(levels.begin(), levels.end()), levels.end());
+        std::vector<size_t> gaps;
+        for (size_t j = 0; j + 1 < levels.size() && j < 64; ++j) {
+          if (levels[j] - levels[j + 1] > 1e-3 * levels[j]) gaps.push_back(j);
+        }
+        if (!gaps.empty()) {
+          const size_t j = gaps[static_cast<size_t>(Uniform(rng, 0, static_cast<int64_t>(gaps.size()) - 1))];
+          p.min_p = (levels[j] + levels[j + 1]) / 2;
+        }
+      }
+      def.Keep(p, p.top_k > 0 && p.top_k < cols);
+      // u at the middle of a kept token's share: one above 2e-5, or the
+      // largest (at least 1 / cols).
+      std::vector<size_t> targets;
+      size_t largest = 0;
+      for (size_t j = 0; j < def.walk.size(); ++j) {
+        if (def.w[def.walk[j]] > 2e-5 * def.kept_mass) targets.push_back(j);
+        if (def.w[def.walk[j]] > def.w[def.walk[largest]]) largest = j;
+      }
+      ASSERT_FALSE(def.walk.empty());
+      if (targets.empty()) targets.push_back(largest);
+      const size_t t = targets[static_cast<size_t>(Uniform(rng, 0, static_cast<int64_t>(targets.size()) - 1))];
+      double before = 0;
+      for (size_t j = 0; j < t; ++j) before += def.w[def.walk[j]];
+      p.u = (before + def.w[def.walk[t]] / 2) / def.kept_mass;
+      expect[static_cast<size_t>(r)] = def.walk[t];
     }
-    std::vector<int32_t> expect(static_cast<size_t>(rows));
-    for (int64_t r = 0; r < rows; ++r) expect[r] = static_cast<int32_t>(cpu::FiniteArgMax(x.data() + r * cols, cols));
     Backend* bs[2] = {ref_.get(), got_.get()};
     for (int i = 0; i < 2; ++i) {
       Device d(*bs[i]);
       int32_t* out = d.Alloc<int32_t>(rows);
-      bs[i]->ArgMaxRows(d.Put(x), rows, cols, out);
-      EXPECT_EQ(d.Get(out, rows), expect) << "backend " << i << " rows " << rows << " cols " << cols;
+      bs[i]->PickRows(d.Put(x), rows, cols, d.Put(picks), out);
+      const std::vector<int32_t> got = d.Get(out, rows);
+      for (int64_t r = 0; r < rows; ++r) {
+        const RowPick& p = picks[static_cast<size_t>(r)];
+        EXPECT_EQ(got[r], expect[r]) << "backend " << i << " case " << c << " row " << r << " of " << rows
+                                     << ", cols " << cols << ": T " << p.temperature << " top_k " << p.top_k
+                                     << " top_p " << p.top_p << " min_p " << p.min_p << " u " << p.u;
+      }
     }
   }
 }

@@ -80,14 +80,14 @@ TEST_F(EngineTest, BatchInvariantGreedyIds) {
   const EngineStats st = engine->WaitIdle();
   EXPECT_EQ(st.kv.blocks_used, 0);
   EXPECT_EQ(st.counters.generated_tokens, 8u * kTokens);
-  EXPECT_EQ(st.counters.greedy_ids, 8u * kTokens);  // every step of plain greedy rows brought back ids
+  EXPECT_EQ(st.counters.picked_rows, 8u * kTokens);  // every plain greedy row came back as its token
 }
 
-// A step whose rows are all plain greedy brings back their ids (found where
-// the logits are), not their logits; a step with one row that needs its
-// logits (logprobs here) brings back the logits for all. Either way the ids
-// are the reference's, and the logprobs row gets its logprobs.
-TEST_F(EngineTest, GreedyStepsBringBackIdsAndOtherStepsLogits) {
+// A plain greedy row comes back from its step as its token (picked where the
+// logits are), a row that needs its logits (logprobs here) as its logits,
+// also in the same step. Either way the ids are the reference's, and the
+// logprobs row gets its logprobs.
+TEST_F(EngineTest, PlainRowsComeBackAsTokensAndOthersAsLogits) {
   const std::vector<int32_t> a = PromptIds(vocab(), 9, 300), b = PromptIds(vocab(), 14, 301);
   auto engine = MakeEngine(Small());
   ASSERT_TRUE(engine);
@@ -109,8 +109,7 @@ TEST_F(EngineTest, GreedyStepsBringBackIdsAndOtherStepsLogits) {
   EXPECT_EQ(logprobs, 4);
   const EngineStats st = engine->WaitIdle();
   EXPECT_EQ(st.counters.generated_tokens, 20u);
-  EXPECT_GT(st.counters.greedy_ids, 0u);   // a's steps after b ended
-  EXPECT_LE(st.counters.greedy_ids, 16u);  // never b's rows, nor a's beside them
+  EXPECT_EQ(st.counters.picked_rows, 16u);  // a's rows, never b's
 }
 
 // With a sample pool the rows of a step are drawn on its threads: seeded
@@ -162,6 +161,54 @@ TEST_F(EngineTest, RowsDrawnOnASamplePoolMatchTheirDrawsAlone) {
   }
 }
 
+// Seeded sampled requests (temperature, top_k, top_p, min_p) submitted
+// twice, side by side: as they are, their rows come back picked where the
+// logits are (Backend::PickRows); with logprobs, as logits drawn by the
+// host's sampler. Both draw each token at the same u of the request's
+// generator through the same filters, so each pair gets the same tokens.
+// Returns the engine's picked rows.
+uint64_t ExpectPickedDrawsMatchHostDraws(Model& model, const Tokenizer* tokenizer, int max_tokens) {
+  EngineOptions opt;
+  opt.block_size = 16;
+  opt.kv_blocks = 256;
+  opt.prefill_chunk_tokens = 32;
+  opt.max_concurrent_requests = 16;
+  auto engine = Engine::Create(&model, tokenizer, opt);
+  EXPECT_TRUE(engine.ok()) << engine.status().ToString();
+  if (!engine.ok()) return 0;
+  std::vector<std::shared_ptr<EventStream>> streams;
+  for (int i = 0; i < 8; ++i) {
+    GenerationRequest r;
+    r.prompt = PromptIds(model.vocab_size(), 3 + 7 * i, 700 + i);
+    r.sampling.temperature = 0.6 + 0.2 * i;
+    r.sampling.top_k = i % 4 == 1 ? 20 : i % 4 == 3 ? 1000 : 0;
+    r.sampling.top_p = i % 2 == 0 ? 0.9 : 1.0;
+    r.sampling.min_p = i % 3 == 2 ? 0.05 : 0.0;
+    r.sampling.seed = 1000 + i;
+    r.max_tokens = max_tokens;
+    r.ignore_eos = true;
+    for (bool logprobs : {false, true}) {
+      GenerationRequest twin = r;
+      twin.sampling.logprobs = logprobs;
+      streams.push_back(std::make_shared<EventStream>());
+      twin.on_event = streams.back()->Callback();
+      EXPECT_TRUE((*engine)->Submit(std::move(twin)).ok());
+    }
+  }
+  for (size_t i = 0; i < streams.size(); i += 2) {
+    const Outcome picked = Collect(streams[i]), drawn = Collect(streams[i + 1]);
+    EXPECT_EQ(picked.ids.size(), static_cast<size_t>(max_tokens)) << "request " << i / 2;
+    EXPECT_EQ(picked.ids, drawn.ids) << "request " << i / 2 << ": picked by the backend, drawn on the host";
+  }
+  const EngineStats st = (*engine)->WaitIdle();
+  EXPECT_EQ(st.kv.blocks_used, 0);
+  return st.counters.picked_rows;
+}
+
+TEST_F(EngineTest, PickedDrawsAreTheHostSamplersDraws) {
+  EXPECT_EQ(ExpectPickedDrawsMatchHostDraws(*f_.model, f_.tokenizer.get(), 24), 8u * 24);
+}
+
 // On the GPU: each of 32 requests of different lengths (prefill chunks and
 // decodes in the same steps) gets the greedy ids it gets alone.
 TEST(CudaEngineTest, BatchInvariantGreedyIdsAmong32) {
@@ -193,6 +240,20 @@ TEST(CudaEngineTest, BatchInvariantGreedyIdsAmong32) {
     EXPECT_EQ(o.ids, alone[i]) << "prompt " << i << " among 32";
   }
   EXPECT_EQ((*engine)->WaitIdle().kv.blocks_used, 0);
+}
+
+// On the GPU: the rows picked on the device draw what the host's sampler
+// draws from the same logits (a draw within ~1e-6 of a boundary between two
+// tokens could differ; none is expected in 8 x 32 tokens).
+TEST(CudaEngineTest, PickedDrawsAreTheHostSamplersDraws) {
+  if (CudaDeviceCount() == 0) GTEST_SKIP() << (CudaBuilt() ? "no GPU here" : "built without CUDA");
+  testing::Fixture f;
+  if (!testing::LoadFixture("llama3-tiny", &f, DeviceKind::kCuda, Precision::kAuto)) {
+    GTEST_SKIP() << "llama3-tiny not available";
+  }
+  setenv("LLMHOST_CUDA_PICK_ROWS", "on", 1);  // opt-in until measured on a GPU
+  EXPECT_EQ(ExpectPickedDrawsMatchHostDraws(*f.model, f.tokenizer.get(), 32), 8u * 32);
+  unsetenv("LLMHOST_CUDA_PICK_ROWS");
 }
 
 // On the GPU, decode steps replay recorded device graphs: the same greedy ids

@@ -230,16 +230,20 @@ TEST(RandomModelTest, AReleasedMatrixIsGeneratedAgainIdentically) {
   }
 }
 
-// A step asked for greedy ids (ForwardOutput::argmax_only) returns each
-// logits row's cpu::FiniteArgMax and no logits, on the CPU and on a GPU:
-// every position of one sequence, and the last rows of two.
-TEST(RandomModelTest, ArgMaxOnlyStepsReturnTheRowsGreedyIds) {
+// A step asked to pick its rows' tokens (ForwardOutput::picks) returns each
+// row's token in `picked`, on the CPU and on a GPU: greedy rows their
+// argmax, sampled rows with top_k 1 their argmax too, and draws at u = 0 and
+// just below 1 the first and the last id (no weight of a tiny model's row
+// underflows). A row without a pick comes back as -1 with the logits of the
+// step; a step whose rows all have one brings back no logits. Every position
+// of one sequence, and the last rows of two.
+TEST(RandomModelTest, StepsPickTheirRowsTokensWhereTheLogitsAre) {
   TempDir dir;
   const std::string spec = RandomModelSpecString("llama", "bf16", 32, WriteConfig(dir, "tiny", TinyConfig("llama")), 5);
   const std::vector<int32_t> a = {1, 72, 101, 108, 256, 290}, b = {3, 9, 27, 81};
   std::vector<std::string> devices = {"cpu"};
   if (CudaDeviceCount() > 0) devices.push_back("cuda");
-  setenv("LLMHOST_CUDA_GREEDY_IDS", "on", 1);  // opt-in on a GPU until measured there
+  setenv("LLMHOST_CUDA_PICK_ROWS", "on", 1);  // opt-in on a GPU until measured there
   for (const std::string& device : devices) {
     SCOPED_TRACE(device);
     auto dev = ParseDevice(device);
@@ -249,29 +253,51 @@ TEST(RandomModelTest, ArgMaxOnlyStepsReturnTheRowsGreedyIds) {
     auto model = Model::Load(spec, backend->get());
     ASSERT_TRUE(model.ok()) << model.status().ToString();
     const int64_t vocab = (*model)->vocab_size();
-    auto run = [&](bool argmax_only, LogitsRows rows, ForwardOutput* out) {
+    auto run = [&](std::vector<std::optional<RowPick>> picks, LogitsRows rows, ForwardOutput* out) {
       auto cache = (*model)->CreateKvCache(2, 16);
       ASSERT_TRUE(cache.ok());
       KvSequence sa, sb;
       const ForwardItem items[] = {{&sa, a, rows}, {&sb, b, rows}};
-      out->argmax_only = argmax_only;
+      out->picks = std::move(picks);
       ASSERT_TRUE((*model)->Forward(items, **cache, out).ok());
     };
+    auto pick_of = [](size_t r, bool all) -> std::optional<RowPick> {
+      RowPick p;
+      switch (r % 5) {
+        case 0: if (!all) return std::nullopt; break;  // greedy where every row has a pick
+        case 1: break;                                  // greedy
+        case 2: p.temperature = 1.0, p.top_k = 1; break;
+        case 3: p.temperature = 0.7, p.u = 0; break;
+        case 4: p.temperature = 1.3, p.top_p = 1, p.u = 1 - 0x1.0p-53; break;
+      }
+      return p;
+    };
     for (LogitsRows rows : {LogitsRows::kAll, LogitsRows::kLast}) {
-      ForwardOutput logits, ids;
-      run(false, rows, &logits);
-      run(true, rows, &ids);
-      EXPECT_TRUE(logits.argmax.empty());
-      EXPECT_TRUE(ids.logits.empty());
-      const size_t n = logits.logits.size() / static_cast<size_t>(vocab);
-      ASSERT_EQ(ids.argmax.size(), n);
-      ASSERT_EQ(n, rows == LogitsRows::kAll ? a.size() + b.size() : 2u);
-      for (size_t r = 0; r < n; ++r) {
-        EXPECT_EQ(ids.argmax[r], cpu::FiniteArgMax(logits.logits.data() + r * vocab, vocab)) << "row " << r;
+      const size_t n = rows == LogitsRows::kAll ? a.size() + b.size() : 2u;
+      ForwardOutput logits;
+      run({}, rows, &logits);
+      EXPECT_TRUE(logits.picked.empty());
+      ASSERT_EQ(logits.logits.size(), n * static_cast<size_t>(vocab));
+      for (bool all : {false, true}) {
+        std::vector<std::optional<RowPick>> picks;
+        for (size_t r = 0; r < n; ++r) picks.push_back(pick_of(r, all));
+        ForwardOutput ids;
+        run(picks, rows, &ids);
+        ASSERT_EQ(ids.picked.size(), n);
+        EXPECT_EQ(ids.logits.empty(), all);
+        for (size_t r = 0; r < n; ++r) {
+          const float* row = logits.logits.data() + r * vocab;
+          const int32_t argmax = static_cast<int32_t>(cpu::FiniteArgMax(row, vocab));
+          const int32_t expect[] = {all ? argmax : -1, argmax, argmax, 0, static_cast<int32_t>(vocab - 1)};
+          EXPECT_EQ(ids.picked[r], expect[r % 5]) << "row " << r;
+          if (!all && r % 5 == 0) {
+            EXPECT_TRUE(std::equal(row, row + vocab, ids.logits.data() + r * vocab)) << "row " << r;
+          }
+        }
       }
     }
   }
-  unsetenv("LLMHOST_CUDA_GREEDY_IDS");
+  unsetenv("LLMHOST_CUDA_PICK_ROWS");
 }
 
 // On a GPU the loader frees each generated tensor once uploaded: the model

@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <vector>
 
 #include "backend/cpu/cpu_features.h"
 #include "backend/cpu/matmul.h"
@@ -18,6 +19,7 @@
 #include "backend/cpu/ops_moe.h"
 #include "backend/cpu/ops_norm.h"
 #include "backend/cpu/ops_rope.h"
+#include "backend/cpu/row_draw.h"
 #include "backend/cpu/vec_math.h"
 
 namespace llmhost {
@@ -410,9 +412,22 @@ void CpuBackend::GatherRows(const float* src, int64_t cols, const int32_t* rows,
   cpu::GatherRows(src, cols, rows, n, dst);
 }
 
-void CpuBackend::ArgMaxRows(const float* x, int64_t rows, int64_t cols, int32_t* out) {
+void CpuBackend::PickRows(const float* x, int64_t rows, int64_t cols, const RowPick* picks, int32_t* out) {
   auto each = [&](int64_t begin, int64_t end) {
-    for (int64_t r = begin; r < end; ++r) out[r] = static_cast<int32_t>(cpu::FiniteArgMax(x + r * cols, cols));
+    thread_local cpu::RowDraw draw;
+    thread_local std::vector<float> z;
+    for (int64_t r = begin; r < end; ++r) {
+      const float* row = x + r * cols;
+      if (picks[r].temperature <= 0) {  // greedy: the raw row's answer where its largest is finite
+        if (const int64_t id = cpu::FiniteArgMax(row, cols); id >= 0) {
+          out[r] = static_cast<int32_t>(id);
+          continue;
+        }
+      }
+      z.resize(static_cast<size_t>(cols));
+      cpu::SanitizeLogits(row, z.data(), cols);
+      out[r] = draw.Draw(z.data(), cols, picks[r]);
+    }
   };
   if (pool_) {
     pool_->ParallelFor(rows, 1, each);
@@ -420,6 +435,5 @@ void CpuBackend::ArgMaxRows(const float* x, int64_t rows, int64_t cols, int32_t*
     each(0, rows);
   }
 }
-
 
 }  // namespace llmhost

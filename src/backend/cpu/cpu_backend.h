@@ -95,7 +95,7 @@ class CpuBackend : public Backend {
                    bool renormalize, int32_t* ids, float* weights) override;
   void MoeFfn(const MoeExperts& experts, const float* x, int64_t n, const int32_t* ids, const float* weights,
               int64_t k, std::span<const RowKind> rows, const MoeScratch& scratch, float* out) override;
-  void ArgMaxRows(const float* x, int64_t rows, int64_t cols, int32_t* out) override;
+  void PickRows(const float* x, int64_t rows, int64_t cols, const RowPick* picks, int32_t* out) override;
   void GatherRows(const float* src, int64_t cols, const int32_t* rows, int64_t n,
                   float* dst) override;
 

@@ -10,7 +10,7 @@
 #include "backend/cpu/matmul.h"
 #include "backend/cpu/quant_formats.h"
 #include "backend/device.h"
-#include "backend/cuda/argmax.cuh"
+#include "backend/cuda/pick_rows.cuh"
 #include "backend/cuda/attention.cuh"
 #include "backend/cuda/device_caps.h"
 #include "backend/cuda/elem.h"
@@ -1202,15 +1202,16 @@ void CudaBackend::GatherRows(const float* src, int64_t cols, const int32_t* rows
   CheckLaunch("GatherRows");
 }
 
-bool CudaBackend::GreedyIdsFromDevice() const {
-  const char* v = std::getenv("LLMHOST_CUDA_GREEDY_IDS");
+bool CudaBackend::PicksRows() const {
+  // Opt-in until the kernel has run on a GPU (docs/benchmarks.md).
+  const char* v = std::getenv("LLMHOST_CUDA_PICK_ROWS");
   return v != nullptr && std::strcmp(v, "on") == 0;
 }
 
-void CudaBackend::ArgMaxRows(const float* x, int64_t rows, int64_t cols, int32_t* out) {
+void CudaBackend::PickRows(const float* x, int64_t rows, int64_t cols, const RowPick* picks, int32_t* out) {
   Use();
-  cuda::LaunchArgMaxRows(x, rows, cols, out, S(stream_));
-  CheckLaunch("ArgMaxRows");
+  cuda::LaunchPickRows(x, rows, cols, picks, out, S(stream_));
+  CheckLaunch("PickRows");
 }
 
 }  // namespace llmhost

@@ -124,9 +124,9 @@ class CudaBackend : public Backend {
   void MoeFfn(const MoeExperts& experts, const float* x, int64_t n, const int32_t* ids, const float* weights,
               int64_t k, std::span<const RowKind> rows, const MoeScratch& scratch, float* out) override;
   void GatherRows(const float* src, int64_t cols, const int32_t* rows, int64_t n, float* dst) override;
-  void ArgMaxRows(const float* x, int64_t rows, int64_t cols, int32_t* out) override;
-  // Opt-in (LLMHOST_CUDA_GREEDY_IDS=on, read at each step) until it has run on a GPU.
-  bool GreedyIdsFromDevice() const override;
+  void PickRows(const float* x, int64_t rows, int64_t cols, const RowPick* picks, int32_t* out) override;
+  // Opt-in (LLMHOST_CUDA_PICK_ROWS=on, read at each step) until it has run on a GPU.
+  bool PicksRows() const override;
 
   // For code outside the backend that enqueues work of its own on this GPU
   // (cuda/nccl_collective.cpp); each of its calls starts with Use().
