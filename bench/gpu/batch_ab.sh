@@ -52,7 +52,7 @@ if [ "${NCU:-1}" = 1 ] && command -v ncu >/dev/null; then
       "$B/model_bench" --random-config "$cfg" --arch llama --seed 1 --device cuda --precisions auto --formats bf16 \
       --reps 1 --steps 4 --batch "${NCU_BATCH:-32}" --prompt 16 --phases decode-batch >"$out/ncu.log" 2>&1
     echo "== ncu ${v/DEFAULT=1/default}"
-    grep -E '(Mma(Rows|Wide|Gemm)|WgmmaGemm|SplitSlots)Kernel|Duration|DRAM Throughput|Compute \(SM\) Throughput|Achieved Occupancy|Registers Per|Warp Cycles Per Issued' \
+    grep -E '(Mma(Rows|Wide|Gemm)|WgmmaGemm|SplitSlots|PickRows)Kernel|Duration|DRAM Throughput|Compute \(SM\) Throughput|Achieved Occupancy|Registers Per|Warp Cycles Per Issued' \
       "$out/ncu.log" | sed -E 's/ +/ /g; s/\(llmhost::cuda[^)]*\)//' | cut -c1-140 | head -40
   done
 fi
