@@ -251,9 +251,7 @@ TEST(CudaEngineTest, PickedDrawsAreTheHostSamplersDraws) {
   if (!testing::LoadFixture("llama3-tiny", &f, DeviceKind::kCuda, Precision::kAuto)) {
     GTEST_SKIP() << "llama3-tiny not available";
   }
-  setenv("LLMHOST_CUDA_PICK_ROWS", "on", 1);  // opt-in until measured on a GPU
   EXPECT_EQ(ExpectPickedDrawsMatchHostDraws(*f.model, f.tokenizer.get(), 32), 8u * 32);
-  unsetenv("LLMHOST_CUDA_PICK_ROWS");
 }
 
 // On the GPU, decode steps replay recorded device graphs: the same greedy ids

@@ -243,7 +243,6 @@ TEST(RandomModelTest, StepsPickTheirRowsTokensWhereTheLogitsAre) {
   const std::vector<int32_t> a = {1, 72, 101, 108, 256, 290}, b = {3, 9, 27, 81};
   std::vector<std::string> devices = {"cpu"};
   if (CudaDeviceCount() > 0) devices.push_back("cuda");
-  setenv("LLMHOST_CUDA_PICK_ROWS", "on", 1);  // opt-in on a GPU until measured there
   for (const std::string& device : devices) {
     SCOPED_TRACE(device);
     auto dev = ParseDevice(device);
@@ -297,7 +296,6 @@ TEST(RandomModelTest, StepsPickTheirRowsTokensWhereTheLogitsAre) {
       }
     }
   }
-  unsetenv("LLMHOST_CUDA_PICK_ROWS");
 }
 
 // On a GPU the loader frees each generated tensor once uploaded: the model

@@ -1203,9 +1203,9 @@ void CudaBackend::GatherRows(const float* src, int64_t cols, const int32_t* rows
 }
 
 bool CudaBackend::PicksRows() const {
-  // Opt-in until the kernel has run on a GPU (docs/benchmarks.md).
+  // LLMHOST_CUDA_PICK_ROWS=off brings every row's logits back (A/B runs).
   const char* v = std::getenv("LLMHOST_CUDA_PICK_ROWS");
-  return v != nullptr && std::strcmp(v, "on") == 0;
+  return v == nullptr || std::strcmp(v, "off") != 0;
 }
 
 void CudaBackend::PickRows(const float* x, int64_t rows, int64_t cols, const RowPick* picks, int32_t* out) {

@@ -125,7 +125,7 @@ class CudaBackend : public Backend {
               int64_t k, std::span<const RowKind> rows, const MoeScratch& scratch, float* out) override;
   void GatherRows(const float* src, int64_t cols, const int32_t* rows, int64_t n, float* dst) override;
   void PickRows(const float* x, int64_t rows, int64_t cols, const RowPick* picks, int32_t* out) override;
-  // Opt-in (LLMHOST_CUDA_PICK_ROWS=on, read at each step) until it has run on a GPU.
+  // LLMHOST_CUDA_PICK_ROWS=off (read at each step): logits instead.
   bool PicksRows() const override;
 
   // For code outside the backend that enqueues work of its own on this GPU
