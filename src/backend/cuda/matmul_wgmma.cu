@@ -15,19 +15,26 @@
 // each part's MMAs from zero in step order (a step's groups in order, hi then
 // lo), the parts added in part order (v = p0, v += p1, ...).
 //
-// A block: 1 or 2 consumer warpgroups of 64 weight rows each, by 64 or 128
-// tokens, and one producer warp that fills a ring of shared-memory stages
-// with bulk copies (cp.async.bulk, completing on the stage's mbarrier): the
-// weight's rows of a step, and x's terms for it. x is the same for every
+// A block: 1 or 2 consumer warpgroups of 64 weight rows each, by 32, 64 or
+// 128 tokens, and one producer warp that fills a ring of shared-memory stages
+// with bulk copies completing on the stage's mbarrier: the weight's rows of a
+// step as one tile of a tensor map (cp.async.bulk.tensor, the 128-byte
+// swizzle; one 128-byte copy a row held the second version at ~11 GB/s an
+// SM, its warps waiting on the mbarriers), and x's terms for it. x is the same for every
 // block of a token tile, and at 128 tokens its two terms are twice the
 // weight's bytes a step, so that reading it once a block held the first
 // version at the L2's bandwidth (ncu: 75-86% of L2, 21% of the SM): the
 // blocks of a cluster (along the rows) each copy a slice of x's stage and
 // multicast it to every block of the cluster. A stage is refilled once every
 // consumer warp of every block of the cluster has released it.
+#include <cuda.h>
+
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
+#include <map>
+#include <mutex>
+#include <tuple>
 #include <type_traits>
 
 #include "backend/cuda/common.cuh"
@@ -71,18 +78,21 @@ struct WgLayout {
   static constexpr int kRowsBlock = 64 * WGS;
   static constexpr int kTerms = Split ? 2 : 1;
   static constexpr int kStages = 4;
-  // A stage: the rows' step, 144 bytes a row (its 128 and 16 of padding, so
-  // that the 8 rows of a fragment load fall in distinct banks), then x's
-  // image (SplitSlotsKernel): [term][group q][8-token group][slot half][token
-  // % 8], a core matrix of wgmma's no-swizzle K-major layout 128 bytes.
-  static constexpr int kRowStride = kStepCols * 2 + 16;
+  // A stage: the rows' step, 128 bytes a row as the tensor map's 128-byte
+  // swizzle lays it out (row r's 16-byte chunk q at chunk q ^ (r % 8), so
+  // that the 8 rows of a fragment load fall in distinct banks; 1024-byte
+  // aligned), then x's image (SplitSlotsKernel): [term][group q][8-token
+  // group][slot half][token % 8], a core matrix of wgmma's no-swizzle K-major
+  // layout 128 bytes.
+  static constexpr int kRowStride = kStepCols * 2;
   static constexpr int kWBytes = kRowsBlock * kRowStride;
   static constexpr int kXBytes = kTerms * NT * 128;
   static constexpr int kStageBytes = kWBytes + kXBytes;
-  static constexpr size_t kBytes = static_cast<size_t>(kStages) * kStageBytes + 2 * kStages * 8;  // and the mbarriers
+  // The stages, the mbarriers, and room to align the first stage to 1024.
+  static constexpr size_t kBytes = static_cast<size_t>(kStages) * kStageBytes + 2 * kStages * 8 + 1024;
   static constexpr int kAcc = NT / 2;  // an m64nNk16's f32 sums a thread
   static_assert(kBytes <= 227 * 1024, "a block's shared memory");
-  static_assert(kWBytes % 128 == 0 && kXBytes % (8 * 16) == 0, "aligned stages; x's slices of a cluster of 8");
+  static_assert(kWBytes % 1024 == 0 && kXBytes % 1024 == 0, "stages aligned for the swizzle; x's slices of a cluster of 8");
 };
 
 // x's terms in slot order, as the image a stage holds: for token tile tt of
@@ -173,6 +183,14 @@ __device__ __forceinline__ void BulkCopy(uint32_t dst, const void* src, uint32_t
                "l"(src), "r"(bytes), "r"(bar)
                : "memory");
 }
+// A box of a 2-D tensor map (`map`: a kernel parameter's address) at
+// coordinates (c0 innermost, c1) into shared memory, completing on `bar`.
+__device__ __forceinline__ void TensorCopy2D(uint32_t dst, const void* map, int c0, int c1, uint32_t bar) {
+  asm volatile(
+      "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];\n" ::"r"(dst),
+      "l"(reinterpret_cast<uint64_t>(map)), "r"(c0), "r"(c1), "r"(bar)
+      : "memory");
+}
 // The same bytes into the same place of every block in `mask` (bits: cluster
 // ranks), completing on each one's mbarrier at `bar`.
 __device__ __forceinline__ void BulkCopyMulticast(uint32_t dst, const void* src, uint32_t bytes, uint32_t bar,
@@ -240,14 +258,23 @@ __device__ __forceinline__ void Wgmma(float (&d)[NT / 2], const uint32_t (&a)[4]
 // Stage st's `full` mbarrier completes when its rows and all of x's image
 // (every cluster block's slice) have landed; its `empty` one when each
 // consumer warp of the C blocks has released it (C 4 WGS arrivals).
+// The weights' tensor maps (kernel parameters: CUtensorMap must not be copied
+// on the device), boxes of 64 columns by the block's rows.
+struct WgMaps {
+  CUtensorMap m[kMaxWeights];
+};
+
 template <int WGS, int NT, bool Split, bool Overlap>
 __global__ void __launch_bounds__(WgLayout<WGS, NT, Split>::kThreads, 1)
-    WgmmaGemmKernel(MmaWeights ws, const uint16_t* image, int64_t n, int cluster) {
+    WgmmaGemmKernel(MmaWeights ws, const __grid_constant__ WgMaps maps, const uint16_t* image, int64_t n, int cluster) {
 #if defined(LLMHOST_WGMMA_DEVICE)
   using L = WgLayout<WGS, NT, Split>;
   constexpr int kS = L::kStages;
-  extern __shared__ __align__(128) unsigned char smem[];
-  const uint32_t base = SharedAddress(smem);
+  extern __shared__ __align__(128) unsigned char smem_raw[];
+  // The swizzled tiles' 1024-byte alignment (the same offset in every block
+  // of a cluster, so that multicast copies land alike).
+  const uint32_t base = (SharedAddress(smem_raw) + 1023u) & ~1023u;
+  unsigned char* const smem = smem_raw + (base - SharedAddress(smem_raw));
   const uint32_t bars = base + kS * L::kStageBytes;  // full[kS], then empty[kS]
   auto full = [&](int st) { return bars + 8 * st; };
   auto empty = [&](int st) { return bars + 8 * (kS + st); };
@@ -268,22 +295,18 @@ __global__ void __launch_bounds__(WgLayout<WGS, NT, Split>::kThreads, 1)
   const int steps = static_cast<int>(w.cols / kStepCols);
 
   if (warp == 4 * WGS) {  // the producer
-    const int64_t left = w.rows - rb;
-    const int rows = left <= 0 ? 0 : left >= L::kRowsBlock ? L::kRowsBlock : static_cast<int>(left);
-    const uint32_t rank = ClusterRank(), slice = L::kXBytes / cluster;
-    const char* wrow = static_cast<const char*>(w.data) + rb * w.row_bytes;
-    const char* tile = reinterpret_cast<const char*>(image) + int64_t{blockIdx.x} * steps * L::kXBytes;
-    Walk prod(steps, 0, true);
-    for (int j = 0, st = 0, round = 0; j < steps; ++j) {
-      BarWait(empty(st), (round & 1) ^ 1);  // the first round's wait passes at once
-      if (lane == 0) BarArriveExpect(full(st), static_cast<uint32_t>(rows) * (kStepCols * 2) + L::kXBytes);
-      __syncwarp();
-      const int s = prod.Step();
-      const uint32_t stage = base + st * L::kStageBytes;
-      for (int r = lane; r < rows; r += 32) {
-        BulkCopy(stage + r * L::kRowStride, wrow + r * w.row_bytes + s * (kStepCols * 2), kStepCols * 2, full(st));
-      }
-      if (lane == 0) {
+    if (lane == 0) {
+      const bool rows = rb < w.rows;  // blocks past the last weight's (filling a cluster) copy x alone
+      const uint32_t rank = ClusterRank(), slice = L::kXBytes / cluster;
+      const char* tile = reinterpret_cast<const char*>(image) + int64_t{blockIdx.x} * steps * L::kXBytes;
+      Walk prod(steps, 0, true);
+      for (int j = 0, st = 0, round = 0; j < steps; ++j) {
+        BarWait(empty(st), (round & 1) ^ 1);  // the first round's wait passes at once
+        // A box past the weight's last row is zero-filled and counted whole.
+        BarArriveExpect(full(st), (rows ? L::kWBytes : 0) + L::kXBytes);
+        const int s = prod.Step();
+        const uint32_t stage = base + st * L::kStageBytes;
+        if (rows) TensorCopy2D(stage, &maps.m[i], s * kStepCols, static_cast<int>(rb), full(st));
         const uint32_t dst = stage + L::kWBytes + rank * slice;
         const char* src = tile + int64_t{s} * L::kXBytes + rank * slice;
         if (cluster > 1) {
@@ -291,9 +314,9 @@ __global__ void __launch_bounds__(WgLayout<WGS, NT, Split>::kThreads, 1)
         } else {
           BulkCopy(dst, src, slice, full(st));
         }
+        prod.Next();
+        if (++st == kS) st = 0, ++round;
       }
-      prod.Next();
-      if (++st == kS) st = 0, ++round;
     }
   } else {  // the consumers
     const int g = lane >> 2, c = lane & 3;
@@ -322,9 +345,10 @@ __global__ void __launch_bounds__(WgLayout<WGS, NT, Split>::kThreads, 1)
       const uint32_t xst = base + st * L::kStageBytes + L::kWBytes;
 #pragma unroll
       for (int ch = 0; ch < 2; ++ch) {
-        const int q = ChunkOf(c, ch);
-        const uint4 wa = *reinterpret_cast<const uint4*>(wst + ra * L::kRowStride + q * 16);
-        const uint4 wb = *reinterpret_cast<const uint4*>(wst + (ra + 8) * L::kRowStride + q * 16);
+        const int q = ChunkOf(c, ch);  // rows ra and ra + 8 share ra % 8: the same swizzled chunk
+        const int at = (q ^ (ra & 7)) * 16;
+        const uint4 wa = *reinterpret_cast<const uint4*>(wst + ra * L::kRowStride + at);
+        const uint4 wb = *reinterpret_cast<const uint4*>(wst + (ra + 8) * L::kRowStride + at);
         a[buf][ch][0][0] = wa.x, a[buf][ch][0][1] = wb.x, a[buf][ch][0][2] = wa.y, a[buf][ch][0][3] = wb.y;
         a[buf][ch][1][0] = wa.z, a[buf][ch][1][1] = wb.z, a[buf][ch][1][2] = wa.w, a[buf][ch][1][3] = wb.w;
       }
@@ -525,9 +549,59 @@ int64_t ImageBytes(WgTile tile, int64_t n, int64_t cols, bool split) {
   return (n + nt - 1) / nt * nt * cols * 2 * (split ? 2 : 1);
 }
 
+using EncodeTiledFn = decltype(&cuTensorMapEncodeTiled);
+
+// The driver's tensor-map encoder, looked up once (null: the driver has none).
+EncodeTiledFn TensorMapEncoder() {
+  static const EncodeTiledFn f = [] {
+    void* p = nullptr;
+    cudaDriverEntryPointQueryResult q;
+    const bool ok = cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &p, 12000, cudaEnableDefault, &q) ==
+                        cudaSuccess &&
+                    q == cudaDriverEntryPointSuccess;
+    return ok ? reinterpret_cast<EncodeTiledFn>(p) : nullptr;
+  }();
+  return f;
+}
+
+// Weight w's tensor map for boxes of one step's 64 columns by `box_rows`
+// rows, 128-byte swizzled, rows past the last zero-filled. A map holds only
+// the address, sizes and box, so one encoded for the same values serves any
+// weight that has them: they are encoded once (graph replays do not launch
+// from the host at all).
+bool WeightMap(const DevWeight& w, int box_rows, CUtensorMap* out) {
+  static std::mutex mu;
+  static std::map<std::tuple<const void*, int64_t, int64_t, int64_t, int>, CUtensorMap> maps;
+  const auto key = std::make_tuple(w.data, w.rows, w.cols, w.row_bytes, box_rows);
+  std::lock_guard<std::mutex> lock(mu);
+  if (const auto it = maps.find(key); it != maps.end()) {
+    *out = it->second;
+    return true;
+  }
+  const EncodeTiledFn encode = TensorMapEncoder();
+  if (encode == nullptr) return false;
+  const cuuint64_t dims[2] = {static_cast<cuuint64_t>(w.cols), static_cast<cuuint64_t>(w.rows)};
+  const cuuint64_t strides[1] = {static_cast<cuuint64_t>(w.row_bytes)};
+  const cuuint32_t box[2] = {static_cast<cuuint32_t>(kStepCols), static_cast<cuuint32_t>(box_rows)};
+  const cuuint32_t elem[2] = {1, 1};
+  CUtensorMap m;
+  if (encode(&m, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, const_cast<void*>(w.data), dims, strides, box, elem,
+             CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+             CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) != CUDA_SUCCESS) {
+    return false;
+  }
+  maps.emplace(key, m);
+  *out = m;
+  return true;
+}
+
 template <int WGS, int NT, bool Split>
-void LaunchWgShape(MmaWeights ws, int64_t n, const float* x, uint16_t* image, cudaStream_t s) {
+bool LaunchWgShape(MmaWeights ws, int64_t n, const float* x, uint16_t* image, cudaStream_t s) {
   using L = WgLayout<WGS, NT, Split>;
+  WgMaps maps;
+  for (int k = 0; k < ws.count; ++k) {
+    if (!WeightMap(ws.w[k], L::kRowsBlock, &maps.m[k])) return false;
+  }
   const int64_t cols = ws.w[0].cols, steps = cols / kStepCols, tiles = (n + NT - 1) / NT;
   const int64_t halves = tiles * NT * steps * 8;
   constexpr int kSplitThreads = 256;
@@ -550,19 +624,21 @@ void LaunchWgShape(MmaWeights ws, int64_t n, const float* x, uint16_t* image, cu
   // slices and write nothing.
   const int64_t row_blocks = (ws.first[ws.count] + cluster - 1) / cluster * cluster;
   LaunchPdlCluster(kernel, dim3(static_cast<unsigned>(tiles), static_cast<unsigned>(row_blocks)), dim3(L::kThreads),
-                   L::kBytes, dim3(1, cluster, 1), s, ws, image, n, cluster);
+                   L::kBytes, dim3(1, cluster, 1), s, ws, maps, image, n, cluster);
+  return true;
 }
 
 template <bool Split>
-void LaunchWgTile(WgTile tile, MmaWeights ws, int64_t n, const float* x, uint16_t* image, cudaStream_t s) {
+bool LaunchWgTile(WgTile tile, MmaWeights ws, int64_t n, const float* x, uint16_t* image, cudaStream_t s) {
   switch (tile) {
-    case WgTile::k128x128: LaunchWgShape<2, 128, Split>(ws, n, x, image, s); break;
-    case WgTile::k128x64: LaunchWgShape<2, 64, Split>(ws, n, x, image, s); break;
-    case WgTile::k64x128: LaunchWgShape<1, 128, Split>(ws, n, x, image, s); break;
-    case WgTile::k64x64: LaunchWgShape<1, 64, Split>(ws, n, x, image, s); break;
-    case WgTile::k128x32: LaunchWgShape<2, 32, Split>(ws, n, x, image, s); break;
-    case WgTile::k64x32: LaunchWgShape<1, 32, Split>(ws, n, x, image, s); break;
+    case WgTile::k128x128: return LaunchWgShape<2, 128, Split>(ws, n, x, image, s);
+    case WgTile::k128x64: return LaunchWgShape<2, 64, Split>(ws, n, x, image, s);
+    case WgTile::k64x128: return LaunchWgShape<1, 128, Split>(ws, n, x, image, s);
+    case WgTile::k64x64: return LaunchWgShape<1, 64, Split>(ws, n, x, image, s);
+    case WgTile::k128x32: return LaunchWgShape<2, 32, Split>(ws, n, x, image, s);
+    case WgTile::k64x32: return LaunchWgShape<1, 32, Split>(ws, n, x, image, s);
   }
+  return false;
 }
 
 constexpr size_t kWgMaxBytes = WgLayout<2, 128, true>::kBytes;
@@ -570,7 +646,8 @@ constexpr size_t kWgMaxBytes = WgLayout<2, 128, true>::kBytes;
 }  // namespace
 
 bool WgmmaTakes(const DevWeight* w, int count, int64_t n) {
-  if (n < WgmmaFrom() || !WgmmaEnabled() || !Sm90aDevice() || static_cast<size_t>(MaxSharedPerBlock()) < kWgMaxBytes) {
+  if (n < WgmmaFrom() || !WgmmaEnabled() || !Sm90aDevice() || static_cast<size_t>(MaxSharedPerBlock()) < kWgMaxBytes ||
+      TensorMapEncoder() == nullptr) {
     return false;
   }
   for (int k = 0; k < count; ++k) {
@@ -592,8 +669,8 @@ bool LaunchWgmmaGemm(MmaWeights ws, int64_t n, const float* x, uint16_t* terms, 
     return false;
   }
   const WgTile tile = ChooseWgTile(ws.w, ws.count, n);
-  split ? LaunchWgTile<true>(tile, ws, n, x, terms, s) : LaunchWgTile<false>(tile, ws, n, x, terms, s);
-  return true;
+  // False only where the driver cannot encode a weight's tensor map, before anything was launched.
+  return split ? LaunchWgTile<true>(tile, ws, n, x, terms, s) : LaunchWgTile<false>(tile, ws, n, x, terms, s);
 }
 
 }  // namespace llmhost::cuda::mma_rows
