@@ -20,13 +20,12 @@
 // with bulk copies completing on the stage's mbarrier: the weight's rows of a
 // step as one tile of a tensor map (cp.async.bulk.tensor, the 128-byte
 // swizzle; one 128-byte copy a row held the second version at ~11 GB/s an
-// SM, its warps waiting on the mbarriers), and x's terms for it. x is the same for every
-// block of a token tile, and at 128 tokens its two terms are twice the
-// weight's bytes a step, so that reading it once a block held the first
-// version at the L2's bandwidth (ncu: 75-86% of L2, 21% of the SM): the
+// SM, its warps waiting on the mbarriers), and x's terms for it. x is the
+// same for every block of a token tile; with LLMHOST_CUDA_WGMMA_CLUSTER the
 // blocks of a cluster (along the rows) each copy a slice of x's stage and
-// multicast it to every block of the cluster. A stage is refilled once every
-// consumer warp of every block of the cluster has released it.
+// multicast it to every block of the cluster, a stage refilled once every
+// consumer warp of every block of the cluster has released it (measured
+// slower than no cluster, the default).
 #include <cuda.h>
 
 #include <atomic>
