@@ -198,11 +198,9 @@ void TakeTokens(const ForwardOutput& out, const std::vector<RowPick>& picks, std
   }
   ThreadPool::Default().ParallelFor(rows, 1, [&](int64_t begin, int64_t end) {
     thread_local cpu::RowDraw draw;
-    thread_local std::vector<float> z;
     for (int64_t b = begin; b < end; ++b) {
-      z.resize(static_cast<size_t>(out.vocab));
-      cpu::SanitizeLogits(out.Row(static_cast<size_t>(b), 0), z.data(), out.vocab);
-      (*next)[static_cast<size_t>(b)] = draw.Draw(z.data(), out.vocab, picks[static_cast<size_t>(b)]);
+      const auto row = static_cast<size_t>(b);
+      (*next)[row] = draw.Pick(out.Row(row, 0), out.vocab, picks[row]);
     }
   });
 }

@@ -7,7 +7,6 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
-#include <vector>
 
 #include "backend/cpu/cpu_features.h"
 #include "backend/cpu/matmul.h"
@@ -415,19 +414,7 @@ void CpuBackend::GatherRows(const float* src, int64_t cols, const int32_t* rows,
 void CpuBackend::PickRows(const float* x, int64_t rows, int64_t cols, const RowPick* picks, int32_t* out) {
   auto each = [&](int64_t begin, int64_t end) {
     thread_local cpu::RowDraw draw;
-    thread_local std::vector<float> z;
-    for (int64_t r = begin; r < end; ++r) {
-      const float* row = x + r * cols;
-      if (picks[r].temperature <= 0) {  // greedy: the raw row's answer where its largest is finite
-        if (const int64_t id = cpu::FiniteArgMax(row, cols); id >= 0) {
-          out[r] = static_cast<int32_t>(id);
-          continue;
-        }
-      }
-      z.resize(static_cast<size_t>(cols));
-      cpu::SanitizeLogits(row, z.data(), cols);
-      out[r] = draw.Draw(z.data(), cols, picks[r]);
-    }
+    for (int64_t r = begin; r < end; ++r) out[r] = draw.Pick(x + r * cols, cols, picks[r]);
   };
   if (pool_) {
     pool_->ParallelFor(rows, 1, each);

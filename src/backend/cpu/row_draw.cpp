@@ -53,6 +53,15 @@ inline float BucketFloor(size_t bucket) {
 
 }  // namespace
 
+int32_t RowDraw::Pick(const float* logits, int64_t n, const RowPick& p) {
+  if (p.temperature <= 0) {
+    if (const int64_t id = FiniteArgMax(logits, n); id >= 0) return static_cast<int32_t>(id);
+  }
+  z_.resize(static_cast<size_t>(n));
+  SanitizeLogits(logits, z_.data(), n);
+  return Draw(z_.data(), n, p);
+}
+
 int32_t RowDraw::Draw(const float* z, int64_t n, const RowPick& p) {
   p_ = &p;
   n_ = n;

@@ -27,6 +27,10 @@ class RowDraw {
   // min_p (relative to the top weight, 1), and the token at p.u of the mass
   // left; every id -inf: 0.
   int32_t Draw(const float* z, int64_t n, const RowPick& p);
+  // Draw on a raw logits row (NaN and +inf allowed), cleaned into this
+  // RowDraw's scratch first; a greedy row whose largest value is finite is
+  // read once, without a copy (cpu::FiniteArgMax).
+  int32_t Pick(const float* logits, int64_t n, const RowPick& p);
 
  private:
   int32_t DrawTopK(const float* z, float max_logit, float inv_t);
@@ -36,7 +40,7 @@ class RowDraw {
 
   const RowPick* p_ = nullptr;
   int64_t n_ = 0;
-  std::vector<float> w_;
+  std::vector<float> z_, w_;  // Pick's cleaned row; the weights
   std::vector<int32_t> cand_;
   std::vector<uint64_t> keys_;        // top_p's crossing band as sort keys
   std::vector<double> bucket_mass_, block_sums_;
