@@ -76,7 +76,7 @@ struct WgLayout {
   static constexpr int kThreads = kConsumers + 32;  // and the producer warp
   static constexpr int kRowsBlock = 64 * WGS;
   static constexpr int kTerms = Split ? 2 : 1;
-  static constexpr int kStages = 4;
+  static constexpr int kMaxStages = 8;
   // A stage: the rows' step, 128 bytes a row as the tensor map's 128-byte
   // swizzle lays it out (row r's 16-byte chunk q at chunk q ^ (r % 8), so
   // that the 8 rows of a fragment load fall in distinct banks; 1024-byte
@@ -87,10 +87,18 @@ struct WgLayout {
   static constexpr int kWBytes = kRowsBlock * kRowStride;
   static constexpr int kXBytes = kTerms * NT * 128;
   static constexpr int kStageBytes = kWBytes + kXBytes;
-  // The stages, the mbarriers, and room to align the first stage to 1024.
-  static constexpr size_t kBytes = static_cast<size_t>(kStages) * kStageBytes + 2 * kStages * 8 + 1024;
+  // `stages` stages, the mbarriers, and room to align the first stage to 1024.
+  static constexpr size_t Bytes(int stages) {
+    return static_cast<size_t>(stages) * kStageBytes + 2 * kMaxStages * 8 + 1024;
+  }
+  // The most stages (up to kMaxStages) in `smem` bytes a block.
+  static constexpr int StagesIn(size_t smem) {
+    int st = kMaxStages;
+    while (st > 2 && Bytes(st) > smem) --st;
+    return st;
+  }
   static constexpr int kAcc = NT / 2;  // an m64nNk16's f32 sums a thread
-  static_assert(kBytes <= 227 * 1024, "a block's shared memory");
+  static_assert(Bytes(4) <= 227 * 1024, "a block's shared memory");
   static_assert(kWBytes % 1024 == 0 && kXBytes % 1024 == 0, "stages aligned for the swizzle; x's slices of a cluster of 8");
 };
 
@@ -167,13 +175,16 @@ __device__ __forceinline__ void BarWait(uint32_t bar, uint32_t parity) {
 __device__ __forceinline__ void BarArriveExpect(uint32_t bar, uint32_t bytes) {
   asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar), "r"(bytes) : "memory");
 }
-// An arrival, where `pred`, on the mbarrier at `bar` in the shared memory of cluster block `rank`.
+// An arrival, where `pred`, on the mbarrier at `bar` in the shared memory of
+// cluster block `rank`. The default (.release.cta) semantics, as a ring's
+// consumer release needs: its reads of the stage are done (registers loaded,
+// MMAs waited for). `.release.cluster` made every arrival a memory barrier,
+// 38% of the warps' stall cycles at 128 tokens on an H100.
 __device__ __forceinline__ void BarArriveAtIf(uint32_t bar, uint32_t rank, bool pred) {
   uint32_t remote;
   asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(remote) : "r"(bar), "r"(rank));
   asm volatile(
-      "{\n.reg .pred p;\nsetp.ne.b32 p, %1, 0;\n@p mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%0];\n}\n" ::"r"(
-          remote),
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %1, 0;\n@p mbarrier.arrive.shared::cluster.b64 _, [%0];\n}\n" ::"r"(remote),
       "r"(static_cast<int>(pred))
       : "memory");
 }
@@ -265,21 +276,21 @@ struct WgMaps {
 
 template <int WGS, int NT, bool Split, bool Overlap>
 __global__ void __launch_bounds__(WgLayout<WGS, NT, Split>::kThreads, 1)
-    WgmmaGemmKernel(MmaWeights ws, const __grid_constant__ WgMaps maps, const uint16_t* image, int64_t n, int cluster) {
+    WgmmaGemmKernel(MmaWeights ws, const __grid_constant__ WgMaps maps, const uint16_t* image, int64_t n, int cluster,
+                    int stages) {
 #if defined(LLMHOST_WGMMA_DEVICE)
   using L = WgLayout<WGS, NT, Split>;
-  constexpr int kS = L::kStages;
   extern __shared__ __align__(128) unsigned char smem_raw[];
   // The swizzled tiles' 1024-byte alignment (the same offset in every block
   // of a cluster, so that multicast copies land alike).
   const uint32_t base = (SharedAddress(smem_raw) + 1023u) & ~1023u;
   unsigned char* const smem = smem_raw + (base - SharedAddress(smem_raw));
-  const uint32_t bars = base + kS * L::kStageBytes;  // full[kS], then empty[kS]
+  const uint32_t bars = base + stages * L::kStageBytes;  // full[kMaxStages], then empty[kMaxStages]
   auto full = [&](int st) { return bars + 8 * st; };
-  auto empty = [&](int st) { return bars + 8 * (kS + st); };
+  auto empty = [&](int st) { return bars + 8 * (L::kMaxStages + st); };
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   if (tid == 0) {
-    for (int st = 0; st < kS; ++st) {
+    for (int st = 0; st < stages; ++st) {
       BarInit(full(st), 1);
       BarInit(empty(st), cluster * 4 * WGS);
     }
@@ -314,7 +325,7 @@ __global__ void __launch_bounds__(WgLayout<WGS, NT, Split>::kThreads, 1)
           BulkCopy(dst, src, slice, full(st));
         }
         prod.Next();
-        if (++st == kS) st = 0, ++round;
+        if (++st == stages) st = 0, ++round;
       }
     }
   } else {  // the consumers
@@ -372,7 +383,7 @@ __global__ void __launch_bounds__(WgLayout<WGS, NT, Split>::kThreads, 1)
         WgWait<0>();
         release(st, true);
       }
-      if (++st == kS) st = 0, ++round;
+      if (++st == stages) st = 0, ++round;
     };
     // Part by part (steps p, p + 8, ... as Walk deals them), two steps a turn
     // so that each names its A buffer at compile time; each part's MMAs are
@@ -424,12 +435,13 @@ bool WgmmaEnabled() {
 }
 
 // The fewest tokens the GEMM takes (LLMHOST_CUDA_WGMMA_FROM, at least 9: up
-// to 8 tokens have their own kernel). 128 by default: on an H100 it gave
-// 6,164 tok/s at 128 sequences against the wide kernel's 5,162, and 2,004
-// against 3,781 at 32 (docs/benchmarks.md).
+// to 8 tokens have their own kernel). 40 by default, between the batches
+// measured on an H100 against the wide kernel (docs/benchmarks.md): 3,288
+// against 3,727 tok/s at 32 sequences, 4,595 against 3,529 at 48, 6,048
+// against 4,572 at 64.
 int64_t WgmmaFrom() {
   const char* v = std::getenv("LLMHOST_CUDA_WGMMA_FROM");
-  const long long f = v == nullptr ? 128 : std::atoll(v);
+  const long long f = v == nullptr ? 40 : std::atoll(v);
   return f < 9 ? 9 : f;
 }
 
@@ -495,6 +507,14 @@ int WgCluster() {
 bool WgOverlap() {
   const char* v = std::getenv("LLMHOST_CUDA_WGMMA_OVERLAP");
   return v == nullptr || std::strcmp(v, "off") != 0;
+}
+
+// Stages of a block's ring (LLMHOST_CUDA_WGMMA_STAGES, 2-8, fewer where the
+// block's shared memory holds fewer). 4 by default, as measured so far.
+int WgStages(int most) {
+  const char* v = std::getenv("LLMHOST_CUDA_WGMMA_STAGES");
+  const int want = v == nullptr ? 4 : std::atoi(v);
+  return want < 2 ? 2 : want > most ? most : want;
 }
 
 // `want`, or a smaller cluster where the GPU cannot hold one of `want`
@@ -614,9 +634,11 @@ bool LaunchWgShape(MmaWeights ws, int64_t n, const float* x, uint16_t* image, cu
   constexpr bool kOverlap = WGS == 1 && Split;
   auto kernel = kOverlap && WgOverlap() ? WgmmaGemmKernel<WGS, NT, Split, kOverlap>
                                         : WgmmaGemmKernel<WGS, NT, Split, false>;
-  cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(L::kBytes));
-  static std::atomic<int> fits[2][9];  // this shape's kernels', [overlap][cluster size]
-  const int cluster = ClusterFits(kernel, L::kThreads, L::kBytes, WgCluster(), fits[kOverlap && WgOverlap()]);
+  const int stages = WgStages(L::StagesIn(static_cast<size_t>(MaxSharedPerBlock())));
+  const size_t bytes = L::Bytes(stages);
+  cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes));
+  static std::atomic<int> fits[2][L::kMaxStages + 1][9];  // this shape's kernels', [overlap][stages][cluster size]
+  const int cluster = ClusterFits(kernel, L::kThreads, bytes, WgCluster(), fits[kOverlap && WgOverlap()][stages]);
   ws.first[0] = 0;
   for (int k = 0; k < ws.count; ++k) {
     ws.first[k + 1] = ws.first[k] + (ws.w[k].rows + L::kRowsBlock - 1) / L::kRowsBlock;
@@ -625,7 +647,7 @@ bool LaunchWgShape(MmaWeights ws, int64_t n, const float* x, uint16_t* image, cu
   // slices and write nothing.
   const int64_t row_blocks = (ws.first[ws.count] + cluster - 1) / cluster * cluster;
   LaunchPdlCluster(kernel, dim3(static_cast<unsigned>(tiles), static_cast<unsigned>(row_blocks)), dim3(L::kThreads),
-                   L::kBytes, dim3(1, cluster, 1), s, ws, maps, image, n, cluster);
+                   bytes, dim3(1, cluster, 1), s, ws, maps, image, n, cluster, stages);
   return true;
 }
 
@@ -642,7 +664,7 @@ bool LaunchWgTile(WgTile tile, MmaWeights ws, int64_t n, const float* x, uint16_
   return false;
 }
 
-constexpr size_t kWgMaxBytes = WgLayout<2, 128, true>::kBytes;
+constexpr size_t kWgMaxBytes = WgLayout<2, 128, true>::Bytes(4);
 
 }  // namespace
 
