@@ -87,14 +87,18 @@ struct WgLayout {
   static constexpr int kWBytes = kRowsBlock * kRowStride;
   static constexpr int kXBytes = kTerms * NT * 128;
   static constexpr int kStageBytes = kWBytes + kXBytes;
-  // `stages` stages, the mbarriers, and room to align the first stage to 1024.
-  static constexpr size_t Bytes(int stages) {
-    return static_cast<size_t>(stages) * kStageBytes + 2 * kMaxStages * 8 + 1024;
+  // A part's sums, kept for the cluster's total where a block takes some of the parts.
+  static constexpr int kPartBytes = kRowsBlock * NT * 4;
+  // `stages` stages, the mbarriers, the sums of `mine` parts (none where a
+  // block takes them all), and room to align the first stage to 1024.
+  static constexpr size_t Bytes(int stages, int mine = kParts) {
+    return static_cast<size_t>(stages) * kStageBytes + 2 * kMaxStages * 8 +
+           (mine < kParts ? static_cast<size_t>(mine) * kPartBytes : 0) + 1024;
   }
-  // The most stages (up to kMaxStages) in `smem` bytes a block.
-  static constexpr int StagesIn(size_t smem) {
+  // The most stages (up to kMaxStages) beside `mine` parts' sums in `smem` bytes a block.
+  static constexpr int StagesIn(size_t smem, int mine = kParts) {
     int st = kMaxStages;
-    while (st > 2 && Bytes(st) > smem) --st;
+    while (st > 2 && Bytes(st, mine) > smem) --st;
     return st;
   }
   static constexpr int kAcc = NT / 2;  // an m64nNk16's f32 sums a thread
@@ -211,6 +215,14 @@ __device__ __forceinline__ void BulkCopyMulticast(uint32_t dst, const void* src,
       "l"(src), "r"(bytes), "r"(bar), "h"(mask)
       : "memory");
 }
+// The f32 at `addr` in the shared memory of cluster block `rank`.
+__device__ __forceinline__ float SharedClusterLoad(uint32_t addr, uint32_t rank) {
+  uint32_t remote;
+  float v;
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(remote) : "r"(addr), "r"(rank));
+  asm volatile("ld.shared::cluster.f32 %0, [%1];\n" : "=f"(v) : "r"(remote) : "memory");
+  return v;
+}
 __device__ __forceinline__ uint32_t ClusterRank() {
   uint32_t r;
   asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(r));
@@ -277,7 +289,7 @@ struct WgMaps {
 template <int WGS, int NT, bool Split, bool Overlap>
 __global__ void __launch_bounds__(WgLayout<WGS, NT, Split>::kThreads, 1)
     WgmmaGemmKernel(MmaWeights ws, const __grid_constant__ WgMaps maps, const uint16_t* image, int64_t n, int cluster,
-                    int stages) {
+                    int stages, int groups) {
 #if defined(LLMHOST_WGMMA_DEVICE)
   using L = WgLayout<WGS, NT, Split>;
   extern __shared__ __align__(128) unsigned char smem_raw[];
@@ -286,6 +298,7 @@ __global__ void __launch_bounds__(WgLayout<WGS, NT, Split>::kThreads, 1)
   const uint32_t base = (SharedAddress(smem_raw) + 1023u) & ~1023u;
   unsigned char* const smem = smem_raw + (base - SharedAddress(smem_raw));
   const uint32_t bars = base + stages * L::kStageBytes;  // full[kMaxStages], then empty[kMaxStages]
+  const uint32_t sums = bars + 2 * L::kMaxStages * 8;     // groups > 1: [own part][e][consumer thread]
   auto full = [&](int st) { return bars + 8 * st; };
   auto empty = [&](int st) { return bars + 8 * (L::kMaxStages + st); };
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
@@ -303,18 +316,22 @@ __global__ void __launch_bounds__(WgLayout<WGS, NT, Split>::kThreads, 1)
   const DevWeight& w = ws.w[i];
   const int64_t rb = (blockIdx.y - ws.first[i]) * L::kRowsBlock, t0 = int64_t{blockIdx.x} * NT;
   const int steps = static_cast<int>(w.cols / kStepCols);
+  // Parts [first, last) are this block's: all of them, or 8 / groups of them
+  // where the blocks of a (1, 1, groups) cluster share the walk.
+  const int mine = kParts / groups, first = static_cast<int>(blockIdx.z) * mine, last = first + mine;
+  const int per = steps / kParts, longer = steps % kParts;
 
   if (warp == 4 * WGS) {  // the producer
     if (lane == 0) {
       const bool rows = rb < w.rows;  // blocks past the last weight's (filling a cluster) copy x alone
-      const uint32_t rank = ClusterRank(), slice = L::kXBytes / cluster;
+      const uint32_t rank = cluster > 1 ? ClusterRank() : 0, slice = L::kXBytes / cluster;
       const char* tile = reinterpret_cast<const char*>(image) + int64_t{blockIdx.x} * steps * L::kXBytes;
-      Walk prod(steps, 0, true);
-      for (int j = 0, st = 0, round = 0; j < steps; ++j) {
+      for (int part = first, k = 0, st = 0, round = 0; part < last;) {
         BarWait(empty(st), (round & 1) ^ 1);  // the first round's wait passes at once
         // A box past the weight's last row is zero-filled and counted whole.
         BarArriveExpect(full(st), (rows ? L::kWBytes : 0) + L::kXBytes);
-        const int s = prod.Step();
+        const int s = part + k * kParts;
+        if (++k == per + (part < longer ? 1 : 0)) ++part, k = 0;
         const uint32_t stage = base + st * L::kStageBytes;
         if (rows) TensorCopy2D(stage, &maps.m[i], s * kStepCols, static_cast<int>(rb), full(st));
         const uint32_t dst = stage + L::kWBytes + rank * slice;
@@ -324,7 +341,6 @@ __global__ void __launch_bounds__(WgLayout<WGS, NT, Split>::kThreads, 1)
         } else {
           BulkCopy(dst, src, slice, full(st));
         }
-        prod.Next();
         if (++st == stages) st = 0, ++round;
       }
     }
@@ -388,8 +404,7 @@ __global__ void __launch_bounds__(WgLayout<WGS, NT, Split>::kThreads, 1)
     // Part by part (steps p, p + 8, ... as Walk deals them), two steps a turn
     // so that each names its A buffer at compile time; each part's MMAs are
     // waited for before the total takes them (v = p0, v += p1, ...).
-    const int per = steps / kParts, longer = steps % kParts;
-    for (int part = 0; part < kParts; ++part) {
+    for (int part = first; part < last; ++part) {
       const int len = per + (part < longer ? 1 : 0);
       for (int k = 0; k < len; k += 2) {
         step(std::integral_constant<int, 0>{});
@@ -406,19 +421,48 @@ __global__ void __launch_bounds__(WgLayout<WGS, NT, Split>::kThreads, 1)
       for (int e = 0; e < L::kAcc; ++e) asm volatile("" : "+f"(acc[e])::"memory");
 #pragma unroll
       for (int e = 0; e < L::kAcc; ++e) {
-        tot[e] = part == 0 ? acc[e] : tot[e] + acc[e];
+        if (groups == 1) {
+          tot[e] = part == 0 ? acc[e] : tot[e] + acc[e];
+        } else {  // consecutive threads' sums side by side
+          asm volatile("st.shared.f32 [%0], %1;\n" ::"r"(sums + 4 * (((part - first) * L::kAcc + e) * L::kConsumers + tid)),
+                       "f"(acc[e])
+                       : "memory");
+        }
         acc[e] = 0.0f;
       }
     }
     // d[4 j + e]: row g (e < 2) or g + 8, token 8 j + 2c + (e & 1).
-    float* y = ws.y[i];
+    if (groups == 1) {
+      float* y = ws.y[i];
 #pragma unroll
-    for (int e = 0; e < L::kAcc; ++e) {
-      const int64_t row = rb + ra + ((e & 2) ? 8 : 0), tok = t0 + 8 * (e >> 2) + 2 * c + (e & 1);
-      if (tok < n && row < w.rows) y[tok * w.rows + row] = tot[e];
+      for (int e = 0; e < L::kAcc; ++e) {
+        const int64_t row = rb + ra + ((e & 2) ? 8 : 0), tok = t0 + 8 * (e >> 2) + 2 * c + (e & 1);
+        if (tok < n && row < w.rows) y[tok * w.rows + row] = tot[e];
+      }
     }
   }
-  ClusterSync();  // no block leaves while another may still arrive on its mbarriers
+  if (groups > 1) {
+    // Every part's sums are in the cluster's shared memory: block z adds up
+    // its 1/groups of the tile's sums, each in part order (v = p0, v += p1,
+    // ...), reading each part where it is. Element q: consumer thread
+    // q % kConsumers's sum e = q / kConsumers.
+    ClusterSync();
+    constexpr int kElems = L::kAcc * L::kConsumers;
+    const int per_block = kElems / groups, z = static_cast<int>(blockIdx.z);
+    float* y = ws.y[i];
+    for (int q = z * per_block + tid; q < (z + 1) * per_block; q += L::kThreads) {
+      const int t = q % L::kConsumers, e = q / L::kConsumers;
+      float v = 0.0f;
+      for (int part = 0; part < kParts; ++part) {
+        const float s = SharedClusterLoad(sums + 4 * (((part % mine) * L::kAcc + e) * L::kConsumers + t), part / mine);
+        v = part == 0 ? s : v + s;
+      }
+      const int g = (t & 31) >> 2, c = t & 3;
+      const int64_t row = rb + 16 * (t >> 5) + g + ((e & 2) ? 8 : 0), tok = t0 + 8 * (e >> 2) + 2 * c + (e & 1);
+      if (tok < n && row < w.rows) y[tok * w.rows + row] = v;
+    }
+  }
+  ClusterSync();  // no block leaves while another may still arrive on its mbarriers or read its sums
 #else
   __trap();  // built without sm_90a: WgmmaTakes declines
 #endif
@@ -517,25 +561,44 @@ int WgStages(int most) {
   return want < 2 ? 2 : want > most ? most : want;
 }
 
+// Blocks that share a tile's walk, each taking 8 / G of its parts and the
+// cluster adding them up in part order (LLMHOST_CUDA_WGMMA_PARTS=1|2|4|8|auto;
+// auto: the fewest that make kGroupBlocks blocks). 1 by default, as measured
+// so far. `fits(g)`: whether a block's sums of 8 / g parts fit beside a ring
+// of 2 stages (else more groups, or none).
+constexpr int64_t kGroupBlocks = 2 * kMinBlocks;
+template <typename Fits>
+int WgGroups(int64_t blocks, Fits fits) {
+  const char* v = std::getenv("LLMHOST_CUDA_WGMMA_PARTS");
+  int g = 1;
+  if (v != nullptr && std::strcmp(v, "auto") == 0) {
+    while (g < kParts && (blocks * g < kGroupBlocks || !fits(g))) g *= 2;
+  } else if (v != nullptr) {
+    g = std::atoi(v);
+  }
+  return (g == 2 || g == 4 || g == 8) && fits(g) ? g : 1;
+}
+
 // `want`, or a smaller cluster where the GPU cannot hold one of `want`
 // blocks of this kernel at once (shared memory taken by another process, a
 // MIG slice): asked of the driver once per kernel and size (`fits`: the
 // kernel's answers by size, 0 unknown, 1 no, 2 yes; the process's first GPU
 // answers for all), so a launch never fails for it.
 template <typename Kernel>
-int ClusterFits(Kernel kernel, int threads, size_t bytes, int want, std::atomic<int> (&fits)[9]) {
+int ClusterFits(Kernel kernel, int threads, size_t bytes, int want, bool along_z, std::atomic<int> (&fits)[9]) {
   for (int c = want; c > 1; c /= 2) {
     int v = fits[c].load(std::memory_order_relaxed);
     if (v == 0) {
+      const unsigned y = along_z ? 1 : static_cast<unsigned>(c), z = along_z ? static_cast<unsigned>(c) : 1;
       cudaLaunchConfig_t cfg = {};
-      cfg.gridDim = dim3(1, static_cast<unsigned>(c), 1);
+      cfg.gridDim = dim3(1, y, z);
       cfg.blockDim = dim3(static_cast<unsigned>(threads));
       cfg.dynamicSmemBytes = bytes;
       cudaLaunchAttribute attr;
       attr.id = cudaLaunchAttributeClusterDimension;
       attr.val.clusterDim.x = 1;
-      attr.val.clusterDim.y = static_cast<unsigned>(c);
-      attr.val.clusterDim.z = 1;
+      attr.val.clusterDim.y = y;
+      attr.val.clusterDim.z = z;
       cfg.attrs = &attr;
       cfg.numAttrs = 1;
       int clusters = 0;
@@ -634,20 +697,37 @@ bool LaunchWgShape(MmaWeights ws, int64_t n, const float* x, uint16_t* image, cu
   constexpr bool kOverlap = WGS == 1 && Split;
   auto kernel = kOverlap && WgOverlap() ? WgmmaGemmKernel<WGS, NT, Split, kOverlap>
                                         : WgmmaGemmKernel<WGS, NT, Split, false>;
-  const int stages = WgStages(L::StagesIn(static_cast<size_t>(MaxSharedPerBlock())));
-  const size_t bytes = L::Bytes(stages);
-  cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes));
-  static std::atomic<int> fits[2][L::kMaxStages + 1][9];  // this shape's kernels', [overlap][stages][cluster size]
-  const int cluster = ClusterFits(kernel, L::kThreads, bytes, WgCluster(), fits[kOverlap && WgOverlap()][stages]);
   ws.first[0] = 0;
   for (int k = 0; k < ws.count; ++k) {
     ws.first[k + 1] = ws.first[k] + (ws.w[k].rows + L::kRowsBlock - 1) / L::kRowsBlock;
   }
+  // Blocks along the rows share x's copies (cluster), or along z a tile's
+  // parts (groups); not both.
+  const int most = MaxSharedPerBlock();
+  auto stages_for = [&](int groups) { return WgStages(L::StagesIn(static_cast<size_t>(most), kParts / groups)); };
+  static std::atomic<int> fits[2][L::kMaxStages + 1][4][9];  // this shape's kernels', [overlap][stages][groups log2][cluster]
+  auto& fits_of = fits[kOverlap && WgOverlap()];
+  const int want_groups =
+      WgGroups(ws.first[ws.count] * tiles, [&](int g) { return L::Bytes(2, kParts / g) <= static_cast<size_t>(most); });
+  int groups = 1;
+  if (want_groups > 1) {
+    const int st = stages_for(want_groups);
+    const size_t b = L::Bytes(st, kParts / want_groups);
+    cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(b));
+    const int log2 = want_groups == 2 ? 1 : want_groups == 4 ? 2 : 3;
+    // Where a cluster of that many does not fit (another process's shared memory, a MIG slice): no groups.
+    if (ClusterFits(kernel, L::kThreads, b, want_groups, true, fits_of[st][log2]) == want_groups) groups = want_groups;
+  }
+  const int stages = stages_for(groups);
+  const size_t bytes = L::Bytes(stages, kParts / groups);
+  cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes));
+  const int cluster =
+      groups > 1 ? 1 : ClusterFits(kernel, L::kThreads, bytes, WgCluster(), false, fits_of[stages][0]);
   // Row blocks past the last weight's (to fill the last cluster) copy x's
   // slices and write nothing.
   const int64_t row_blocks = (ws.first[ws.count] + cluster - 1) / cluster * cluster;
-  LaunchPdlCluster(kernel, dim3(static_cast<unsigned>(tiles), static_cast<unsigned>(row_blocks)), dim3(L::kThreads),
-                   bytes, dim3(1, cluster, 1), s, ws, maps, image, n, cluster, stages);
+  LaunchPdlCluster(kernel, dim3(static_cast<unsigned>(tiles), static_cast<unsigned>(row_blocks), groups),
+                   dim3(L::kThreads), bytes, dim3(1, cluster, groups), s, ws, maps, image, n, cluster, stages, groups);
   return true;
 }
 
