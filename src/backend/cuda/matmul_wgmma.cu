@@ -355,9 +355,12 @@ __global__ void __launch_bounds__(WgLayout<WGS, NT, Split>::kThreads, 1)
     // Lane 0 of each warp releases a stage to every block of the cluster.
     // Predicated, not branched: a divergent branch while MMAs are in flight
     // makes ptxas serialize them.
+    // Without x's multicast the block's own mbarrier: in a cluster of part
+    // groups, rank 0 is another block.
+    const uint32_t own = cluster > 1 ? 0 : ClusterRank();
     auto release = [&](int stage, bool valid) {
       for (int r = 0; r < cluster; ++r) {
-        BarArriveAtIf(empty(stage < 0 ? 0 : stage), static_cast<uint32_t>(r), valid && lane == 0);
+        BarArriveAtIf(empty(stage < 0 ? 0 : stage), cluster > 1 ? static_cast<uint32_t>(r) : own, valid && lane == 0);
       }
     };
     uint32_t a[2][2][2][4];  // [buffer][ch][half]: MmaChunk's A operands
