@@ -25,7 +25,11 @@
 // blocks of a cluster (along the rows) each copy a slice of x's stage and
 // multicast it to every block of the cluster, a stage refilled once every
 // consumer warp of every block of the cluster has released it (measured
-// slower than no cluster, the default).
+// slower than no cluster, the default). With part groups, instead, the G
+// blocks of a (1, 1, G) cluster each walk 8 / G of a tile's parts, keep each
+// part's sums in shared memory, and add them up in part order through
+// distributed shared memory, 1/G of the tile each (the wide kernel's part
+// groups): more blocks for a weight of few rows.
 #include <cuda.h>
 
 #include <atomic>
@@ -352,11 +356,10 @@ __global__ void __launch_bounds__(WgLayout<WGS, NT, Split>::kThreads, 1)
     for (int e = 0; e < L::kAcc; ++e) acc[e] = 0.0f;
     int st = 0, round = 0;
     int held = -1;  // the stage whose MMAs may still run (Overlap)
-    // Lane 0 of each warp releases a stage to every block of the cluster.
-    // Predicated, not branched: a divergent branch while MMAs are in flight
-    // makes ptxas serialize them.
-    // Without x's multicast the block's own mbarrier: in a cluster of part
-    // groups, rank 0 is another block.
+    // Lane 0 of each warp releases a stage: to every block of an x-multicast
+    // cluster, else to its own block (in a cluster of part groups rank 0 is
+    // another block). Predicated, not branched: a divergent branch while MMAs
+    // are in flight makes ptxas serialize them.
     const uint32_t own = cluster > 1 ? 0 : ClusterRank();
     auto release = [&](int stage, bool valid) {
       for (int r = 0; r < cluster; ++r) {
