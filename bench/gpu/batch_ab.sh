@@ -12,6 +12,8 @@
 # more ncu arguments (--section InstructionStats);
 # PRECISIONS (default auto) is model_bench's list, a figure each;
 # PHASES=prefill with MORE="--prefill-tokens 512 --prefill-reps 3" times prefill.
+# Each model_bench run is killed after RUN_TIMEOUT seconds (180; its row
+# then has no figure) and the next one runs.
 # Logs land in $OUT (or /tmp/batch-ab).
 set -uo pipefail
 out=${OUT:-/tmp/batch-ab}
@@ -30,7 +32,7 @@ fi
 bench() {  # bench ENV SEQUENCES PROMPT [more model_bench args]
   local v=$1 b=$2 p=$3
   shift 3
-  env ${v//,/ } "$B/model_bench" --random-config "$cfg" --arch llama --seed 1 --device cuda --precisions "${PRECISIONS:-auto}" \
+  timeout "${RUN_TIMEOUT:-180}" env ${v//,/ } "$B/model_bench" --random-config "$cfg" --arch llama --seed 1 --device cuda --precisions "${PRECISIONS:-auto}" \
     --formats ${FORMAT:-bf16} --reps ${REPS:-3} --steps 32 --batch "$b" --prompt "$p" "$@" >"$out/mb.log" 2>&1
   cat "$out/mb.log" >>"$out/model_bench.log"
 }

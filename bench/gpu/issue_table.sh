@@ -9,7 +9,9 @@
 #   the issue; model_bench times 32 steps of the batch).
 #   bench/gpu/issue_table.sh          (ROWS="b1 prefill8k batches": fewer)
 # VOCAB=128256 gives Llama-3's vocabulary (32000 by default, as the goals).
-# Logs land in $OUT (or /tmp/issue-table); the last lines are the table.
+# Each model_bench run is killed after RUN_TIMEOUT seconds (300; its figures
+# then read "-"). Logs land in $OUT (or /tmp/issue-table); the last lines are
+# the table.
 set -uo pipefail
 out=${OUT:-/tmp/issue-table}
 mkdir -p "$out"
@@ -18,8 +20,8 @@ mkdir -p "$out"
 mb() {  # mb LOG model_bench args...
   local log=$1
   shift
-  "$B/model_bench" --random-config "$cfg" --arch llama --seed 1 --group-size 64 --device cuda --precisions auto \
-    --reps "${REPS:-3}" "$@" >"$out/$log" 2>&1
+  timeout "${RUN_TIMEOUT:-300}" "$B/model_bench" --random-config "$cfg" --arch llama --seed 1 --group-size 64 \
+    --device cuda --precisions auto --reps "${REPS:-3}" "$@" >"$out/$log" 2>&1
   echo "model_bench $* rc=$?" >>"$out/runs.txt"
 }
 # fig LOG REGEX: the first number the regex's group 1 matches in LOG ("-" when none).

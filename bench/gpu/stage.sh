@@ -23,12 +23,16 @@ cat >"$cfg" <<JSON
 JSON
 
 # gtest_run BINARY LOG FILTER [ENV=VAL...]: one line with its exit status and
-# gtest's verdict, then the names of the failed tests.
+# gtest's verdict, then the names of the failed tests. A run past
+# TEST_TIMEOUT seconds (300) is killed and named with the test it was in: a
+# kernel waiting on a wrong mbarrier count hangs rather than fails, and a
+# hung call spends the session's device minutes.
 gtest_run() {
   local bin=$1 log=$2 filter=$3
   shift 3
-  env "$@" "$B/$bin" --gtest_filter="$filter" >"$log" 2>&1
+  timeout "${TEST_TIMEOUT:-300}" env "$@" "$B/$bin" --gtest_filter="$filter" >"$log" 2>&1
   local rc=$?
+  [ $rc = 124 ] && echo "$bin: killed after ${TEST_TIMEOUT:-300} s in $(grep -E '^\[ RUN' "$log" | tail -1)"
   echo "$bin${*:+ ($*)} rc=$rc: $(grep -E '^\[  PASSED|^\[  FAILED' "$log" | tr '\n' ' ')"
   grep -E '^\[  FAILED ' "$log" | head -20
 }
