@@ -30,10 +30,17 @@ fig() {
   v=$(grep -oE "$2" "$out/$1" 2>/dev/null | head -1 | sed -E "s#$2#\\1#")
   echo "${v:--}"
 }
-row() { echo "| $1 | $2 | $3 | $4 |" | tee -a "$out/table.md"; }
+# row LABEL VALUE GOAL LLAMA_CPP: the figure, its goal and llama.cpp's (H200
+# figures, tok/s), and the figure's ratio to each ("-" where it has none).
+row() {
+  local r
+  r=$(awk -v v="$2" -v g="$3" -v c="$4" 'BEGIN {
+    if (v !~ /^[0-9.]+$/) { print "- | -"; exit }
+    printf "%.0f%% | %.2fx", 100 * v / g, v / c }')
+  echo "| $1 | $2 | ≥ $3 | $4 | ${r% | *} | ${r#* | } |" | tee -a "$out/table.md"
+}
 
 rows=${ROWS:-b1 prefill8k batches}
-: >"$out/table.md"
 : >"$out/runs.txt"
 for r in $rows; do
   case $r in
@@ -57,29 +64,27 @@ done
 gpu=$(cat "$out/gpu.txt" 2>/dev/null)
 bw=$(grep -ohE 'copy bandwidth at start[^:]*: [0-9.]+ GB/s' "$out"/*.log 2>/dev/null | head -1 | grep -oE '[0-9.]+ GB/s$')
 echo
-echo "$gpu; copy bandwidth ${bw:-?}"
-row "figure" "llmhost tok/s" "goal (H200)" "llama.cpp (H200)"
-row "---" "---" "---" "---"
+echo "$gpu; copy bandwidth ${bw:-?}" | tee "$out/table.md"
+echo "| figure | llmhost tok/s | goal (H200) | llama.cpp (H200) | of the goal | vs llama.cpp |" | tee -a "$out/table.md"
+echo "|---|---|---|---|---|---|" | tee -a "$out/table.md"
 b1='auto[^:]*: prefill [0-9.]+, decode b1 ([0-9.]+)'
 long='decode b1 after a 8192-token prompt ([0-9.]+) tok/s'
 pre='auto[^:]*: prefill ([0-9.]+),'
 case " $rows " in *" b1 "*)
-  row "decode b1, bf16, 16-token prompt" "$(fig b1_bf16.log "$b1")" "≥ 267" "189.7"
-  row "same, after 8,192 tokens" "$(fig b1_bf16.log "$long")" "≥ 200" "140.9"
-  row "decode b1, MLX 4-bit g64" "$(fig b1_mlx4.log "$b1")" "≥ 550" "278 (Q4_0)"
-  row "same, after 8,192 tokens" "$(fig b1_mlx4.log "$long")" "≥ 400" "193"
-  row "prefill 512, bf16" "$(fig b1_bf16.log "$pre")" "≥ 30,000" "19,950"
+  row "decode b1, bf16, 16-token prompt" "$(fig b1_bf16.log "$b1")" 267 189.7
+  row "same, after 8,192 tokens" "$(fig b1_bf16.log "$long")" 200 140.9
+  row "decode b1, MLX 4-bit g64 (llama.cpp: Q4_0)" "$(fig b1_mlx4.log "$b1")" 550 278
+  row "same, after 8,192 tokens" "$(fig b1_mlx4.log "$long")" 400 193
+  row "prefill 512, bf16" "$(fig b1_bf16.log "$pre")" 30000 19950
   ;;
 esac
 case " $rows " in *" prefill8k "*)
-  row "prefill 8,192, bf16" "$(fig prefill8k.log "$pre")" "≥ 28,000" "18,800"
+  row "prefill 8,192, bf16" "$(fig prefill8k.log "$pre")" 28000 18800
   ;;
 esac
 case " $rows " in *" batches "*)
-  for b in 8 32 128; do
-    goal=$(case $b in 8) echo "≥ 2,130";; 32) echo "≥ 5,700";; 128) echo "≥ 13,800";; esac)
-    cpp=$(case $b in 8) echo "1,064";; 32) echo "2,805";; 128) echo "6,370";; esac)
-    row "$b sequences, 512-token prompts" "$(fig "b$b.log" "decode b1 [0-9.]+, b$b ([0-9.]+) tok/s")" "$goal" "$cpp"
-  done
+  row "8 sequences, 512-token prompts" "$(fig b8.log 'decode b1 [0-9.]+, b8 ([0-9.]+) tok/s')" 2130 1064
+  row "32 sequences, 512-token prompts" "$(fig b32.log 'decode b1 [0-9.]+, b32 ([0-9.]+) tok/s')" 5700 2805
+  row "128 sequences, 512-token prompts" "$(fig b128.log 'decode b1 [0-9.]+, b128 ([0-9.]+) tok/s')" 13800 6370
   ;;
 esac
