@@ -710,6 +710,10 @@ bool LaunchWgShape(MmaWeights ws, int64_t n, const float* x, uint16_t* image, cu
   // Blocks along the rows share x's copies (cluster), or along z a tile's
   // parts (groups); not both.
   const int most = MaxSharedPerBlock();
+  // The most a block may ask, set once: a launch asks for what its stages and
+  // groups take, and a limit lowered for a smaller launch could refuse a
+  // recorded graph's larger one.
+  cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, most);
   auto stages_for = [&](int groups) { return WgStages(L::StagesIn(static_cast<size_t>(most), kParts / groups)); };
   static std::atomic<int> fits[2][L::kMaxStages + 1][4][9];  // this shape's kernels', [overlap][stages][groups log2][cluster]
   auto& fits_of = fits[kOverlap && WgOverlap()];
@@ -719,14 +723,12 @@ bool LaunchWgShape(MmaWeights ws, int64_t n, const float* x, uint16_t* image, cu
   if (want_groups > 1) {
     const int st = stages_for(want_groups);
     const size_t b = L::Bytes(st, kParts / want_groups);
-    cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(b));
     const int log2 = want_groups == 2 ? 1 : want_groups == 4 ? 2 : 3;
     // Where a cluster of that many does not fit (another process's shared memory, a MIG slice): no groups.
     if (ClusterFits(kernel, L::kThreads, b, want_groups, true, fits_of[st][log2]) == want_groups) groups = want_groups;
   }
   const int stages = stages_for(groups);
   const size_t bytes = L::Bytes(stages, kParts / groups);
-  cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes));
   const int cluster =
       groups > 1 ? 1 : ClusterFits(kernel, L::kThreads, bytes, WgCluster(), false, fits_of[stages][0]);
   // Row blocks past the last weight's (to fill the last cluster) copy x's
