@@ -717,15 +717,16 @@ bool LaunchWgShape(MmaWeights ws, int64_t n, const float* x, uint16_t* image, cu
   auto stages_for = [&](int groups) { return WgStages(L::StagesIn(static_cast<size_t>(most), kParts / groups)); };
   static std::atomic<int> fits[2][L::kMaxStages + 1][4][9];  // this shape's kernels', [overlap][stages][groups log2][cluster]
   auto& fits_of = fits[kOverlap && WgOverlap()];
-  const int want_groups =
-      WgGroups(ws.first[ws.count] * tiles, [&](int g) { return L::Bytes(2, kParts / g) <= static_cast<size_t>(most); });
+  auto sums_fit = [&](int g) { return L::Bytes(2, kParts / g) <= static_cast<size_t>(most); };
+  // Where a cluster of that many does not fit at once (another process's
+  // shared memory, a MIG slice): the most that do, or none.
   int groups = 1;
-  if (want_groups > 1) {
-    const int st = stages_for(want_groups);
-    const size_t b = L::Bytes(st, kParts / want_groups);
-    const int log2 = want_groups == 2 ? 1 : want_groups == 4 ? 2 : 3;
-    // Where a cluster of that many does not fit (another process's shared memory, a MIG slice): no groups.
-    if (ClusterFits(kernel, L::kThreads, b, want_groups, true, fits_of[st][log2]) == want_groups) groups = want_groups;
+  for (int g = WgGroups(ws.first[ws.count] * tiles, sums_fit); g > 1 && groups == 1; g /= 2) {
+    const int st = stages_for(g);
+    const int log2 = g == 2 ? 1 : g == 4 ? 2 : 3;
+    if (sums_fit(g) && ClusterFits(kernel, L::kThreads, L::Bytes(st, kParts / g), g, true, fits_of[st][log2]) == g) {
+      groups = g;
+    }
   }
   const int stages = stages_for(groups);
   const size_t bytes = L::Bytes(stages, kParts / groups);
