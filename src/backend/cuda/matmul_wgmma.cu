@@ -183,14 +183,19 @@ __device__ __forceinline__ void BarWait(uint32_t bar, uint32_t parity) {
 __device__ __forceinline__ void BarArriveExpect(uint32_t bar, uint32_t bytes) {
   asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar), "r"(bytes) : "memory");
 }
+// This block's shared address `addr` in cluster block `rank`'s shared memory.
+__device__ __forceinline__ uint32_t ClusterAddress(uint32_t addr, uint32_t rank) {
+  uint32_t remote;
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(remote) : "r"(addr), "r"(rank));
+  return remote;
+}
 // An arrival, where `pred`, on the mbarrier at `bar` in the shared memory of
 // cluster block `rank`. The default (.release.cta) semantics, as a ring's
 // consumer release needs: its reads of the stage are done (registers loaded,
 // MMAs waited for). `.release.cluster` made every arrival a memory barrier,
 // 38% of the warps' stall cycles at 128 tokens on an H100.
 __device__ __forceinline__ void BarArriveAtIf(uint32_t bar, uint32_t rank, bool pred) {
-  uint32_t remote;
-  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(remote) : "r"(bar), "r"(rank));
+  const uint32_t remote = ClusterAddress(bar, rank);
   asm volatile(
       "{\n.reg .pred p;\nsetp.ne.b32 p, %1, 0;\n@p mbarrier.arrive.shared::cluster.b64 _, [%0];\n}\n" ::"r"(remote),
       "r"(static_cast<int>(pred))
@@ -221,10 +226,8 @@ __device__ __forceinline__ void BulkCopyMulticast(uint32_t dst, const void* src,
 }
 // The f32 at `addr` in the shared memory of cluster block `rank`.
 __device__ __forceinline__ float SharedClusterLoad(uint32_t addr, uint32_t rank) {
-  uint32_t remote;
   float v;
-  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(remote) : "r"(addr), "r"(rank));
-  asm volatile("ld.shared::cluster.f32 %0, [%1];\n" : "=f"(v) : "r"(remote) : "memory");
+  asm volatile("ld.shared::cluster.f32 %0, [%1];\n" : "=f"(v) : "r"(ClusterAddress(addr, rank)) : "memory");
   return v;
 }
 __device__ __forceinline__ uint32_t ClusterRank() {
@@ -360,10 +363,10 @@ __global__ void __launch_bounds__(WgLayout<WGS, NT, Split>::kThreads, 1)
     // cluster, else to its own block (in a cluster of part groups rank 0 is
     // another block). Predicated, not branched: a divergent branch while MMAs
     // are in flight makes ptxas serialize them.
-    const uint32_t own = cluster > 1 ? 0 : ClusterRank();
+    const uint32_t first_rank = cluster > 1 ? 0 : ClusterRank();
     auto release = [&](int stage, bool valid) {
       for (int r = 0; r < cluster; ++r) {
-        BarArriveAtIf(empty(stage < 0 ? 0 : stage), cluster > 1 ? static_cast<uint32_t>(r) : own, valid && lane == 0);
+        BarArriveAtIf(empty(stage < 0 ? 0 : stage), first_rank + static_cast<uint32_t>(r), valid && lane == 0);
       }
     };
     uint32_t a[2][2][2][4];  // [buffer][ch][half]: MmaChunk's A operands
