@@ -8,6 +8,7 @@
 #   VARIANTS="LLMHOST_CUDA_MMA_WIDE=off" BATCHES="16:16 32:16 128:128" bench/gpu/batch_ab.sh
 # A batch is SEQUENCES:PROMPT_TOKENS; PHASES=decode1,decode-batch adds batch 1.
 # A variant of several settings joins them with commas (A=1,B=2).
+# NCU_PROMPT: the profiled batch's prompt tokens (16).
 # BACKEND_ENV runs the backend tests a second time under that setting; NCU_MORE:
 # more ncu arguments (--section InstructionStats);
 # PRECISIONS (default auto) is model_bench's list, a figure each;
@@ -52,9 +53,9 @@ if [ "${NCU:-1}" = 1 ] && command -v ncu >/dev/null; then
     env ${v//,/ } LLMHOST_CUDA_GRAPHS=off ncu --clock-control none --kernel-name regex:"${NCU_KERNELS:-MmaRows|MmaWide|MmaGemm}" \
       --launch-skip 64 --launch-count 4 --section SpeedOfLight --section Occupancy --section WarpStateStats ${NCU_MORE:-} \
       "$B/model_bench" --random-config "$cfg" --arch llama --seed 1 --device cuda --precisions auto --formats bf16 \
-      --reps 1 --steps 4 --batch "${NCU_BATCH:-32}" --prompt 16 --phases decode-batch >"$out/ncu.log" 2>&1
+      --reps 1 --steps 4 --batch "${NCU_BATCH:-32}" --prompt "${NCU_PROMPT:-16}" --phases decode-batch >"$out/ncu.log" 2>&1
     echo "== ncu ${v/DEFAULT=1/default}"
-    grep -E '(Mma(Rows|Wide|Gemm)|WgmmaGemm|SplitSlots|PickRows)Kernel|Duration|DRAM Throughput|Compute \(SM\) Throughput|Achieved Occupancy|Registers Per|Warp Cycles Per Issued' \
-      "$out/ncu.log" | sed -E 's/ +/ /g; s/\(llmhost::cuda[^)]*\)//' | cut -c1-140 | head -40
+    grep -E '(Mma(Rows|Wide|Gemm)|WgmmaGemm|SplitSlots|PickRows)Kernel|Duration|DRAM Throughput|L2 Cache Throughput|Compute \(SM\) Throughput|Achieved Occupancy|Registers Per|Warp Cycles Per Issued' \
+      "$out/ncu.log" | sed -E 's/ +/ /g; s/\(llmhost::cuda[^)]*\)//' | cut -c1-140 | head -${NCU_LINES:-40}
   done
 fi

@@ -391,6 +391,7 @@ class RowsCase {
   // `batch` (all n tokens) against tokens alone and against both weights in one launch, bit for bit.
   void ExpectAloneAndFusedMatch(const std::vector<float>& batch, const std::string& at) {
     for (int64_t t : {int64_t{0}, int64_t{5}, sh_.n / 2, sh_.n - 1}) {
+      if (t >= sh_.n) continue;
       const std::vector<float> alone = Run(t, 1);
       EXPECT_EQ(0, std::memcmp(alone.data(), batch.data() + t * sh_.rows, sh_.rows * 4)) << at << " token " << t;
     }
@@ -545,22 +546,24 @@ TEST_F(CudaTest, GemmTensorCoreRowsGiveTheSameBitsAsFewTokens) {
 }
 
 // The GEMM on Hopper's warpgroup MMA (matmul_wgmma.cu) gives every token the
-// bits of the wide kernel and of the token alone: each tile (128 or 64 rows
-// by 128, 64 or 32 tokens) forced and chosen, x multicast over clusters of 1-8
+// bits of the wide kernel (up to 8 tokens: the few-token kernel) and of the
+// token alone: each tile (128 or 64 rows by 128, 64, 32, 16 or 8 tokens)
+// forced and chosen, x multicast over clusters of 1-8
 // blocks (blocks without rows among them), a lone warpgroup's MMAs
 // overlapping the next step's loads or not, rings of 2-8 stages, a tile's parts
-// shared by clusters of 2-8 blocks; rows and tokens that do not fill
+// shared by clusters of 2-8 blocks (the tile chosen with them too); rows and tokens that do not fill
 // a tile, parts of unequal steps (13 and 224 steps), two weights a launch,
 // both precisions. It runs on compute capability 9.0 alone (sm_90a):
 // elsewhere the launches fall back and the comparisons still hold.
 TEST_F(CudaTest, WgmmaRowsGiveTheSameBitsAsFewTokens) {
-  const RowsCase::Shape shapes[] = {{8200, 512, 128}, {4100, 832, 200}, {300, 1024, 97},
-                                    {2056, 576, 130}, {136, 4096, 40},  {200, 14336, 24}};
+  const RowsCase::Shape shapes[] = {{8200, 512, 128}, {4100, 832, 200}, {300, 1024, 97}, {2056, 576, 130},
+                                    {136, 4096, 40},  {200, 14336, 24}, {1000, 1024, 1}, {520, 576, 5},
+                                    {2056, 512, 8},   {300, 832, 13}};
   std::mt19937 rng(23);
   ScopedUnset unset({"LLMHOST_CUDA_WGMMA", "LLMHOST_CUDA_WGMMA_FROM", "LLMHOST_CUDA_WGMMA_TILE",
                      "LLMHOST_CUDA_WGMMA_CLUSTER", "LLMHOST_CUDA_WGMMA_OVERLAP", "LLMHOST_CUDA_WGMMA_STAGES",
                      "LLMHOST_CUDA_WGMMA_PARTS", "LLMHOST_CUDA_MMA_GEMM"});
-  setenv("LLMHOST_CUDA_WGMMA_FROM", "9", 1);
+  setenv("LLMHOST_CUDA_WGMMA_FROM", "1", 1);
   setenv("LLMHOST_CUDA_MMA_GEMM", "off", 1);
   const std::vector<CudaMemory> gpus = CudaMemoryInfo();
   const bool hopper = !gpus.empty() && (gpus[0].name.find("H100") != std::string::npos ||
@@ -573,7 +576,9 @@ TEST_F(CudaTest, WgmmaRowsGiveTheSameBitsAsFewTokens) {
       {"64x128", "1", "", "2", ""},   {"64x64", "8", "", "8", ""},   {"64x64", "4", "off", "3", ""},
       {"64x128", "2", "off", "", ""}, {"128x32", "4", "", "5", ""},  {"64x32", "2", "", "8", ""},
       {"", "", "", "8", ""},          {"64x64", "", "", "", "8"},    {"128x128", "", "", "", "4"},
-      {"64x32", "", "", "", "2"},     {"128x64", "2", "off", "", "8"}, {"", "", "", "", "auto"}};
+      {"64x32", "", "", "", "2"},     {"128x64", "2", "off", "", "8"}, {"", "", "", "", "auto"},
+      {"128x16", "", "", "", ""},     {"64x8", "", "", "", "4"},     {"128x8", "2", "", "3", ""},
+      {"64x16", "", "off", "", "8"},  {"", "", "", "", "big"},      {"", "", "", "3", "big2"}};
   bool first = true;
   for (const RowsCase::Shape& sh : shapes) {
     RowsCase rc(b_.get(), sh, rng);

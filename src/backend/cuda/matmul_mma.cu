@@ -245,7 +245,7 @@ void LaunchMmaMatMul(const DevWeight* w, float* const* y, int count, const float
     ws.w[k] = w[k];
     ws.y[k] = y[k];
   }
-  if (n > 8 && terms != nullptr && LaunchWgmmaGemm(ws, n, x, terms, split, s)) return;
+  if (terms != nullptr && LaunchWgmmaGemm(ws, n, x, terms, split, s)) return;
   if (n > 8 && terms != nullptr && LaunchGemm(ws, n, x, terms, split, s)) return;
   if (n > 8 && LaunchWide(ws, n, x, split, s)) return;
   // x rows are cols * 4 bytes apart, a multiple of 256 here: aligned rows when the first is.

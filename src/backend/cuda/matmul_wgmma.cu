@@ -15,8 +15,8 @@
 // each part's MMAs from zero in step order (a step's groups in order, hi then
 // lo), the parts added in part order (v = p0, v += p1, ...).
 //
-// A block: 1 or 2 consumer warpgroups of 64 weight rows each, by 32, 64 or
-// 128 tokens, and one producer warp that fills a ring of shared-memory stages
+// A block: 1 or 2 consumer warpgroups of 64 weight rows each, by 8, 16, 32,
+// 64 or 128 tokens, and one producer warp that fills a ring of shared-memory stages
 // with bulk copies completing on the stage's mbarrier: the weight's rows of a
 // step as one tile of a tensor map (cp.async.bulk.tensor, the 128-byte
 // swizzle; one 128-byte copy a row held the second version at ~11 GB/s an
@@ -91,13 +91,16 @@ struct WgLayout {
   static constexpr int kWBytes = kRowsBlock * kRowStride;
   static constexpr int kXBytes = kTerms * NT * 128;
   static constexpr int kStageBytes = kWBytes + kXBytes;
-  // A part's sums, kept for the cluster's total where a block takes some of the parts.
+  // A part's sums, kept for the cluster's total where a block takes some of
+  // the parts: the last one's in the ring (every stage read by then), the
+  // others' after the mbarriers.
   static constexpr int kPartBytes = kRowsBlock * NT * 4;
-  // `stages` stages, the mbarriers, the sums of `mine` parts (none where a
-  // block takes them all), and room to align the first stage to 1024.
+  static_assert(kPartBytes <= 2 * kStageBytes, "a part's sums fit in a ring of 2 stages");
+  // `stages` stages, the mbarriers, the sums of `mine` - 1 parts (none where
+  // a block takes them all), and room to align the first stage to 1024.
   static constexpr size_t Bytes(int stages, int mine = kParts) {
     return static_cast<size_t>(stages) * kStageBytes + 2 * kMaxStages * 8 +
-           (mine < kParts ? static_cast<size_t>(mine) * kPartBytes : 0) + 1024;
+           (mine < kParts ? static_cast<size_t>(mine - 1) * kPartBytes : 0) + 1024;
   }
   // The most stages (up to kMaxStages) beside `mine` parts' sums in `smem` bytes a block.
   static constexpr int StagesIn(size_t smem, int mine = kParts) {
@@ -269,9 +272,30 @@ __device__ __forceinline__ void WgmmaN128(float (&d)[64], const uint32_t (&a)[4]
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b));
 }
 
+__device__ __forceinline__ void WgmmaN8(float (&d)[4], const uint32_t (&a)[4], uint64_t b) {
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n8k16.f32.bf16.bf16 "
+      "{%0,%1,%2,%3}, {%4,%5,%6,%7}, %8, p, 1, 1, 0;\n}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b));
+}
+__device__ __forceinline__ void WgmmaN16(float (&d)[8], const uint32_t (&a)[4], uint64_t b) {
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n16k16.f32.bf16.bf16 "
+      "{%0,%1,%2,%3,%4,%5,%6,%7}, {%8,%9,%10,%11}, %12, p, 1, 1, 0;\n}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b));
+}
+
 template <int NT>
 __device__ __forceinline__ void Wgmma(float (&d)[NT / 2], const uint32_t (&a)[4], uint64_t b) {
-  if constexpr (NT == 32) {
+  if constexpr (NT == 8) {
+    WgmmaN8(d, a, b);
+  } else if constexpr (NT == 16) {
+    WgmmaN16(d, a, b);
+  } else if constexpr (NT == 32) {
     WgmmaN32(d, a, b);
   } else if constexpr (NT == 64) {
     WgmmaN64(d, a, b);
@@ -306,6 +330,8 @@ __global__ void __launch_bounds__(WgLayout<WGS, NT, Split>::kThreads, 1)
   unsigned char* const smem = smem_raw + (base - SharedAddress(smem_raw));
   const uint32_t bars = base + stages * L::kStageBytes;  // full[kMaxStages], then empty[kMaxStages]
   const uint32_t sums = bars + 2 * L::kMaxStages * 8;     // groups > 1: [own part][e][consumer thread]
+  // groups > 1: where own part j (of `mine`) keeps its sums, [e][consumer thread].
+  auto part_sums = [&](int j, int mine) { return j == mine - 1 ? base : sums + j * L::kPartBytes; };
   auto full = [&](int st) { return bars + 8 * st; };
   auto empty = [&](int st) { return bars + 8 * (L::kMaxStages + st); };
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
@@ -428,14 +454,16 @@ __global__ void __launch_bounds__(WgLayout<WGS, NT, Split>::kThreads, 1)
       // naming each register keeps the compiler from reading them earlier.
 #pragma unroll
       for (int e = 0; e < L::kAcc; ++e) asm volatile("" : "+f"(acc[e])::"memory");
+      // The last part's sums go into the ring once both warpgroups have read
+      // their last stage (the producer's copies all landed before that).
+      if (groups > 1 && part == last - 1) asm volatile("bar.sync 1, %0;\n" ::"n"(L::kConsumers) : "memory");
+      const uint32_t own = groups > 1 ? part_sums(part - first, mine) : 0;
 #pragma unroll
       for (int e = 0; e < L::kAcc; ++e) {
         if (groups == 1) {
           tot[e] = part == 0 ? acc[e] : tot[e] + acc[e];
         } else {  // consecutive threads' sums side by side
-          asm volatile("st.shared.f32 [%0], %1;\n" ::"r"(sums + 4 * (((part - first) * L::kAcc + e) * L::kConsumers + tid)),
-                       "f"(acc[e])
-                       : "memory");
+          asm volatile("st.shared.f32 [%0], %1;\n" ::"r"(own + 4 * (e * L::kConsumers + tid)), "f"(acc[e]) : "memory");
         }
         acc[e] = 0.0f;
       }
@@ -463,7 +491,7 @@ __global__ void __launch_bounds__(WgLayout<WGS, NT, Split>::kThreads, 1)
       const int t = q % L::kConsumers, e = q / L::kConsumers;
       float v = 0.0f;
       for (int part = 0; part < kParts; ++part) {
-        const float s = SharedClusterLoad(sums + 4 * (((part % mine) * L::kAcc + e) * L::kConsumers + t), part / mine);
+        const float s = SharedClusterLoad(part_sums(part % mine, mine) + 4 * (e * L::kConsumers + t), part / mine);
         v = part == 0 ? s : v + s;
       }
       const int g = (t & 31) >> 2, c = t & 3;
@@ -487,15 +515,14 @@ bool WgmmaEnabled() {
   return v == nullptr || std::strcmp(v, "off") != 0;
 }
 
-// The fewest tokens the GEMM takes (LLMHOST_CUDA_WGMMA_FROM, at least 9: up
-// to 8 tokens have their own kernel). 40 by default, between the batches
-// measured on an H100 against the wide kernel (docs/benchmarks.md): 3,288
-// against 3,727 tok/s at 32 sequences, 4,595 against 3,529 at 48, 6,048
-// against 4,572 at 64.
+// The fewest tokens the GEMM takes (LLMHOST_CUDA_WGMMA_FROM, at least 1).
+// 40 by default, between the batches measured on an H100 against the wide
+// kernel (docs/benchmarks.md): 3,288 against 3,727 tok/s at 32 sequences,
+// 4,595 against 3,529 at 48, 6,048 against 4,572 at 64.
 int64_t WgmmaFrom() {
   const char* v = std::getenv("LLMHOST_CUDA_WGMMA_FROM");
   const long long f = v == nullptr ? 40 : std::atoll(v);
-  return f < 9 ? 9 : f;
+  return f < 1 ? 1 : f;
 }
 
 // Hopper's sm_90a kernels run on compute capability 9.0 alone.
@@ -518,12 +545,100 @@ bool Sm90aDevice() {
 #endif
 }
 
-enum class WgTile { k128x128, k128x64, k64x128, k64x64, k128x32, k64x32 };
+enum class WgTile { k128x128, k128x64, k64x128, k64x64, k128x32, k64x32, k128x16, k64x16, k128x8, k64x8 };
 
-// Up to 32 tokens, 32 a tile (128 rows where that makes kMinBlocks blocks);
-// past that the largest tile (rows x tokens) that still makes kMinBlocks
-// blocks, else 64 x 64. LLMHOST_CUDA_WGMMA_TILE forces one (tests, A/Bs).
-WgTile ChooseWgTile(const DevWeight* w, int count, int64_t n) {
+int TileTokens(WgTile tile) {
+  switch (tile) {
+    case WgTile::k128x128:
+    case WgTile::k64x128: return 128;
+    case WgTile::k128x64:
+    case WgTile::k64x64: return 64;
+    case WgTile::k128x32:
+    case WgTile::k64x32: return 32;
+    case WgTile::k128x16:
+    case WgTile::k64x16: return 16;
+    case WgTile::k128x8:
+    case WgTile::k64x8: return 8;
+  }
+  return 128;
+}
+
+int TileRows(WgTile tile) {
+  switch (tile) {
+    case WgTile::k128x128:
+    case WgTile::k128x64:
+    case WgTile::k128x32:
+    case WgTile::k128x16:
+    case WgTile::k128x8: return 128;
+    default: return 64;
+  }
+}
+
+// A block's shared memory: WgLayout::Bytes of the tile's kernel.
+template <int WGS, int NT>
+size_t LayoutBytes(bool split, int stages, int mine) {
+  return split ? WgLayout<WGS, NT, true>::Bytes(stages, mine) : WgLayout<WGS, NT, false>::Bytes(stages, mine);
+}
+size_t TileBytes(WgTile tile, bool split, int stages, int mine) {
+  switch (tile) {
+    case WgTile::k128x128: return LayoutBytes<2, 128>(split, stages, mine);
+    case WgTile::k128x64: return LayoutBytes<2, 64>(split, stages, mine);
+    case WgTile::k64x128: return LayoutBytes<1, 128>(split, stages, mine);
+    case WgTile::k64x64: return LayoutBytes<1, 64>(split, stages, mine);
+    case WgTile::k128x32: return LayoutBytes<2, 32>(split, stages, mine);
+    case WgTile::k64x32: return LayoutBytes<1, 32>(split, stages, mine);
+    case WgTile::k128x16: return LayoutBytes<2, 16>(split, stages, mine);
+    case WgTile::k64x16: return LayoutBytes<1, 16>(split, stages, mine);
+    case WgTile::k128x8: return LayoutBytes<2, 8>(split, stages, mine);
+    case WgTile::k64x8: return LayoutBytes<1, 8>(split, stages, mine);
+  }
+  return 0;
+}
+
+// How many blocks share a tile's walk, each taking 8 / G of its parts and
+// the cluster adding them up in part order (LLMHOST_CUDA_WGMMA_PARTS):
+// 1 | 2 | 4 | 8; `auto`: the tile chosen as without groups, then the fewest
+// groups that make 2 kMinBlocks blocks; `big`: the largest tile that some
+// number of groups brings to kMinBlocks blocks, with the fewest that do
+// (`big2`: 2 kMinBlocks). 1 by default, as measured so far.
+struct PartsRule {
+  int fixed = 1;            // where want_blocks is 0
+  int64_t want_blocks = 0;  // else the fewest groups that make this many blocks
+  bool tile_aware = false;  // the tile chosen with the groups in view
+};
+PartsRule WgPartsRule() {
+  const char* v = std::getenv("LLMHOST_CUDA_WGMMA_PARTS");
+  PartsRule r;
+  if (v == nullptr) return r;
+  if (std::strcmp(v, "auto") == 0) {
+    r.want_blocks = 2 * kMinBlocks;
+  } else if (std::strcmp(v, "big") == 0 || std::strcmp(v, "big2") == 0) {
+    r.want_blocks = v[3] == '2' ? 2 * kMinBlocks : kMinBlocks;
+    r.tile_aware = true;
+  } else {
+    r.fixed = std::atoi(v);
+  }
+  return r;
+}
+
+// The groups for a launch of `blocks` blocks; `fits(g)`: whether a block's
+// sums of 8 / g parts fit beside a ring of 2 stages (else more groups, or none).
+template <typename Fits>
+int WgGroups(const PartsRule& rule, int64_t blocks, Fits fits) {
+  int g = rule.fixed;
+  if (rule.want_blocks > 0) {
+    g = 1;
+    while (g < kParts && (blocks * g < rule.want_blocks || !fits(g))) g *= 2;
+  }
+  return (g == 2 || g == 4 || g == 8) && fits(g) ? g : 1;
+}
+
+// Up to 8, 16 or 32 tokens, that many a tile (128 rows where that makes
+// kMinBlocks blocks); past that the largest tile (rows x tokens) that still
+// makes kMinBlocks blocks, else 64 x 64. With a tile-aware parts rule the
+// largest tile whose blocks some number of groups brings to the rule's
+// count. LLMHOST_CUDA_WGMMA_TILE forces one (tests, A/Bs).
+WgTile ChooseWgTile(const DevWeight* w, int count, int64_t n, bool split) {
   const char* v = std::getenv("LLMHOST_CUDA_WGMMA_TILE");
   if (v != nullptr) {
     if (std::strcmp(v, "128x128") == 0) return WgTile::k128x128;
@@ -532,12 +647,35 @@ WgTile ChooseWgTile(const DevWeight* w, int count, int64_t n) {
     if (std::strcmp(v, "64x64") == 0) return WgTile::k64x64;
     if (std::strcmp(v, "128x32") == 0) return WgTile::k128x32;
     if (std::strcmp(v, "64x32") == 0) return WgTile::k64x32;
+    if (std::strcmp(v, "128x16") == 0) return WgTile::k128x16;
+    if (std::strcmp(v, "64x16") == 0) return WgTile::k64x16;
+    if (std::strcmp(v, "128x8") == 0) return WgTile::k128x8;
+    if (std::strcmp(v, "64x8") == 0) return WgTile::k64x8;
   }
   auto blocks = [&](int64_t rows_block, int64_t tokens) {
     int64_t b = 0;
     for (int k = 0; k < count; ++k) b += (w[k].rows + rows_block - 1) / rows_block;
     return b * ((n + tokens - 1) / tokens);
   };
+  const PartsRule rule = WgPartsRule();
+  if (rule.tile_aware) {
+    using T = WgTile;
+    static constexpr WgTile k8[] = {T::k128x8, T::k64x8}, k16[] = {T::k128x16, T::k64x16},
+                            k32[] = {T::k128x32, T::k64x32}, k64[] = {T::k128x64, T::k64x64},
+                            kMore[] = {T::k128x128, T::k128x64, T::k64x128, T::k64x64};
+    const WgTile* first = n <= 8 ? k8 : n <= 16 ? k16 : n <= 32 ? k32 : n <= 64 ? k64 : kMore;
+    const int count_tiles = n <= 64 ? 2 : 4;
+    const auto most = static_cast<size_t>(MaxSharedPerBlock());
+    for (int k = 0; k < count_tiles; ++k) {
+      const WgTile t = first[k];
+      int g = kParts;  // the most groups whose sums fit
+      while (g > 1 && TileBytes(t, split, 2, kParts / g) > most) g /= 2;
+      if (blocks(TileRows(t), TileTokens(t)) * g >= rule.want_blocks) return t;
+    }
+    return first[count_tiles - 1];
+  }
+  if (n <= 8) return blocks(128, 8) >= kMinBlocks ? WgTile::k128x8 : WgTile::k64x8;
+  if (n <= 16) return blocks(128, 16) >= kMinBlocks ? WgTile::k128x16 : WgTile::k64x16;
   if (n <= 32) return blocks(128, 32) >= kMinBlocks ? WgTile::k128x32 : WgTile::k64x32;
   if (blocks(128, 128) >= kMinBlocks) return WgTile::k128x128;
   if (blocks(128, 64) >= kMinBlocks) return WgTile::k128x64;
@@ -568,24 +706,6 @@ int WgStages(int most) {
   const char* v = std::getenv("LLMHOST_CUDA_WGMMA_STAGES");
   const int want = v == nullptr ? 4 : std::atoi(v);
   return want < 2 ? 2 : want > most ? most : want;
-}
-
-// Blocks that share a tile's walk, each taking 8 / G of its parts and the
-// cluster adding them up in part order (LLMHOST_CUDA_WGMMA_PARTS=1|2|4|8|auto;
-// auto: the fewest that make kGroupBlocks blocks). 1 by default, as measured
-// so far. `fits(g)`: whether a block's sums of 8 / g parts fit beside a ring
-// of 2 stages (else more groups, or none).
-constexpr int64_t kGroupBlocks = 2 * kMinBlocks;
-template <typename Fits>
-int WgGroups(int64_t blocks, Fits fits) {
-  const char* v = std::getenv("LLMHOST_CUDA_WGMMA_PARTS");
-  int g = 1;
-  if (v != nullptr && std::strcmp(v, "auto") == 0) {
-    while (g < kParts && (blocks * g < kGroupBlocks || !fits(g))) g *= 2;
-  } else if (v != nullptr) {
-    g = std::atoi(v);
-  }
-  return (g == 2 || g == 4 || g == 8) && fits(g) ? g : 1;
 }
 
 // `want`, or a smaller cluster where the GPU cannot hold one of `want`
@@ -622,18 +742,6 @@ int ClusterFits(Kernel kernel, int threads, size_t bytes, int want, bool along_z
     if (v == 2) return c;
   }
   return 1;
-}
-
-int TileTokens(WgTile tile) {
-  switch (tile) {
-    case WgTile::k128x128:
-    case WgTile::k64x128: return 128;
-    case WgTile::k128x64:
-    case WgTile::k64x64: return 64;
-    case WgTile::k128x32:
-    case WgTile::k64x32: return 32;
-  }
-  return 128;
 }
 
 // x's images: every token tile's, padded to whole tiles (SplitSlotsKernel).
@@ -724,7 +832,7 @@ bool LaunchWgShape(MmaWeights ws, int64_t n, const float* x, uint16_t* image, cu
   // Where a cluster of that many does not fit at once (another process's
   // shared memory, a MIG slice): the most that do, or none.
   int groups = 1;
-  for (int g = WgGroups(ws.first[ws.count] * tiles, sums_fit); g > 1 && groups == 1; g /= 2) {
+  for (int g = WgGroups(WgPartsRule(), ws.first[ws.count] * tiles, sums_fit); g > 1 && groups == 1; g /= 2) {
     const int st = stages_for(g);
     const int log2 = g == 2 ? 1 : g == 4 ? 2 : 3;
     if (sums_fit(g) && ClusterFits(kernel, L::kThreads, L::Bytes(st, kParts / g), g, true, fits_of[st][log2]) == g) {
@@ -752,6 +860,10 @@ bool LaunchWgTile(WgTile tile, MmaWeights ws, int64_t n, const float* x, uint16_
     case WgTile::k64x64: return LaunchWgShape<1, 64, Split>(ws, n, x, image, s);
     case WgTile::k128x32: return LaunchWgShape<2, 32, Split>(ws, n, x, image, s);
     case WgTile::k64x32: return LaunchWgShape<1, 32, Split>(ws, n, x, image, s);
+    case WgTile::k128x16: return LaunchWgShape<2, 16, Split>(ws, n, x, image, s);
+    case WgTile::k64x16: return LaunchWgShape<1, 16, Split>(ws, n, x, image, s);
+    case WgTile::k128x8: return LaunchWgShape<2, 8, Split>(ws, n, x, image, s);
+    case WgTile::k64x8: return LaunchWgShape<1, 8, Split>(ws, n, x, image, s);
   }
   return false;
 }
@@ -775,7 +887,7 @@ bool WgmmaTakes(const DevWeight* w, int count, int64_t n) {
 }
 
 int64_t WgmmaTermsBytes(const DevWeight* w, int count, int64_t n, bool split) {
-  return WgmmaTakes(w, count, n) ? ImageBytes(ChooseWgTile(w, count, n), n, w[0].cols, split) : 0;
+  return WgmmaTakes(w, count, n) ? ImageBytes(ChooseWgTile(w, count, n, split), n, w[0].cols, split) : 0;
 }
 
 bool LaunchWgmmaGemm(MmaWeights ws, int64_t n, const float* x, uint16_t* terms, bool split, cudaStream_t s) {
@@ -783,7 +895,7 @@ bool LaunchWgmmaGemm(MmaWeights ws, int64_t n, const float* x, uint16_t* terms, 
       (reinterpret_cast<uintptr_t>(terms) & 15u) != 0 || !WgmmaTakes(ws.w, ws.count, n)) {
     return false;
   }
-  const WgTile tile = ChooseWgTile(ws.w, ws.count, n);
+  const WgTile tile = ChooseWgTile(ws.w, ws.count, n, split);
   // False only where the driver cannot encode a weight's tensor map, before anything was launched.
   return split ? LaunchWgTile<true>(tile, ws, n, x, terms, s) : LaunchWgTile<false>(tile, ws, n, x, terms, s);
 }
