@@ -7,7 +7,8 @@
 #   after 8,192 tokens, and a 512-token prefill; bf16: an 8,192-token prefill
 #   and 8 / 32 / 128 sequences after 512-token prompts (128 new tokens each in
 #   the issue; model_bench times 32 steps of the batch).
-#   bench/gpu/issue_table.sh          (ROWS="b1 prefill8k batches": fewer)
+#   bench/gpu/issue_table.sh          (ROWS="b1 prefill8k batches": fewer;
+#   ROWS=fit8k FIT_SEQS=N: N sequences of 8,192-token prompts, the memory row)
 # VOCAB=128256 gives Llama-3's vocabulary (32000 by default, as the goals).
 # Each model_bench run is killed after RUN_TIMEOUT seconds (300; its figures
 # then read "-"). Logs land in $OUT (or /tmp/issue-table); the last lines are
@@ -53,6 +54,9 @@ for r in $rows; do
     prefill8k)
       mb prefill8k.log --formats bf16 --prefill-reps 2 --prefill-tokens 8192 --phases prefill
       ;;
+    fit8k)  # the memory row: FIT_SEQS sequences of 8,192-token prompts beside the weights (an H200's)
+      mb fit8k.log --formats bf16 --steps 16 --reps 1 --prompt 8192 --batch "${FIT_SEQS:-96}" --phases decode-batch
+      ;;
     batches)
       for b in 8 32 128; do
         mb "b$b.log" --formats bf16 --steps 32 --prompt 512 --batch "$b" --phases decode-batch
@@ -86,5 +90,12 @@ case " $rows " in *" batches "*)
   row "8 sequences, 512-token prompts" "$(fig b8.log 'decode b1 [0-9.]+, b8 ([0-9.]+) tok/s')" 2130 1064
   row "32 sequences, 512-token prompts" "$(fig b32.log 'decode b1 [0-9.]+, b32 ([0-9.]+) tok/s')" 5700 2805
   row "128 sequences, 512-token prompts" "$(fig b128.log 'decode b1 [0-9.]+, b128 ([0-9.]+) tok/s')" 13800 6370
+  ;;
+esac
+case " $rows " in *" fit8k "*)
+  n=${FIT_SEQS:-96}
+  v=$(fig fit8k.log "decode b1 [0-9.]+, b$n ([0-9.]+) tok/s")
+  echo "| $n sequences after 8,192-token prompts, bf16 K/V | $v | – | – | – | – |" | tee -a "$out/table.md"
+  [ "$v" = - ] && grep -m2 -iE 'fail|error|memory' "$out/fit8k.log" | tee -a "$out/table.md"
   ;;
 esac
