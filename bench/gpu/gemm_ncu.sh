@@ -27,12 +27,12 @@ for v in ${VARIANTS:-DEFAULT=1}; do
   echo "== ${v/DEFAULT=1/default} (rc $?)"
   awk '
     /^  [a-z].*Kernel.*\(.*\)x\(/ { if (k != "") print k " | " r " regs | " d " us | " dr "% / " l2 "% / " sm "%"
-                                  k = $0; sub(/\(MmaWeights.*\) \(/, " (", k); sub(/, Context.*/, "", k); sub(/^ +void /, "", k) }
+                                  k = $0; sub(/\([^()]*\) \(/, " (", k); sub(/, Context.*/, "", k); sub(/^ +void /, "", k) }
     /Registers Per Thread/ { r = $NF }
     / Duration / { d = $NF }
     /DRAM Throughput/ { dr = $NF }
     /L2 Cache Throughput/ { l2 = $NF }
     /Compute \(SM\) Throughput/ { sm = $NF }
     END { if (k != "") print k " | " r " regs | " d " us | " dr "% / " l2 "% / " sm "%" }' "$out/ncu.log" |
-    sed -E 's/\(anonymous namespace\)::|unnamed>:://g' | cut -c1-170
+    sed -E 's/\(anonymous namespace\)::|<unnamed>::|unnamed>::|llmhost::cuda::|mma_rows:://g' | cut -c1-170
 done
