@@ -5,7 +5,7 @@
 // sequences beside it, its place, prompt chunks; a row of one chunk finished
 // by the chunk kernel or by the merge), and contexts that span one and
 // several chunks, windows, soft-capping, GQA groups 1-8 and every K/V
-// type are covered, V rows read in place or staged in shared memory. Skipped where there is no GPU.
+// type are covered. Skipped where there is no GPU.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -35,7 +35,6 @@ class KeyLanesAttentionTest : public GpuAttentionTest {
   void TearDown() override {
     unsetenv("LLMHOST_CUDA_PROMPT_ATTENTION");
     unsetenv("LLMHOST_CUDA_DECODE_ATTENTION");
-    unsetenv("LLMHOST_CUDA_ATTENTION_STAGE_V");
   }
   static void KeyLanes(bool on) {
     if (on) {
@@ -87,11 +86,6 @@ TEST_F(KeyLanesAttentionTest, RowsAreBatchInvariantAndMatchTheReference) {
       EXPECT_EQ(0, std::memcmp(lanes.data(), got.data(), got.size() * 4)) << "one-chunk rows done " << one;
       EXPECT_EQ(0, std::memcmp(warps.data(), warp_rows.data(), got.size() * 4)) << "warps, one-chunk rows done " << one;
     }
-    // V rows staged in shared memory while the scores are summed: the same bits.
-    setenv("LLMHOST_CUDA_ATTENTION_STAGE_V", "on", 1);
-    const std::vector<float> staged = Run(mixed, 0);
-    unsetenv("LLMHOST_CUDA_ATTENTION_STAGE_V");
-    EXPECT_EQ(0, std::memcmp(staged.data(), got.data(), got.size() * 4)) << "V rows staged";
     // Each decode alone, and all three together, give the same bits as in the mixed batch.
     const std::vector<float> together = Run(decodes, 0);
     for (int i = 0; i < 3; ++i) {

@@ -1,6 +1,3 @@
-#include <cstdlib>
-#include <cstring>
-
 #include "backend/cuda/attention.cuh"
 #include "backend/cuda/attention_keys.cuh"
 #include "backend/cuda/attention_rows.cuh"
@@ -37,16 +34,12 @@ __device__ __forceinline__ void Load8(const void* base, int64_t i, float (&v)[8]
   }
 }
 
-template <Elem E>
-constexpr int kElemBytes = E == Elem::kF32 ? 4 : E == Elem::kF8 ? 1 : 2;
-
 // grid (chunks, n_kv_heads, rows), kThreads threads; dynamic shared memory:
 // q [group][D], scores [group][128], the key lanes' outputs [KL][kHeadTile][D]
-// floats, then the chunk's 128 slots, then (StageV) the chunk's V rows, copied
-// while the scores are summed. Sums run in fixed orders that depend on
-// absolute key positions and D alone: a row's partials never depend on its
-// batch (nor on where V is read from).
-template <Elem E, int D, bool StageV>
+// floats, then the chunk's 128 slots. Sums run in fixed orders that depend
+// on absolute key positions and D alone: a row's partials never depend on
+// its batch.
+template <Elem E, int D>
 __global__ void __launch_bounds__(kThreads) KeyLanesKernel(const float* q, const void* k_cache, const void* v_cache,
                                                            const AttentionSeq* seqs, int64_t n_seqs, AttentionParams p,
                                                            int64_t row0, int64_t n_chunks, float* part, float* final,
@@ -67,7 +60,6 @@ __global__ void __launch_bounds__(kThreads) KeyLanesKernel(const float* q, const
   float* sc = qs + group * D;                       // [group][128]
   float* red = sc + group * kAttentionChunk;        // [kKeyLanes][kHeadTile][D]
   int64_t* slot = reinterpret_cast<int64_t*>(red + kKeyLanes * kHeadTile * D);  // [128]
-  unsigned char* vs = reinterpret_cast<unsigned char*>(slot + kAttentionChunk);  // StageV: [128][D] elements
   const int t = threadIdx.x;
 
   for (int i = t; i < group * D; i += kThreads) {
@@ -78,14 +70,7 @@ __global__ void __launch_bounds__(kThreads) KeyLanesKernel(const float* q, const
     const int64_t j = first + t;
     slot[t] = (static_cast<int64_t>(seq.block_table[j / p.block_size]) * p.block_size + j % p.block_size) * kv_dim +
               kv_head * D;
-    if constexpr (StageV) {
-      constexpr int kRowBytes = D * kElemBytes<E>;
-      const unsigned char* src = static_cast<const unsigned char*>(v_cache) + slot[t] * kElemBytes<E>;
-#pragma unroll
-      for (int b = 0; b < kRowBytes; b += 16) CopyAsync16(vs + t * kRowBytes + b, src + b, true);
-    }
   }
-  if constexpr (StageV) CopyAsyncCommit();
   __syncthreads();
 
   // Scores: this thread's key against each head, columns in order.
@@ -120,7 +105,6 @@ __global__ void __launch_bounds__(kThreads) KeyLanesKernel(const float* q, const
   // Per head: the chunk's max, then exp(score - max) in place and their sum.
   float* out = part + ((blockIdx.z * p.n_heads + kv_head * group) * n_chunks + chunk) * (D + 2);
   ChunkSoftmax<kAttentionChunk>(sc, group, k_lo, k_hi, out, n_chunks * (D + 2), kThreads / 32);
-  if constexpr (StageV) CopyAsyncWait<0>();
   __syncthreads();
 
   // Outputs: thread (key lane kl, 8 columns cg) sums the keys k ≡ kl (mod
@@ -132,11 +116,7 @@ __global__ void __launch_bounds__(kThreads) KeyLanesKernel(const float* q, const
 #pragma unroll 4
     for (int k = k_first; k <= k_hi; k += kKeyLanes) {
       float v[8];
-      if constexpr (StageV) {
-        Load8<E>(vs, int64_t{k} * D + cg * 8, v);
-      } else {
-        Load8<E>(v_cache, slot[k] + cg * 8, v);
-      }
+      Load8<E>(v_cache, slot[k] + cg * 8, v);
 #pragma unroll
       for (int gi = 0; gi < kHeadTile; ++gi) {
         if (g0 + gi < group) {
@@ -174,21 +154,6 @@ size_t SharedBytes(const AttentionParams& p) {
          kAttentionChunk * sizeof(int64_t);
 }
 
-size_t VRowsBytes(const AttentionParams& p) {
-  const Elem e = ElemOf(p.kv_dtype);
-  const int64_t elem = e == Elem::kF32 ? 4 : e == Elem::kF8 ? 1 : 2;
-  return static_cast<size_t>(kAttentionChunk * p.head_dim * elem);
-}
-
-// The chunk's V rows copied into shared memory while the scores are summed
-// (LLMHOST_CUDA_ATTENTION_STAGE_V=on, where they fit in 96 KB a block with the
-// rest): the same sums, V's loads off the output loop. Off by default until
-// measured.
-bool StageV(const AttentionParams& p) {
-  const char* v = std::getenv("LLMHOST_CUDA_ATTENTION_STAGE_V");
-  return v != nullptr && std::strcmp(v, "on") == 0 && SharedBytes(p) + VRowsBytes(p) <= 96 * 1024;
-}
-
 }  // namespace
 
 bool KeyLanesEnabled() {
@@ -207,16 +172,14 @@ void LaunchKeyLanesChunks(const float* q, const void* k_cache, const void* v_cac
                           int64_t n_seqs, const AttentionParams& p, int64_t row0, int64_t rows, int64_t n_chunks,
                           float* part, float* final, bool generated_only, cudaStream_t s) {
   const dim3 grid(static_cast<unsigned>(n_chunks), static_cast<unsigned>(p.n_kv_heads), static_cast<unsigned>(rows));
-  const bool stage_v = StageV(p);
-  const size_t smem = SharedBytes(p) + (stage_v ? VRowsBytes(p) : 0);
+  const size_t smem = SharedBytes(p);
   ForElem(ElemOf(p.kv_dtype), [&]<Elem E>() {
     auto launch = [&]<int D>() {
-      auto kernel = stage_v ? KeyLanesKernel<E, D, true> : KeyLanesKernel<E, D, false>;
       if (smem > 48 * 1024) {
-        cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem));
+        cudaFuncSetAttribute(KeyLanesKernel<E, D>, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem));
       }
-      LaunchPdl(kernel, grid, kThreads, smem, s, q, k_cache, v_cache, seqs, n_seqs, p, row0, n_chunks, part, final,
-                generated_only);
+      LaunchPdl(KeyLanesKernel<E, D>, grid, kThreads, smem, s, q, k_cache, v_cache, seqs, n_seqs, p, row0, n_chunks,
+                part, final, generated_only);
     };
     if (p.head_dim == 64) {
       launch.template operator()<64>();
