@@ -32,7 +32,6 @@
 // groups): more blocks for a weight of few rows.
 #include <cuda.h>
 
-#include <algorithm>
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
@@ -318,8 +317,8 @@ struct WgMaps {
   CUtensorMap m[kMaxWeights];
 };
 
-template <int WGS, int NT, bool Split, bool Overlap, int MinBlocks>
-__global__ void __launch_bounds__(WgLayout<WGS, NT, Split>::kThreads, MinBlocks)
+template <int WGS, int NT, bool Split, bool Overlap>
+__global__ void __launch_bounds__(WgLayout<WGS, NT, Split>::kThreads, 1)
     WgmmaGemmKernel(MmaWeights ws, const __grid_constant__ WgMaps maps, const uint16_t* image, int64_t n, int cluster,
                     int stages, int groups) {
 #if defined(LLMHOST_WGMMA_DEVICE)
@@ -701,17 +700,6 @@ bool WgOverlap() {
   return v == nullptr || std::strcmp(v, "off") != 0;
 }
 
-// Two blocks an SM for tiles of two warpgroups (LLMHOST_CUDA_WGMMA_PAIR=on):
-// each within half an SM's shared memory (kPairShared: 228 KB an SM, 1 KB
-// of it kept a block) and 113 registers a thread, so that a launch of up to
-// two blocks an SM (gate/up's 224 at 128 tokens) runs as one wave. Off by
-// default until measured.
-constexpr int kPairShared = 113 * 1024;
-bool WgPair() {
-  const char* v = std::getenv("LLMHOST_CUDA_WGMMA_PAIR");
-  return v != nullptr && std::strcmp(v, "on") == 0;
-}
-
 // Stages of a block's ring (LLMHOST_CUDA_WGMMA_STAGES, 2-8, fewer where the
 // block's shared memory holds fewer). 4 by default, as measured so far.
 int WgStages(int most) {
@@ -824,30 +812,22 @@ bool LaunchWgShape(MmaWeights ws, int64_t n, const float* x, uint16_t* image, cu
   // other) and x has two terms (ptxas serializes the one-term form's MMAs;
   // at 2 x 128 it spills).
   constexpr bool kOverlap = WGS == 1 && Split;
-  auto kernel = WgmmaGemmKernel<WGS, NT, Split, false, 1>;
-  if constexpr (kOverlap) {
-    if (WgOverlap()) kernel = WgmmaGemmKernel<WGS, NT, Split, true, 1>;
-  }
-  bool pair = false;
-  if constexpr (WGS == 2) {
-    pair = WgPair();
-    if (pair) kernel = WgmmaGemmKernel<WGS, NT, Split, false, 2>;
-  }
-  const int variant = pair ? 2 : kOverlap && WgOverlap() ? 1 : 0;
+  auto kernel = kOverlap && WgOverlap() ? WgmmaGemmKernel<WGS, NT, Split, kOverlap>
+                                        : WgmmaGemmKernel<WGS, NT, Split, false>;
   ws.first[0] = 0;
   for (int k = 0; k < ws.count; ++k) {
     ws.first[k + 1] = ws.first[k] + (ws.w[k].rows + L::kRowsBlock - 1) / L::kRowsBlock;
   }
   // Blocks along the rows share x's copies (cluster), or along z a tile's
   // parts (groups); not both.
-  const int most = pair ? std::min(MaxSharedPerBlock(), kPairShared) : MaxSharedPerBlock();
+  const int most = MaxSharedPerBlock();
   // The most a block may ask, set once: a launch asks for what its stages and
   // groups take, and a limit lowered for a smaller launch could refuse a
   // recorded graph's larger one.
   cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, most);
   auto stages_for = [&](int groups) { return WgStages(L::StagesIn(static_cast<size_t>(most), kParts / groups)); };
-  static std::atomic<int> fits[3][L::kMaxStages + 1][4][9];  // this shape's kernels', [variant][stages][groups log2][cluster]
-  auto& fits_of = fits[variant];
+  static std::atomic<int> fits[2][L::kMaxStages + 1][4][9];  // this shape's kernels', [overlap][stages][groups log2][cluster]
+  auto& fits_of = fits[kOverlap && WgOverlap()];
   auto sums_fit = [&](int g) { return L::Bytes(2, kParts / g) <= static_cast<size_t>(most); };
   // Where a cluster of that many does not fit at once (another process's
   // shared memory, a MIG slice): the most that do, or none.
