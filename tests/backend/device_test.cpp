@@ -551,7 +551,8 @@ TEST_F(CudaTest, GemmTensorCoreRowsGiveTheSameBitsAsFewTokens) {
 // forced and chosen, x multicast over clusters of 1-8
 // blocks (blocks without rows among them), a lone warpgroup's MMAs
 // overlapping the next step's loads or not, rings of 2-8 stages, a tile's parts
-// shared by clusters of 2-8 blocks (the tile chosen with them too); rows and tokens that do not fill
+// shared by clusters of 2-8 blocks (the tile chosen with them too), 2 or 4
+// parts walked side by side; rows and tokens that do not fill
 // a tile, parts of unequal steps (13 and 224 steps), two weights a launch,
 // both precisions. It runs on compute capability 9.0 alone (sm_90a):
 // elsewhere the launches fall back and the comparisons still hold.
@@ -562,14 +563,14 @@ TEST_F(CudaTest, WgmmaRowsGiveTheSameBitsAsFewTokens) {
   std::mt19937 rng(23);
   ScopedUnset unset({"LLMHOST_CUDA_WGMMA", "LLMHOST_CUDA_WGMMA_FROM", "LLMHOST_CUDA_WGMMA_TILE",
                      "LLMHOST_CUDA_WGMMA_CLUSTER", "LLMHOST_CUDA_WGMMA_OVERLAP", "LLMHOST_CUDA_WGMMA_STAGES",
-                     "LLMHOST_CUDA_WGMMA_PARTS", "LLMHOST_CUDA_MMA_GEMM"});
+                     "LLMHOST_CUDA_WGMMA_PARTS", "LLMHOST_CUDA_WGMMA_CONCURRENT", "LLMHOST_CUDA_MMA_GEMM"});
   setenv("LLMHOST_CUDA_WGMMA_FROM", "1", 1);
   setenv("LLMHOST_CUDA_MMA_GEMM", "off", 1);
   const std::vector<CudaMemory> gpus = CudaMemoryInfo();
   const bool hopper = !gpus.empty() && (gpus[0].name.find("H100") != std::string::npos ||
                                         gpus[0].name.find("H200") != std::string::npos);
   struct Setting {
-    const char *tile, *cluster, *overlap, *stages, *parts;  // "": the kernel's choice
+    const char *tile, *cluster, *overlap, *stages, *parts, *conc = "";  // "": the kernel's choice
   };
   const Setting settings[] = {
       {"128x128", "4", "", "", ""},   {"", "", "", "", ""},          {"128x64", "2", "", "6", ""},
@@ -578,7 +579,10 @@ TEST_F(CudaTest, WgmmaRowsGiveTheSameBitsAsFewTokens) {
       {"", "", "", "8", ""},          {"64x64", "", "", "", "8"},    {"128x128", "", "", "", "4"},
       {"64x32", "", "", "", "2"},     {"128x64", "2", "off", "", "8"}, {"", "", "", "", "auto"},
       {"128x16", "", "", "", ""},     {"64x8", "", "", "", "4"},     {"128x8", "2", "", "3", ""},
-      {"64x16", "", "off", "", "8"},  {"", "", "", "", "big"},      {"", "", "", "3", "big2"}};
+      {"64x16", "", "off", "", "8"},  {"", "", "", "", "big"},      {"", "", "", "3", "big2"},
+      {"64x64", "", "", "", "", "4"}, {"64x32", "", "off", "", "", "4"}, {"128x64", "", "", "", "", "2"},
+      {"", "", "", "", "", "2"},      {"64x128", "", "", "3", "", "2"}, {"128x32", "2", "", "", "", "4"},
+      {"64x64", "", "", "", "4", "4"}};
   bool first = true;
   for (const RowsCase::Shape& sh : shapes) {
     RowsCase rc(b_.get(), sh, rng);
@@ -590,9 +594,10 @@ TEST_F(CudaTest, WgmmaRowsGiveTheSameBitsAsFewTokens) {
       SetOrUnset("LLMHOST_CUDA_WGMMA_OVERLAP", st.overlap);
       SetOrUnset("LLMHOST_CUDA_WGMMA_STAGES", st.stages);
       SetOrUnset("LLMHOST_CUDA_WGMMA_PARTS", st.parts);
+      SetOrUnset("LLMHOST_CUDA_WGMMA_CONCURRENT", st.conc);
       b_->set_precision(p);
       const std::string at = std::string(PrecisionName(p)) + " tile '" + st.tile + "' cluster '" + st.cluster +
-                             "' overlap '" + st.overlap + "' stages '" + st.stages + "' parts '" + st.parts + "' " +
+                             "' overlap '" + st.overlap + "' stages '" + st.stages + "' parts '" + st.parts + "' concurrent '" + st.conc + "' " +
                              rc.Name();
       setenv("LLMHOST_CUDA_WGMMA", "on", 1);
       const uint64_t before = b_->memory_stats().bytes_in_use;

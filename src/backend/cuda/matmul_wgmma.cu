@@ -39,6 +39,7 @@
 #include <mutex>
 #include <tuple>
 #include <type_traits>
+#include <utility>
 
 #include "backend/cuda/common.cuh"
 #include "backend/cuda/device_caps.h"
@@ -317,7 +318,10 @@ struct WgMaps {
   CUtensorMap m[kMaxWeights];
 };
 
-template <int WGS, int NT, bool Split, bool Overlap>
+// C: the parts a block walks side by side (1, 2 or 4; 1 with part groups): the k-th steps of C consecutive parts one after the other, each
+// part's MMAs into its own sums, so that a row's copies are C x 128
+// contiguous bytes at a time rather than 128 bytes 1 KB apart.
+template <int WGS, int NT, bool Split, bool Overlap, int C>
 __global__ void __launch_bounds__(WgLayout<WGS, NT, Split>::kThreads, 1)
     WgmmaGemmKernel(MmaWeights ws, const __grid_constant__ WgMaps maps, const uint16_t* image, int64_t n, int cluster,
                     int stages, int groups) {
@@ -359,12 +363,11 @@ __global__ void __launch_bounds__(WgLayout<WGS, NT, Split>::kThreads, 1)
       const bool rows = rb < w.rows;  // blocks past the last weight's (filling a cluster) copy x alone
       const uint32_t rank = cluster > 1 ? ClusterRank() : 0, slice = L::kXBytes / cluster;
       const char* tile = reinterpret_cast<const char*>(image) + int64_t{blockIdx.x} * steps * L::kXBytes;
-      for (int part = first, k = 0, st = 0, round = 0; part < last;) {
+      int st = 0, round = 0;
+      auto issue = [&](int s) {
         BarWait(empty(st), (round & 1) ^ 1);  // the first round's wait passes at once
         // A box past the weight's last row is zero-filled and counted whole.
         BarArriveExpect(full(st), (rows ? L::kWBytes : 0) + L::kXBytes);
-        const int s = part + k * kParts;
-        if (++k == per + (part < longer ? 1 : 0)) ++part, k = 0;
         const uint32_t stage = base + st * L::kStageBytes;
         if (rows) TensorCopy2D(stage, &maps.m[i], s * kStepCols, static_cast<int>(rb), full(st));
         const uint32_t dst = stage + L::kWBytes + rank * slice;
@@ -375,6 +378,17 @@ __global__ void __launch_bounds__(WgLayout<WGS, NT, Split>::kThreads, 1)
           BulkCopy(dst, src, slice, full(st));
         }
         if (++st == stages) st = 0, ++round;
+      };
+      // The consumers' order: C parts at a time, the k-th step of each in
+      // part order (a part's length is per or per + 1, the longer ones first).
+      const int cw = groups > 1 ? 1 : C;
+      for (int p0 = first; p0 < last; p0 += cw) {
+        const int len0 = per + (p0 < longer ? 1 : 0);
+        for (int k = 0; k < len0; ++k) {
+          for (int j = 0; j < cw && p0 + j < last; ++j) {
+            if (k < per + (p0 + j < longer ? 1 : 0)) issue(p0 + j + k * kParts);
+          }
+        }
       }
     }
   } else {  // the consumers
@@ -399,7 +413,7 @@ __global__ void __launch_bounds__(WgLayout<WGS, NT, Split>::kThreads, 1)
     // One step from A buffer `buf`. With Overlap its MMAs run on while the
     // next step's fragments load into the other buffer (wait_group 1 frees
     // the step before's stage and buffer); else they are waited for here.
-    auto step = [&](auto buf_c) {
+    auto step = [&](auto buf_c, float (&acc)[L::kAcc]) {
       constexpr int buf = Overlap ? decltype(buf_c)::value : 0;  // one buffer where each step waits for its MMAs
       BarWait(full(st), round & 1);
       const unsigned char* wst = smem + st * L::kStageBytes;
@@ -436,14 +450,50 @@ __global__ void __launch_bounds__(WgLayout<WGS, NT, Split>::kThreads, 1)
       }
       if (++st == stages) st = 0, ++round;
     };
+    if constexpr (C > 1) {
+      // C parts side by side (groups == 1: the launch sees to it): step k of
+      // parts p0 .. p0 + C - 1 in part order, A buffers alternating (C even;
+      // a part without a k-th step is always among the last of its C, so the
+      // alternation holds until the group's drain). Then the C sums join the
+      // total in part order (v = p0, v += p1, ...).
+      float pacc[C][L::kAcc];
+      for (int p0 = 0; p0 < kParts; p0 += C) {
+#pragma unroll
+        for (int j = 0; j < C; ++j) {
+#pragma unroll
+          for (int e = 0; e < L::kAcc; ++e) pacc[j][e] = 0.0f;
+        }
+        const int len0 = per + (p0 < longer ? 1 : 0);
+        for (int k = 0; k < len0; ++k) {
+          [&]<int... J>(std::integer_sequence<int, J...>) {
+            ((k < per + (p0 + J < longer ? 1 : 0) ? step(std::integral_constant<int, J & 1>{}, pacc[J]) : void()), ...);
+          }(std::make_integer_sequence<int, C>{});
+        }
+        if constexpr (Overlap) {
+          WgWait<0>();
+          release(held, held >= 0);
+          held = -1;
+        }
+#pragma unroll
+        for (int j = 0; j < C; ++j) {
+#pragma unroll
+          for (int e = 0; e < L::kAcc; ++e) asm volatile("" : "+f"(pacc[j][e])::"memory");
+        }
+#pragma unroll
+        for (int j = 0; j < C; ++j) {
+#pragma unroll
+          for (int e = 0; e < L::kAcc; ++e) tot[e] = p0 + j == 0 ? pacc[j][e] : tot[e] + pacc[j][e];
+        }
+      }
+    } else {
     // Part by part (steps p, p + 8, ... as Walk deals them), two steps a turn
     // so that each names its A buffer at compile time; each part's MMAs are
     // waited for before the total takes them (v = p0, v += p1, ...).
     for (int part = first; part < last; ++part) {
       const int len = per + (part < longer ? 1 : 0);
       for (int k = 0; k < len; k += 2) {
-        step(std::integral_constant<int, 0>{});
-        if (k + 1 < len) step(std::integral_constant<int, 1>{});
+        step(std::integral_constant<int, 0>{}, acc);
+        if (k + 1 < len) step(std::integral_constant<int, 1>{}, acc);
       }
       if constexpr (Overlap) {
         WgWait<0>();
@@ -467,6 +517,7 @@ __global__ void __launch_bounds__(WgLayout<WGS, NT, Split>::kThreads, 1)
         }
         acc[e] = 0.0f;
       }
+    }
     }
     // d[4 j + e]: row g (e < 2) or g + 8, token 8 j + 2c + (e & 1).
     if (groups == 1) {
@@ -796,6 +847,32 @@ bool WeightMap(const DevWeight& w, int box_rows, CUtensorMap* out) {
   return true;
 }
 
+// Parts a block walks side by side (LLMHOST_CUDA_WGMMA_CONCURRENT=1|2|4), at
+// most what a tile's registers hold without spills or serialized MMAs (64
+// rows: 2 at 128 tokens, 4 at 32-64; 128 rows: half that; none below 32
+// tokens). 1 by default until measured.
+template <int WGS, int NT>
+constexpr int kMostConcurrent = NT < 32 ? 1 : (NT >= 128 ? 2 : 4) / WGS;
+template <int WGS, int NT>
+int ConcurrentParts() {
+  const char* v = std::getenv("LLMHOST_CUDA_WGMMA_CONCURRENT");
+  const int want = v == nullptr ? 1 : std::atoi(v);
+  const int most = kMostConcurrent<WGS, NT>;
+  int c = 1;
+  while (c * 2 <= want && c * 2 <= most) c *= 2;
+  return c;
+}
+template <int WGS, int NT, bool Split, bool Overlap>
+auto ConcurrentKernel(int c) -> decltype(&WgmmaGemmKernel<WGS, NT, Split, Overlap, 1>) {
+  if constexpr (kMostConcurrent<WGS, NT> >= 4) {
+    if (c >= 4) return WgmmaGemmKernel<WGS, NT, Split, Overlap, 4>;
+  }
+  if constexpr (kMostConcurrent<WGS, NT> >= 2) {
+    if (c >= 2) return WgmmaGemmKernel<WGS, NT, Split, Overlap, 2>;
+  }
+  return WgmmaGemmKernel<WGS, NT, Split, Overlap, 1>;
+}
+
 template <int WGS, int NT, bool Split>
 bool LaunchWgShape(MmaWeights ws, int64_t n, const float* x, uint16_t* image, cudaStream_t s) {
   using L = WgLayout<WGS, NT, Split>;
@@ -812,8 +889,8 @@ bool LaunchWgShape(MmaWeights ws, int64_t n, const float* x, uint16_t* image, cu
   // other) and x has two terms (ptxas serializes the one-term form's MMAs;
   // at 2 x 128 it spills).
   constexpr bool kOverlap = WGS == 1 && Split;
-  auto kernel = kOverlap && WgOverlap() ? WgmmaGemmKernel<WGS, NT, Split, kOverlap>
-                                        : WgmmaGemmKernel<WGS, NT, Split, false>;
+  const bool overlap = kOverlap && WgOverlap();
+  auto kernel = overlap ? WgmmaGemmKernel<WGS, NT, Split, kOverlap, 1> : WgmmaGemmKernel<WGS, NT, Split, false, 1>;
   ws.first[0] = 0;
   for (int k = 0; k < ws.count; ++k) {
     ws.first[k + 1] = ws.first[k] + (ws.w[k].rows + L::kRowsBlock - 1) / L::kRowsBlock;
@@ -826,8 +903,9 @@ bool LaunchWgShape(MmaWeights ws, int64_t n, const float* x, uint16_t* image, cu
   // recorded graph's larger one.
   cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, most);
   auto stages_for = [&](int groups) { return WgStages(L::StagesIn(static_cast<size_t>(most), kParts / groups)); };
-  static std::atomic<int> fits[2][L::kMaxStages + 1][4][9];  // this shape's kernels', [overlap][stages][groups log2][cluster]
-  auto& fits_of = fits[kOverlap && WgOverlap()];
+  // This shape's kernels', [overlap][concurrent parts log2][stages][groups log2][cluster].
+  static std::atomic<int> fits[2][3][L::kMaxStages + 1][4][9];
+  auto& fits_of = fits[overlap][0];
   auto sums_fit = [&](int g) { return L::Bytes(2, kParts / g) <= static_cast<size_t>(most); };
   // Where a cluster of that many does not fit at once (another process's
   // shared memory, a MIG slice): the most that do, or none.
@@ -841,8 +919,15 @@ bool LaunchWgShape(MmaWeights ws, int64_t n, const float* x, uint16_t* image, cu
   }
   const int stages = stages_for(groups);
   const size_t bytes = L::Bytes(stages, kParts / groups);
-  const int cluster =
-      groups > 1 ? 1 : ClusterFits(kernel, L::kThreads, bytes, WgCluster(), false, fits_of[stages][0]);
+  // Parts side by side where a block walks them all.
+  const int conc = groups > 1 ? 1 : ConcurrentParts<WGS, NT>();
+  if (conc > 1) {
+    kernel = overlap ? ConcurrentKernel<WGS, NT, Split, kOverlap>(conc) : ConcurrentKernel<WGS, NT, Split, false>(conc);
+    cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, most);
+  }
+  const int cluster = groups > 1 ? 1
+                                 : ClusterFits(kernel, L::kThreads, bytes, WgCluster(), false,
+                                               fits[overlap][conc == 4 ? 2 : conc == 2 ? 1 : 0][stages][0]);
   // Row blocks past the last weight's (to fill the last cluster) copy x's
   // slices and write nothing.
   const int64_t row_blocks = (ws.first[ws.count] + cluster - 1) / cluster * cluster;
