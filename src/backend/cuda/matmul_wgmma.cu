@@ -318,9 +318,10 @@ struct WgMaps {
   CUtensorMap m[kMaxWeights];
 };
 
-// C: the parts a block walks side by side (1, 2 or 4; 1 with part groups): the k-th steps of C consecutive parts one after the other, each
-// part's MMAs into its own sums, so that a row's copies are C x 128
-// contiguous bytes at a time rather than 128 bytes 1 KB apart.
+// C: the parts a block walks side by side (1, 2 or 4; 1 with part groups):
+// the k-th steps of C consecutive parts one after the other, each part's
+// MMAs into its own sums, so that a row's copies are C x 128 contiguous
+// bytes at a time rather than 128 bytes 1 KB apart.
 template <int WGS, int NT, bool Split, bool Overlap, int C>
 __global__ void __launch_bounds__(WgLayout<WGS, NT, Split>::kThreads, 1)
     WgmmaGemmKernel(MmaWeights ws, const __grid_constant__ WgMaps maps, const uint16_t* image, int64_t n, int cluster,
@@ -486,38 +487,38 @@ __global__ void __launch_bounds__(WgLayout<WGS, NT, Split>::kThreads, 1)
         }
       }
     } else {
-    // Part by part (steps p, p + 8, ... as Walk deals them), two steps a turn
-    // so that each names its A buffer at compile time; each part's MMAs are
-    // waited for before the total takes them (v = p0, v += p1, ...).
-    for (int part = first; part < last; ++part) {
-      const int len = per + (part < longer ? 1 : 0);
-      for (int k = 0; k < len; k += 2) {
-        step(std::integral_constant<int, 0>{}, acc);
-        if (k + 1 < len) step(std::integral_constant<int, 1>{}, acc);
-      }
-      if constexpr (Overlap) {
-        WgWait<0>();
-        release(held, held >= 0);
-        held = -1;
-      }
-      // The sums are read only after the wait above: an empty volatile asm
-      // naming each register keeps the compiler from reading them earlier.
-#pragma unroll
-      for (int e = 0; e < L::kAcc; ++e) asm volatile("" : "+f"(acc[e])::"memory");
-      // The last part's sums go into the ring once both warpgroups have read
-      // their last stage (the producer's copies all landed before that).
-      if (groups > 1 && part == last - 1) asm volatile("bar.sync 1, %0;\n" ::"n"(L::kConsumers) : "memory");
-      const uint32_t own = groups > 1 ? part_sums(part - first, mine) : 0;
-#pragma unroll
-      for (int e = 0; e < L::kAcc; ++e) {
-        if (groups == 1) {
-          tot[e] = part == 0 ? acc[e] : tot[e] + acc[e];
-        } else {  // consecutive threads' sums side by side
-          asm volatile("st.shared.f32 [%0], %1;\n" ::"r"(own + 4 * (e * L::kConsumers + tid)), "f"(acc[e]) : "memory");
+      // Part by part (steps p, p + 8, ... as Walk deals them), two steps a turn
+      // so that each names its A buffer at compile time; each part's MMAs are
+      // waited for before the total takes them (v = p0, v += p1, ...).
+      for (int part = first; part < last; ++part) {
+        const int len = per + (part < longer ? 1 : 0);
+        for (int k = 0; k < len; k += 2) {
+          step(std::integral_constant<int, 0>{}, acc);
+          if (k + 1 < len) step(std::integral_constant<int, 1>{}, acc);
         }
-        acc[e] = 0.0f;
+        if constexpr (Overlap) {
+          WgWait<0>();
+          release(held, held >= 0);
+          held = -1;
+        }
+        // The sums are read only after the wait above: an empty volatile asm
+        // naming each register keeps the compiler from reading them earlier.
+#pragma unroll
+        for (int e = 0; e < L::kAcc; ++e) asm volatile("" : "+f"(acc[e])::"memory");
+        // The last part's sums go into the ring once both warpgroups have read
+        // their last stage (the producer's copies all landed before that).
+        if (groups > 1 && part == last - 1) asm volatile("bar.sync 1, %0;\n" ::"n"(L::kConsumers) : "memory");
+        const uint32_t own = groups > 1 ? part_sums(part - first, mine) : 0;
+#pragma unroll
+        for (int e = 0; e < L::kAcc; ++e) {
+          if (groups == 1) {
+            tot[e] = part == 0 ? acc[e] : tot[e] + acc[e];
+          } else {  // consecutive threads' sums side by side
+            asm volatile("st.shared.f32 [%0], %1;\n" ::"r"(own + 4 * (e * L::kConsumers + tid)), "f"(acc[e]) : "memory");
+          }
+          acc[e] = 0.0f;
+        }
       }
-    }
     }
     // d[4 j + e]: row g (e < 2) or g + 8, token 8 j + 2c + (e & 1).
     if (groups == 1) {
