@@ -8,7 +8,7 @@
 #   VARIANTS="LLMHOST_CUDA_MMA_WIDE=off" BATCHES="16:16 32:16 128:128" bench/gpu/batch_ab.sh
 # A batch is SEQUENCES:PROMPT_TOKENS; PHASES=decode1,decode-batch adds batch 1.
 # A variant of several settings joins them with commas (A=1,B=2).
-# NCU_PROMPT: the profiled batch's prompt tokens (16).
+# NCU_PROMPT: the profiled batch's prompt tokens (16); NCU_LINES: lines of ncu's summary shown (40).
 # BACKEND_ENV runs the backend tests a second time under that setting; NCU_MORE:
 # more ncu arguments (--section InstructionStats);
 # PRECISIONS (default auto) is model_bench's list, a figure each;

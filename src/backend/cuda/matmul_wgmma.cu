@@ -395,9 +395,7 @@ __global__ void __launch_bounds__(WgLayout<WGS, NT, Split>::kThreads, 1)
   } else {  // the consumers
     const int g = lane >> 2, c = lane & 3;
     const int ra = 16 * warp + g;  // the lane's first row in the block
-    float acc[L::kAcc], tot[L::kAcc];
-#pragma unroll
-    for (int e = 0; e < L::kAcc; ++e) acc[e] = 0.0f;
+    float tot[L::kAcc];
     int st = 0, round = 0;
     int held = -1;  // the stage whose MMAs may still run (Overlap)
     // Lane 0 of each warp releases a stage: to every block of an x-multicast
@@ -487,6 +485,9 @@ __global__ void __launch_bounds__(WgLayout<WGS, NT, Split>::kThreads, 1)
         }
       }
     } else {
+      float acc[L::kAcc];
+#pragma unroll
+      for (int e = 0; e < L::kAcc; ++e) acc[e] = 0.0f;
       // Part by part (steps p, p + 8, ... as Walk deals them), two steps a turn
       // so that each names its A buffer at compile time; each part's MMAs are
       // waited for before the total takes them (v = p0, v += p1, ...).
@@ -848,6 +849,9 @@ bool WeightMap(const DevWeight& w, int box_rows, CUtensorMap* out) {
   return true;
 }
 
+// log2 of 1, 2, 4 or 8: a count's index into the launch's cached answers.
+constexpr int Log2(int v) { return v >= 8 ? 3 : v >= 4 ? 2 : v >= 2 ? 1 : 0; }
+
 // Parts a block walks side by side (LLMHOST_CUDA_WGMMA_CONCURRENT=1|2|4), at
 // most what a tile's registers hold without spills or serialized MMAs (64
 // rows: 2 at 128 tokens, 4 at 32-64; 128 rows: half that; none below 32
@@ -913,8 +917,7 @@ bool LaunchWgShape(MmaWeights ws, int64_t n, const float* x, uint16_t* image, cu
   int groups = 1;
   for (int g = WgGroups(WgPartsRule(), ws.first[ws.count] * tiles, sums_fit); g > 1 && groups == 1; g /= 2) {
     const int st = stages_for(g);
-    const int log2 = g == 2 ? 1 : g == 4 ? 2 : 3;
-    if (sums_fit(g) && ClusterFits(kernel, L::kThreads, L::Bytes(st, kParts / g), g, true, fits_of[st][log2]) == g) {
+    if (sums_fit(g) && ClusterFits(kernel, L::kThreads, L::Bytes(st, kParts / g), g, true, fits_of[st][Log2(g)]) == g) {
       groups = g;
     }
   }
@@ -928,7 +931,7 @@ bool LaunchWgShape(MmaWeights ws, int64_t n, const float* x, uint16_t* image, cu
   }
   const int cluster = groups > 1 ? 1
                                  : ClusterFits(kernel, L::kThreads, bytes, WgCluster(), false,
-                                               fits[overlap][conc == 4 ? 2 : conc == 2 ? 1 : 0][stages][0]);
+                                               fits[overlap][Log2(conc)][stages][0]);
   // Row blocks past the last weight's (to fill the last cluster) copy x's
   // slices and write nothing.
   const int64_t row_blocks = (ws.first[ws.count] + cluster - 1) / cluster * cluster;
