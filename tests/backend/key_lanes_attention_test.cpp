@@ -3,7 +3,8 @@
 // warp-per-key kernel: generated rows and f32-path prompt rows stay within
 // the f32 path's bound, a row's bits do not depend on its batch (other
 // sequences beside it, its place, prompt chunks; a row of one chunk finished
-// by the chunk kernel or by the merge), and contexts that span one and
+// by the chunk kernel or by the merge; the merge a warp a head or a block a
+// head; K read directly or staged through shared memory), and contexts that span one and
 // several chunks, windows, soft-capping, GQA groups 1-8 and every K/V
 // type are covered. Skipped where there is no GPU.
 #include <gtest/gtest.h>
@@ -33,6 +34,8 @@ class KeyLanesAttentionTest : public GpuAttentionTest {
     setenv("LLMHOST_CUDA_PROMPT_ATTENTION", "off", 1);
   }
   void TearDown() override {
+    unsetenv("LLMHOST_CUDA_MERGE");
+    unsetenv("LLMHOST_CUDA_KEY_LANES_STAGE_K");
     unsetenv("LLMHOST_CUDA_PROMPT_ATTENTION");
     unsetenv("LLMHOST_CUDA_DECODE_ATTENTION");
   }
@@ -86,6 +89,21 @@ TEST_F(KeyLanesAttentionTest, RowsAreBatchInvariantAndMatchTheReference) {
       EXPECT_EQ(0, std::memcmp(lanes.data(), got.data(), got.size() * 4)) << "one-chunk rows done " << one;
       EXPECT_EQ(0, std::memcmp(warps.data(), warp_rows.data(), got.size() * 4)) << "warps, one-chunk rows done " << one;
     }
+    // K staged through shared memory (LLMHOST_CUDA_KEY_LANES_STAGE_K=on;
+    // 16-bit K and groups of up to 4 heads, else the direct path): the same bits.
+    setenv("LLMHOST_CUDA_KEY_LANES_STAGE_K", "on", 1);
+    const std::vector<float> staged = Run(mixed, 0);
+    unsetenv("LLMHOST_CUDA_KEY_LANES_STAGE_K");
+    EXPECT_EQ(0, std::memcmp(staged.data(), got.data(), got.size() * 4)) << "K staged";
+    // The chunks merged a block a head (LLMHOST_CUDA_MERGE=block): the same bits.
+    setenv("LLMHOST_CUDA_MERGE", "block", 1);
+    KeyLanes(false);
+    const std::vector<float> warps_block_merge = Run(mixed, 0);
+    KeyLanes(true);
+    const std::vector<float> lanes_block_merge = Run(mixed, 0);
+    unsetenv("LLMHOST_CUDA_MERGE");
+    EXPECT_EQ(0, std::memcmp(lanes_block_merge.data(), got.data(), got.size() * 4)) << "merged a block a head";
+    EXPECT_EQ(0, std::memcmp(warps_block_merge.data(), warp_rows.data(), got.size() * 4)) << "warps, merged a block a head";
     // Each decode alone, and all three together, give the same bits as in the mixed batch.
     const std::vector<float> together = Run(decodes, 0);
     for (int i = 0; i < 3; ++i) {
@@ -98,6 +116,33 @@ TEST_F(KeyLanesAttentionTest, RowsAreBatchInvariantAndMatchTheReference) {
     const std::vector<float> c1 = Run({{0, 15, 235}}, 0), c2 = Run({{0, n - 15, 260}}, 0);
     EXPECT_EQ(0, std::memcmp(c1.data(), got.data(), c1.size() * 4)) << "first prompt chunk";
     EXPECT_EQ(0, std::memcmp(c2.data(), Rows(got, 15, n - 15).data(), c2.size() * 4)) << "second prompt chunk";
+  }
+}
+
+// More chunks than a warp has lanes (5,000 keys: 40 chunks), where a lane
+// reads several chunks' m and l: the warp-a-head merge gives the block-a-head
+// merge's bits (and K staged the direct reads') and stays within the
+// reference's bound.
+TEST_F(KeyLanesAttentionTest, ManyChunksMergeAlikeEitherWay) {
+  std::mt19937 rng(35);
+  for (const Shape& s : {Shape{8, 2, 64, 0, 0.0f, DType::kBF16}, Shape{4, 4, 128, 4500, 0.0f, DType::kF16}}) {
+    devs_.clear();
+    caches_.clear();
+    tables_.clear();
+    q_.clear();
+    SCOPED_TRACE("d " + std::to_string(s.head_dim) + " window " + std::to_string(s.window));
+    Build(s, {5000, 40}, rng);
+    const std::vector<Part> decodes = {{0, 1, 5000, 4999}, {1, 1, 40, 39}};
+    const std::vector<float> warp_merge = Run(decodes, 0), ref = Run(decodes, 1);
+    setenv("LLMHOST_CUDA_MERGE", "block", 1);
+    const std::vector<float> block_merge = Run(decodes, 0);
+    unsetenv("LLMHOST_CUDA_MERGE");
+    setenv("LLMHOST_CUDA_KEY_LANES_STAGE_K", "on", 1);
+    const std::vector<float> staged = Run(decodes, 0);
+    unsetenv("LLMHOST_CUDA_KEY_LANES_STAGE_K");
+    EXPECT_EQ(0, std::memcmp(warp_merge.data(), staged.data(), warp_merge.size() * 4)) << "K staged";
+    EXPECT_LE(WorstRowError(warp_merge, ref, s.head_dim), 1e-4) << "against the reference";
+    EXPECT_EQ(0, std::memcmp(warp_merge.data(), block_merge.data(), warp_merge.size() * 4));
   }
 }
 

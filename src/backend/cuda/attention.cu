@@ -159,9 +159,93 @@ __global__ void MergeKernel(const float* part, const AttentionSeq* seqs, int64_t
   }
 }
 
-// Launches MergeKernel for rows [r0, r0 + rows).
+// MergeKernel's sums, a warp a head: grid (rows, heads / kMergeHeads
+// rounded up), kMergeHeads warps; dynamic shared memory: 2 floats a chunk a
+// warp. A lane reads chunks' m and l side by side and sums its columns
+// (lane + 32 j) side by side, so a head waits on two global reads where
+// MergeKernel's block waits on one a phase (its launch was latency-bound:
+// 15 us a layer at 128 rows on an H100). The values and their order are
+// MergeKernel's: the same bits.
+constexpr int kMergeHeads = 8;
+template <int kCols>
+__global__ void __launch_bounds__(kMergeHeads * 32)
+    WarpMergeKernel(const float* part, const AttentionSeq* seqs, int64_t n_seqs, AttentionParams p, int64_t row0,
+                    int64_t n_chunks, float* out, bool generated_only, bool one_chunk_done) {
+  WaitForPriorGrid();
+  extern __shared__ float merge_smem[];
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  const int64_t row = row0 + blockIdx.x, h = static_cast<int64_t>(blockIdx.y) * kMergeHeads + warp;
+  if (h >= p.n_heads) return;  // warp-uniform, as every return below: only __syncwarp follows
+  AttentionSeq seq;
+  if (!FindSeq(seqs, n_seqs, row, &seq)) return;
+  int64_t lo, pos;
+  KeyRange(seq, row, p.window, &lo, &pos);
+  if (generated_only && pos < seq.generated_from) return;
+  const int d = static_cast<int>(p.head_dim);
+  const int64_t c_lo = lo / kAttentionChunk, nc = pos / kAttentionChunk - c_lo + 1;
+  if (nc == 1 && one_chunk_done) return;
+  const float* base = part + ((blockIdx.x * p.n_heads + h) * n_chunks + c_lo) * (d + 2);
+  float* wgt = merge_smem + warp * 2 * n_chunks;  // [nc]: m_c, then exp(m_c - M)
+  float* lsum = wgt + n_chunks;                   // [nc]: l_c
+  float mx = -INFINITY;
+  for (int64_t i = lane; i < nc; i += 32) {
+    const float m = base[i * (d + 2)];
+    wgt[i] = m;
+    lsum[i] = base[i * (d + 2) + 1];
+    mx = fmaxf(mx, m);
+  }
+  for (int o = 16; o > 0; o >>= 1) mx = fmaxf(mx, __shfl_xor_sync(0xFFFFFFFFu, mx, o));
+  __syncwarp();
+  for (int64_t i = lane; i < nc; i += 32) wgt[i] = expf(wgt[i] - mx);
+  __syncwarp();
+  float l = 0.0f;
+  for (int64_t i = 0; i < nc; ++i) l = fmaf(wgt[i], lsum[i], l);
+  const float inv = __fdiv_rn(1.0f, l);
+  float o[kCols] = {};
+#pragma unroll 4
+  for (int64_t i = 0; i < nc; ++i) {
+    const float w = wgt[i];
+    const float* src = base + i * (d + 2) + 2;
+#pragma unroll
+    for (int j = 0; j < kCols; ++j) {
+      if (lane + 32 * j < d) o[j] = fmaf(w, src[lane + 32 * j], o[j]);
+    }
+  }
+#pragma unroll
+  for (int j = 0; j < kCols; ++j) {
+    if (lane + 32 * j < d) out[row * p.out_stride + h * d + lane + 32 * j] = __fmul_rn(o[j], inv);
+  }
+}
+
+// LLMHOST_CUDA_MERGE=block: MergeKernel, a block a head (the same bits).
+bool WarpMergeEnabled() {
+  const char* v = std::getenv("LLMHOST_CUDA_MERGE");
+  return v == nullptr || std::strcmp(v, "block") != 0;
+}
+
+// Launches the merge for rows [r0, r0 + rows): a warp a head where its
+// weights fit 48 KB of shared memory (up to 768 chunks: 96K keys), else a
+// block a head.
 void LaunchMerge(const float* scratch, const AttentionSeq* seqs, int64_t n_seqs, const AttentionParams& p, int64_t r0,
                  int64_t rows, int64_t n_chunks, float* out, bool generated_only, bool one_chunk_done, cudaStream_t s) {
+  const size_t warp_smem = static_cast<size_t>(kMergeHeads * 2 * n_chunks) * sizeof(float);
+  if (WarpMergeEnabled() && warp_smem <= 48 * 1024) {
+    const dim3 grid(static_cast<unsigned>(rows), static_cast<unsigned>((p.n_heads + kMergeHeads - 1) / kMergeHeads));
+    auto launch = [&]<int kCols>() {
+      LaunchPdl(WarpMergeKernel<kCols>, grid, kMergeHeads * 32, warp_smem, s, scratch, seqs, n_seqs, p, r0, n_chunks,
+                out, generated_only, one_chunk_done);
+    };
+    if (p.head_dim <= 64) {
+      launch.template operator()<2>();
+    } else if (p.head_dim <= 128) {
+      launch.template operator()<4>();
+    } else if (p.head_dim <= 256) {
+      launch.template operator()<8>();
+    } else {
+      launch.template operator()<kMaxAttentionHeadDim / 32>();
+    }
+    return;
+  }
   const size_t smem = static_cast<size_t>(2 * n_chunks) * sizeof(float);
   if (smem > 48 * 1024) {
     cudaFuncSetAttribute(MergeKernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem));

@@ -10,6 +10,18 @@ constexpr int kThreads = 128;  // one key of the chunk a thread
 static_assert(kAttentionChunk == kThreads, "a thread per key of a chunk");
 constexpr int kHeadTile = 4;   // query heads summed at once (registers: 4 dots, 4 x 8 outputs)
 
+// Eight 16-bit elements (one 16-byte word) as f32.
+template <Elem E>
+__device__ __forceinline__ void Unpack8(uint4 w, float (&v)[8]) {
+  const uint32_t words[4] = {w.x, w.y, w.z, w.w};
+#pragma unroll
+  for (int j = 0; j < 4; ++j) {
+    const uint16_t lo = static_cast<uint16_t>(words[j]), hi = static_cast<uint16_t>(words[j] >> 16);
+    v[2 * j] = E == Elem::kBF16 ? Bf16ToF32(lo) : F16ToF32(lo);
+    v[2 * j + 1] = E == Elem::kBF16 ? Bf16ToF32(hi) : F16ToF32(hi);
+  }
+}
+
 // Elements [i, i + 8) of a K/V cache as f32 (i a multiple of 8: 8-byte
 // aligned for FP8, 16 for 16-bit types, 32 for f32).
 template <Elem E>
@@ -23,14 +35,66 @@ __device__ __forceinline__ void Load8(const void* base, int64_t i, float (&v)[8]
 #pragma unroll
     for (int j = 0; j < 8; ++j) v[j] = Fp8E4M3ToF32(((j < 4 ? w.x : w.y) >> (8 * (j & 3))) & 0xFFu);
   } else {
-    const uint4 w = *reinterpret_cast<const uint4*>(static_cast<const uint16_t*>(base) + i);
-    const uint32_t words[4] = {w.x, w.y, w.z, w.w};
+    Unpack8<E>(*reinterpret_cast<const uint4*>(static_cast<const uint16_t*>(base) + i), v);
+  }
+}
+
+// Scores with the chunk's K staged through shared memory (16-bit K, a
+// group of at most kHeadTile heads; LLMHOST_CUDA_KEY_LANES_STAGE_K=on): K
+// comes in pieces of 32 columns, 4 threads reading a key's 64 bytes (where
+// a thread reading its own key's row makes a warp's read touch 32 rows),
+// into `stage` (2 buffers of 128 keys x 64 bytes, the 16-byte slots of key r
+// swizzled by (r >> 1) & 3 so that 8 threads reading 8 keys' slot s hit 8
+// bank groups); a piece loads while the one before is summed. Each thread
+// then sums its key's columns in order, as the direct path: the same bits.
+// Every thread of the block calls it (it synchronizes).
+constexpr int kPieceCols = 32;
+template <Elem E, int D>
+__device__ __forceinline__ void StagedScores(const void* k_cache, const int64_t* slot, const float* qs, int group,
+                                             int k_lo, int k_hi, uint4* stage, float (&dot)[kHeadTile]) {
+  static_assert(E == Elem::kBF16 || E == Elem::kF16, "16-bit K");
+  constexpr int kPieces = D / kPieceCols, kSlots = kPieceCols / 8, kBuf = kAttentionChunk * kSlots;
+  const int t = threadIdx.x;
+  const bool mine = t >= k_lo && t <= k_hi;
+  auto load = [&](int piece) {
+    uint4* buf = stage + (piece & 1) * kBuf;
 #pragma unroll
-    for (int j = 0; j < 4; ++j) {
-      const uint16_t lo = static_cast<uint16_t>(words[j]), hi = static_cast<uint16_t>(words[j] >> 16);
-      v[2 * j] = E == Elem::kBF16 ? Bf16ToF32(lo) : F16ToF32(lo);
-      v[2 * j + 1] = E == Elem::kBF16 ? Bf16ToF32(hi) : F16ToF32(hi);
+    for (int i = 0; i < kSlots; ++i) {
+      const int idx = t + kThreads * i, r = idx / kSlots, sl = idx % kSlots;
+      const bool valid = r >= k_lo && r <= k_hi;
+      const uint16_t* src = static_cast<const uint16_t*>(k_cache) + (valid ? slot[r] + piece * kPieceCols + sl * 8 : 0);
+      CopyAsync16(buf + r * kSlots + (sl ^ ((r >> 1) & (kSlots - 1))), src, valid);
     }
+    CopyAsyncCommit();
+  };
+  load(0);
+#pragma unroll 1
+  for (int piece = 0; piece < kPieces; ++piece) {
+    if (piece + 1 < kPieces) {
+      load(piece + 1);
+      CopyAsyncWait<1>();
+    } else {
+      CopyAsyncWait<0>();
+    }
+    __syncthreads();
+    if (mine) {
+      const uint4* buf = stage + (piece & 1) * kBuf;
+#pragma unroll
+      for (int sl = 0; sl < kSlots; ++sl) {
+        float kv[8];
+        Unpack8<E>(buf[t * kSlots + (sl ^ ((t >> 1) & (kSlots - 1)))], kv);
+        const int c = piece * kPieceCols + sl * 8;
+#pragma unroll
+        for (int gi = 0; gi < kHeadTile; ++gi) {
+          if (gi < group) {
+            const float* qg = qs + gi * D + c;
+#pragma unroll
+            for (int j = 0; j < 8; ++j) dot[gi] = fmaf(qg[j], kv[j], dot[gi]);
+          }
+        }
+      }
+    }
+    __syncthreads();  // the buffer is refilled two pieces on
   }
 }
 
@@ -39,7 +103,7 @@ __device__ __forceinline__ void Load8(const void* base, int64_t i, float (&v)[8]
 // floats, then the chunk's 128 slots. Sums run in fixed orders that depend
 // on absolute key positions and D alone: a row's partials never depend on
 // its batch.
-template <Elem E, int D>
+template <Elem E, int D, bool kStageK>
 __global__ void __launch_bounds__(kThreads) KeyLanesKernel(const float* q, const void* k_cache, const void* v_cache,
                                                            const AttentionSeq* seqs, int64_t n_seqs, AttentionParams p,
                                                            int64_t row0, int64_t n_chunks, float* part, float* final,
@@ -74,7 +138,21 @@ __global__ void __launch_bounds__(kThreads) KeyLanesKernel(const float* q, const
   __syncthreads();
 
   // Scores: this thread's key against each head, columns in order.
-  if (mine) {
+  if (kStageK && group <= kHeadTile) {
+    if constexpr (kStageK) {
+      float dot[kHeadTile] = {0.0f, 0.0f, 0.0f, 0.0f};
+      StagedScores<E, D>(k_cache, slot, qs, group, k_lo, k_hi, reinterpret_cast<uint4*>(red), dot);
+      if (mine) {
+#pragma unroll
+        for (int gi = 0; gi < kHeadTile; ++gi) {
+          if (gi >= group) break;
+          float s = __fmul_rn(dot[gi], p.scale);
+          if (p.softcap > 0) s = __fmul_rn(p.softcap, tanhf(__fdiv_rn(s, p.softcap)));
+          sc[gi * kAttentionChunk + t] = s;
+        }
+      }
+    }
+  } else if (mine) {
     const int64_t ks = slot[t];
     for (int g0 = 0; g0 < group; g0 += kHeadTile) {
       float dot[kHeadTile] = {0.0f, 0.0f, 0.0f, 0.0f};
@@ -148,6 +226,13 @@ __global__ void __launch_bounds__(kThreads) KeyLanesKernel(const float* q, const
   }
 }
 
+// LLMHOST_CUDA_KEY_LANES_STAGE_K=on: 16-bit K staged through shared memory
+// (StagedScores; the same bits).
+bool StageKeys() {
+  const char* v = std::getenv("LLMHOST_CUDA_KEY_LANES_STAGE_K");
+  return v != nullptr && std::strcmp(v, "on") == 0;
+}
+
 size_t SharedBytes(const AttentionParams& p) {
   const int64_t d = p.head_dim, group = p.n_heads / p.n_kv_heads, lanes = kThreads / (d / 8);
   return static_cast<size_t>(group * d + group * kAttentionChunk + lanes * kHeadTile * d) * sizeof(float) +
@@ -175,11 +260,15 @@ void LaunchKeyLanesChunks(const float* q, const void* k_cache, const void* v_cac
   const size_t smem = SharedBytes(p);
   ForElem(ElemOf(p.kv_dtype), [&]<Elem E>() {
     auto launch = [&]<int D>() {
-      if (smem > 48 * 1024) {
-        cudaFuncSetAttribute(KeyLanesKernel<E, D>, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem));
+      auto kernel = KeyLanesKernel<E, D, false>;
+      if constexpr (E == Elem::kBF16 || E == Elem::kF16) {
+        if (StageKeys()) kernel = KeyLanesKernel<E, D, true>;
       }
-      LaunchPdl(KeyLanesKernel<E, D>, grid, kThreads, smem, s, q, k_cache, v_cache, seqs, n_seqs, p, row0, n_chunks,
-                part, final, generated_only);
+      if (smem > 48 * 1024) {
+        cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem));
+      }
+      LaunchPdl(kernel, grid, kThreads, smem, s, q, k_cache, v_cache, seqs, n_seqs, p, row0, n_chunks, part, final,
+                generated_only);
     };
     if (p.head_dim == 64) {
       launch.template operator()<64>();
