@@ -4,7 +4,8 @@
 // the f32 path's bound, a row's bits do not depend on its batch (other
 // sequences beside it, its place, prompt chunks; a row of one chunk finished
 // by the chunk kernel or by the merge; the merge a warp a head or a block a
-// head; K read directly or staged through shared memory), and contexts that span one and
+// head; K read directly or staged through shared memory; kernels built for
+// 7, 8 or 9 blocks an SM), and contexts that span one and
 // several chunks, windows, soft-capping, GQA groups 1-8 and every K/V
 // type are covered. Skipped where there is no GPU.
 #include <gtest/gtest.h>
@@ -36,6 +37,7 @@ class KeyLanesAttentionTest : public GpuAttentionTest {
   void TearDown() override {
     unsetenv("LLMHOST_CUDA_MERGE");
     unsetenv("LLMHOST_CUDA_KEY_LANES_STAGE_K");
+    unsetenv("LLMHOST_CUDA_KEY_LANES_BLOCKS");
     unsetenv("LLMHOST_CUDA_PROMPT_ATTENTION");
     unsetenv("LLMHOST_CUDA_DECODE_ATTENTION");
   }
@@ -91,10 +93,19 @@ TEST_F(KeyLanesAttentionTest, RowsAreBatchInvariantAndMatchTheReference) {
     }
     // K staged through shared memory (LLMHOST_CUDA_KEY_LANES_STAGE_K=on;
     // 16-bit K and groups of up to 4 heads, else the direct path): the same bits.
-    setenv("LLMHOST_CUDA_KEY_LANES_STAGE_K", "on", 1);
-    const std::vector<float> staged = Run(mixed, 0);
-    unsetenv("LLMHOST_CUDA_KEY_LANES_STAGE_K");
-    EXPECT_EQ(0, std::memcmp(staged.data(), got.data(), got.size() * 4)) << "K staged";
+    // And the kernels built for 8 or 9 blocks an SM (LLMHOST_CUDA_KEY_LANES_BLOCKS).
+    for (const char* blocks : {"", "8", "9"}) {
+      for (const char* stage : {"off", "on"}) {
+        if (*blocks == 0 && std::strcmp(stage, "off") == 0) continue;  // `got`
+        SCOPED_TRACE(std::string("blocks '") + blocks + "' K staged " + stage);
+        setenv("LLMHOST_CUDA_KEY_LANES_STAGE_K", stage, 1);
+        if (*blocks != 0) setenv("LLMHOST_CUDA_KEY_LANES_BLOCKS", blocks, 1);
+        const std::vector<float> variant = Run(mixed, 0);
+        unsetenv("LLMHOST_CUDA_KEY_LANES_STAGE_K");
+        unsetenv("LLMHOST_CUDA_KEY_LANES_BLOCKS");
+        EXPECT_EQ(0, std::memcmp(variant.data(), got.data(), got.size() * 4));
+      }
+    }
     // The chunks merged a block a head (LLMHOST_CUDA_MERGE=block): the same bits.
     setenv("LLMHOST_CUDA_MERGE", "block", 1);
     KeyLanes(false);

@@ -1,3 +1,5 @@
+#include <algorithm>
+
 #include "backend/cuda/attention.cuh"
 #include "backend/cuda/attention_keys.cuh"
 #include "backend/cuda/attention_rows.cuh"
@@ -98,13 +100,20 @@ __device__ __forceinline__ void StagedScores(const void* k_cache, const int64_t*
   }
 }
 
+// A row of the key lanes' outputs in shared memory: column c = 8 cg + j at
+// 9 cg + j, and rows padded so that the lanes of a warp (1, 2 or 4 key
+// lanes of 32, 16 or 8 column groups) storing the same j hit 32 banks.
+template <int D>
+constexpr int kRedRow = D / 8 * 9 + (D >= 256 ? 0 : D / 32);
+__device__ __forceinline__ int RedColumn(int c) { return c / 8 * 9 + c % 8; }
+
 // grid (chunks, n_kv_heads, rows), kThreads threads; dynamic shared memory:
-// q [group][D], scores [group][128], the key lanes' outputs [KL][kHeadTile][D]
-// floats, then the chunk's 128 slots. Sums run in fixed orders that depend
+// q [group][D], scores [group][128], the key lanes' outputs
+// [KL][kHeadTile][kRedRow] floats, then the chunk's 128 slots. Sums run in fixed orders that depend
 // on absolute key positions and D alone: a row's partials never depend on
 // its batch.
-template <Elem E, int D, bool kStageK>
-__global__ void __launch_bounds__(kThreads) KeyLanesKernel(const float* q, const void* k_cache, const void* v_cache,
+template <Elem E, int D, bool kStageK, int kMinBlocks>
+__global__ void __launch_bounds__(kThreads, kMinBlocks) KeyLanesKernel(const float* q, const void* k_cache, const void* v_cache,
                                                            const AttentionSeq* seqs, int64_t n_seqs, AttentionParams p,
                                                            int64_t row0, int64_t n_chunks, float* part, float* final,
                                                            bool generated_only) {
@@ -122,8 +131,8 @@ __global__ void __launch_bounds__(kThreads) KeyLanesKernel(const float* q, const
   const int64_t kv_dim = p.n_kv_heads * D;
   float* qs = smem;                                 // [group][D]
   float* sc = qs + group * D;                       // [group][128]
-  float* red = sc + group * kAttentionChunk;        // [kKeyLanes][kHeadTile][D]
-  int64_t* slot = reinterpret_cast<int64_t*>(red + kKeyLanes * kHeadTile * D);  // [128]
+  float* red = sc + group * kAttentionChunk;        // [kKeyLanes][kHeadTile][kRedRow]
+  int64_t* slot = reinterpret_cast<int64_t*>(red + kKeyLanes * kHeadTile * kRedRow<D>);  // [128]
   const int t = threadIdx.x;
 
   for (int i = t; i < group * D; i += kThreads) {
@@ -207,14 +216,14 @@ __global__ void __launch_bounds__(kThreads) KeyLanesKernel(const float* q, const
 #pragma unroll
     for (int gi = 0; gi < kHeadTile; ++gi) {
 #pragma unroll
-      for (int j = 0; j < 8; ++j) red[(kl * kHeadTile + gi) * D + cg * 8 + j] = acc[gi][j];
+      for (int j = 0; j < 8; ++j) red[(kl * kHeadTile + gi) * kRedRow<D> + cg * 9 + j] = acc[gi][j];
     }
     __syncthreads();
     for (int i = t; i < kHeadTile * D; i += kThreads) {
       const int gi = i / D, c = i % D, g = g0 + gi;
       if (g >= group) continue;
-      float a = red[gi * D + c];
-      for (int l = 1; l < kKeyLanes; ++l) a += red[(l * kHeadTile + gi) * D + c];
+      float a = red[gi * kRedRow<D> + RedColumn(c)];
+      for (int l = 1; l < kKeyLanes; ++l) a += red[(l * kHeadTile + gi) * kRedRow<D> + RedColumn(c)];
       if (final != nullptr) {  // the row's one chunk: the merge's arithmetic for it (exp(0) = 1), as ChunkKernel
         const float inv = __fdiv_rn(1.0f, fmaf(1.0f, out[g * n_chunks * (D + 2) + 1], 0.0f));
         final[row * p.out_stride + (kv_head * group + g) * D + c] = __fmul_rn(fmaf(1.0f, a, 0.0f), inv);
@@ -233,9 +242,19 @@ bool StageKeys() {
   return v != nullptr && std::strcmp(v, "on") == 0;
 }
 
+// LLMHOST_CUDA_KEY_LANES_BLOCKS=8|9: 16-bit K/V's kernel built for that
+// many blocks an SM (registers capped at 64 or 56); by default ptxas's own
+// count (70: 7 blocks). 0: no minimum (a minimum of 1 lets ptxas take 108).
+int MinBlocks() {
+  const char* v = std::getenv("LLMHOST_CUDA_KEY_LANES_BLOCKS");
+  const int n = v == nullptr ? 0 : std::atoi(v);
+  return n >= 9 ? 9 : n >= 8 ? 8 : 0;
+}
+
 size_t SharedBytes(const AttentionParams& p) {
   const int64_t d = p.head_dim, group = p.n_heads / p.n_kv_heads, lanes = kThreads / (d / 8);
-  return static_cast<size_t>(group * d + group * kAttentionChunk + lanes * kHeadTile * d) * sizeof(float) +
+  const int64_t red_row = d / 8 * 9 + (d >= 256 ? 0 : d / 32);  // kRedRow<d>
+  return static_cast<size_t>(group * d + group * kAttentionChunk + lanes * kHeadTile * red_row) * sizeof(float) +
          kAttentionChunk * sizeof(int64_t);
 }
 
@@ -260,13 +279,24 @@ void LaunchKeyLanesChunks(const float* q, const void* k_cache, const void* v_cac
   const size_t smem = SharedBytes(p);
   ForElem(ElemOf(p.kv_dtype), [&]<Elem E>() {
     auto launch = [&]<int D>() {
-      auto kernel = KeyLanesKernel<E, D, false>;
+      auto kernel = KeyLanesKernel<E, D, false, 0>;
+      int blocks = 7;  // shared memory asked for: what 7 blocks take (as many as 70 registers allow)
       if constexpr (E == Elem::kBF16 || E == Elem::kF16) {
-        if (StageKeys()) kernel = KeyLanesKernel<E, D, true>;
+        const bool stage = StageKeys();
+        switch (MinBlocks()) {
+          case 9: kernel = stage ? KeyLanesKernel<E, D, true, 9> : KeyLanesKernel<E, D, false, 9>, blocks = 9; break;
+          case 8: kernel = stage ? KeyLanesKernel<E, D, true, 8> : KeyLanesKernel<E, D, false, 8>; break;
+          default: if (stage) kernel = KeyLanesKernel<E, D, true, 0>;
+        }
       }
       if (smem > 48 * 1024) {
         cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem));
       }
+      // Shared memory for `blocks` of these blocks, the rest of the SM's
+      // 256 KB staying L1.
+      const size_t per_sm = 228 * 1024, want = static_cast<size_t>(blocks) * (smem + 1024);
+      cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout,
+                           static_cast<int>(std::min<size_t>(100, (want * 100 + per_sm - 1) / per_sm)));
       LaunchPdl(kernel, grid, kThreads, smem, s, q, k_cache, v_cache, seqs, n_seqs, p, row0, n_chunks, part, final,
                 generated_only);
     };
