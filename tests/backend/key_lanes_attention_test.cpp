@@ -4,7 +4,7 @@
 // the f32 path's bound, a row's bits do not depend on its batch (other
 // sequences beside it, its place, prompt chunks; a row of one chunk finished
 // by the chunk kernel or by the merge; the merge a warp a head or a block a
-// head; K read directly or staged through shared memory; kernels built for
+// head; K staged through shared memory or read directly; kernels built for
 // 7, 8 or 9 blocks an SM), and contexts that span one and
 // several chunks, windows, soft-capping, GQA groups 1-8 and every K/V
 // type are covered. Skipped where there is no GPU.
@@ -91,14 +91,15 @@ TEST_F(KeyLanesAttentionTest, RowsAreBatchInvariantAndMatchTheReference) {
       EXPECT_EQ(0, std::memcmp(lanes.data(), got.data(), got.size() * 4)) << "one-chunk rows done " << one;
       EXPECT_EQ(0, std::memcmp(warps.data(), warp_rows.data(), got.size() * 4)) << "warps, one-chunk rows done " << one;
     }
-    // K staged through shared memory (LLMHOST_CUDA_KEY_LANES_STAGE_K=on;
-    // 16-bit K and groups of up to 4 heads, else the direct path): the same bits.
-    // And the kernels built for 8 or 9 blocks an SM (LLMHOST_CUDA_KEY_LANES_BLOCKS).
-    for (const char* blocks : {"", "8", "9"}) {
-      for (const char* stage : {"off", "on"}) {
-        if (*blocks == 0 && std::strcmp(stage, "off") == 0) continue;  // `got`
-        SCOPED_TRACE(std::string("blocks '") + blocks + "' K staged " + stage);
-        setenv("LLMHOST_CUDA_KEY_LANES_STAGE_K", stage, 1);
+    // K read directly (LLMHOST_CUDA_KEY_LANES_STAGE_K=off; staged through
+    // shared memory by default for 16-bit K and groups of up to 4 heads),
+    // kernels built for 7 (0: ptxas's count) or 9 blocks an SM
+    // (LLMHOST_CUDA_KEY_LANES_BLOCKS; 8 by default): the same bits.
+    for (const char* blocks : {"", "0", "9"}) {
+      for (const char* stage : {"", "off"}) {
+        if (*blocks == 0 && *stage == 0) continue;  // `got`
+        SCOPED_TRACE(std::string("blocks '") + blocks + "' K staged '" + stage + "'");
+        if (*stage != 0) setenv("LLMHOST_CUDA_KEY_LANES_STAGE_K", stage, 1);
         if (*blocks != 0) setenv("LLMHOST_CUDA_KEY_LANES_BLOCKS", blocks, 1);
         const std::vector<float> variant = Run(mixed, 0);
         unsetenv("LLMHOST_CUDA_KEY_LANES_STAGE_K");
@@ -132,7 +133,7 @@ TEST_F(KeyLanesAttentionTest, RowsAreBatchInvariantAndMatchTheReference) {
 
 // More chunks than a warp has lanes (5,000 keys: 40 chunks), where a lane
 // reads several chunks' m and l: the warp-a-head merge gives the block-a-head
-// merge's bits (and K staged the direct reads') and stays within the
+// merge's bits (and K read directly the staged K's) and stays within the
 // reference's bound.
 TEST_F(KeyLanesAttentionTest, ManyChunksMergeAlikeEitherWay) {
   std::mt19937 rng(35);
@@ -148,10 +149,10 @@ TEST_F(KeyLanesAttentionTest, ManyChunksMergeAlikeEitherWay) {
     setenv("LLMHOST_CUDA_MERGE", "block", 1);
     const std::vector<float> block_merge = Run(decodes, 0);
     unsetenv("LLMHOST_CUDA_MERGE");
-    setenv("LLMHOST_CUDA_KEY_LANES_STAGE_K", "on", 1);
-    const std::vector<float> staged = Run(decodes, 0);
+    setenv("LLMHOST_CUDA_KEY_LANES_STAGE_K", "off", 1);
+    const std::vector<float> direct = Run(decodes, 0);
     unsetenv("LLMHOST_CUDA_KEY_LANES_STAGE_K");
-    EXPECT_EQ(0, std::memcmp(warp_merge.data(), staged.data(), warp_merge.size() * 4)) << "K staged";
+    EXPECT_EQ(0, std::memcmp(warp_merge.data(), direct.data(), warp_merge.size() * 4)) << "K read directly";
     EXPECT_LE(WorstRowError(warp_merge, ref, s.head_dim), 1e-4) << "against the reference";
     EXPECT_EQ(0, std::memcmp(warp_merge.data(), block_merge.data(), warp_merge.size() * 4));
   }

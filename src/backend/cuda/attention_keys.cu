@@ -42,7 +42,7 @@ __device__ __forceinline__ void Load8(const void* base, int64_t i, float (&v)[8]
 }
 
 // Scores with the chunk's K staged through shared memory (16-bit K, a
-// group of at most kHeadTile heads; LLMHOST_CUDA_KEY_LANES_STAGE_K=on): K
+// group of at most kHeadTile heads; the default): K
 // comes in pieces of 32 columns, 4 threads reading a key's 64 bytes (where
 // a thread reading its own key's row makes a warp's read touch 32 rows),
 // into `stage` (2 buffers of 128 keys x 64 bytes, the 16-byte slots of key r
@@ -235,19 +235,23 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) KeyLanesKernel(const flo
   }
 }
 
-// LLMHOST_CUDA_KEY_LANES_STAGE_K=on: 16-bit K staged through shared memory
-// (StagedScores; the same bits).
+// 16-bit K staged through shared memory (StagedScores; the same bits), by
+// default: with 8 blocks an SM, 128 sequences' chunks after 512-token
+// prompts took 128 us a layer against 149 read directly (H100);
+// LLMHOST_CUDA_KEY_LANES_STAGE_K=off reads each key's row directly.
 bool StageKeys() {
   const char* v = std::getenv("LLMHOST_CUDA_KEY_LANES_STAGE_K");
-  return v != nullptr && std::strcmp(v, "on") == 0;
+  return v == nullptr || std::strcmp(v, "off") != 0;
 }
 
-// LLMHOST_CUDA_KEY_LANES_BLOCKS=8|9: 16-bit K/V's kernel built for that
-// many blocks an SM (registers capped at 64 or 56); by default ptxas's own
-// count (70: 7 blocks). 0: no minimum (a minimum of 1 lets ptxas take 108).
+// 16-bit K/V's kernel built for 8 blocks an SM (64 registers, 8 bytes
+// spilled) by default; LLMHOST_CUDA_KEY_LANES_BLOCKS=9 (56 registers, 32
+// spilled: slower) or 0 (ptxas's own count, 70 or 79: 7 or 6 blocks; a
+// minimum of 1 lets ptxas take 108).
 int MinBlocks() {
   const char* v = std::getenv("LLMHOST_CUDA_KEY_LANES_BLOCKS");
-  const int n = v == nullptr ? 0 : std::atoi(v);
+  if (v == nullptr) return 8;
+  const int n = std::atoi(v);
   return n >= 9 ? 9 : n >= 8 ? 8 : 0;
 }
 
@@ -285,7 +289,7 @@ void LaunchKeyLanesChunks(const float* q, const void* k_cache, const void* v_cac
         const bool stage = StageKeys();
         switch (MinBlocks()) {
           case 9: kernel = stage ? KeyLanesKernel<E, D, true, 9> : KeyLanesKernel<E, D, false, 9>, blocks = 9; break;
-          case 8: kernel = stage ? KeyLanesKernel<E, D, true, 8> : KeyLanesKernel<E, D, false, 8>; break;
+          case 8: kernel = stage ? KeyLanesKernel<E, D, true, 8> : KeyLanesKernel<E, D, false, 8>, blocks = 8; break;
           default: if (stage) kernel = KeyLanesKernel<E, D, true, 0>;
         }
       }
