@@ -4,8 +4,8 @@
 // the f32 path's bound, a row's bits do not depend on its batch (other
 // sequences beside it, its place, prompt chunks; a row of one chunk finished
 // by the chunk kernel or by the merge; the merge a warp a head or a block a
-// head; K staged through shared memory or read directly; kernels built for
-// 7, 8 or 9 blocks an SM), and contexts that span one and
+// head; K staged through shared memory or read directly, V staged or not;
+// kernels built for 7 or 8 blocks an SM), and contexts that span one and
 // several chunks, windows, soft-capping, GQA groups 1-8 and every K/V
 // type are covered. Skipped where there is no GPU.
 #include <gtest/gtest.h>
@@ -14,6 +14,7 @@
 #include <cstring>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "gpu_attention_fixture.h"
@@ -38,6 +39,7 @@ class KeyLanesAttentionTest : public GpuAttentionTest {
     unsetenv("LLMHOST_CUDA_MERGE");
     unsetenv("LLMHOST_CUDA_KEY_LANES_STAGE_K");
     unsetenv("LLMHOST_CUDA_KEY_LANES_BLOCKS");
+    unsetenv("LLMHOST_CUDA_KEY_LANES_STAGE_V");
     unsetenv("LLMHOST_CUDA_PROMPT_ATTENTION");
     unsetenv("LLMHOST_CUDA_DECODE_ATTENTION");
   }
@@ -92,20 +94,25 @@ TEST_F(KeyLanesAttentionTest, RowsAreBatchInvariantAndMatchTheReference) {
       EXPECT_EQ(0, std::memcmp(warps.data(), warp_rows.data(), got.size() * 4)) << "warps, one-chunk rows done " << one;
     }
     // K read directly (LLMHOST_CUDA_KEY_LANES_STAGE_K=off; staged through
-    // shared memory by default for 16-bit K and groups of up to 4 heads),
-    // kernels built for 7 (0: ptxas's count) or 9 blocks an SM
-    // (LLMHOST_CUDA_KEY_LANES_BLOCKS; 8 by default): the same bits.
-    for (const char* blocks : {"", "0", "9"}) {
-      for (const char* stage : {"", "off"}) {
-        if (*blocks == 0 && *stage == 0) continue;  // `got`
-        SCOPED_TRACE(std::string("blocks '") + blocks + "' K staged '" + stage + "'");
-        if (*stage != 0) setenv("LLMHOST_CUDA_KEY_LANES_STAGE_K", stage, 1);
-        if (*blocks != 0) setenv("LLMHOST_CUDA_KEY_LANES_BLOCKS", blocks, 1);
-        const std::vector<float> variant = Run(mixed, 0);
-        unsetenv("LLMHOST_CUDA_KEY_LANES_STAGE_K");
-        unsetenv("LLMHOST_CUDA_KEY_LANES_BLOCKS");
-        EXPECT_EQ(0, std::memcmp(variant.data(), got.data(), got.size() * 4));
+    // shared memory by default for 16-bit K and groups of up to 4 heads), V
+    // staged too (LLMHOST_CUDA_KEY_LANES_STAGE_V=on), the kernel built for
+    // ptxas's count of blocks an SM (LLMHOST_CUDA_KEY_LANES_BLOCKS=0; 8 by
+    // default): the same bits.
+    struct Variant {
+      const char *blocks, *stage_k, *stage_v;  // "": the default
+    };
+    for (const Variant& v : {Variant{"0", "", ""}, Variant{"", "off", ""}, Variant{"0", "off", ""},
+                             Variant{"", "", "on"}, Variant{"0", "", "on"}}) {
+      SCOPED_TRACE(std::string("blocks '") + v.blocks + "' K staged '" + v.stage_k + "' V staged '" + v.stage_v + "'");
+      const std::pair<const char*, const char*> vars[] = {{"LLMHOST_CUDA_KEY_LANES_BLOCKS", v.blocks},
+                                                          {"LLMHOST_CUDA_KEY_LANES_STAGE_K", v.stage_k},
+                                                          {"LLMHOST_CUDA_KEY_LANES_STAGE_V", v.stage_v}};
+      for (const auto& [name, value] : vars) {
+        if (*value != 0) setenv(name, value, 1);
       }
+      const std::vector<float> variant = Run(mixed, 0);
+      for (const auto& [name, value] : vars) unsetenv(name);
+      EXPECT_EQ(0, std::memcmp(variant.data(), got.data(), got.size() * 4));
     }
     // The chunks merged a block a head (LLMHOST_CUDA_MERGE=block): the same bits.
     setenv("LLMHOST_CUDA_MERGE", "block", 1);
@@ -133,7 +140,7 @@ TEST_F(KeyLanesAttentionTest, RowsAreBatchInvariantAndMatchTheReference) {
 
 // More chunks than a warp has lanes (5,000 keys: 40 chunks), where a lane
 // reads several chunks' m and l: the warp-a-head merge gives the block-a-head
-// merge's bits (and K read directly the staged K's) and stays within the
+// merge's bits (K read directly and V staged the defaults') and stays within the
 // reference's bound.
 TEST_F(KeyLanesAttentionTest, ManyChunksMergeAlikeEitherWay) {
   std::mt19937 rng(35);
@@ -153,6 +160,10 @@ TEST_F(KeyLanesAttentionTest, ManyChunksMergeAlikeEitherWay) {
     const std::vector<float> direct = Run(decodes, 0);
     unsetenv("LLMHOST_CUDA_KEY_LANES_STAGE_K");
     EXPECT_EQ(0, std::memcmp(warp_merge.data(), direct.data(), warp_merge.size() * 4)) << "K read directly";
+    setenv("LLMHOST_CUDA_KEY_LANES_STAGE_V", "on", 1);
+    const std::vector<float> values_staged = Run(decodes, 0);
+    unsetenv("LLMHOST_CUDA_KEY_LANES_STAGE_V");
+    EXPECT_EQ(0, std::memcmp(warp_merge.data(), values_staged.data(), warp_merge.size() * 4)) << "V staged";
     EXPECT_LE(WorstRowError(warp_merge, ref, s.head_dim), 1e-4) << "against the reference";
     EXPECT_EQ(0, std::memcmp(warp_merge.data(), block_merge.data(), warp_merge.size() * 4));
   }

@@ -100,6 +100,65 @@ __device__ __forceinline__ void StagedScores(const void* k_cache, const int64_t*
   }
 }
 
+// The outputs' V rows staged through shared memory likewise (16-bit V, with
+// K staged; LLMHOST_CUDA_KEY_LANES_STAGE_V=on): pieces of 8 KB (kKeys keys'
+// rows, 16-byte copies side by side along a row), two in flight. The first
+// piece is issued before the softmax so that its copies overlap it. Thread
+// (kl, cg) then sums its keys k ≡ kl (mod kKeyLanes) in order, as the
+// direct path: the same bits.
+template <int D>
+struct ValuePieces {
+  static constexpr int kRowSlots = D / 8, kKeys = 8192 / (D * 2), kBuf = kKeys * kRowSlots;
+  static_assert(kBuf % kThreads == 0, "whole copies a thread");
+  static __device__ __forceinline__ void Issue(int piece, const void* v_cache, const int64_t* slot, int k_lo,
+                                               int k_hi, uint4* stage) {
+    uint4* buf = stage + (piece & 1) * kBuf;
+#pragma unroll
+    for (int i = 0; i < kBuf / kThreads; ++i) {
+      const int idx = threadIdx.x + kThreads * i, key = piece * kKeys + idx / kRowSlots;
+      const bool valid = key >= k_lo && key <= k_hi;
+      const uint16_t* src = static_cast<const uint16_t*>(v_cache) + (valid ? slot[key] + idx % kRowSlots * 8 : 0);
+      CopyAsync16(buf + idx, src, valid);
+    }
+    CopyAsyncCommit();
+  }
+};
+template <Elem E, int D>
+__device__ __forceinline__ void StagedValues(const void* v_cache, const int64_t* slot, const float* sc, int group,
+                                             int k_lo, int k_hi, uint4* stage, float (&acc)[kHeadTile][8]) {
+  using VP = ValuePieces<D>;
+  constexpr int kKeyLanes = kThreads / (D / 8);
+  const int cg = threadIdx.x % (D / 8), kl = threadIdx.x / (D / 8);
+  const int first = k_lo / VP::kKeys, last = k_hi / VP::kKeys;  // piece `first` is in flight already
+#pragma unroll 1
+  for (int piece = first; piece <= last; ++piece) {
+    if (piece < last) {
+      VP::Issue(piece + 1, v_cache, slot, k_lo, k_hi, stage);
+      CopyAsyncWait<1>();
+    } else {
+      CopyAsyncWait<0>();
+    }
+    __syncthreads();
+    const uint4* buf = stage + (piece & 1) * VP::kBuf;
+#pragma unroll
+    for (int r = kl; r < VP::kKeys; r += kKeyLanes) {
+      const int k = piece * VP::kKeys + r;
+      if (k < k_lo || k > k_hi) continue;
+      float v[8];
+      Unpack8<E>(buf[r * VP::kRowSlots + cg], v);
+#pragma unroll
+      for (int gi = 0; gi < kHeadTile; ++gi) {
+        if (gi < group) {
+          const float e = sc[gi * kAttentionChunk + k];
+#pragma unroll
+          for (int j = 0; j < 8; ++j) acc[gi][j] = fmaf(e, v[j], acc[gi][j]);
+        }
+      }
+    }
+    __syncthreads();  // the buffer is refilled two pieces on
+  }
+}
+
 // A row of the key lanes' outputs in shared memory: column c = 8 cg + j at
 // 9 cg + j, and rows padded so that the lanes of a warp (1, 2 or 4 key
 // lanes of 32, 16 or 8 column groups) storing the same j hit 32 banks.
@@ -112,7 +171,7 @@ __device__ __forceinline__ int RedColumn(int c) { return c / 8 * 9 + c % 8; }
 // [KL][kHeadTile][kRedRow] floats, then the chunk's 128 slots. Sums run in fixed orders that depend
 // on absolute key positions and D alone: a row's partials never depend on
 // its batch.
-template <Elem E, int D, bool kStageK, int kMinBlocks>
+template <Elem E, int D, int kStage, int kMinBlocks>
 __global__ void __launch_bounds__(kThreads, kMinBlocks) KeyLanesKernel(const float* q, const void* k_cache, const void* v_cache,
                                                            const AttentionSeq* seqs, int64_t n_seqs, AttentionParams p,
                                                            int64_t row0, int64_t n_chunks, float* part, float* final,
@@ -147,8 +206,10 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) KeyLanesKernel(const flo
   __syncthreads();
 
   // Scores: this thread's key against each head, columns in order.
-  if (kStageK && group <= kHeadTile) {
-    if constexpr (kStageK) {
+  // kStage: 0 K and V read directly, 1 K staged, 2 K and V staged.
+  const bool staged = kStage > 0 && group <= kHeadTile, values_staged = kStage == 2 && staged;
+  if (staged) {
+    if constexpr (kStage > 0) {
       float dot[kHeadTile] = {0.0f, 0.0f, 0.0f, 0.0f};
       StagedScores<E, D>(k_cache, slot, qs, group, k_lo, k_hi, reinterpret_cast<uint4*>(red), dot);
       if (mine) {
@@ -188,6 +249,9 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) KeyLanesKernel(const flo
     }
   }
   __syncthreads();
+  if constexpr (kStage == 2) {
+    if (values_staged) ValuePieces<D>::Issue(k_lo / ValuePieces<D>::kKeys, v_cache, slot, k_lo, k_hi, reinterpret_cast<uint4*>(red));
+  }
 
   // Per head: the chunk's max, then exp(score - max) in place and their sum.
   float* out = part + ((blockIdx.z * p.n_heads + kv_head * group) * n_chunks + chunk) * (D + 2);
@@ -200,8 +264,11 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) KeyLanesKernel(const flo
   const int k_first = k_lo + ((kl - k_lo % kKeyLanes) + kKeyLanes) % kKeyLanes;
   for (int g0 = 0; g0 < group; g0 += kHeadTile) {
     float acc[kHeadTile][8] = {};
+    if constexpr (kStage == 2) {
+      if (values_staged) StagedValues<E, D>(v_cache, slot, sc, group, k_lo, k_hi, reinterpret_cast<uint4*>(red), acc);
+    }
 #pragma unroll 4
-    for (int k = k_first; k <= k_hi; k += kKeyLanes) {
+    for (int k = k_first; k <= k_hi && !values_staged; k += kKeyLanes) {
       float v[8];
       Load8<E>(v_cache, slot[k] + cg * 8, v);
 #pragma unroll
@@ -244,15 +311,20 @@ bool StageKeys() {
   return v == nullptr || std::strcmp(v, "off") != 0;
 }
 
+// LLMHOST_CUDA_KEY_LANES_STAGE_V=on: 16-bit V staged too (StagedValues;
+// the same bits), where K is.
+bool StageValues() {
+  const char* v = std::getenv("LLMHOST_CUDA_KEY_LANES_STAGE_V");
+  return v != nullptr && std::strcmp(v, "on") == 0;
+}
+
 // 16-bit K/V's kernel built for 8 blocks an SM (64 registers, 8 bytes
-// spilled) by default; LLMHOST_CUDA_KEY_LANES_BLOCKS=9 (56 registers, 32
-// spilled: slower) or 0 (ptxas's own count, 70 or 79: 7 or 6 blocks; a
-// minimum of 1 lets ptxas take 108).
-int MinBlocks() {
+// spilled) by default; LLMHOST_CUDA_KEY_LANES_BLOCKS=0: ptxas's own count
+// (70 or 79: 7 or 6 blocks; a minimum of 1 lets ptxas take 108). 9 blocks
+// (56 registers, 32 bytes spilled) measured slower.
+bool EightBlocks() {
   const char* v = std::getenv("LLMHOST_CUDA_KEY_LANES_BLOCKS");
-  if (v == nullptr) return 8;
-  const int n = std::atoi(v);
-  return n >= 9 ? 9 : n >= 8 ? 8 : 0;
+  return v == nullptr || std::atoi(v) >= 8;
 }
 
 size_t SharedBytes(const AttentionParams& p) {
@@ -283,14 +355,15 @@ void LaunchKeyLanesChunks(const float* q, const void* k_cache, const void* v_cac
   const size_t smem = SharedBytes(p);
   ForElem(ElemOf(p.kv_dtype), [&]<Elem E>() {
     auto launch = [&]<int D>() {
-      auto kernel = KeyLanesKernel<E, D, false, 0>;
+      auto kernel = KeyLanesKernel<E, D, 0, 0>;
       int blocks = 7;  // shared memory asked for: what 7 blocks take (as many as 70 registers allow)
       if constexpr (E == Elem::kBF16 || E == Elem::kF16) {
-        const bool stage = StageKeys();
-        switch (MinBlocks()) {
-          case 9: kernel = stage ? KeyLanesKernel<E, D, true, 9> : KeyLanesKernel<E, D, false, 9>, blocks = 9; break;
-          case 8: kernel = stage ? KeyLanesKernel<E, D, true, 8> : KeyLanesKernel<E, D, false, 8>, blocks = 8; break;
-          default: if (stage) kernel = KeyLanesKernel<E, D, true, 0>;
+        const int stage = StageKeys() ? (StageValues() ? 2 : 1) : 0;
+        if (EightBlocks()) {
+          kernel = stage == 2 ? KeyLanesKernel<E, D, 2, 8> : stage == 1 ? KeyLanesKernel<E, D, 1, 8> : KeyLanesKernel<E, D, 0, 8>;
+          blocks = 8;
+        } else {
+          kernel = stage == 2 ? KeyLanesKernel<E, D, 2, 0> : stage == 1 ? KeyLanesKernel<E, D, 1, 0> : kernel;
         }
       }
       if (smem > 48 * 1024) {
