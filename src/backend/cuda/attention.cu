@@ -2,6 +2,7 @@
 #include "backend/cuda/attention_keys.cuh"
 #include "backend/cuda/attention_rows.cuh"
 #include "backend/cuda/common.cuh"
+#include "backend/cuda/env_switch.h"
 
 namespace llmhost::cuda {
 namespace {
@@ -105,6 +106,22 @@ __global__ void ChunkKernel(const float* q, const void* k_cache, const void* v_c
   }
 }
 
+// The chunks [c_lo, c_lo + nc) a merge of `row` sums; false where the row
+// needs none: not in the batch, a prompt row when generated_only, or keys in
+// one chunk that the chunk kernel finished (one_chunk_done, OneChunk).
+__device__ __forceinline__ bool MergeChunks(const AttentionSeq* seqs, int64_t n_seqs, const AttentionParams& p,
+                                            int64_t row, bool generated_only, bool one_chunk_done, int64_t* c_lo,
+                                            int64_t* nc) {
+  AttentionSeq seq;
+  if (!FindSeq(seqs, n_seqs, row, &seq)) return false;
+  int64_t lo, pos;
+  KeyRange(seq, row, p.window, &lo, &pos);
+  if (generated_only && pos < seq.generated_from) return false;
+  *c_lo = lo / kAttentionChunk;
+  *nc = pos / kAttentionChunk - *c_lo + 1;
+  return !(*nc == 1 && one_chunk_done);
+}
+
 // Merges a (row, head)'s chunk partials in chunk order: o = Σ_c exp(m_c - M)
 // acc_c / Σ_c exp(m_c - M) l_c. grid (rows, n_heads); dynamic shared memory:
 // 2 floats a chunk. The block first reads every chunk's m and l at once and
@@ -119,14 +136,9 @@ __global__ void MergeKernel(const float* part, const AttentionSeq* seqs, int64_t
   __shared__ float warp_max[kWarps];
   __shared__ float inv_shared;
   const int64_t row = row0 + blockIdx.x, h = blockIdx.y;
-  AttentionSeq seq;
-  if (!FindSeq(seqs, n_seqs, row, &seq)) return;
-  int64_t lo, pos;
-  KeyRange(seq, row, p.window, &lo, &pos);
-  if (generated_only && pos < seq.generated_from) return;
+  int64_t c_lo, nc;
+  if (!MergeChunks(seqs, n_seqs, p, row, generated_only, one_chunk_done, &c_lo, &nc)) return;
   const int d = static_cast<int>(p.head_dim);
-  const int64_t c_lo = lo / kAttentionChunk, nc = pos / kAttentionChunk - c_lo + 1;
-  if (nc == 1 && one_chunk_done) return;  // the chunk kernel wrote the row (OneChunk)
   const float* base = part + ((blockIdx.x * p.n_heads + h) * n_chunks + c_lo) * (d + 2);
   float* wgt = merge_smem;       // [nc]: m_c, then exp(m_c - M)
   float* lsum = merge_smem + n_chunks;  // [nc]: l_c
@@ -175,15 +187,10 @@ __global__ void __launch_bounds__(kMergeHeads * 32)
   extern __shared__ float merge_smem[];
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const int64_t row = row0 + blockIdx.x, h = static_cast<int64_t>(blockIdx.y) * kMergeHeads + warp;
-  if (h >= p.n_heads) return;  // warp-uniform, as every return below: only __syncwarp follows
-  AttentionSeq seq;
-  if (!FindSeq(seqs, n_seqs, row, &seq)) return;
-  int64_t lo, pos;
-  KeyRange(seq, row, p.window, &lo, &pos);
-  if (generated_only && pos < seq.generated_from) return;
+  if (h >= p.n_heads) return;  // warp-uniform, as the return below: only __syncwarp follows
+  int64_t c_lo, nc;
+  if (!MergeChunks(seqs, n_seqs, p, row, generated_only, one_chunk_done, &c_lo, &nc)) return;
   const int d = static_cast<int>(p.head_dim);
-  const int64_t c_lo = lo / kAttentionChunk, nc = pos / kAttentionChunk - c_lo + 1;
-  if (nc == 1 && one_chunk_done) return;
   const float* base = part + ((blockIdx.x * p.n_heads + h) * n_chunks + c_lo) * (d + 2);
   float* wgt = merge_smem + warp * 2 * n_chunks;  // [nc]: m_c, then exp(m_c - M)
   float* lsum = wgt + n_chunks;                   // [nc]: l_c
@@ -259,8 +266,7 @@ void LaunchMerge(const float* scratch, const AttentionSeq* seqs, int64_t n_seqs,
 // several chunks). The same bits either way; on an H100, 32 sequences after
 // 16-token prompts 2,932 -> 2,950 tok/s, b1 167.0 -> 167.7.
 bool OneChunkRowsDone() {
-  const char* v = std::getenv("LLMHOST_CUDA_ONE_CHUNK");
-  return v == nullptr || std::strcmp(v, "off") != 0;
+  return EnvSwitch("LLMHOST_CUDA_ONE_CHUNK", true);
 }
 
 }  // namespace

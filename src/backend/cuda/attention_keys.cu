@@ -4,6 +4,7 @@
 #include "backend/cuda/attention_keys.cuh"
 #include "backend/cuda/attention_rows.cuh"
 #include "backend/cuda/common.cuh"
+#include "backend/cuda/env_switch.h"
 
 namespace llmhost::cuda {
 namespace {
@@ -307,8 +308,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) KeyLanesKernel(const flo
 // prompts took 128 us a layer against 149 read directly (H100);
 // LLMHOST_CUDA_KEY_LANES_STAGE_K=off reads each key's row directly.
 bool StageKeys() {
-  const char* v = std::getenv("LLMHOST_CUDA_KEY_LANES_STAGE_K");
-  return v == nullptr || std::strcmp(v, "off") != 0;
+  return EnvSwitch("LLMHOST_CUDA_KEY_LANES_STAGE_K", true);
 }
 
 // 16-bit V staged too (StagedValues; the same bits), where K is, by
@@ -316,8 +316,7 @@ bool StageKeys() {
 // layer against 132 (76% of DRAM, H100); LLMHOST_CUDA_KEY_LANES_STAGE_V=off
 // reads V directly.
 bool StageValues() {
-  const char* v = std::getenv("LLMHOST_CUDA_KEY_LANES_STAGE_V");
-  return v == nullptr || std::strcmp(v, "off") != 0;
+  return EnvSwitch("LLMHOST_CUDA_KEY_LANES_STAGE_V", true);
 }
 
 // 16-bit K/V's kernel built for 8 blocks an SM (64 registers, 8 bytes

@@ -13,6 +13,7 @@
 
 #include "backend/cuda/device_caps.h"
 #include "backend/cuda/elem.h"
+#include "backend/cuda/env_switch.h"
 
 namespace llmhost::cuda {
 
@@ -116,10 +117,7 @@ __device__ __forceinline__ void LaunchDependents() {
 }
 
 inline bool PdlEnabled() {
-  static const bool on = [] {
-    const char* v = std::getenv("LLMHOST_CUDA_PDL");
-    return v == nullptr || std::strcmp(v, "off") != 0;
-  }();
+  static const bool on = EnvSwitch("LLMHOST_CUDA_PDL", true);
   return on;
 }
 

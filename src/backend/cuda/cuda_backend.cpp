@@ -10,6 +10,7 @@
 #include "backend/cpu/matmul.h"
 #include "backend/cpu/quant_formats.h"
 #include "backend/device.h"
+#include "backend/cuda/env_switch.h"
 #include "backend/cuda/pick_rows.cuh"
 #include "backend/cuda/attention.cuh"
 #include "backend/cuda/device_caps.h"
@@ -712,8 +713,7 @@ namespace {
 // Batch invariance (a token's bits the same alone and in any batch) is kept
 // unless LLMHOST_CUDA_BATCH_INVARIANT=off; read at each call, as the other switches.
 bool BatchInvariant() {
-  const char* v = std::getenv("LLMHOST_CUDA_BATCH_INVARIANT");
-  return v == nullptr || std::strcmp(v, "off") != 0;
+  return cuda::EnvSwitch("LLMHOST_CUDA_BATCH_INVARIANT", true);
 }
 
 // The power of two cuBLASLt's plan is chosen for: n rows share a plan with
@@ -728,8 +728,7 @@ int64_t PlanRowsFor(int64_t n) {
 // unless LLMHOST_CUDA_STACK_TERMS=off: 512-token prefill of the Llama-3-8B
 // shape 13.7K -> 16.0K tok/s on an H100, the same bits.
 bool StackTerms() {
-  const char* v = std::getenv("LLMHOST_CUDA_STACK_TERMS");
-  return v == nullptr || std::strcmp(v, "off") != 0;
+  return cuda::EnvSwitch("LLMHOST_CUDA_STACK_TERMS", true);
 }
 
 // The products of 2n stacked rows, f32.
@@ -1043,8 +1042,7 @@ void CudaBackend::GatedActivation(Activation act, const float* gate, int64_t gat
 // LLMHOST_CUDA_FUSED_STEPS=off runs AddRmsNorm and RopeStoreKv as the ops
 // they stand for (the same bits, more launches): for speed comparisons.
 static bool FusedStepsEnabled() {
-  const char* v = std::getenv("LLMHOST_CUDA_FUSED_STEPS");
-  return v == nullptr || std::strcmp(v, "off") != 0;
+  return cuda::EnvSwitch("LLMHOST_CUDA_FUSED_STEPS", true);
 }
 
 void CudaBackend::AddRmsNorm(float* x, const float* t, int64_t rows, int64_t dim, const float* weight, float eps,
@@ -1204,8 +1202,7 @@ void CudaBackend::GatherRows(const float* src, int64_t cols, const int32_t* rows
 
 bool CudaBackend::PicksRows() const {
   // LLMHOST_CUDA_PICK_ROWS=off brings every row's logits back (A/B runs).
-  const char* v = std::getenv("LLMHOST_CUDA_PICK_ROWS");
-  return v == nullptr || std::strcmp(v, "off") != 0;
+  return cuda::EnvSwitch("LLMHOST_CUDA_PICK_ROWS", true);
 }
 
 void CudaBackend::PickRows(const float* x, int64_t rows, int64_t cols, const RowPick* picks, int32_t* out) {

@@ -1,4 +1,5 @@
 #include "backend/cuda/common.cuh"
+#include "backend/cuda/env_switch.h"
 #include "backend/cuda/load_streamed.cuh"
 #include "backend/cuda/matmul_mma.cuh"
 #include "backend/cuda/matmul_mma_mlx.cuh"
@@ -201,18 +202,15 @@ void LaunchShape(MmaWeights ws, int64_t n, const float* x, cudaStream_t s) {
 // MLX rows on the tensor cores unless LLMHOST_CUDA_MLX_MMA=off (read at each
 // choice, so a test or a speed comparison can turn it off without a rebuild).
 bool MmaPipelineEnabled() {
-  const char* v = std::getenv("LLMHOST_CUDA_MMA_PIPELINE");
-  return v != nullptr && std::strcmp(v, "on") == 0;
+  return EnvSwitch("LLMHOST_CUDA_MMA_PIPELINE", false);
 }
 
 bool EarlyWeightLoadsEnabled() {
-  const char* v = std::getenv("LLMHOST_CUDA_EARLY_WEIGHTS");
-  return v == nullptr || std::strcmp(v, "off") != 0;
+  return EnvSwitch("LLMHOST_CUDA_EARLY_WEIGHTS", true);
 }
 
 bool MlxMmaEnabled() {
-  const char* v = std::getenv("LLMHOST_CUDA_MLX_MMA");
-  return v == nullptr || std::strcmp(v, "off") != 0;
+  return EnvSwitch("LLMHOST_CUDA_MLX_MMA", true);
 }
 
 bool MmaRows(const DevWeight& w) {

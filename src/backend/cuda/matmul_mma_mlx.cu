@@ -1,4 +1,5 @@
 #include "backend/cuda/common.cuh"
+#include "backend/cuda/env_switch.h"
 #include "backend/cuda/matmul_mma.cuh"
 #include "backend/cuda/matmul_mma_mlx.cuh"
 #include "backend/cuda/mma_bf16.cuh"
@@ -397,8 +398,7 @@ bool Aligned(const void* p, uintptr_t bytes) { return (reinterpret_cast<uintptr_
 }  // namespace
 
 bool MlxPipelineEnabled() {
-  const char* v = std::getenv("LLMHOST_CUDA_MLX_PIPELINE");
-  return v != nullptr && std::strcmp(v, "on") == 0;
+  return EnvSwitch("LLMHOST_CUDA_MLX_PIPELINE", false);
 }
 
 bool MmaMlxRows(const DevWeight& w) {

@@ -21,6 +21,7 @@
 #include <cstring>
 
 #include "backend/cuda/common.cuh"
+#include "backend/cuda/env_switch.h"
 #include "backend/cuda/load_streamed.cuh"
 #include "backend/cuda/matmul_mma.cuh"
 #include "backend/cuda/mma_rows.cuh"
@@ -321,8 +322,7 @@ __global__ void __launch_bounds__(kTiles / RT * 32, RT == 1 ? 2 : 3)
 }
 
 bool WideEnabled() {
-  const char* v = std::getenv("LLMHOST_CUDA_MMA_WIDE");
-  return v == nullptr || std::strcmp(v, "off") != 0;
+  return EnvSwitch("LLMHOST_CUDA_MMA_WIDE", true);
 }
 
 // Launches of fewer blocks than this (LLMHOST_CUDA_WIDE_CLUSTER_BELOW, default
@@ -336,8 +336,7 @@ int64_t ClusterBelow() {
 // them in flight, no registers held; 3 steps with two row tiles a warp) unless LLMHOST_CUDA_WIDE_ASYNC=off (each warp's
 // next step in registers): 32 sequences +4-7% on an H100.
 bool AsyncWeights() {
-  const char* v = std::getenv("LLMHOST_CUDA_WIDE_ASYNC");
-  return v == nullptr || std::strcmp(v, "off") != 0;
+  return EnvSwitch("LLMHOST_CUDA_WIDE_ASYNC", true);
 }
 
 // Row tiles a warp for 32-token blocks: 2 (four warps a block, two 16-row

@@ -43,6 +43,7 @@
 
 #include "backend/cuda/common.cuh"
 #include "backend/cuda/device_caps.h"
+#include "backend/cuda/env_switch.h"
 #include "backend/cuda/matmul_mma.cuh"
 #include "backend/cuda/mma_rows.cuh"
 
@@ -564,8 +565,7 @@ namespace {
 
 // On by default (LLMHOST_CUDA_WGMMA=off: the wide kernel; read at each launch).
 bool WgmmaEnabled() {
-  const char* v = std::getenv("LLMHOST_CUDA_WGMMA");
-  return v == nullptr || std::strcmp(v, "off") != 0;
+  return EnvSwitch("LLMHOST_CUDA_WGMMA", true);
 }
 
 // The fewest tokens the GEMM takes (LLMHOST_CUDA_WGMMA_FROM, at least 1).
@@ -749,8 +749,7 @@ int WgCluster() {
 // A lone warpgroup's MMAs of a step run on while it loads the next step's
 // fragments (LLMHOST_CUDA_WGMMA_OVERLAP=off: it waits for them each step).
 bool WgOverlap() {
-  const char* v = std::getenv("LLMHOST_CUDA_WGMMA_OVERLAP");
-  return v == nullptr || std::strcmp(v, "off") != 0;
+  return EnvSwitch("LLMHOST_CUDA_WGMMA_OVERLAP", true);
 }
 
 // Stages of a block's ring (LLMHOST_CUDA_WGMMA_STAGES, 2-8, fewer where the

@@ -1,3 +1,4 @@
+#include "backend/cuda/env_switch.h"
 #include "backend/cuda/prompt_attention.cuh"
 
 #include <cuda_bf16.h>
@@ -343,8 +344,7 @@ void LaunchFor(const float* q, const void* k_cache, const void* v_cache, const A
 }  // namespace
 
 bool PromptAttentionEnabled() {
-  const char* v = std::getenv("LLMHOST_CUDA_PROMPT_ATTENTION");
-  return v == nullptr || std::strcmp(v, "off") != 0;
+  return EnvSwitch("LLMHOST_CUDA_PROMPT_ATTENTION", true);
 }
 
 bool PromptAttentionFits(const AttentionParams& p) {
