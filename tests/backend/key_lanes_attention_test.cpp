@@ -59,6 +59,8 @@ TEST_F(KeyLanesAttentionTest, RowsAreBatchInvariantAndMatchTheReference) {
       {16, 2, 256, 0, 30.0f, DType::kBF16}, // group 8, soft-capping
       {12, 4, 128, 0, 0.0f, DType::kF32},   // group 3, f32 K/V
       {10, 2, 64, 200, 0.0f, DType::kF32},  // group 5 (two head tiles), a window across chunks
+      {8, 2, 256, 0, 0.0f, DType::kBF16},   // group 4 at 256: K and V staged in 8 and 8 pieces
+      {8, 2, 128, 200, 0.0f, DType::kBF16}, // staged, a window: keys from inside a chunk
   };
   std::mt19937 rng(33);
   for (const Shape& s : shapes) {

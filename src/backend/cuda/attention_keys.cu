@@ -179,7 +179,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) KeyLanesKernel(const flo
                                                            bool generated_only) {
   constexpr int kColGroups = D / 8, kKeyLanes = kThreads / kColGroups;
   WaitForPriorGrid();
-  extern __shared__ float smem[];
+  extern __shared__ __align__(16) float smem[];  // 16-byte copies into red
   const int64_t chunk = blockIdx.x, kv_head = blockIdx.y, row = row0 + blockIdx.z;
   AttentionSeq seq;
   int64_t lo64, hi64;
@@ -358,10 +358,14 @@ void LaunchKeyLanesChunks(const float* q, const void* k_cache, const void* v_cac
     auto launch = [&]<int D>() {
       auto kernel = KeyLanesKernel<E, D, 0, 0>;
       int blocks = 7;  // shared memory asked for: what 7 blocks take (as many as 70 registers allow)
+      const size_t per_sm = MaxSharedPerSm() > 0 ? static_cast<size_t>(MaxSharedPerSm()) : 228 * 1024;
       if constexpr (E == Elem::kBF16 || E == Elem::kF16) {
-        const int stage = StageKeys() ? (StageValues() ? 2 : 1) : 0;
-        if (EightBlocks()) {
-          kernel = stage == 2 ? KeyLanesKernel<E, D, 2, 8> : stage == 1 ? KeyLanesKernel<E, D, 1, 8> : KeyLanesKernel<E, D, 0, 8>;
+        // Staging and its 8 blocks where a group fits one head tile (else
+        // nothing is staged) and 8 blocks' shared memory fits an SM.
+        const int group = static_cast<int>(p.n_heads / p.n_kv_heads);
+        const int stage = group > kHeadTile || !StageKeys() ? 0 : StageValues() ? 2 : 1;
+        if (EightBlocks() && stage > 0 && 8 * (smem + 1024) <= per_sm) {
+          kernel = stage == 2 ? KeyLanesKernel<E, D, 2, 8> : KeyLanesKernel<E, D, 1, 8>;
           blocks = 8;
         } else {
           kernel = stage == 2 ? KeyLanesKernel<E, D, 2, 0> : stage == 1 ? KeyLanesKernel<E, D, 1, 0> : kernel;
@@ -370,9 +374,9 @@ void LaunchKeyLanesChunks(const float* q, const void* k_cache, const void* v_cac
       if (smem > 48 * 1024) {
         cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem));
       }
-      // Shared memory for `blocks` of these blocks, the rest of the SM's
-      // 256 KB staying L1.
-      const size_t per_sm = 228 * 1024, want = static_cast<size_t>(blocks) * (smem + 1024);
+      // Shared memory for `blocks` of these blocks (a percentage of the SM's
+      // most), the rest staying L1.
+      const size_t want = static_cast<size_t>(blocks) * (smem + 1024);
       cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout,
                            static_cast<int>(std::min<size_t>(100, (want * 100 + per_sm - 1) / per_sm)));
       LaunchPdl(kernel, grid, kThreads, smem, s, q, k_cache, v_cache, seqs, n_seqs, p, row0, n_chunks, part, final,

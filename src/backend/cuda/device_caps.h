@@ -14,4 +14,8 @@ bool HopperOrNewer();
 // 0 where the driver does not say). Cached per device as HopperOrNewer.
 int MaxSharedPerBlock();
 
+// The shared memory an SM holds for all its blocks (bytes; 0 where the driver
+// does not say): what a carveout's percentage is taken of. Cached the same way.
+int MaxSharedPerSm();
+
 }  // namespace llmhost::cuda
