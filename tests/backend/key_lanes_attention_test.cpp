@@ -124,7 +124,8 @@ TEST_F(KeyLanesAttentionTest, RowsAreBatchInvariantAndMatchTheReference) {
     const std::vector<float> lanes_block_merge = Run(mixed, 0);
     unsetenv("LLMHOST_CUDA_MERGE");
     EXPECT_EQ(0, std::memcmp(lanes_block_merge.data(), got.data(), got.size() * 4)) << "merged a block a head";
-    EXPECT_EQ(0, std::memcmp(warps_block_merge.data(), warp_rows.data(), got.size() * 4)) << "warps, merged a block a head";
+    EXPECT_EQ(0, std::memcmp(warps_block_merge.data(), warp_rows.data(), got.size() * 4))
+        << "warps, merged a block a head";
     // Each decode alone, and all three together, give the same bits as in the mixed batch.
     const std::vector<float> together = Run(decodes, 0);
     for (int i = 0; i < 3; ++i) {

@@ -42,10 +42,10 @@ __device__ __forceinline__ void Load8(const void* base, int64_t i, float (&v)[8]
   }
 }
 
-// Scores with the chunk's K staged through shared memory (16-bit K, a
-// group of at most kHeadTile heads; the default): K
-// comes in pieces of 32 columns, 4 threads reading a key's 64 bytes (where
-// a thread reading its own key's row makes a warp's read touch 32 rows),
+// Scores with the chunk's K staged through shared memory (16-bit K, a group
+// of at most kHeadTile heads; the default): K comes in pieces of 32
+// columns, 4 threads reading a key's 64 bytes (where a thread reading its
+// own key's row makes a warp's read touch 32 rows),
 // into `stage` (2 buffers of 128 keys x 64 bytes, the 16-byte slots of key r
 // swizzled by (r >> 1) & 3 so that 8 threads reading 8 keys' slot s hit 8
 // bank groups); a piece loads while the one before is summed. Each thread
@@ -102,8 +102,8 @@ __device__ __forceinline__ void StagedScores(const void* k_cache, const int64_t*
 }
 
 // The outputs' V rows staged through shared memory likewise (16-bit V, with
-// K staged; the default): pieces of 8 KB (kKeys keys'
-// rows, 16-byte copies side by side along a row), two in flight. The first
+// K staged; the default): pieces of 8 KB (kKeys keys' rows, 16-byte copies
+// side by side along a row), two in flight. The first
 // piece is issued before the softmax so that its copies overlap it. Thread
 // (kl, cg) then sums its keys k ≡ kl (mod kKeyLanes) in order, as the
 // direct path: the same bits.
@@ -169,14 +169,13 @@ __device__ __forceinline__ int RedColumn(int c) { return c / 8 * 9 + c % 8; }
 
 // grid (chunks, n_kv_heads, rows), kThreads threads; dynamic shared memory:
 // q [group][D], scores [group][128], the key lanes' outputs
-// [KL][kHeadTile][kRedRow] floats, then the chunk's 128 slots. Sums run in fixed orders that depend
-// on absolute key positions and D alone: a row's partials never depend on
-// its batch.
+// [KL][kHeadTile][kRedRow] floats, then the chunk's 128 slots. Sums run in
+// fixed orders that depend on absolute key positions and D alone: a row's
+// partials never depend on its batch.
 template <Elem E, int D, int kStage, int kMinBlocks>
-__global__ void __launch_bounds__(kThreads, kMinBlocks) KeyLanesKernel(const float* q, const void* k_cache, const void* v_cache,
-                                                           const AttentionSeq* seqs, int64_t n_seqs, AttentionParams p,
-                                                           int64_t row0, int64_t n_chunks, float* part, float* final,
-                                                           bool generated_only) {
+__global__ void __launch_bounds__(kThreads, kMinBlocks)
+    KeyLanesKernel(const float* q, const void* k_cache, const void* v_cache, const AttentionSeq* seqs, int64_t n_seqs,
+                   AttentionParams p, int64_t row0, int64_t n_chunks, float* part, float* final, bool generated_only) {
   constexpr int kColGroups = D / 8, kKeyLanes = kThreads / kColGroups;
   WaitForPriorGrid();
   extern __shared__ __align__(16) float smem[];  // 16-byte copies into red
@@ -251,7 +250,9 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) KeyLanesKernel(const flo
   }
   __syncthreads();
   if constexpr (kStage == 2) {
-    if (values_staged) ValuePieces<D>::Issue(k_lo / ValuePieces<D>::kKeys, v_cache, slot, k_lo, k_hi, reinterpret_cast<uint4*>(red));
+    if (values_staged) {
+      ValuePieces<D>::Issue(k_lo / ValuePieces<D>::kKeys, v_cache, slot, k_lo, k_hi, reinterpret_cast<uint4*>(red));
+    }
   }
 
   // Per head: the chunk's max, then exp(score - max) in place and their sum.
