@@ -163,8 +163,9 @@ __device__ __forceinline__ void StagedValues(const void* v_cache, const int64_t*
 // A row of the key lanes' outputs in shared memory: column c = 8 cg + j at
 // 9 cg + j, and rows padded so that the lanes of a warp (1, 2 or 4 key
 // lanes of 32, 16 or 8 column groups) storing the same j hit 32 banks.
+constexpr int RedRow(int d) { return d / 8 * 9 + (d >= 256 ? 0 : d / 32); }
 template <int D>
-constexpr int kRedRow = D / 8 * 9 + (D >= 256 ? 0 : D / 32);
+constexpr int kRedRow = RedRow(D);
 __device__ __forceinline__ int RedColumn(int c) { return c / 8 * 9 + c % 8; }
 
 // grid (chunks, n_kv_heads, rows), kThreads threads; dynamic shared memory:
@@ -331,7 +332,7 @@ bool EightBlocks() {
 
 size_t SharedBytes(const AttentionParams& p) {
   const int64_t d = p.head_dim, group = p.n_heads / p.n_kv_heads, lanes = kThreads / (d / 8);
-  const int64_t red_row = d / 8 * 9 + (d >= 256 ? 0 : d / 32);  // kRedRow<d>
+  const int64_t red_row = RedRow(static_cast<int>(d));
   return static_cast<size_t>(group * d + group * kAttentionChunk + lanes * kHeadTile * red_row) * sizeof(float) +
          kAttentionChunk * sizeof(int64_t);
 }
