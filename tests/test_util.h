@@ -21,6 +21,19 @@ inline std::string SharedDir() {
   return IsDirectory(dir) ? dir : "";
 }
 
+// An environment switch set for a scope and unset however the scope ends, so
+// that a failed assertion leaves no switch behind for the tests after it.
+class EnvSwitch {
+ public:
+  EnvSwitch(const char* name, const char* value) : name_(name) { setenv(name, value, 1); }
+  ~EnvSwitch() { unsetenv(name_); }
+  EnvSwitch(const EnvSwitch&) = delete;
+  EnvSwitch& operator=(const EnvSwitch&) = delete;
+
+ private:
+  const char* name_;
+};
+
 // Fixtures copied into the project (tests/data), always present.
 inline std::string TestDataDir() { return std::string(LLMHOST_SOURCE_DIR) + "/tests/data"; }
 

@@ -47,7 +47,8 @@ class CudaWidenPromptTest : public testing::CudaMatMulTest {
     ASSERT_TRUE(dx.ok() && dy.ok());
     b_->CopyToDevice(*dx, 0, x.data(), x.size() * 4);
     const std::vector<float> all = Prompt(*dw, *dx, 0, kTokens, *dy);
-    // Each weight rounded to bf16 (2^-9 relative at most), x as two bf16 terms.
+    // Each weight and x rounded to bf16 (2^-9 relative at most each: a
+    // product within 2^-8 of its exact value), f32 sums.
     std::vector<float> wref(cols);
     for (int64_t r = 0; r < rows; r += std::max<int64_t>(1, rows / 29)) {
       quant::DequantizeRangeScalar(ow.w, r, 0, cols, wref.data());
@@ -57,7 +58,7 @@ class CudaWidenPromptTest : public testing::CudaMatMulTest {
           exact += static_cast<double>(wref[c]) * x[t * cols + c];
           mag += std::abs(static_cast<double>(wref[c]) * x[t * cols + c]);
         }
-        ASSERT_NEAR(all[t * rows + r], exact, mag / 400 + 1e-5) << "token " << t << " row " << r;
+        ASSERT_NEAR(all[t * rows + r], exact, mag / 200 + 1e-5) << "token " << t << " row " << r;
       }
     }
     // A prompt cut into chunks: each row the same bits.

@@ -16,9 +16,12 @@
 
 #include "backend/device.h"
 #include "quant_test_util.h"
+#include "test_util.h"
 
 namespace llmhost::device_test {
 namespace {
+
+using testing::EnvSwitch;
 
 TEST(Device, ParsesEverySpelling) {
   auto cpu = ParseDevice("cpu");
@@ -652,19 +655,6 @@ bool CublasLtLoadable() {
   return false;
 }
 
-// An environment switch set for a scope and unset however the scope ends, so
-// that a failed assertion leaves no switch behind for the tests after it.
-class EnvSwitch {
- public:
-  EnvSwitch(const char* name, const char* value) : name_(name) { setenv(name, value, 1); }
-  ~EnvSwitch() { unsetenv(name_); }
-  EnvSwitch(const EnvSwitch&) = delete;
-  EnvSwitch& operator=(const EnvSwitch&) = delete;
-
- private:
-  const char* name_;
-};
-
 // LLMHOST_CUDA_BATCH_INVARIANT=off sends generated rows of bf16 weights past
 // 8 tokens to cuBLASLt (x's two terms stacked as one GEMM at kAuto): sums
 // within the precision's rounding of the exact ones, in other bits than the
@@ -743,7 +733,7 @@ TEST_F(CudaTest, GeneratedRowsWithoutBatchInvarianceTakeCublasLt) {
   b_->Free(*dy2);
 }
 
-// Prompt rows' two bf16 terms (kAuto) go as one cuBLASLt GEMM of 2n rows,
+// Prompt rows' two bf16 terms (kAuto with LLMHOST_CUDA_PROMPT_SPLIT=on) go as one cuBLASLt GEMM of 2n rows,
 // the halves then added (unless LLMHOST_CUDA_STACK_TERMS=off): the same bits
 // as two GEMMs, the second onto the first, at every count of rows.
 TEST_F(CudaTest, StackedTermsGiveTheSameBitsAsTwoGemms) {
@@ -751,6 +741,7 @@ TEST_F(CudaTest, StackedTermsGiveTheSameBitsAsTwoGemms) {
   std::mt19937 rng(15);
   std::uniform_real_distribution<float> u(-1, 1);
   b_->set_precision(Precision::kAuto);
+  const EnvSwitch split("LLMHOST_CUDA_PROMPT_SPLIT", "on");
   for (const auto& shape : {std::pair<int64_t, int64_t>{1000, 768}, {4096, 512}}) {
     const int64_t rows = shape.first, cols = shape.second, n_max = 600;  // plain locals: lambdas capture them
     const RandomBf16 w(rows, cols, rng);

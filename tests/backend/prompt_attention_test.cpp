@@ -11,11 +11,13 @@
 #include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
 
 #include "gpu_attention_fixture.h"
+#include "test_util.h"
 
 namespace llmhost::prompt_attention_test {
 namespace {
@@ -32,6 +34,13 @@ class PromptAttentionTest : public GpuAttentionTest {
     setenv("LLMHOST_CUDA_PROMPT_ATTENTION", "on", 1);  // the default, whatever the environment says
   }
 };
+
+// A precision, and whether prompt rows split their 16-bit inputs in two terms.
+struct Setting {
+  Precision precision;
+  bool split;
+};
+constexpr Setting kSettings[] = {{Precision::kAuto, false}, {Precision::kAuto, true}, {Precision::kFastBf16, false}};
 
 TEST_F(PromptAttentionTest, RowsAreBatchInvariantAndClose) {
   const Shape shapes[] = {
@@ -51,9 +60,14 @@ TEST_F(PromptAttentionTest, RowsAreBatchInvariantAndClose) {
     const int64_t len = 300, n = 70;
     Build(s, {len, 77, 130}, rng);
     const int64_t w = s.heads * s.head_dim;
-    for (Precision p : {Precision::kAuto, Precision::kFastBf16}) {
+    // kAuto rounds q and the probabilities to one 16-bit term as kFastBf16
+    // does, or splits them into two with LLMHOST_CUDA_PROMPT_SPLIT=on.
+    for (const Setting& st : kSettings) {
+      const Precision p = st.precision;
       gpu_->set_precision(p);
-      SCOPED_TRACE(std::string(PrecisionName(p)) + " heads " + std::to_string(s.heads) + "/" +
+      std::optional<testing::EnvSwitch> split;
+      if (st.split) split.emplace("LLMHOST_CUDA_PROMPT_SPLIT", "on");
+      SCOPED_TRACE(std::string(PrecisionName(p)) + (st.split ? " split" : "") + " heads " + std::to_string(s.heads) + "/" +
                    std::to_string(s.kv_heads) + " d " + std::to_string(s.head_dim) + " kv " + DTypeName(s.kv));
       const std::vector<float> alone = Run({{0, n, len}}, 0);
       // Behind 5 rows of another prompt (other row tiles), beside a decode.
@@ -72,7 +86,7 @@ TEST_F(PromptAttentionTest, RowsAreBatchInvariantAndClose) {
       // Near the reference: prompt rows by the precision's rounding, the
       // generated row by the f32 path's.
       const std::vector<float> ref = Run(batch, 1);
-      const double tol = p == Precision::kAuto ? 1e-4 : 1.5e-2;
+      const double tol = st.split ? 1e-4 : 1.5e-2;
       EXPECT_LE(WorstRowError(Rows(mixed, 0, 5 + n), Rows(ref, 0, 5 + n), s.head_dim), tol) << "prompt rows";
       EXPECT_LE(WorstRowError(Rows(mixed, 5 + n, 1), Rows(ref, 5 + n, 1), s.head_dim), 1e-4) << "generated row";
       // The last 3 rows generated: the others keep their bits.

@@ -642,6 +642,17 @@ bool CudaBackend::PromptRowsOnTensorCores() const {
   return precision_ == Precision::kAuto || precision_ == Precision::kFastBf16;
 }
 
+// Prompt rows' activations (MatMuls and attention's q and probabilities) at
+// kAuto: rounded to bf16 once, as bf16 models run in their own framework, in
+// llama.cpp and on AMX CPUs; prompts are compute-bound, and a second term
+// doubles the tensor-core work. LLMHOST_CUDA_PROMPT_SPLIT=on keeps two
+// terms (hi + lo, ~16 bits of f32's mantissa). Generated rows keep two terms
+// at kAuto: they are bound by the weights' bytes, where the second costs
+// nothing measurable.
+bool CudaBackend::PromptRowsSplit() const {
+  return precision_ == Precision::kAuto && cuda::EnvSwitch("LLMHOST_CUDA_PROMPT_SPLIT", false);
+}
+
 // Generated rows of bf16 and MLX 4/8-bit weights at the precisions that round
 // prompt rows to 16 bits: the batch-invariant MMA kernels (matmul_mma.cuh),
 // chosen by the weight and the precision alone.
@@ -759,9 +770,8 @@ bool CudaBackend::LtMatMul(const cuda::DevWeight& d, const float* x, int64_t n, 
       (reinterpret_cast<uintptr_t>(y) & 15u) != 0) {
     return false;
   }
-  // At kAuto x is split into two bf16 terms (hi + lo, ~16 bits: closer to f32
-  // than one f16); kFastBf16 rounds it to bf16 once.
-  const bool split = precision_ == Precision::kAuto;
+  // x rounded to bf16 once, or split into two bf16 terms (PromptRowsSplit).
+  const bool split = PromptRowsSplit();
   // Stacked where the products' scratch fits (else two GEMMs, which need none).
   if (split && StackTerms() && StackedBytes(d, n) <= kMaxStackedBytes && 2 * n <= kMaxStackedRows &&
       Scratch(&stacked_y_, StackedBytes(d, n), "stacked products", /*required=*/false)) {
@@ -1011,7 +1021,7 @@ void CudaBackend::Attention(const float* q, const void* k_cache, const void* v_c
   // generated rows by the chunk kernel below (f32, split over the keys).
   const bool prompt_tc = PromptRowsOnTensorCores() && cuda::PromptAttentionEnabled() && cuda::PromptAttentionFits(p);
   if (prompt_tc) {
-    cuda::LaunchPromptAttention(q, k_cache, v_cache, seqs, n_seqs, p, precision_ == Precision::kAuto, out,
+    cuda::LaunchPromptAttention(q, k_cache, v_cache, seqs, n_seqs, p, PromptRowsSplit(), out,
                                 S(stream_));
     if (p.n_generated_rows <= 0) {
       CheckLaunch("Attention");

@@ -10,8 +10,9 @@
 // Numerics: f32 activations and f32 accumulation (no TF32), each op as the
 // CPU reference computes it, so that `--precision f32` holds the goldens.
 // At kAuto (`serve`'s default) and kFastBf16, prompt rows' MatMuls run on
-// the tensor cores with activations (scaled per row by a power of two) and
-// weights rounded to f16, f32 sums (cuda/matmul_tc.cuh), and generated rows
+// the tensor cores with f32 sums: cuBLASLt with x rounded to bf16 for bf16
+// weights and quantized ones widened to bf16, else x scaled per row by a
+// power of two and weights rounded to f16 (cuda/matmul_tc.cuh); generated rows
 // of bf16 and MLX 4/8-bit weights go to the batch-invariant MMA kernels
 // (cuda/matmul_mma.cuh); other generated rows, MoE experts and router logits
 // stay f32. Every op's reduction order is fixed per row, so a token's result
@@ -152,6 +153,7 @@ class CudaBackend : public Backend {
   void CheckLaunch(const char* op);  // a launch's error, if any, becomes sticky
   bool InBounds(const DeviceBuffer& buf, size_t offset, size_t bytes, const char* what);
   bool PromptRowsOnTensorCores() const;  // by precision_
+  bool PromptRowsSplit() const;          // prompt rows' x as two bf16 terms
   bool GeneratedRowsOnTensorCores(const cuda::DevWeight& d) const;
   // Rows of `kind` that multiply int8 activations with `d`'s codes
   // (cuda/matmul_int8.cuh): MLX 4-bit generated rows at kAuto, every MLX
