@@ -775,5 +775,78 @@ TEST_F(CudaTest, StackedTermsGiveTheSameBitsAsTwoGemms) {
   }
 }
 
+// Prompt rows of weights that share x (q/k/v, gate/up) in one MatMuls: x
+// rounded to bf16 once for the bf16 weights, each y with the bits of its own
+// MatMul, at either precision that rounds prompt rows and with the split
+// terms; an f16 weight among them sends every one down its own path.
+TEST_F(CudaTest, PromptRowsSharingXGiveEachMatMulsBits) {
+  std::mt19937 rng(16);
+  std::uniform_real_distribution<float> u(-1, 1);
+  const int64_t cols = 512, n = 70, row_counts[] = {256, 64, 64};
+  std::vector<RandomBf16> ws;
+  ws.reserve(std::size(row_counts));  // each host matrix points into its own bits
+  std::vector<DeviceBuffer> dys;
+  std::vector<WeightMatrix> dws;
+  for (int64_t rows : row_counts) {
+    ws.emplace_back(rows, cols, rng);
+    auto dw = b_->PrepareWeight(ws.back().host);
+    auto dy = b_->Allocate(n * rows * 4, "y");
+    ASSERT_TRUE(dw.ok() && dy.ok());
+    dws.push_back(*dw);
+    dys.push_back(*dy);
+  }
+  std::vector<float> x(n * cols);
+  for (float& v : x) v = u(rng);
+  testing::OwnedWeight f16;
+  testing::MakeRandomWeight(testing::Plain(WeightFormat::kF16), 64, cols, 17, &f16);
+  auto df16 = b_->PrepareWeight(f16.w);
+  ASSERT_TRUE(df16.ok());
+  auto dx = b_->Allocate(x.size() * 4, "x");
+  ASSERT_TRUE(dx.ok());
+  b_->CopyToDevice(*dx, 0, x.data(), x.size() * 4);
+  auto get = [&](const DeviceBuffer& y, int64_t rows) {
+    std::vector<float> h(n * rows);
+    b_->CopyToHost(h.data(), y, 0, h.size() * 4);
+    EXPECT_TRUE(b_->Synchronize().ok());
+    return h;
+  };
+  for (const char* split : {"off", "on"}) {
+    const EnvSwitch terms("LLMHOST_CUDA_PROMPT_SPLIT", split);
+    for (Precision p : {Precision::kAuto, Precision::kFastBf16}) {
+      b_->set_precision(p);
+      const std::string at = std::string(PrecisionName(p)) + " split " + split;
+      std::vector<std::vector<float>> alone;
+      for (size_t i = 0; i < dws.size(); ++i) {
+        b_->MatMul(dws[i], dx->as<float>(), n, dys[i].as<float>(), RowKind::kPrompt);
+        alone.push_back(get(dys[i], row_counts[i]));
+      }
+      const std::vector<float> stale(n * row_counts[0], 7.0f);  // nothing left from the runs alone
+      for (size_t i = 0; i < dys.size(); ++i) b_->CopyToDevice(dys[i], 0, stale.data(), n * row_counts[i] * 4);
+      const Backend::MatMulJob jobs[] = {
+          {&dws[0], dys[0].as<float>()}, {&dws[1], dys[1].as<float>()}, {&dws[2], dys[2].as<float>()}};
+      b_->MatMuls(jobs, dx->as<float>(), n, RowKind::kPrompt);
+      for (size_t i = 0; i < dws.size(); ++i) {
+        EXPECT_EQ(0, std::memcmp(get(dys[i], row_counts[i]).data(), alone[i].data(), alone[i].size() * 4))
+            << at << " weight " << i;
+      }
+      // With an f16 weight beside them: each its own path, the same bits.
+      b_->MatMul(*df16, dx->as<float>(), n, dys[2].as<float>(), RowKind::kPrompt);
+      const std::vector<float> f16_alone = get(dys[2], 64);
+      for (size_t i : {size_t{0}, size_t{2}}) b_->CopyToDevice(dys[i], 0, stale.data(), n * row_counts[i] * 4);
+      const Backend::MatMulJob mixed[] = {{&dws[0], dys[0].as<float>()}, {&*df16, dys[2].as<float>()}};
+      b_->MatMuls(mixed, dx->as<float>(), n, RowKind::kPrompt);
+      EXPECT_EQ(0, std::memcmp(get(dys[0], row_counts[0]).data(), alone[0].data(), alone[0].size() * 4)) << at;
+      EXPECT_EQ(0, std::memcmp(get(dys[2], 64).data(), f16_alone.data(), f16_alone.size() * 4)) << at;
+    }
+  }
+  b_->set_precision(Precision::kAuto);
+  for (size_t i = 0; i < dws.size(); ++i) {
+    b_->ReleaseWeight(dws[i]);
+    b_->Free(dys[i]);
+  }
+  b_->ReleaseWeight(*df16);
+  b_->Free(*dx);
+}
+
 }  // namespace
 }  // namespace llmhost::device_test

@@ -763,13 +763,15 @@ bool CudaBackend::StackedTermsMatMul(const cuda::DevWeight& d, const float* x, i
   return true;
 }
 
-bool CudaBackend::LtMatMul(const cuda::DevWeight& d, const float* x, int64_t n, float* y) {
+bool CudaBackend::LtTakes(const cuda::DevWeight& d, const float* y) const {
   // bf16 weights as stored; rows a multiple of 4 keeps every run's y 16-byte
   // aligned (a property of the weight: the same choice for every batch).
-  if (!lt_ || d.fmt != cuda::WFmt::kBF16 || d.rows % 4 != 0 || d.cols % 8 != 0 ||
-      (reinterpret_cast<uintptr_t>(y) & 15u) != 0) {
-    return false;
-  }
+  return lt_ && d.fmt == cuda::WFmt::kBF16 && d.rows % 4 == 0 && d.cols % 8 == 0 &&
+         (reinterpret_cast<uintptr_t>(y) & 15u) == 0;
+}
+
+bool CudaBackend::LtMatMul(const cuda::DevWeight& d, const float* x, int64_t n, float* y) {
+  if (!LtTakes(d, y)) return false;
   // x rounded to bf16 once, or split into two bf16 terms (PromptRowsSplit).
   const bool split = PromptRowsSplit();
   // Stacked where the products' scratch fits (else two GEMMs, which need none).
@@ -844,9 +846,36 @@ bool CudaBackend::AnyOrderLtMatMul(const cuda::DevWeight& d, const float* x, int
                      S(stream_), PlanRowsFor(n));
 }
 
+bool CudaBackend::SharedXLtMatMuls(std::span<const MatMulJob> jobs, const float* x, int64_t n) {
+  if (PromptRowsSplit()) return false;
+  cuda::DevWeight d[cuda::kMaxFusedWeights];
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    if (!Prepared(*jobs[i].w, "MatMul", &d[i])) return true;  // failed: sticky
+    if (d[i].col_order != nullptr || d[i].cols != d[0].cols || !LtTakes(d[i], jobs[i].y)) return false;
+  }
+  Use();
+  if (!Scratch(&tc_scratch_, static_cast<size_t>(n * d[0].cols) * 2, "tensor-core activations")) return true;
+  auto* hi = static_cast<uint16_t*>(tc_scratch_.data);
+  cuda::LaunchSplitBf16(x, n * d[0].cols, hi, nullptr, S(stream_));
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    if (!lt_->MatMul(cuda::LtGemm::Type::kBF16, d[i].data, d[i].rows, d[i].cols, hi, n, 0.0f, jobs[i].y,
+                     lt_workspace_.data, S(stream_))) {
+      Fail(Status::Internal("cuda MatMuls: cuBLASLt refused a prompt GEMM beside others it takes"));
+      return true;
+    }
+  }
+  CheckLaunch("MatMul");
+  return true;
+}
+
 void CudaBackend::MatMuls(std::span<const MatMulJob> jobs, const float* x, int64_t n, RowKind rows) {
-  // Prompt rows go to the tensor cores one weight at a time; generated rows
-  // of matching weights are one launch (the same kernel and sums as MatMul).
+  // Prompt rows go to the tensor cores one weight at a time, x rounded once
+  // for the bf16 weights that share it; generated rows of matching weights
+  // are one launch (the same kernel and sums as MatMul).
+  if (rows == RowKind::kPrompt && PromptRowsOnTensorCores() && jobs.size() >= 2 &&
+      jobs.size() <= static_cast<size_t>(cuda::kMaxFusedWeights) && SharedXLtMatMuls(jobs, x, n)) {
+    return;
+  }
   if ((rows == RowKind::kPrompt && PromptRowsOnTensorCores()) || jobs.size() < 2 ||
       jobs.size() > static_cast<size_t>(cuda::kMaxFusedWeights)) {
     Backend::MatMuls(jobs, x, n, rows);

@@ -169,6 +169,11 @@ class CudaBackend : public Backend {
   bool Prepared(const WeightMatrix& w, const char* op, cuda::DevWeight* d);
   // Prompt rows of a 16-bit weight on cuBLASLt; false where it does not apply.
   bool LtMatMul(const cuda::DevWeight& d, const float* x, int64_t n, float* y);
+  bool LtTakes(const cuda::DevWeight& d, const float* y) const;  // LtMatMul applies
+  // Prompt rows of bf16 weights that share x (q/k/v, gate/up) on cuBLASLt,
+  // x rounded to bf16 once for all of them: the bits of a LtMatMul each.
+  // false (nothing done) where one of them would take another path.
+  bool SharedXLtMatMuls(std::span<const MatMulJob> jobs, const float* x, int64_t n);
   // Prompt rows of a quantized weight: widened to bf16 into a scratch buffer
   // (up to kMaxWidenedBytes; LLMHOST_CUDA_WIDEN_PROMPT=off: never), then
   // LtMatMul; false where it does not apply (a property of the weight).
