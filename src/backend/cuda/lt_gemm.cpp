@@ -96,8 +96,14 @@ const LtGemm::Api* LoadApi() {
 
 cudaDataType_t DataType(LtGemm::Type t) { return t == LtGemm::Type::kBF16 ? CUDA_R_16BF : CUDA_R_16F; }
 
-// The prompt chunk the algorithm is chosen for, and sizes it is checked at.
+// The prompt chunk the algorithm is chosen for (LLMHOST_CUBLASLT_PLAN_ROWS=N
+// another, to compare), and sizes it is checked at.
 constexpr int64_t kPlanRows = 2048;
+int64_t PromptPlanRows() {
+  const char* v = std::getenv("LLMHOST_CUBLASLT_PLAN_ROWS");
+  const long long n = v != nullptr ? std::atoll(v) : 0;
+  return n >= 1 && n <= 8192 ? n : kPlanRows;
+}
 constexpr int64_t kCheckRows[] = {1, 7, 64, 2048, 8192};
 
 }  // namespace
@@ -171,7 +177,7 @@ const LtGemm::Plan* LtGemm::PlanFor(const Shape& s) {
   std::string why = ok ? "" : "descriptors could not be made";
   if (ok) {
     cublasLtMatrixLayout_t b = nullptr, c = nullptr;
-    if (layouts(s.plan_rows > 0 ? s.plan_rows : kPlanRows, &b, &c)) {
+    if (layouts(s.plan_rows > 0 ? s.plan_rows : PromptPlanRows(), &b, &c)) {
       cublasLtMatmulHeuristicResult_t results[8];
       int n_results = 0;
       const cublasStatus_t hs = api_->heuristic(handle, p->desc, p->a, b, c, c, pref, 8, results, &n_results);
