@@ -821,13 +821,17 @@ TEST_F(CudaTest, PromptRowsSharingXGiveEachMatMulsBits) {
         alone.push_back(get(dys[i], row_counts[i]));
       }
       const std::vector<float> stale(n * row_counts[0], 7.0f);  // nothing left from the runs alone
-      for (size_t i = 0; i < dys.size(); ++i) b_->CopyToDevice(dys[i], 0, stale.data(), n * row_counts[i] * 4);
-      const Backend::MatMulJob jobs[] = {
-          {&dws[0], dys[0].as<float>()}, {&dws[1], dys[1].as<float>()}, {&dws[2], dys[2].as<float>()}};
-      b_->MatMuls(jobs, dx->as<float>(), n, RowKind::kPrompt);
-      for (size_t i = 0; i < dws.size(); ++i) {
-        EXPECT_EQ(0, std::memcmp(get(dys[i], row_counts[i]).data(), alone[i].data(), alone[i].size() * 4))
-            << at << " weight " << i;
+      // One stream, and the weights after the first on a side stream (LLMHOST_CUDA_PROMPT_STREAMS).
+      for (const char* streams : {"off", "on"}) {
+        const EnvSwitch side("LLMHOST_CUDA_PROMPT_STREAMS", streams);
+        for (size_t i = 0; i < dys.size(); ++i) b_->CopyToDevice(dys[i], 0, stale.data(), n * row_counts[i] * 4);
+        const Backend::MatMulJob jobs[] = {
+            {&dws[0], dys[0].as<float>()}, {&dws[1], dys[1].as<float>()}, {&dws[2], dys[2].as<float>()}};
+        b_->MatMuls(jobs, dx->as<float>(), n, RowKind::kPrompt);
+        for (size_t i = 0; i < dws.size(); ++i) {
+          EXPECT_EQ(0, std::memcmp(get(dys[i], row_counts[i]).data(), alone[i].data(), alone[i].size() * 4))
+              << at << " streams " << streams << " weight " << i;
+        }
       }
       // With an f16 weight beside them: each its own path, the same bits.
       b_->MatMul(*df16, dx->as<float>(), n, dys[2].as<float>(), RowKind::kPrompt);

@@ -190,11 +190,18 @@ CudaBackend::~CudaBackend() {
   if (widened_.valid()) Free(widened_);
   if (stacked_y_.valid()) Free(stacked_y_);
   if (lt_workspace_.valid()) Free(lt_workspace_);
+  if (side_workspace_.valid()) Free(side_workspace_);  // the stream waits for the side stream's work
   graphs_.reset();
   if (stream_) {
-    cudaStreamSynchronize(S(stream_));
+    cudaStreamSynchronize(S(stream_));  // after the side stream's work too: it waits for it
     cudaStreamDestroy(S(stream_));
   }
+  if (side_stream_) {
+    cudaStreamDestroy(S(side_stream_));
+    cudaEventDestroy(static_cast<cudaEvent_t>(fork_event_));
+    cudaEventDestroy(static_cast<cudaEvent_t>(join_event_));
+  }
+
 }
 
 void CudaBackend::Use() const { cudaSetDevice(device_); }
@@ -857,14 +864,57 @@ bool CudaBackend::SharedXLtMatMuls(std::span<const MatMulJob> jobs, const float*
   if (!Scratch(&tc_scratch_, static_cast<size_t>(n * d[0].cols) * 2, "tensor-core activations")) return true;
   auto* hi = static_cast<uint16_t*>(tc_scratch_.data);
   cuda::LaunchSplitBf16(x, n * d[0].cols, hi, nullptr, S(stream_));
+  // The first GEMM on the stream, the others beside it on the side stream
+  // where LLMHOST_CUDA_PROMPT_STREAMS=on: a prompt chunk's k and v (or up)
+  // fill the SMs q (or gate) leaves idle. The same kernels and bits.
+  const bool side = !capturing_ && cuda::EnvSwitch("LLMHOST_CUDA_PROMPT_STREAMS", false) && SideStream();
+  if (side) {
+    cudaEventRecord(static_cast<cudaEvent_t>(fork_event_), S(stream_));
+    cudaStreamWaitEvent(S(side_stream_), static_cast<cudaEvent_t>(fork_event_), 0);
+  }
   for (size_t i = 0; i < jobs.size(); ++i) {
+    const bool beside = side && i > 0;
     if (!lt_->MatMul(cuda::LtGemm::Type::kBF16, d[i].data, d[i].rows, d[i].cols, hi, n, 0.0f, jobs[i].y,
-                     lt_workspace_.data, S(stream_))) {
+                     beside ? side_workspace_.data : lt_workspace_.data, S(beside ? side_stream_ : stream_))) {
       Fail(Status::Internal("cuda MatMuls: cuBLASLt refused a prompt GEMM beside others it takes"));
-      return true;
+      break;
     }
   }
+  if (side) {  // the stream waits for the side stream's GEMMs (and tc_scratch_ is free again after them)
+    cudaEventRecord(static_cast<cudaEvent_t>(join_event_), S(side_stream_));
+    cudaStreamWaitEvent(S(stream_), static_cast<cudaEvent_t>(join_event_), 0);
+  }
   CheckLaunch("MatMul");
+  return true;
+}
+
+bool CudaBackend::SideStream() {
+  if (side_stream_ != nullptr) return true;
+  if (side_refused_) return false;
+  side_refused_ = true;  // until every part is made
+  cudaStream_t s = nullptr;
+  cudaEvent_t fork = nullptr, join = nullptr;
+  if (cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking) != cudaSuccess ||
+      cudaEventCreateWithFlags(&fork, cudaEventDisableTiming) != cudaSuccess ||
+      cudaEventCreateWithFlags(&join, cudaEventDisableTiming) != cudaSuccess) {
+    (void)cudaGetLastError();
+    if (join) cudaEventDestroy(join);
+    if (fork) cudaEventDestroy(fork);
+    if (s) cudaStreamDestroy(s);
+    return false;
+  }
+  auto ws = Allocate(cuda::LtGemm::kWorkspaceBytes, "cuBLASLt side workspace");
+  if (!ws.ok()) {
+    cudaEventDestroy(join);
+    cudaEventDestroy(fork);
+    cudaStreamDestroy(s);
+    return false;
+  }
+  side_workspace_ = *ws;
+  side_stream_ = s;
+  fork_event_ = fork;
+  join_event_ = join;
+  side_refused_ = false;
   return true;
 }
 

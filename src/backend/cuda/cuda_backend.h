@@ -174,6 +174,7 @@ class CudaBackend : public Backend {
   // x rounded to bf16 once for all of them: the bits of a LtMatMul each.
   // false (nothing done) where one of them would take another path.
   bool SharedXLtMatMuls(std::span<const MatMulJob> jobs, const float* x, int64_t n);
+  bool SideStream();  // makes side_stream_ and its events on first use; false where it cannot
   // Prompt rows of a quantized weight: widened to bf16 into a scratch buffer
   // (up to kMaxWidenedBytes; LLMHOST_CUDA_WIDEN_PROMPT=off: never), then
   // LtMatMul; false where it does not apply (a property of the weight).
@@ -197,6 +198,14 @@ class CudaBackend : public Backend {
   int device_;
   Precision precision_;
   void* stream_ = nullptr;  // cudaStream_t
+  // A second stream for prompt GEMMs beside the first (SharedXLtMatMuls),
+  // forked from and joined to stream_ by the two events; its own cuBLASLt
+  // workspace (a tile scheduler's counter cannot be shared by two GEMMs).
+  void* side_stream_ = nullptr;
+  void* fork_event_ = nullptr;
+  void* join_event_ = nullptr;
+  DeviceBuffer side_workspace_;
+  bool side_refused_ = false;
   size_t granularity_ = 2 << 20;
 
   mutable std::mutex mu_;
