@@ -107,6 +107,7 @@ constexpr double kBf16Tol = 3e-2;      // bf16 tiles (matmul_amx_test.cpp)
 // GPU prompt rows at kAuto: x rounded to bf16 once (weights too where they
 // are widened), f32 sums: ~1.1e-3 a row for each rounding on random data.
 constexpr double kCudaBf16Tol = 1e-2;
+constexpr double kCudaPromptAttentionTol = 1.5e-2;  // measured <= 3.6e-3 on an H200
 
 class BackendOpsTest : public ::testing::TestWithParam<Candidate> {
  protected:
@@ -786,7 +787,11 @@ TEST_P(BackendOpsTest, StoreKvAndAttention) {
       differing += std::memcmp(&vc[1][at], &vc[0][at], row_bytes) != 0;
     }
     EXPECT_EQ(differing, 0) << "StoreKv: K/V rows that differ";
-    EXPECT_LE(WorstRowError(out[1], out[0], ap.head_dim), kF32Tol) << "Attention";
+    // A GPU's prompt rows over 16-bit K/V at kAuto: q and the probabilities
+    // rounded to one 16-bit term on the tensor cores (prompt_attention_test.cpp).
+    const bool rounded = got_->kind() == DeviceKind::kCuda && got_->RowKindMatters() &&
+                         (ap.kv_dtype == DType::kBF16 || ap.kv_dtype == DType::kF16);
+    EXPECT_LE(WorstRowError(out[1], out[0], ap.head_dim), rounded ? kCudaPromptAttentionTol : kF32Tol) << "Attention";
   }
 }
 
