@@ -852,5 +852,43 @@ TEST_F(CudaTest, PromptRowsSharingXGiveEachMatMulsBits) {
   b_->Free(*dx);
 }
 
+// LLMHOST_CUBLASLT_PLANS=buckets: prompt chunks of 129-1,024 rows may take a
+// plan chosen for their size, only where it gives the bits of the weight
+// shape's one plan (compared on each bucket's first chunk): every row the
+// same bits as without the switch, whatever its chunk.
+TEST_F(CudaTest, PromptPlansByChunkGiveTheOnePlansBits) {
+  if (!CublasLtLoadable()) GTEST_SKIP() << "no cuBLASLt (or one named by LLMHOST_CUBLASLT)";
+  std::mt19937 rng(18);
+  std::uniform_real_distribution<float> u(-1, 1);
+  for (const auto& shape : {std::pair<int64_t, int64_t>{4096, 4096}, {1024, 4096}, {1000, 768}}) {
+    const int64_t rows = shape.first, cols = shape.second, n_max = 1000;
+    const RandomBf16 w(rows, cols, rng);
+    auto dw = b_->PrepareWeight(w.host);
+    ASSERT_TRUE(dw.ok());
+    std::vector<float> x(n_max * cols);
+    for (float& v : x) v = u(rng);
+    auto dx = b_->Allocate(x.size() * 4, "x");
+    auto dy = b_->Allocate(n_max * rows * 4, "y");
+    ASSERT_TRUE(dx.ok() && dy.ok());
+    b_->CopyToDevice(*dx, 0, x.data(), x.size() * 4);
+    auto run = [&](int64_t m) {
+      std::vector<float> y(m * rows);
+      b_->MatMul(*dw, dx->as<float>(), m, dy->as<float>(), RowKind::kPrompt);
+      b_->CopyToHost(y.data(), *dy, 0, y.size() * 4);
+      EXPECT_TRUE(b_->Synchronize().ok());
+      return y;
+    };
+    const std::vector<float> one = run(n_max);  // the one plan
+    for (int64_t m : {int64_t{1000}, int64_t{1000}, int64_t{700}, int64_t{300}, int64_t{200}, int64_t{129}}) {
+      const EnvSwitch buckets("LLMHOST_CUBLASLT_PLANS", "buckets");
+      const std::vector<float> got = run(m);  // the first of each bucket is compared, the second is the choice
+      EXPECT_EQ(0, std::memcmp(got.data(), one.data(), got.size() * 4)) << rows << " x " << cols << " n " << m;
+    }
+    b_->ReleaseWeight(*dw);
+    b_->Free(*dx);
+    b_->Free(*dy);
+  }
+}
+
 }  // namespace
 }  // namespace llmhost::device_test

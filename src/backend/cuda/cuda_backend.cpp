@@ -770,6 +770,34 @@ bool CudaBackend::StackedTermsMatMul(const cuda::DevWeight& d, const float* x, i
   return true;
 }
 
+bool CudaBackend::PromptGemm(const cuda::DevWeight& d, const uint16_t* hi, int64_t n, float* y, void* workspace,
+                             void* stream) {
+  using L = cuda::LtGemm;
+  auto gemm = [&](int64_t plan, float* out) {
+    return lt_->MatMul(L::Type::kBF16, d.data, d.rows, d.cols, hi, n, 0.0f, out, workspace, S(stream), plan);
+  };
+  const int64_t b = L::BucketFor(n);
+  const L::Bits bits = b > 0 ? lt_->BucketBits(L::Type::kBF16, d.rows, d.cols, b) : L::Bits::kDiffer;
+  if (bits != L::Bits::kUnknown) return gemm(bits == L::Bits::kSame ? -b : 0, y);
+  // The bucket's first chunk: the shape's one plan gives y, the bucket's plan
+  // a copy beside it, and the two are compared once, bit for bit.
+  if (!gemm(0, y)) return false;
+  const size_t bytes = static_cast<size_t>(n * d.rows) * sizeof(float);
+  if (capturing_ || bytes > kMaxBucketCheckBytes) return true;  // stays unknown: the one plan
+  auto probe = Allocate(bytes, "cuBLASLt plan check");
+  if (!probe.ok()) return true;
+  bool same = gemm(-b, probe->as<float>());
+  if (same) {
+    std::vector<float> one(static_cast<size_t>(n * d.rows)), own(one.size());
+    same = cudaMemcpyAsync(one.data(), y, bytes, cudaMemcpyDeviceToHost, S(stream)) == cudaSuccess &&
+           cudaMemcpyAsync(own.data(), probe->data, bytes, cudaMemcpyDeviceToHost, S(stream)) == cudaSuccess &&
+           cudaStreamSynchronize(S(stream)) == cudaSuccess && std::memcmp(one.data(), own.data(), bytes) == 0;
+  }
+  Free(*probe);
+  lt_->SetBucketBits(L::Type::kBF16, d.rows, d.cols, b, same);
+  return true;
+}
+
 bool CudaBackend::LtTakes(const cuda::DevWeight& d, const float* y) const {
   // bf16 weights as stored; rows a multiple of 4 keeps every run's y 16-byte
   // aligned (a property of the weight: the same choice for every batch).
@@ -792,8 +820,9 @@ bool CudaBackend::LtMatMul(const cuda::DevWeight& d, const float* x, int64_t n, 
   auto* lo = split ? reinterpret_cast<uint16_t*>(static_cast<char*>(tc_scratch_.data) + half) : nullptr;
   cuda::LaunchSplitBf16(x, n * d.cols, hi, lo, S(stream_));
   using T = cuda::LtGemm::Type;
+  if (!split) return PromptGemm(d, hi, n, y, lt_workspace_.data, stream_);
   if (!lt_->MatMul(T::kBF16, d.data, d.rows, d.cols, hi, n, 0.0f, y, lt_workspace_.data, S(stream_))) return false;
-  if (split && !lt_->MatMul(T::kBF16, d.data, d.rows, d.cols, lo, n, 1.0f, y, lt_workspace_.data, S(stream_))) {
+  if (!lt_->MatMul(T::kBF16, d.data, d.rows, d.cols, lo, n, 1.0f, y, lt_workspace_.data, S(stream_))) {
     Fail(Status::Internal("cuda MatMul: cuBLASLt refused the second term of a GEMM it ran the first of"));
   }
   return true;
@@ -874,8 +903,8 @@ bool CudaBackend::SharedXLtMatMuls(std::span<const MatMulJob> jobs, const float*
   }
   for (size_t i = 0; i < jobs.size(); ++i) {
     const bool beside = side && i > 0;
-    if (!lt_->MatMul(cuda::LtGemm::Type::kBF16, d[i].data, d[i].rows, d[i].cols, hi, n, 0.0f, jobs[i].y,
-                     beside ? side_workspace_.data : lt_workspace_.data, S(beside ? side_stream_ : stream_))) {
+    if (!PromptGemm(d[i], hi, n, jobs[i].y, beside ? side_workspace_.data : lt_workspace_.data,
+                    beside ? side_stream_ : stream_)) {
       Fail(Status::Internal("cuda MatMuls: cuBLASLt refused a prompt GEMM beside others it takes"));
       break;
     }

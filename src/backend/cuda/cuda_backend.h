@@ -170,6 +170,12 @@ class CudaBackend : public Backend {
   // Prompt rows of a 16-bit weight on cuBLASLt; false where it does not apply.
   bool LtMatMul(const cuda::DevWeight& d, const float* x, int64_t n, float* y);
   bool LtTakes(const cuda::DevWeight& d, const float* y) const;  // LtMatMul applies
+  // y = hi·Wᵀ for n prompt rows of x rounded to bf16, on `stream` with
+  // `workspace`: the shape's one cuBLASLt plan, or the plan of n's bucket
+  // where it gives the same bits (LtGemm::BucketFor; checked on the first
+  // chunk of each bucket, up to kMaxBucketCheckBytes of products).
+  static constexpr size_t kMaxBucketCheckBytes = size_t{64} << 20;
+  bool PromptGemm(const cuda::DevWeight& d, const uint16_t* hi, int64_t n, float* y, void* workspace, void* stream);
   // Prompt rows of bf16 weights that share x (q/k/v, gate/up) on cuBLASLt,
   // x rounded to bf16 once for all of them: the bits of a LtMatMul each.
   // false (nothing done) where one of them would take another path.

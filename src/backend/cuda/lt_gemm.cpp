@@ -4,6 +4,7 @@
 #include <dlfcn.h>
 
 #include <cstdlib>
+#include <cstring>
 #include <iterator>
 #include <string>
 #include <vector>
@@ -177,7 +178,8 @@ const LtGemm::Plan* LtGemm::PlanFor(const Shape& s) {
   std::string why = ok ? "" : "descriptors could not be made";
   if (ok) {
     cublasLtMatrixLayout_t b = nullptr, c = nullptr;
-    if (layouts(s.plan_rows > 0 ? s.plan_rows : PromptPlanRows(), &b, &c)) {
+    const int64_t chosen_for = s.plan_rows != 0 ? std::abs(s.plan_rows) : PromptPlanRows();
+    if (layouts(chosen_for, &b, &c)) {
       cublasLtMatmulHeuristicResult_t results[8];
       int n_results = 0;
       const cublasStatus_t hs = api_->heuristic(handle, p->desc, p->a, b, c, c, pref, 8, results, &n_results);
@@ -203,8 +205,8 @@ const LtGemm::Plan* LtGemm::PlanFor(const Shape& s) {
           continue;
         }
         bool all = true;
-        const std::vector<int64_t> checks = s.plan_rows > 0 ? std::vector<int64_t>{s.plan_rows / 2 + 1, s.plan_rows}
-                                                           : std::vector<int64_t>(std::begin(kCheckRows), std::end(kCheckRows));
+        const std::vector<int64_t> checks = s.plan_rows != 0 ? std::vector<int64_t>{chosen_for / 2 + 1, chosen_for}
+                                                            : std::vector<int64_t>(std::begin(kCheckRows), std::end(kCheckRows));
         for (int64_t n : checks) {
           cublasLtMatrixLayout_t bn = nullptr, cn = nullptr;
           cublasLtMatmulHeuristicResult_t r{};
@@ -232,8 +234,9 @@ const LtGemm::Plan* LtGemm::PlanFor(const Shape& s) {
     p.reset();
     LOG_WARN("cuBLASLt: no algorithm for a " << (s.type == Type::kBF16 ? "bf16" : "f16") << " [" << s.rows << " x "
                                                << s.cols << "] weight (" << why
-                                               << (s.plan_rows > 0 ? "): its generated rows keep the batch-invariant kernels"
-                                                                   : "): its prompt rows use llmhost's tensor-core kernel"));
+                                               << (s.plan_rows > 0   ? "): its generated rows keep the batch-invariant kernels"
+                                                   : s.plan_rows < 0 ? "): its prompt chunks of that size keep its one plan"
+                                                                     : "): its prompt rows use llmhost's tensor-core kernel"));
   }
   const Plan* out = p.get();
   plans_.emplace(s, std::move(p));
@@ -256,6 +259,44 @@ bool LtGemm::MatMul(Type type, const void* w, int64_t rows, int64_t cols, const 
   if (b) api_->layout_destroy(b);
   if (c) api_->layout_destroy(c);
   return ok;
+}
+
+int64_t LtGemm::BucketFor(int64_t n) {
+  const char* v = std::getenv("LLMHOST_CUBLASLT_PLANS");
+  if (v == nullptr || std::strcmp(v, "buckets") != 0 || n <= 128 || n > 1024) return 0;
+  int64_t b = 256;
+  while (b < n) b *= 2;
+  return b;
+}
+
+LtGemm::Bits LtGemm::BucketBits(Type type, int64_t rows, int64_t cols, int64_t b) {
+  const Shape key{type, rows, cols, -b};
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = bucket_bits_.find(key);
+    if (it != bucket_bits_.end()) return it->second;
+  }
+  const Plan* one = PlanFor(Shape{type, rows, cols, 0});
+  const Plan* own = PlanFor(key);
+  Bits bits = Bits::kUnknown;
+  if (one == nullptr || own == nullptr) {
+    bits = Bits::kDiffer;  // nothing to choose between
+  } else if (std::memcmp(&one->algo, &own->algo, sizeof(one->algo)) == 0) {
+    bits = Bits::kSame;  // one algorithm: the same kernel and bits
+  }
+  if (bits != Bits::kUnknown) {
+    std::lock_guard<std::mutex> lock(mu_);
+    bucket_bits_[key] = bits;
+  }
+  return bits;
+}
+
+void LtGemm::SetBucketBits(Type type, int64_t rows, int64_t cols, int64_t b, bool same) {
+  std::lock_guard<std::mutex> lock(mu_);
+  bucket_bits_[Shape{type, rows, cols, -b}] = same ? Bits::kSame : Bits::kDiffer;
+  LOG_INFO("cuBLASLt: the plan for " << b / 2 + 1 << "-" << b << "-row prompt chunks of a [" << rows << " x " << cols
+                                     << "] weight " << (same ? "gives" : "does not give")
+                                     << " the bits of its one plan" << (same ? ": taken" : ": not taken"));
 }
 
 }  // namespace llmhost::cuda

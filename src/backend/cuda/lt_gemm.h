@@ -50,11 +50,25 @@ class LtGemm {
   bool MatMul(Type type, const void* w, int64_t rows, int64_t cols, const void* x, int64_t n, float beta, float* y,
               void* workspace, cudaStream_t s, int64_t plan_rows = 0);
 
+  // Prompt plans by chunk size (LLMHOST_CUBLASLT_PLANS=buckets): a chunk of
+  // n rows in (b / 2, b] for b = 256, 512 or 1024 may take the algorithm
+  // chosen for b rows (MatMul's plan_rows -b) where it gives the bits of the
+  // shape's one plan, so that a row's bits still do not depend on its chunk.
+  // BucketFor: b, or 0 (the one plan) outside the buckets or with the switch
+  // off. BucketBits: kSame where the two plans are one algorithm or a
+  // comparison found the same bits, kDiffer where it did not (or the bucket
+  // has no plan of its own), kUnknown until the caller compares
+  // (SetBucketBits).
+  enum class Bits { kUnknown, kSame, kDiffer };
+  static int64_t BucketFor(int64_t n);
+  Bits BucketBits(Type type, int64_t rows, int64_t cols, int64_t b);
+  void SetBucketBits(Type type, int64_t rows, int64_t cols, int64_t b, bool same);
+
  private:
   struct Shape {
     Type type;
     int64_t rows, cols;
-    int64_t plan_rows;  // 0: the batch-invariant plan
+    int64_t plan_rows;  // 0: the batch-invariant plan; < 0: a prompt bucket's (BucketFor)
     bool operator<(const Shape& o) const {
       return std::tie(type, rows, cols, plan_rows) < std::tie(o.type, o.rows, o.cols, o.plan_rows);
     }
@@ -67,6 +81,7 @@ class LtGemm {
   void* handle_ = nullptr;  // cublasLtHandle_t
   std::mutex mu_;
   std::map<Shape, std::unique_ptr<Plan>> plans_;
+  std::map<Shape, Bits> bucket_bits_;  // by the bucket's Shape (plan_rows -b)
 };
 
 }  // namespace llmhost::cuda
