@@ -810,6 +810,8 @@ TEST_F(CudaTest, PromptRowsSharingXGiveEachMatMulsBits) {
     EXPECT_TRUE(b_->Synchronize().ok());
     return h;
   };
+  std::vector<std::vector<float>> alone_auto[2];  // kAuto's prompt rows: one term, two terms
+  bool side_made = false;
   for (const char* split : {"off", "on"}) {
     const EnvSwitch terms("LLMHOST_CUDA_PROMPT_SPLIT", split);
     for (Precision p : {Precision::kAuto, Precision::kFastBf16}) {
@@ -821,13 +823,30 @@ TEST_F(CudaTest, PromptRowsSharingXGiveEachMatMulsBits) {
         alone.push_back(get(dys[i], row_counts[i]));
       }
       const std::vector<float> stale(n * row_counts[0], 7.0f);  // nothing left from the runs alone
+      // kAuto rounds x to one bf16 term as kFastBf16 does, unless split.
+      if (p == Precision::kAuto) {
+        alone_auto[split[1] == 'n'] = alone;
+        if (split[1] == 'f') {
+          b_->set_precision(Precision::kFastBf16);
+          b_->MatMul(dws[0], dx->as<float>(), n, dys[0].as<float>(), RowKind::kPrompt);
+          const std::vector<float> fast = get(dys[0], row_counts[0]);
+          EXPECT_EQ(0, std::memcmp(fast.data(), alone[0].data(), fast.size() * 4)) << "auto as fast-bf16";
+          b_->set_precision(p);
+        }
+      }
       // One stream, and the weights after the first on a side stream (LLMHOST_CUDA_PROMPT_STREAMS).
       for (const char* streams : {"off", "on"}) {
         const EnvSwitch side("LLMHOST_CUDA_PROMPT_STREAMS", streams);
         for (size_t i = 0; i < dys.size(); ++i) b_->CopyToDevice(dys[i], 0, stale.data(), n * row_counts[i] * 4);
         const Backend::MatMulJob jobs[] = {
             {&dws[0], dys[0].as<float>()}, {&dws[1], dys[1].as<float>()}, {&dws[2], dys[2].as<float>()}};
+        const uint64_t held = b_->memory_stats().bytes_in_use;
         b_->MatMuls(jobs, dx->as<float>(), n, RowKind::kPrompt);
+        // The side stream's cuBLASLt workspace, made on its first use (the one-term path only takes it).
+        if (streams[1] == 'n' && !side_made && split[1] == 'f') {
+          EXPECT_EQ(b_->memory_stats().bytes_in_use, held + 256) << at << ": the side stream's workspace";
+          side_made = true;
+        }
         for (size_t i = 0; i < dws.size(); ++i) {
           EXPECT_EQ(0, std::memcmp(get(dys[i], row_counts[i]).data(), alone[i].data(), alone[i].size() * 4))
               << at << " streams " << streams << " weight " << i;
@@ -843,6 +862,9 @@ TEST_F(CudaTest, PromptRowsSharingXGiveEachMatMulsBits) {
       EXPECT_EQ(0, std::memcmp(get(dys[2], 64).data(), f16_alone.data(), f16_alone.size() * 4)) << at;
     }
   }
+  EXPECT_NE(0, std::memcmp(alone_auto[0][0].data(), alone_auto[1][0].data(), alone_auto[0][0].size() * 4))
+      << "LLMHOST_CUDA_PROMPT_SPLIT=on: other bits";
+  EXPECT_TRUE(side_made);
   b_->set_precision(Precision::kAuto);
   for (size_t i = 0; i < dws.size(); ++i) {
     b_->ReleaseWeight(dws[i]);

@@ -1,5 +1,6 @@
 // Prompt rows' attention on the tensor cores (cuda/prompt_attention.cuh) at
-// `auto` (q and the probabilities as two 16-bit terms) and `fast-bf16` (one):
+// `auto` and `fast-bf16` (q and the probabilities as one 16-bit term; two at
+// `auto` with LLMHOST_CUDA_PROMPT_SPLIT=on):
 // a row's bits do not depend on its batch (sequences before it, its place in
 // a block's rows, the chunk of the prompt it came in), the rows stay near the
 // CPU reference, and rows marked generated keep the f32 path. Skipped where
@@ -62,6 +63,7 @@ TEST_F(PromptAttentionTest, RowsAreBatchInvariantAndClose) {
     const int64_t w = s.heads * s.head_dim;
     // kAuto rounds q and the probabilities to one 16-bit term as kFastBf16
     // does, or splits them into two with LLMHOST_CUDA_PROMPT_SPLIT=on.
+    std::vector<float> auto_alone;
     for (const Setting& st : kSettings) {
       const Precision p = st.precision;
       gpu_->set_precision(p);
@@ -70,6 +72,9 @@ TEST_F(PromptAttentionTest, RowsAreBatchInvariantAndClose) {
       SCOPED_TRACE(std::string(PrecisionName(p)) + (st.split ? " split" : "") + " heads " + std::to_string(s.heads) + "/" +
                    std::to_string(s.kv_heads) + " d " + std::to_string(s.head_dim) + " kv " + DTypeName(s.kv));
       const std::vector<float> alone = Run({{0, n, len}}, 0);
+      // kAuto's one term is kFastBf16's rounding, bit for bit.
+      if (p == Precision::kAuto && !st.split) auto_alone = alone;
+      if (p == Precision::kFastBf16) EXPECT_EQ(0, std::memcmp(alone.data(), auto_alone.data(), alone.size() * 4));
       // Behind 5 rows of another prompt (other row tiles), beside a decode.
       const std::vector<Part> batch = {{1, 5, 77}, {0, n, len}, {2, 1, 130, 129}};
       const std::vector<float> mixed = Run(batch, 0);

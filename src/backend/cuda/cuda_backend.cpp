@@ -201,7 +201,6 @@ CudaBackend::~CudaBackend() {
     cudaEventDestroy(static_cast<cudaEvent_t>(fork_event_));
     cudaEventDestroy(static_cast<cudaEvent_t>(join_event_));
   }
-
 }
 
 void CudaBackend::Use() const { cudaSetDevice(device_); }
@@ -883,11 +882,16 @@ bool CudaBackend::AnyOrderLtMatMul(const cuda::DevWeight& d, const float* x, int
 }
 
 bool CudaBackend::SharedXLtMatMuls(std::span<const MatMulJob> jobs, const float* x, int64_t n) {
-  if (PromptRowsSplit()) return false;
+  if (PromptRowsSplit() || n <= 0) return false;
   cuda::DevWeight d[cuda::kMaxFusedWeights];
   for (size_t i = 0; i < jobs.size(); ++i) {
     if (!Prepared(*jobs[i].w, "MatMul", &d[i])) return true;  // failed: sticky
-    if (d[i].col_order != nullptr || d[i].cols != d[0].cols || !LtTakes(d[i], jobs[i].y)) return false;
+    // Each as MatMul would take it, all decided before anything is enqueued:
+    // a weight cuBLASLt has no plan for takes MatMul's own kernel.
+    if (d[i].col_order != nullptr || d[i].cols != d[0].cols || !LtTakes(d[i], jobs[i].y) ||
+        !lt_->HasPlan(cuda::LtGemm::Type::kBF16, d[i].rows, d[i].cols)) {
+      return false;
+    }
   }
   Use();
   if (!Scratch(&tc_scratch_, static_cast<size_t>(n * d[0].cols) * 2, "tensor-core activations")) return true;

@@ -50,6 +50,10 @@ class LtGemm {
   bool MatMul(Type type, const void* w, int64_t rows, int64_t cols, const void* x, int64_t n, float beta, float* y,
               void* workspace, cudaStream_t s, int64_t plan_rows = 0);
 
+  // Whether `type` weights of this shape have a batch-invariant plan (MatMul
+  // with plan_rows 0 runs).
+  bool HasPlan(Type type, int64_t rows, int64_t cols) { return PlanFor(Shape{type, rows, cols, 0}) != nullptr; }
+
   // Prompt plans by chunk size (LLMHOST_CUBLASLT_PLANS=buckets): a chunk of
   // n rows in (b / 2, b] for b = 256, 512 or 1024 may take the algorithm
   // chosen for b rows (MatMul's plan_rows -b) where it gives the bits of the

@@ -4,8 +4,9 @@
 // absolute positions (K/V tiles copied from the paged cache in its own 16-bit
 // type), with a running max and sum per row (online softmax) and the output
 // summed by m16n8k16 MMAs with f32 accumulators. q is one 16-bit term
-// (split_q false: fast-bf16) or two (hi + the rounding rest, ~16 bits: auto),
-// and so are the probabilities multiplied into V.
+// (split_q false: the default) or two (hi + the rounding rest, ~16 bits:
+// LLMHOST_CUDA_PROMPT_SPLIT=on at auto), and so are the probabilities
+// multiplied into V.
 //
 // Batch invariance: a row's arithmetic depends on its own q, its keys and
 // their tiles at absolute positions, never on the other rows of its block
