@@ -188,6 +188,50 @@ struct RandomBf16 {
   WeightMatrix host;
 };
 
+// A RandomBf16 weight on the device beside n_max rows of x (uniform in
+// [-1, 1), drawn after the weight) and room for their products: Run(m, kind)
+// multiplies the first m rows. Released with the case.
+class Bf16MatMulCase {
+ public:
+  Bf16MatMulCase(Backend* b, int64_t rows, int64_t cols, int64_t n_max, std::mt19937& rng)
+      : b_(b), rows_(rows), w_(rows, cols, rng), x_(n_max * cols) {
+    std::uniform_real_distribution<float> u(-1, 1);
+    for (float& v : x_) v = u(rng);
+    auto dw = b->PrepareWeight(w_.host);
+    auto dx = b->Allocate(x_.size() * 4, "x");
+    auto dy = b->Allocate(n_max * rows * 4, "y");
+    if (dw.ok()) dw_ = *dw, has_w_ = true;
+    if (dx.ok()) dx_ = *dx;
+    if (dy.ok()) dy_ = *dy;
+    if (ok()) b->CopyToDevice(dx_, 0, x_.data(), x_.size() * 4);
+  }
+  ~Bf16MatMulCase() {
+    if (has_w_) b_->ReleaseWeight(dw_);
+    if (dx_.valid()) b_->Free(dx_);
+    if (dy_.valid()) b_->Free(dy_);
+  }
+  Bf16MatMulCase(const Bf16MatMulCase&) = delete;
+  Bf16MatMulCase& operator=(const Bf16MatMulCase&) = delete;
+
+  bool ok() const { return has_w_ && dx_.valid() && dy_.valid(); }
+  std::vector<float> Run(int64_t m, RowKind kind) {
+    std::vector<float> y(m * rows_);
+    b_->MatMul(dw_, dx_.as<float>(), m, dy_.as<float>(), kind);
+    b_->CopyToHost(y.data(), dy_, 0, y.size() * 4);
+    EXPECT_TRUE(b_->Synchronize().ok());
+    return y;
+  }
+
+ private:
+  Backend* b_;
+  int64_t rows_;
+  RandomBf16 w_;
+  std::vector<float> x_;
+  WeightMatrix dw_;
+  bool has_w_ = false;
+  DeviceBuffer dx_, dy_;
+};
+
 // A token's output row is the same bits alone and in any batch, for prompt
 // rows (the tensor-core kernel at kAuto, tiles of 64 tokens x 128 rows) and
 // generated rows (the f32 kernel) alike.
@@ -298,24 +342,10 @@ TEST_F(CudaTest, GeneratedRowsOnTensorCoresAreBatchInvariantAndClose) {
 // shape: rows enough for 4 row tiles a block at 32 tokens, and fewer tokens.
 TEST_F(CudaTest, PipelinedTensorCoreRowsGiveTheSameBits) {
   std::mt19937 rng(12);
-  std::uniform_real_distribution<float> u(-1, 1);
   const int64_t rows = 8200, cols = 512, n = 32;
-  const RandomBf16 w(rows, cols, rng);
-  auto dw = b_->PrepareWeight(w.host);
-  ASSERT_TRUE(dw.ok());
-  std::vector<float> x(n * cols);
-  for (float& v : x) v = u(rng);
-  auto dx = b_->Allocate(x.size() * 4, "x");
-  auto dy = b_->Allocate(n * rows * 4, "y");
-  ASSERT_TRUE(dx.ok() && dy.ok());
-  b_->CopyToDevice(*dx, 0, x.data(), x.size() * 4);
-  auto run = [&](int64_t m) {
-    std::vector<float> y(m * rows);
-    b_->MatMul(*dw, dx->as<float>(), m, dy->as<float>(), RowKind::kGenerated);
-    b_->CopyToHost(y.data(), *dy, 0, y.size() * 4);
-    EXPECT_TRUE(b_->Synchronize().ok());
-    return y;
-  };
+  Bf16MatMulCase mm(b_.get(), rows, cols, n, rng);
+  ASSERT_TRUE(mm.ok());
+  auto run = [&](int64_t m) { return mm.Run(m, RowKind::kGenerated); };
   setenv("LLMHOST_CUDA_MMA_WIDE", "off", 1);  // past 8 tokens too: this kernel's tile shapes
   for (Precision p : {Precision::kAuto, Precision::kFastBf16}) {
     b_->set_precision(p);
@@ -330,9 +360,6 @@ TEST_F(CudaTest, PipelinedTensorCoreRowsGiveTheSameBits) {
   }
   unsetenv("LLMHOST_CUDA_MMA_WIDE");
   b_->set_precision(Precision::kAuto);
-  b_->ReleaseWeight(*dw);
-  b_->Free(*dx);
-  b_->Free(*dy);
 }
 
 void SetOrUnset(const char* name, const char* value) { *value ? setenv(name, value, 1) : unsetenv(name); }
@@ -739,39 +766,21 @@ TEST_F(CudaTest, GeneratedRowsWithoutBatchInvarianceTakeCublasLt) {
 TEST_F(CudaTest, StackedTermsGiveTheSameBitsAsTwoGemms) {
   if (!CublasLtLoadable()) GTEST_SKIP() << "no cuBLASLt (or one named by LLMHOST_CUBLASLT)";
   std::mt19937 rng(15);
-  std::uniform_real_distribution<float> u(-1, 1);
   b_->set_precision(Precision::kAuto);
   const EnvSwitch split("LLMHOST_CUDA_PROMPT_SPLIT", "on");
-  for (const auto& shape : {std::pair<int64_t, int64_t>{1000, 768}, {4096, 512}}) {
-    const int64_t rows = shape.first, cols = shape.second, n_max = 600;  // plain locals: lambdas capture them
-    const RandomBf16 w(rows, cols, rng);
-    auto dw = b_->PrepareWeight(w.host);
-    ASSERT_TRUE(dw.ok());
-    std::vector<float> x(n_max * cols);
-    for (float& v : x) v = u(rng);
-    auto dx = b_->Allocate(x.size() * 4, "x");
-    auto dy = b_->Allocate(n_max * rows * 4, "y");
-    ASSERT_TRUE(dx.ok() && dy.ok());
-    b_->CopyToDevice(*dx, 0, x.data(), x.size() * 4);
+  for (const auto& [rows, cols] : {std::pair<int64_t, int64_t>{1000, 768}, {4096, 512}}) {
+    const int64_t n_max = 600;
+    Bf16MatMulCase mm(b_.get(), rows, cols, n_max, rng);
+    ASSERT_TRUE(mm.ok());
     for (int64_t m : {int64_t{1}, int64_t{7}, int64_t{64}, int64_t{300}, n_max}) {
-      auto run = [&]() {
-        std::vector<float> y(m * rows);
-        b_->MatMul(*dw, dx->as<float>(), m, dy->as<float>(), RowKind::kPrompt);
-        b_->CopyToHost(y.data(), *dy, 0, y.size() * 4);
-        EXPECT_TRUE(b_->Synchronize().ok());
-        return y;
-      };
-      const std::vector<float> stacked = run();  // the default
+      const std::vector<float> stacked = mm.Run(m, RowKind::kPrompt);  // the default
       std::vector<float> two;
       {
         const EnvSwitch off("LLMHOST_CUDA_STACK_TERMS", "off");
-        two = run();
+        two = mm.Run(m, RowKind::kPrompt);
       }
       EXPECT_EQ(0, std::memcmp(two.data(), stacked.data(), two.size() * 4)) << rows << " x " << cols << " n " << m;
     }
-    b_->ReleaseWeight(*dw);
-    b_->Free(*dx);
-    b_->Free(*dy);
   }
 }
 
@@ -881,34 +890,17 @@ TEST_F(CudaTest, PromptRowsSharingXGiveEachMatMulsBits) {
 TEST_F(CudaTest, PromptPlansByChunkGiveTheOnePlansBits) {
   if (!CublasLtLoadable()) GTEST_SKIP() << "no cuBLASLt (or one named by LLMHOST_CUBLASLT)";
   std::mt19937 rng(18);
-  std::uniform_real_distribution<float> u(-1, 1);
-  for (const auto& shape : {std::pair<int64_t, int64_t>{4096, 4096}, {1024, 4096}, {1000, 768}}) {
-    const int64_t rows = shape.first, cols = shape.second, n_max = 1000;
-    const RandomBf16 w(rows, cols, rng);
-    auto dw = b_->PrepareWeight(w.host);
-    ASSERT_TRUE(dw.ok());
-    std::vector<float> x(n_max * cols);
-    for (float& v : x) v = u(rng);
-    auto dx = b_->Allocate(x.size() * 4, "x");
-    auto dy = b_->Allocate(n_max * rows * 4, "y");
-    ASSERT_TRUE(dx.ok() && dy.ok());
-    b_->CopyToDevice(*dx, 0, x.data(), x.size() * 4);
-    auto run = [&](int64_t m) {
-      std::vector<float> y(m * rows);
-      b_->MatMul(*dw, dx->as<float>(), m, dy->as<float>(), RowKind::kPrompt);
-      b_->CopyToHost(y.data(), *dy, 0, y.size() * 4);
-      EXPECT_TRUE(b_->Synchronize().ok());
-      return y;
-    };
-    const std::vector<float> one = run(n_max);  // the one plan
+  for (const auto& [rows, cols] : {std::pair<int64_t, int64_t>{4096, 4096}, {1024, 4096}, {1000, 768}}) {
+    const int64_t n_max = 1000;
+    Bf16MatMulCase mm(b_.get(), rows, cols, n_max, rng);
+    ASSERT_TRUE(mm.ok());
+    const std::vector<float> one = mm.Run(n_max, RowKind::kPrompt);  // the one plan
     for (int64_t m : {int64_t{1000}, int64_t{1000}, int64_t{700}, int64_t{300}, int64_t{200}, int64_t{129}}) {
       const EnvSwitch buckets("LLMHOST_CUBLASLT_PLANS", "buckets");
-      const std::vector<float> got = run(m);  // the first of each bucket is compared, the second is the choice
+      // A bucket's first chunk is compared; later ones take what the comparison chose.
+      const std::vector<float> got = mm.Run(m, RowKind::kPrompt);
       EXPECT_EQ(0, std::memcmp(got.data(), one.data(), got.size() * 4)) << rows << " x " << cols << " n " << m;
     }
-    b_->ReleaseWeight(*dw);
-    b_->Free(*dx);
-    b_->Free(*dy);
   }
 }
 
