@@ -883,7 +883,8 @@ TEST_F(CudaTest, PromptRowsSharingXGiveEachMatMulsBits) {
   b_->Free(*dx);
 }
 
-// LLMHOST_CUBLASLT_PLANS=buckets: prompt chunks of 129-1,024 rows may take a
+// Prompt plans by chunk size (the default; LLMHOST_CUBLASLT_PLANS=one turns
+// them off): prompt chunks of 129-1,024 rows may take a
 // plan chosen for their size, only where it gives the bits of the weight
 // shape's one plan (compared on each bucket's first chunk): every row the
 // same bits as without the switch, whatever its chunk.
@@ -894,9 +895,12 @@ TEST_F(CudaTest, PromptPlansByChunkGiveTheOnePlansBits) {
     const int64_t n_max = 1000;
     Bf16MatMulCase mm(b_.get(), rows, cols, n_max, rng);
     ASSERT_TRUE(mm.ok());
-    const std::vector<float> one = mm.Run(n_max, RowKind::kPrompt);  // the one plan
+    std::vector<float> one;
+    {
+      const EnvSwitch off("LLMHOST_CUBLASLT_PLANS", "one");
+      one = mm.Run(n_max, RowKind::kPrompt);  // the one plan
+    }
     for (int64_t m : {int64_t{1000}, int64_t{1000}, int64_t{700}, int64_t{300}, int64_t{200}, int64_t{129}}) {
-      const EnvSwitch buckets("LLMHOST_CUBLASLT_PLANS", "buckets");
       // A bucket's first chunk is compared; later ones take what the comparison chose.
       const std::vector<float> got = mm.Run(m, RowKind::kPrompt);
       EXPECT_EQ(0, std::memcmp(got.data(), one.data(), got.size() * 4)) << rows << " x " << cols << " n " << m;

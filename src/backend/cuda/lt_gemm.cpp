@@ -262,8 +262,9 @@ bool LtGemm::MatMul(Type type, const void* w, int64_t rows, int64_t cols, const 
 }
 
 int64_t LtGemm::BucketFor(int64_t n) {
+  // On by default; LLMHOST_CUBLASLT_PLANS=one keeps every chunk on the one plan.
   const char* v = std::getenv("LLMHOST_CUBLASLT_PLANS");
-  if (v == nullptr || std::strcmp(v, "buckets") != 0 || n <= 128 || n > 1024) return 0;
+  if ((v != nullptr && std::strcmp(v, "one") == 0) || n <= 128 || n > 1024) return 0;
   int64_t b = 256;
   while (b < n) b *= 2;
   return b;

@@ -54,7 +54,7 @@ class LtGemm {
   // with plan_rows 0 runs).
   bool HasPlan(Type type, int64_t rows, int64_t cols) { return PlanFor(Shape{type, rows, cols, 0}) != nullptr; }
 
-  // Prompt plans by chunk size (LLMHOST_CUBLASLT_PLANS=buckets): a chunk of
+  // Prompt plans by chunk size (on unless LLMHOST_CUBLASLT_PLANS=one): a chunk of
   // n rows in (b / 2, b] for b = 256, 512 or 1024 may take the algorithm
   // chosen for b rows (MatMul's plan_rows -b) where it gives the bits of the
   // shape's one plan, so that a row's bits still do not depend on its chunk.
