@@ -13,10 +13,8 @@
 namespace llmhost::cuda {
 namespace {
 
-constexpr int kRows = 64;  // (position, query head) rows a block takes
-constexpr int kKeys = 64;  // keys per tile, at absolute positions
-constexpr int kWarps = 4;  // a warp takes 16 rows
-constexpr int kThreads = 32 * kWarps;
+constexpr int kKeys = 64;     // keys per tile, at absolute positions
+constexpr int kMinRows = 64;  // the fewest rows a block takes: a GQA group divides it
 constexpr float kLog2e = 1.4426950408889634f;
 
 // Four 8x8 tiles of 16-bit elements, row addresses from lanes 8i..8i+7.
@@ -86,11 +84,12 @@ __device__ __forceinline__ void Pack(float a, float b, uint32_t* hi, uint32_t* l
 
 // One block's rows [a, b) of one sequence (the other rows of the block are
 // left out, and so are generated rows): q into shared memory, then the key
-// tiles in order.
-template <Elem E, int kMaxD, bool kSplit>
+// tiles in order, each tile's K/V copied while the one before it is used.
+template <Elem E, int kMaxD, bool kSplit, int kWarps>
 __device__ __forceinline__ void AttendRows(const float* q, const uint16_t* k_cache, const uint16_t* v_cache,
                                            const AttentionParams& p, float scale_log2, const AttentionSeq& seq,
                                            int64_t r_begin, int64_t a, int64_t b, uint16_t* smem, float* out) {
+  constexpr int kRows = 16 * kWarps, kThreads = 32 * kWarps;
   const int d = static_cast<int>(p.head_dim), stride = d + 8;  // padded: ldmatrix rows in distinct banks
   const int group = static_cast<int>(p.n_heads / p.n_kv_heads);
   const int per_block = kRows / group;  // positions; row m is head m / per_block at position m % per_block
@@ -102,12 +101,11 @@ __device__ __forceinline__ void AttendRows(const float* q, const uint16_t* k_cac
   if (end <= a) return;
   uint16_t* q_hi = smem;
   uint16_t* q_lo = q_hi + kRows * stride;
-  uint16_t* ks = q_hi + (kSplit ? 2 : 1) * kRows * stride;
-  uint16_t* vs = ks + kKeys * stride;
-  auto* key_at = reinterpret_cast<int64_t*>(vs + kKeys * stride);
+  uint16_t* stages = q_hi + (kSplit ? 2 : 1) * kRows * stride;  // two of [K tile, V tile]
+  const int stage_elems = 2 * kKeys * stride;
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
 
-  __syncthreads();  // the previous rows' tiles are read
+  __syncthreads();  // the previous rows' q and tiles are read
   for (int i = threadIdx.x; i < kRows * d; i += kThreads) {
     const int m = i / d, c = i % d;
     const int64_t row = r_begin + m % per_block;
@@ -119,66 +117,88 @@ __device__ __forceinline__ void AttendRows(const float* q, const uint16_t* k_cac
     if constexpr (kSplit) q_lo[m * stride + c] = lo;
   }
 
-  // This lane's two rows (m and m + 8 of its warp's 16) and the keys they see.
+  // This lane's two rows (m and m + 8 of its warp's 16) and the keys they
+  // see, in 32 bits (positions and rows of a batch fit an int; registers are
+  // what bounds the block's occupancy).
   bool valid[2];
-  int64_t pos[2], lo[2], row_of[2];
-  int head_of[2];
-  int warp_lo = INT32_MAX, warp_hi = -1;
+  int pos[2], lo[2], row_of[2], head_of[2];
+  int warp_lo = INT32_MAX, warp_hi = -1;  // the keys some row of the warp sees
+  int all_lo = -1, all_hi = INT32_MAX;    // the keys every row of the warp sees (none where a row is left out)
   for (int h = 0; h < 2; ++h) {
     const int m = 16 * warp + (lane >> 2) + 8 * h;
-    row_of[h] = r_begin + m % per_block;
+    row_of[h] = static_cast<int>(r_begin + m % per_block);
     head_of[h] = static_cast<int>(kv_head * group + m / per_block);
     valid[h] = row_of[h] >= a && row_of[h] < end;
-    KeyRange(seq, valid[h] ? row_of[h] : a, p.window, &lo[h], &pos[h]);
+    int64_t l, q_pos;
+    KeyRange(seq, valid[h] ? row_of[h] : a, p.window, &l, &q_pos);
+    lo[h] = static_cast<int>(l);
+    pos[h] = static_cast<int>(q_pos);
     if (valid[h]) {
-      warp_lo = min(warp_lo, static_cast<int>(lo[h]));
-      warp_hi = max(warp_hi, static_cast<int>(pos[h]));
+      warp_lo = min(warp_lo, lo[h]);
+      warp_hi = max(warp_hi, pos[h]);
+      all_lo = max(all_lo, lo[h]);
+      all_hi = min(all_hi, pos[h]);
+    } else {
+      all_hi = -1;
     }
   }
   warp_lo = __reduce_min_sync(0xFFFFFFFFu, warp_lo);
   warp_hi = __reduce_max_sync(0xFFFFFFFFu, warp_hi);
+  all_lo = __reduce_max_sync(0xFFFFFFFFu, all_lo);
+  all_hi = __reduce_min_sync(0xFFFFFFFFu, all_hi);
   int64_t seg_lo, seg_pos, unused;
   KeyRange(seq, a, p.window, &seg_lo, &unused);
   KeyRange(seq, end - 1, p.window, &unused, &seg_pos);
+  const int first_key = static_cast<int>(seg_lo / kKeys * kKeys);
+  const int n_tiles = static_cast<int>((seg_pos - first_key) / kKeys) + 1;
+
+  // Tile t's K and V into stage t % 2, one commit group. Keys past the cache
+  // are zeros (no row sees them).
+  const int chunks = d / 8;  // 16-byte pieces of a K/V row
+  const int block_size = static_cast<int>(p.block_size);
+  auto copy_tile = [&](int t) {
+    uint16_t* ks = stages + (t & 1) * stage_elems;
+    uint16_t* vs = ks + kKeys * stride;
+    const int key0 = first_key + t * kKeys;
+    for (int i = threadIdx.x; i < kKeys * chunks; i += kThreads) {
+      const int key = i / chunks, c = (i % chunks) * 8;
+      const int j = key0 + key;
+      const bool in = j < seq.kv_len;
+      const int64_t at =
+          in ? (static_cast<int64_t>(seq.block_table[j / block_size]) * block_size + j % block_size) * kv_dim +
+                   kv_head * d + c
+             : 0;
+      CopyAsync16(ks + key * stride + c, k_cache + at, in);
+      CopyAsync16(vs + key * stride + c, v_cache + at, in);
+    }
+    CopyAsyncCommit();
+  };
 
   float o[kMaxD / 8][4];
 #pragma unroll
   for (int j = 0; j < kMaxD / 8; ++j) o[j][0] = o[j][1] = o[j][2] = o[j][3] = 0.0f;
   float m_run[2] = {-INFINITY, -INFINITY}, l_run[2] = {0.0f, 0.0f};
-  const int chunks = d / 8;  // 16-byte pieces of a K/V row
 
-  for (int64_t key0 = seg_lo / kKeys * kKeys; key0 <= seg_pos; key0 += kKeys) {
-    __syncthreads();  // the last tile is read (and q is written)
-    if (threadIdx.x < kKeys) {
-      const int64_t j = key0 + threadIdx.x;
-      key_at[threadIdx.x] =
-          j < seq.kv_len
-              ? (static_cast<int64_t>(seq.block_table[j / p.block_size]) * p.block_size + j % p.block_size) * kv_dim +
-                    kv_head * d
-              : -1;
+  copy_tile(0);
+  for (int t = 0; t < n_tiles; ++t) {
+    if (t + 1 < n_tiles) {
+      copy_tile(t + 1);  // its stage was last read in tile t - 1, before that tile's closing barrier
+    } else {
+      CopyAsyncCommit();  // an empty group: the wait below still leaves one pending
     }
-    __syncthreads();
-    for (int i = threadIdx.x; i < kKeys * chunks; i += kThreads) {
-      const int key = i / chunks, c = (i % chunks) * 8;
-      const int64_t at = key_at[key];
-      CopyAsync16(ks + key * stride + c, k_cache + (at >= 0 ? at + c : 0), at >= 0);
-    }
-    CopyAsyncCommit();
-    for (int i = threadIdx.x; i < kKeys * chunks; i += kThreads) {
-      const int key = i / chunks, c = (i % chunks) * 8;
-      const int64_t at = key_at[key];
-      CopyAsync16(vs + key * stride + c, v_cache + (at >= 0 ? at + c : 0), at >= 0);
-    }
-    CopyAsyncCommit();
-    // A tile none of the warp's rows sees changes none of their bits: skipped.
-    const bool skip = key0 > warp_hi || key0 + kKeys - 1 < warp_lo;
     CopyAsyncWait<1>();
-    __syncthreads();
-
-    float s[8][4];
-#pragma unroll
-    for (int j = 0; j < 8; ++j) s[j][0] = s[j][1] = s[j][2] = s[j][3] = 0.0f;
+    __syncthreads();  // tile t is in (and, the first time, q is written)
+    const uint16_t* ks = stages + (t & 1) * stage_elems;
+    const uint16_t* vs = ks + kKeys * stride;
+    const int key0 = first_key + t * kKeys;
+    // A tile none of the warp's rows sees changes none of their bits: skipped.
+    // A tile every row sees in full needs no mask (the same values).
+    const bool skip = key0 > warp_hi || key0 + kKeys - 1 < warp_lo;
+    const bool full = key0 >= all_lo && key0 + kKeys - 1 <= all_hi;
     if (!skip) {
+      float s[8][4];
+#pragma unroll
+      for (int j = 0; j < 8; ++j) s[j][0] = s[j][1] = s[j][2] = s[j][3] = 0.0f;
 #pragma unroll
       for (int kk = 0; kk < kMaxD / 16; ++kk) {
         if (kk * 16 >= d) break;
@@ -199,13 +219,10 @@ __device__ __forceinline__ void AttendRows(const float* q, const uint16_t* k_cac
         }
       }
       // Scores in log2 units, masked; the running max and sum per row.
-      float mx[2] = {-INFINITY, -INFINITY};
 #pragma unroll
       for (int j = 0; j < 8; ++j) {
 #pragma unroll
         for (int e = 0; e < 4; ++e) {
-          const int h = e >> 1;
-          const int64_t key = key0 + j * 8 + (lane & 3) * 2 + (e & 1);
           float v;
           if (p.softcap > 0) {
             v = __fmul_rn(s[j][e], p.scale);
@@ -213,10 +230,25 @@ __device__ __forceinline__ void AttendRows(const float* q, const uint16_t* k_cac
           } else {
             v = __fmul_rn(s[j][e], scale_log2);
           }
-          if (!valid[h] || key > pos[h] || key < lo[h]) v = -INFINITY;
           s[j][e] = v;
-          mx[h] = fmaxf(mx[h], v);
         }
+      }
+      if (!full) {
+#pragma unroll
+        for (int j = 0; j < 8; ++j) {
+#pragma unroll
+          for (int e = 0; e < 4; ++e) {
+            const int h = e >> 1;
+            const int key = key0 + j * 8 + (lane & 3) * 2 + (e & 1);
+            if (!valid[h] || key > pos[h] || key < lo[h]) s[j][e] = -INFINITY;
+          }
+        }
+      }
+      float mx[2] = {-INFINITY, -INFINITY};
+#pragma unroll
+      for (int j = 0; j < 8; ++j) {
+        mx[0] = fmaxf(mx[0], fmaxf(s[j][0], s[j][1]));
+        mx[1] = fmaxf(mx[1], fmaxf(s[j][2], s[j][3]));
       }
       float alpha[2], sum[2] = {0.0f, 0.0f};
 #pragma unroll
@@ -246,10 +278,6 @@ __device__ __forceinline__ void AttendRows(const float* q, const uint16_t* k_cac
         o[j][2] *= alpha[1];
         o[j][3] *= alpha[1];
       }
-    }
-    CopyAsyncWait<0>();
-    __syncthreads();
-    if (!skip) {
 #pragma unroll
       for (int kk = 0; kk < kKeys / 16; ++kk) {
         uint32_t ph[4], pl[4];
@@ -272,7 +300,9 @@ __device__ __forceinline__ void AttendRows(const float* q, const uint16_t* k_cac
         }
       }
     }
+    __syncthreads();  // tile t's stage is read: tile t + 2 may go there
   }
+  CopyAsyncWait<0>();  // the last (empty) group
 
   // The rows' sums over their quads, then the outputs.
 #pragma unroll
@@ -286,7 +316,8 @@ __device__ __forceinline__ void AttendRows(const float* q, const uint16_t* k_cac
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
       if (!valid[h]) continue;
-      float* y = out + row_of[h] * p.out_stride + static_cast<int64_t>(head_of[h]) * d + j * 8 + (lane & 3) * 2;
+      float* y = out + static_cast<int64_t>(row_of[h]) * p.out_stride + static_cast<int64_t>(head_of[h]) * d + j * 8 +
+                 (lane & 3) * 2;
       y[0] = __fdiv_rn(o[j][2 * h], l_run[h]);
       y[1] = __fdiv_rn(o[j][2 * h + 1], l_run[h]);
     }
@@ -295,13 +326,15 @@ __device__ __forceinline__ void AttendRows(const float* q, const uint16_t* k_cac
 
 // grid (row tiles, KV heads): tile x takes rows [x·per_block, +per_block)
 // (the last rows first: they see the most keys), one sequence at a time.
-template <Elem E, int kMaxD, bool kSplit>
-__global__ void __launch_bounds__(kThreads)
+// Eight warps a block (128 rows) read each K/V tile for twice the rows of
+// four, in at most 128 registers a thread: two blocks an SM.
+template <Elem E, int kMaxD, bool kSplit, int kWarps>
+__global__ void __launch_bounds__(32 * kWarps, kWarps == 8 ? 2 : 1)
     PromptAttentionKernel(const float* q, const uint16_t* k_cache, const uint16_t* v_cache, const AttentionSeq* seqs,
                           int64_t n_seqs, AttentionParams p, float scale_log2, float* out) {
   WaitForPriorGrid();
   extern __shared__ __align__(16) uint16_t smem[];
-  const int64_t per_block = kRows / (p.n_heads / p.n_kv_heads);
+  const int64_t per_block = 16 * kWarps / (p.n_heads / p.n_kv_heads);
   const int64_t r_begin = (static_cast<int64_t>(gridDim.x) - 1 - blockIdx.x) * per_block;
   const int64_t r_end = min(r_begin + per_block, p.n_rows);
   for (int64_t r = r_begin; r < r_end;) {
@@ -311,33 +344,47 @@ __global__ void __launch_bounds__(kThreads)
       continue;
     }
     const int64_t seg_end = min(r_end, seq.q_row + seq.n_new);
-    AttendRows<E, kMaxD, kSplit>(q, k_cache, v_cache, p, scale_log2, seq, r_begin, r, seg_end, smem, out);
+    AttendRows<E, kMaxD, kSplit, kWarps>(q, k_cache, v_cache, p, scale_log2, seq, r_begin, r, seg_end, smem, out);
     r = seg_end;
   }
 }
 
-template <Elem E, int kMaxD, bool kSplit>
+template <Elem E, int kMaxD, bool kSplit, int kWarps>
 void Launch(const float* q, const void* k_cache, const void* v_cache, const AttentionSeq* seqs, int64_t n_seqs,
             const AttentionParams& p, float* out, cudaStream_t s) {
+  constexpr int kRows = 16 * kWarps;
   const int64_t per_block = kRows / (p.n_heads / p.n_kv_heads);
-  const size_t smem = static_cast<size_t>(((kSplit ? 2 : 1) * kRows + 2 * kKeys) * (p.head_dim + 8)) * 2 +
-                      kKeys * sizeof(int64_t);
-  auto* kernel = PromptAttentionKernel<E, kMaxD, kSplit>;
+  // q's terms, then two stages of a K and a V tile.
+  const size_t smem = static_cast<size_t>(((kSplit ? 2 : 1) * kRows + 4 * kKeys) * (p.head_dim + 8)) * 2;
+  auto* kernel = PromptAttentionKernel<E, kMaxD, kSplit, kWarps>;
   if (smem > 48 * 1024) cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem));
   const dim3 grid(static_cast<unsigned>((p.n_rows + per_block - 1) / per_block), static_cast<unsigned>(p.n_kv_heads));
-  LaunchPdl(kernel, grid, kThreads, smem, s, q, static_cast<const uint16_t*>(k_cache),
+  LaunchPdl(kernel, grid, 32 * kWarps, smem, s, q, static_cast<const uint16_t*>(k_cache),
             static_cast<const uint16_t*>(v_cache), seqs, n_seqs, p, p.scale * kLog2e, out);
+}
+
+// Warps a block: 8 up to head_dim 128 unless LLMHOST_CUDA_PROMPT_ATTENTION_WARPS=4
+// (the same bits: a row's arithmetic does not depend on its block); 4 above
+// (two stages of 256-wide tiles beside 128 rows' q do not fit).
+template <Elem E, int kMaxD, bool kSplit>
+void LaunchWarps(const float* q, const void* k_cache, const void* v_cache, const AttentionSeq* seqs, int64_t n_seqs,
+                 const AttentionParams& p, float* out, cudaStream_t s) {
+  const char* v = std::getenv("LLMHOST_CUDA_PROMPT_ATTENTION_WARPS");
+  if constexpr (kMaxD <= 128) {
+    if (v == nullptr || std::strcmp(v, "4") != 0) return Launch<E, kMaxD, kSplit, 8>(q, k_cache, v_cache, seqs, n_seqs, p, out, s);
+  }
+  Launch<E, kMaxD, kSplit, 4>(q, k_cache, v_cache, seqs, n_seqs, p, out, s);
 }
 
 template <Elem E, bool kSplit>
 void LaunchFor(const float* q, const void* k_cache, const void* v_cache, const AttentionSeq* seqs, int64_t n_seqs,
                const AttentionParams& p, float* out, cudaStream_t s) {
   if (p.head_dim <= 64) {
-    Launch<E, 64, kSplit>(q, k_cache, v_cache, seqs, n_seqs, p, out, s);
+    LaunchWarps<E, 64, kSplit>(q, k_cache, v_cache, seqs, n_seqs, p, out, s);
   } else if (p.head_dim <= 128) {
-    Launch<E, 128, kSplit>(q, k_cache, v_cache, seqs, n_seqs, p, out, s);
+    LaunchWarps<E, 128, kSplit>(q, k_cache, v_cache, seqs, n_seqs, p, out, s);
   } else {
-    Launch<E, 256, kSplit>(q, k_cache, v_cache, seqs, n_seqs, p, out, s);
+    LaunchWarps<E, 256, kSplit>(q, k_cache, v_cache, seqs, n_seqs, p, out, s);
   }
 }
 
@@ -351,7 +398,7 @@ bool PromptAttentionFits(const AttentionParams& p) {
   if (p.kv_dtype != DType::kBF16 && p.kv_dtype != DType::kF16) return false;
   if (p.head_dim <= 0 || p.head_dim % 16 != 0 || p.head_dim > 256) return false;
   if (p.n_kv_heads <= 0 || p.n_heads % p.n_kv_heads != 0) return false;
-  return kRows % (p.n_heads / p.n_kv_heads) == 0;
+  return kMinRows % (p.n_heads / p.n_kv_heads) == 0;
 }
 
 void LaunchPromptAttention(const float* q, const void* k_cache, const void* v_cache, const AttentionSeq* seqs,
