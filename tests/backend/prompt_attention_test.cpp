@@ -46,6 +46,8 @@ constexpr Setting kSettings[] = {{Precision::kAuto, false}, {Precision::kAuto, t
 TEST_F(PromptAttentionTest, RowsAreBatchInvariantAndClose) {
   const Shape shapes[] = {
       {32, 8, 128, 0, 0.0f, DType::kBF16},   // Llama-3-8B's
+      {8, 2, 64, 0, 0.0f, DType::kBF16},     // head_dim 64 (wgmma's other width)
+      {8, 8, 128, 20, 0.0f, DType::kBF16},   // no GQA (warpgroups of different positions), a window
       {4, 4, 64, 50, 0.0f, DType::kF16},     // no GQA, a window
       {16, 2, 256, 0, 30.0f, DType::kBF16},  // group 8, soft-capping
       {6, 3, 80, 0, 0.0f, DType::kBF16},     // head_dim below its kernel's
@@ -78,10 +80,14 @@ TEST_F(PromptAttentionTest, RowsAreBatchInvariantAndClose) {
         EXPECT_EQ(0, std::memcmp(alone.data(), auto_alone.data(), alone.size() * 4));
       }
       {
-        // Blocks of 64 rows instead of 128: the same bits.
+        // mma.sync where Hopper's wgmma kernel takes the shape (bf16, head_dim
+        // 64 or 128, one term): the same bits, in blocks of 128 rows or 64.
+        const testing::EnvSwitch mma_sync("LLMHOST_CUDA_PROMPT_ATTENTION_WGMMA", "off");
+        const std::vector<float> wide = Run({{0, n, len}}, 0);
+        EXPECT_EQ(0, std::memcmp(wide.data(), alone.data(), alone.size() * 4)) << "mma.sync, 128-row blocks";
         const testing::EnvSwitch four("LLMHOST_CUDA_PROMPT_ATTENTION_WARPS", "4");
         const std::vector<float> narrow = Run({{0, n, len}}, 0);
-        EXPECT_EQ(0, std::memcmp(narrow.data(), alone.data(), alone.size() * 4)) << "64-row blocks";
+        EXPECT_EQ(0, std::memcmp(narrow.data(), alone.data(), alone.size() * 4)) << "mma.sync, 64-row blocks";
       }
       // Behind 5 rows of another prompt (other row tiles), beside a decode.
       const std::vector<Part> batch = {{1, 5, 77}, {0, n, len}, {2, 1, 130, 129}};

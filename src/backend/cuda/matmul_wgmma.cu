@@ -46,6 +46,7 @@
 #include "backend/cuda/env_switch.h"
 #include "backend/cuda/matmul_mma.cuh"
 #include "backend/cuda/mma_rows.cuh"
+#include "backend/cuda/wgmma.cuh"
 
 namespace llmhost::cuda::mma_rows {
 
@@ -70,10 +71,6 @@ constexpr bool SlotColIsAPermutation() {
 static_assert(SlotColIsAPermutation(), "a step's slots take each of its 64 columns once");
 
 namespace {
-
-#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-#define LLMHOST_WGMMA_DEVICE 1
-#endif
 
 // WGS consumer warpgroups of 64 rows, NT tokens, Split: x as two bf16 terms.
 template <int WGS, int NT, bool Split>
@@ -155,18 +152,7 @@ __global__ void SplitSlotsKernel(const float* x, int64_t n, int64_t steps, int64
   if (split) image[NT * 8 + word] = l;
 }
 
-// A wgmma operand in shared memory is named by a descriptor: its address / 16
-// (bits 0-13), the bytes between the two core matrices of a k16 / 16 (the
-// leading offset, bits 16-29) and between 8-row groups / 16 (the stride
-// offset, bits 32-45); no swizzle (bits 62-63 zero).
 #if defined(LLMHOST_WGMMA_DEVICE)
-__device__ __forceinline__ void WgFence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
-__device__ __forceinline__ void WgCommit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
-template <int N>
-__device__ __forceinline__ void WgWait() {
-  asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory");
-}
-
 // The mbarriers of the ring, and the bulk copies that complete on them.
 __device__ __forceinline__ void BarInit(uint32_t bar, int count) {
   asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(bar), "r"(count) : "memory");
@@ -434,9 +420,7 @@ __global__ void __launch_bounds__(WgLayout<WGS, NT, Split>::kThreads, 1)
         for (int term = 0; term < L::kTerms; ++term) {
           // group grp's core matrices: 8-token groups 256 bytes apart, slot halves 128
           const uint32_t b = xst + term * NT * 128 + grp * (NT / 8) * 256;
-          Wgmma<NT>(acc, a[buf][grp >> 1][grp & 1], (static_cast<uint64_t>((b & 0x3FFFF) >> 4)) |
-                                                        (static_cast<uint64_t>(128 >> 4) << 16) |
-                                                        (static_cast<uint64_t>(256 >> 4) << 32));
+          Wgmma<NT>(acc, a[buf][grp >> 1][grp & 1], WgDesc(b, 128, 256));
         }
       }
       WgCommit();
@@ -576,26 +560,6 @@ int64_t WgmmaFrom() {
   const char* v = std::getenv("LLMHOST_CUDA_WGMMA_FROM");
   const long long f = v == nullptr ? 40 : std::atoll(v);
   return f < 1 ? 1 : f;
-}
-
-// Hopper's sm_90a kernels run on compute capability 9.0 alone.
-bool Sm90aDevice() {
-#if defined(LLMHOST_WGMMA_BUILT)
-  static std::atomic<int> cache[64];  // 0 unknown, 1 no, 2 yes
-  int dev = 0;
-  if (cudaGetDevice(&dev) != cudaSuccess || dev < 0 || dev >= 64) return false;
-  int v = cache[dev].load(std::memory_order_relaxed);
-  if (v == 0) {
-    int major = 0, minor = 0;
-    cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev);
-    cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev);
-    v = major == 9 && minor == 0 ? 2 : 1;
-    cache[dev].store(v, std::memory_order_relaxed);
-  }
-  return v == 2;
-#else
-  return false;
-#endif
 }
 
 enum class WgTile { k128x128, k128x64, k64x128, k64x64, k128x32, k64x32, k128x16, k64x16, k128x8, k64x8 };
@@ -990,3 +954,27 @@ bool LaunchWgmmaGemm(MmaWeights ws, int64_t n, const float* x, uint16_t* terms, 
 }
 
 }  // namespace llmhost::cuda::mma_rows
+
+namespace llmhost::cuda {
+
+// Hopper's sm_90a kernels run on compute capability 9.0 alone.
+bool Sm90aDevice() {
+#if defined(LLMHOST_WGMMA_BUILT)
+  static std::atomic<int> cache[64];  // 0 unknown, 1 no, 2 yes
+  int dev = 0;
+  if (cudaGetDevice(&dev) != cudaSuccess || dev < 0 || dev >= 64) return false;
+  int v = cache[dev].load(std::memory_order_relaxed);
+  if (v == 0) {
+    int major = 0, minor = 0;
+    cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev);
+    cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev);
+    v = major == 9 && minor == 0 ? 2 : 1;
+    cache[dev].store(v, std::memory_order_relaxed);
+  }
+  return v == 2;
+#else
+  return false;
+#endif
+}
+
+}  // namespace llmhost::cuda

@@ -9,13 +9,12 @@
 
 #include "backend/cuda/attention_rows.cuh"
 #include "backend/cuda/common.cuh"
+#include "backend/cuda/prompt_attention_tile.cuh"
 
 namespace llmhost::cuda {
 namespace {
 
-constexpr int kKeys = 64;     // keys per tile, at absolute positions
-constexpr int kMinRows = 64;  // the fewest rows a block takes: a GQA group divides it
-constexpr float kLog2e = 1.4426950408889634f;
+using namespace prompt_tile;
 
 // Four 8x8 tiles of 16-bit elements, row addresses from lanes 8i..8i+7.
 __device__ __forceinline__ void LoadTiles(uint32_t r[4], const uint16_t* p) {
@@ -47,41 +46,6 @@ __device__ __forceinline__ void Mma(float c[4], const uint32_t a[4], uint32_t b0
   }
 }
 
-template <Elem E>
-__device__ __forceinline__ uint16_t To16(float v) {
-  if constexpr (E == Elem::kBF16) {
-    return __bfloat16_as_ushort(__float2bfloat16_rn(v));
-  } else {
-    return __half_as_ushort(__float2half_rn(v));
-  }
-}
-
-template <Elem E>
-__device__ __forceinline__ float From16(uint16_t h) {
-  if constexpr (E == Elem::kBF16) {
-    return Bf16ToF32(h);
-  } else {
-    return F16ToF32(h);
-  }
-}
-
-// v as a 16-bit term (hi) and, with kSplit, the rest it rounded off (lo).
-template <Elem E, bool kSplit>
-__device__ __forceinline__ void Split(float v, uint16_t* hi, uint16_t* lo) {
-  *hi = To16<E>(v);
-  if constexpr (kSplit) *lo = To16<E>(v - From16<E>(*hi));
-}
-
-// Two values as one MMA register (the lower column in the low half).
-template <Elem E, bool kSplit>
-__device__ __forceinline__ void Pack(float a, float b, uint32_t* hi, uint32_t* lo) {
-  uint16_t ah, al, bh, bl;
-  Split<E, kSplit>(a, &ah, &al);
-  Split<E, kSplit>(b, &bh, &bl);
-  *hi = ah | (static_cast<uint32_t>(bh) << 16);
-  if constexpr (kSplit) *lo = al | (static_cast<uint32_t>(bl) << 16);
-}
-
 // One block's rows [a, b) of one sequence (the other rows of the block are
 // left out, and so are generated rows): q into shared memory, then the key
 // tiles in order, each tile's K/V copied while the one before it is used.
@@ -93,7 +57,7 @@ __device__ __forceinline__ void AttendRows(const float* q, const uint16_t* k_cac
   const int d = static_cast<int>(p.head_dim), stride = d + 8;  // padded: ldmatrix rows in distinct banks
   const int group = static_cast<int>(p.n_heads / p.n_kv_heads);
   const int per_block = kRows / group;  // positions; row m is head m / per_block at position m % per_block
-  const int64_t kv_head = blockIdx.y, kv_dim = p.n_kv_heads * d;
+  const int64_t kv_head = blockIdx.y;
   const int64_t first_pos = RowPosition(seq, a);
   if (first_pos >= seq.generated_from) return;  // generated rows: the chunk kernel's
   const int64_t prompt_rows = seq.generated_from - first_pos;  // generated_from may be INT64_MAX: no a + it
@@ -117,35 +81,7 @@ __device__ __forceinline__ void AttendRows(const float* q, const uint16_t* k_cac
     if constexpr (kSplit) q_lo[m * stride + c] = lo;
   }
 
-  // This lane's two rows (m and m + 8 of its warp's 16) and the keys they
-  // see, in 32 bits (positions and rows of a batch fit an int; registers are
-  // what bounds the block's occupancy).
-  bool valid[2];
-  int pos[2], lo[2], row_of[2], head_of[2];
-  int warp_lo = INT32_MAX, warp_hi = -1;  // the keys some row of the warp sees
-  int all_lo = -1, all_hi = INT32_MAX;    // the keys every row of the warp sees (none where a row is left out)
-  for (int h = 0; h < 2; ++h) {
-    const int m = 16 * warp + (lane >> 2) + 8 * h;
-    row_of[h] = static_cast<int>(r_begin + m % per_block);
-    head_of[h] = static_cast<int>(kv_head * group + m / per_block);
-    valid[h] = row_of[h] >= a && row_of[h] < end;
-    int64_t l, q_pos;
-    KeyRange(seq, valid[h] ? row_of[h] : a, p.window, &l, &q_pos);
-    lo[h] = static_cast<int>(l);
-    pos[h] = static_cast<int>(q_pos);
-    if (valid[h]) {
-      warp_lo = min(warp_lo, lo[h]);
-      warp_hi = max(warp_hi, pos[h]);
-      all_lo = max(all_lo, lo[h]);
-      all_hi = min(all_hi, pos[h]);
-    } else {
-      all_hi = -1;
-    }
-  }
-  warp_lo = __reduce_min_sync(0xFFFFFFFFu, warp_lo);
-  warp_hi = __reduce_max_sync(0xFFFFFFFFu, warp_hi);
-  all_lo = __reduce_max_sync(0xFFFFFFFFu, all_lo);
-  all_hi = __reduce_min_sync(0xFFFFFFFFu, all_hi);
+  const LaneRows rows(seq, p, r_begin, a, end, per_block, group, kv_head, warp, lane);
   int64_t seg_lo, seg_pos, unused;
   KeyRange(seq, a, p.window, &seg_lo, &unused);
   KeyRange(seq, end - 1, p.window, &unused, &seg_pos);
@@ -155,7 +91,6 @@ __device__ __forceinline__ void AttendRows(const float* q, const uint16_t* k_cac
   // Tile t's K and V into stage t % 2, one commit group. Keys past the cache
   // are zeros (no row sees them).
   const int chunks = d / 8;  // 16-byte pieces of a K/V row
-  const int block_size = static_cast<int>(p.block_size);
   auto copy_tile = [&](int t) {
     uint16_t* ks = stages + (t & 1) * stage_elems;
     uint16_t* vs = ks + kKeys * stride;
@@ -164,10 +99,7 @@ __device__ __forceinline__ void AttendRows(const float* q, const uint16_t* k_cac
       const int key = i / chunks, c = (i % chunks) * 8;
       const int j = key0 + key;
       const bool in = j < seq.kv_len;
-      const int64_t at =
-          in ? (static_cast<int64_t>(seq.block_table[j / block_size]) * block_size + j % block_size) * kv_dim +
-                   kv_head * d + c
-             : 0;
+      const int64_t at = in ? KeyRowAt(seq, p, j, kv_head) + c : 0;
       CopyAsync16(ks + key * stride + c, k_cache + at, in);
       CopyAsync16(vs + key * stride + c, v_cache + at, in);
     }
@@ -193,9 +125,7 @@ __device__ __forceinline__ void AttendRows(const float* q, const uint16_t* k_cac
     const int key0 = first_key + t * kKeys;
     // A tile none of the warp's rows sees changes none of their bits: skipped.
     // A tile every row sees in full needs no mask (the same values).
-    const bool skip = key0 > warp_hi || key0 + kKeys - 1 < warp_lo;
-    const bool full = key0 >= all_lo && key0 + kKeys - 1 <= all_hi;
-    if (!skip) {
+    if (!rows.Skips(key0)) {
       float s[8][4];
 #pragma unroll
       for (int j = 0; j < 8; ++j) s[j][0] = s[j][1] = s[j][2] = s[j][3] = 0.0f;
@@ -218,73 +148,11 @@ __device__ __forceinline__ void AttendRows(const float* q, const uint16_t* k_cac
           }
         }
       }
-      // Scores in log2 units, masked; the running max and sum per row.
-#pragma unroll
-      for (int j = 0; j < 8; ++j) {
-#pragma unroll
-        for (int e = 0; e < 4; ++e) {
-          float v;
-          if (p.softcap > 0) {
-            v = __fmul_rn(s[j][e], p.scale);
-            v = __fmul_rn(__fmul_rn(p.softcap, tanhf(__fdiv_rn(v, p.softcap))), kLog2e);
-          } else {
-            v = __fmul_rn(s[j][e], scale_log2);
-          }
-          s[j][e] = v;
-        }
-      }
-      if (!full) {
-#pragma unroll
-        for (int j = 0; j < 8; ++j) {
-#pragma unroll
-          for (int e = 0; e < 4; ++e) {
-            const int h = e >> 1;
-            const int key = key0 + j * 8 + (lane & 3) * 2 + (e & 1);
-            if (!valid[h] || key > pos[h] || key < lo[h]) s[j][e] = -INFINITY;
-          }
-        }
-      }
-      float mx[2] = {-INFINITY, -INFINITY};
-#pragma unroll
-      for (int j = 0; j < 8; ++j) {
-        mx[0] = fmaxf(mx[0], fmaxf(s[j][0], s[j][1]));
-        mx[1] = fmaxf(mx[1], fmaxf(s[j][2], s[j][3]));
-      }
-      float alpha[2], sum[2] = {0.0f, 0.0f};
-#pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        mx[h] = fmaxf(mx[h], __shfl_xor_sync(0xFFFFFFFFu, mx[h], 1));
-        mx[h] = fmaxf(mx[h], __shfl_xor_sync(0xFFFFFFFFu, mx[h], 2));
-        const float m_new = fmaxf(m_run[h], mx[h]);
-        alpha[h] = m_new == m_run[h] ? 1.0f : exp2f(m_run[h] - m_new);  // m_run = -inf: 0
-        m_run[h] = m_new;
-      }
-#pragma unroll
-      for (int j = 0; j < 8; ++j) {
-#pragma unroll
-        for (int e = 0; e < 4; ++e) {
-          const int h = e >> 1;
-          const float pv = s[j][e] == -INFINITY ? 0.0f : exp2f(s[j][e] - m_run[h]);
-          s[j][e] = pv;
-          sum[h] += pv;
-        }
-      }
-#pragma unroll
-      for (int h = 0; h < 2; ++h) l_run[h] = fmaf(l_run[h], alpha[h], sum[h]);
-#pragma unroll
-      for (int j = 0; j < kMaxD / 8; ++j) {
-        o[j][0] *= alpha[0];
-        o[j][1] *= alpha[0];
-        o[j][2] *= alpha[1];
-        o[j][3] *= alpha[1];
-      }
+      SoftmaxTile<kMaxD>(s, o, m_run, l_run, rows, key0, rows.SeesAll(key0), p, scale_log2, lane);
 #pragma unroll
       for (int kk = 0; kk < kKeys / 16; ++kk) {
         uint32_t ph[4], pl[4];
-        Pack<E, kSplit>(s[2 * kk][0], s[2 * kk][1], &ph[0], &pl[0]);
-        Pack<E, kSplit>(s[2 * kk][2], s[2 * kk][3], &ph[1], &pl[1]);
-        Pack<E, kSplit>(s[2 * kk + 1][0], s[2 * kk + 1][1], &ph[2], &pl[2]);
-        Pack<E, kSplit>(s[2 * kk + 1][2], s[2 * kk + 1][3], &ph[3], &pl[3]);
+        PackProbabilities<E, kSplit>(s, kk, ph, pl);
 #pragma unroll
         for (int dp = 0; dp < kMaxD / 16; ++dp) {
           if (dp * 16 >= d) break;
@@ -304,24 +172,7 @@ __device__ __forceinline__ void AttendRows(const float* q, const uint16_t* k_cac
   }
   CopyAsyncWait<0>();  // the last (empty) group
 
-  // The rows' sums over their quads, then the outputs.
-#pragma unroll
-  for (int h = 0; h < 2; ++h) {
-    l_run[h] += __shfl_xor_sync(0xFFFFFFFFu, l_run[h], 1);
-    l_run[h] += __shfl_xor_sync(0xFFFFFFFFu, l_run[h], 2);
-  }
-#pragma unroll
-  for (int j = 0; j < kMaxD / 8; ++j) {
-    if (j * 8 >= d) break;
-#pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      if (!valid[h]) continue;
-      float* y = out + static_cast<int64_t>(row_of[h]) * p.out_stride + static_cast<int64_t>(head_of[h]) * d + j * 8 +
-                 (lane & 3) * 2;
-      y[0] = __fdiv_rn(o[j][2 * h], l_run[h]);
-      y[1] = __fdiv_rn(o[j][2 * h + 1], l_run[h]);
-    }
-  }
+  StoreRows<kMaxD>(o, l_run, rows, p, d, lane, out);
 }
 
 // grid (row tiles, KV heads): tile x takes rows [x·per_block, +per_block)
@@ -404,6 +255,7 @@ bool PromptAttentionFits(const AttentionParams& p) {
 void LaunchPromptAttention(const float* q, const void* k_cache, const void* v_cache, const AttentionSeq* seqs,
                            int64_t n_seqs, const AttentionParams& p, bool split_q, float* out, cudaStream_t s) {
   if (p.n_rows <= p.n_generated_rows || n_seqs <= 0) return;
+  if (!split_q && LaunchPromptAttentionWgmma(q, k_cache, v_cache, seqs, n_seqs, p, out, s)) return;
   if (p.kv_dtype == DType::kBF16) {
     split_q ? LaunchFor<Elem::kBF16, true>(q, k_cache, v_cache, seqs, n_seqs, p, out, s)
             : LaunchFor<Elem::kBF16, false>(q, k_cache, v_cache, seqs, n_seqs, p, out, s);

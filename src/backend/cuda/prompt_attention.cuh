@@ -31,6 +31,13 @@ bool PromptAttentionEnabled();
 // head_dim a multiple of 16 up to 256, a GQA group that divides 64.
 bool PromptAttentionFits(const AttentionParams& p);
 
+// The same rows on Hopper's wgmma (prompt_attention_wgmma.cu), the same
+// bits: bf16 K/V, head_dim 64 or 128, one 16-bit term, an sm_90a device, and
+// not LLMHOST_CUDA_PROMPT_ATTENTION_WGMMA=off. False (nothing launched)
+// elsewhere.
+bool LaunchPromptAttentionWgmma(const float* q, const void* k_cache, const void* v_cache, const AttentionSeq* seqs,
+                                int64_t n_seqs, const AttentionParams& p, float* out, cudaStream_t s);
+
 // Writes the output rows of the prompt rows (positions before their
 // sequence's generated_from) and no others.
 void LaunchPromptAttention(const float* q, const void* k_cache, const void* v_cache, const AttentionSeq* seqs,
