@@ -338,6 +338,19 @@ TEST_P(BackendOpsTest, RmsNormRopeAndElementwise) {
         << "silu";
     EXPECT_LE(WorstRowError(rows_of(gelu[1], half + 1, half), rows_of(gelu[0], half + 1, half), half), kF32Tol)
         << "gelu";
+    // Gate and up in their own buffers, every stride a multiple of 4 (a GPU's
+    // 16-byte path), in place as MoE runs it.
+    const int64_t cols4 = 4 * Uniform(rng, 1, 40);
+    const std::vector<float> g4 = Random(rows * cols4, rng, 4), u4 = Random(rows * cols4, rng, 4);
+    std::vector<float> packed[2];
+    for (int i = 0; i < 2; ++i) {
+      Device d(*bs[i]);
+      float* dg4 = d.Put(g4);
+      bs[i]->GatedActivation(c % 2 ? Activation::kSilu : Activation::kGeluTanh, dg4, cols4, d.Put(u4), cols4, rows,
+                             cols4, dg4, cols4);
+      packed[i] = d.Get(dg4, rows * cols4);
+    }
+    EXPECT_LE(WorstRowError(packed[1], packed[0], cols4), kF32Tol) << "gated, 16-byte rows, in place";
   }
 }
 
