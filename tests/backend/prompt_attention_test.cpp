@@ -48,6 +48,8 @@ TEST_F(PromptAttentionTest, RowsAreBatchInvariantAndClose) {
       {32, 8, 128, 0, 0.0f, DType::kBF16},   // Llama-3-8B's
       {8, 2, 64, 0, 0.0f, DType::kBF16},     // head_dim 64 (wgmma's other width)
       {8, 8, 128, 20, 0.0f, DType::kBF16},   // no GQA (warpgroups of different positions), a window
+      {16, 2, 128, 0, 30.0f, DType::kBF16},  // group 8, soft-capping, on the wgmma kernel
+      {8, 4, 64, 40, 0.0f, DType::kBF16},    // group 2, a window, head_dim 64
       {4, 4, 64, 50, 0.0f, DType::kF16},     // no GQA, a window
       {16, 2, 256, 0, 30.0f, DType::kBF16},  // group 8, soft-capping
       {6, 3, 80, 0, 0.0f, DType::kBF16},     // head_dim below its kernel's

@@ -1131,7 +1131,8 @@ void CudaBackend::Attention(const float* q, const void* k_cache, const void* v_c
   Use();
   // Prompt rows on the tensor cores (with the prompt rows' MatMul rounding),
   // generated rows by the chunk kernel below (f32, split over the keys).
-  const bool prompt_tc = PromptRowsOnTensorCores() && cuda::PromptAttentionEnabled() && cuda::PromptAttentionFits(p);
+  const bool prompt_tc = PromptRowsOnTensorCores() && cuda::PromptAttentionEnabled() &&
+                         cuda::PromptAttentionFits(p, PromptRowsSplit());
   if (prompt_tc) {
     cuda::LaunchPromptAttention(q, k_cache, v_cache, seqs, n_seqs, p, PromptRowsSplit(), out,
                                 S(stream_));

@@ -9,6 +9,7 @@
 
 #include "backend/cuda/attention_rows.cuh"
 #include "backend/cuda/common.cuh"
+#include "backend/cuda/device_caps.h"
 #include "backend/cuda/prompt_attention_tile.cuh"
 
 namespace llmhost::cuda {
@@ -49,7 +50,7 @@ __device__ __forceinline__ void Mma(float c[4], const uint32_t a[4], uint32_t b0
 // One block's rows [a, b) of one sequence (the other rows of the block are
 // left out, and so are generated rows): q into shared memory, then the key
 // tiles in order, each tile's K/V copied while the one before it is used.
-template <Elem E, int kMaxD, bool kSplit, int kWarps>
+template <Elem E, int kMaxD, bool kSplit, int kWarps, int kStages>
 __device__ __forceinline__ void AttendRows(const float* q, const uint16_t* k_cache, const uint16_t* v_cache,
                                            const AttentionParams& p, float scale_log2, const AttentionSeq& seq,
                                            int64_t r_begin, int64_t a, int64_t b, uint16_t* smem, float* out) {
@@ -65,7 +66,7 @@ __device__ __forceinline__ void AttendRows(const float* q, const uint16_t* k_cac
   if (end <= a) return;
   uint16_t* q_hi = smem;
   uint16_t* q_lo = q_hi + kRows * stride;
-  uint16_t* stages = q_hi + (kSplit ? 2 : 1) * kRows * stride;  // two of [K tile, V tile]
+  uint16_t* stages = q_hi + (kSplit ? 2 : 1) * kRows * stride;  // kStages of [K tile, V tile]
   const int stage_elems = 2 * kKeys * stride;
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
 
@@ -88,11 +89,11 @@ __device__ __forceinline__ void AttendRows(const float* q, const uint16_t* k_cac
   const int first_key = static_cast<int>(seg_lo / kKeys * kKeys);
   const int n_tiles = static_cast<int>((seg_pos - first_key) / kKeys) + 1;
 
-  // Tile t's K and V into stage t % 2, one commit group. Keys past the cache
-  // are zeros (no row sees them).
+  // Tile t's K and V into stage t % kStages, one commit group. Keys past
+  // the cache are zeros (no row sees them).
   const int chunks = d / 8;  // 16-byte pieces of a K/V row
   auto copy_tile = [&](int t) {
-    uint16_t* ks = stages + (t & 1) * stage_elems;
+    uint16_t* ks = stages + (t % kStages) * stage_elems;
     uint16_t* vs = ks + kKeys * stride;
     const int key0 = first_key + t * kKeys;
     for (int i = threadIdx.x; i < kKeys * chunks; i += kThreads) {
@@ -111,16 +112,21 @@ __device__ __forceinline__ void AttendRows(const float* q, const uint16_t* k_cac
   for (int j = 0; j < kMaxD / 8; ++j) o[j][0] = o[j][1] = o[j][2] = o[j][3] = 0.0f;
   float m_run[2] = {-INFINITY, -INFINITY}, l_run[2] = {0.0f, 0.0f};
 
-  copy_tile(0);
+  if constexpr (kStages == 2) copy_tile(0);
   for (int t = 0; t < n_tiles; ++t) {
-    if (t + 1 < n_tiles) {
-      copy_tile(t + 1);  // its stage was last read in tile t - 1, before that tile's closing barrier
+    if constexpr (kStages == 2) {
+      if (t + 1 < n_tiles) {
+        copy_tile(t + 1);  // its stage was last read in tile t - 1, before that tile's closing barrier
+      } else {
+        CopyAsyncCommit();  // an empty group: the wait below still leaves one pending
+      }
+      CopyAsyncWait<1>();
     } else {
-      CopyAsyncCommit();  // an empty group: the wait below still leaves one pending
+      copy_tile(t);
+      CopyAsyncWait<0>();
     }
-    CopyAsyncWait<1>();
     __syncthreads();  // tile t is in (and, the first time, q is written)
-    const uint16_t* ks = stages + (t & 1) * stage_elems;
+    const uint16_t* ks = stages + (t % kStages) * stage_elems;
     const uint16_t* vs = ks + kKeys * stride;
     const int key0 = first_key + t * kKeys;
     // A tile none of the warp's rows sees changes none of their bits: skipped.
@@ -168,7 +174,7 @@ __device__ __forceinline__ void AttendRows(const float* q, const uint16_t* k_cac
         }
       }
     }
-    __syncthreads();  // tile t's stage is read: tile t + 2 may go there
+    __syncthreads();  // tile t's stage is read: tile t + kStages may go there
   }
   CopyAsyncWait<0>();  // the last (empty) group
 
@@ -178,8 +184,11 @@ __device__ __forceinline__ void AttendRows(const float* q, const uint16_t* k_cac
 // grid (row tiles, KV heads): tile x takes rows [x·per_block, +per_block)
 // (the last rows first: they see the most keys), one sequence at a time.
 // Eight warps a block (128 rows) read each K/V tile for twice the rows of
-// four, in at most 128 registers a thread: two blocks an SM.
-template <Elem E, int kMaxD, bool kSplit, int kWarps>
+// four, in at most 128 registers a thread: two blocks an SM. kStages K/V
+// stages: 2 (the next tile copied while this one is used) with 8 warps; 1
+// with 4, where two stages of 4 warps measured slower than one (fewer blocks
+// an SM) and where the GPU's shared memory holds no more.
+template <Elem E, int kMaxD, bool kSplit, int kWarps, int kStages>
 __global__ void __launch_bounds__(32 * kWarps, kWarps == 8 ? 2 : 1)
     PromptAttentionKernel(const float* q, const uint16_t* k_cache, const uint16_t* v_cache, const AttentionSeq* seqs,
                           int64_t n_seqs, AttentionParams p, float scale_log2, float* out) {
@@ -195,36 +204,45 @@ __global__ void __launch_bounds__(32 * kWarps, kWarps == 8 ? 2 : 1)
       continue;
     }
     const int64_t seg_end = min(r_end, seq.q_row + seq.n_new);
-    AttendRows<E, kMaxD, kSplit, kWarps>(q, k_cache, v_cache, p, scale_log2, seq, r_begin, r, seg_end, smem, out);
+    AttendRows<E, kMaxD, kSplit, kWarps, kStages>(q, k_cache, v_cache, p, scale_log2, seq, r_begin, r, seg_end, smem,
+                                                  out);
     r = seg_end;
   }
 }
 
-template <Elem E, int kMaxD, bool kSplit, int kWarps>
+// q's terms, then the stages of a K and a V tile (16-bit, rows padded by 8).
+size_t SharedBytes(int64_t head_dim, bool split, int warps, int stages) {
+  return static_cast<size_t>(((split ? 2 : 1) * 16 * warps + 2 * stages * kKeys) * (head_dim + 8)) * 2;
+}
+
+template <Elem E, int kMaxD, bool kSplit, int kWarps, int kStages>
 void Launch(const float* q, const void* k_cache, const void* v_cache, const AttentionSeq* seqs, int64_t n_seqs,
             const AttentionParams& p, float* out, cudaStream_t s) {
   constexpr int kRows = 16 * kWarps;
   const int64_t per_block = kRows / (p.n_heads / p.n_kv_heads);
-  // q's terms, then two stages of a K and a V tile.
-  const size_t smem = static_cast<size_t>(((kSplit ? 2 : 1) * kRows + 4 * kKeys) * (p.head_dim + 8)) * 2;
-  auto* kernel = PromptAttentionKernel<E, kMaxD, kSplit, kWarps>;
+  const size_t smem = SharedBytes(p.head_dim, kSplit, kWarps, kStages);
+  auto* kernel = PromptAttentionKernel<E, kMaxD, kSplit, kWarps, kStages>;
   if (smem > 48 * 1024) cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem));
   const dim3 grid(static_cast<unsigned>((p.n_rows + per_block - 1) / per_block), static_cast<unsigned>(p.n_kv_heads));
   LaunchPdl(kernel, grid, 32 * kWarps, smem, s, q, static_cast<const uint16_t*>(k_cache),
             static_cast<const uint16_t*>(v_cache), seqs, n_seqs, p, p.scale * kLog2e, out);
 }
 
-// Warps a block: 8 up to head_dim 128 unless LLMHOST_CUDA_PROMPT_ATTENTION_WARPS=4
-// (the same bits: a row's arithmetic does not depend on its block); 4 above
-// (two stages of 256-wide tiles beside 128 rows' q do not fit).
+// 8 warps and two stages up to head_dim 128 where the GPU's shared memory
+// holds them, unless LLMHOST_CUDA_PROMPT_ATTENTION_WARPS=4; else 4 warps and
+// one stage (the same bits: a row's arithmetic does not depend on its block
+// or on when its tiles were copied).
 template <Elem E, int kMaxD, bool kSplit>
 void LaunchWarps(const float* q, const void* k_cache, const void* v_cache, const AttentionSeq* seqs, int64_t n_seqs,
                  const AttentionParams& p, float* out, cudaStream_t s) {
   const char* v = std::getenv("LLMHOST_CUDA_PROMPT_ATTENTION_WARPS");
   if constexpr (kMaxD <= 128) {
-    if (v == nullptr || std::strcmp(v, "4") != 0) return Launch<E, kMaxD, kSplit, 8>(q, k_cache, v_cache, seqs, n_seqs, p, out, s);
+    if ((v == nullptr || std::strcmp(v, "4") != 0) &&
+        SharedBytes(p.head_dim, kSplit, 8, 2) <= static_cast<size_t>(MaxSharedPerBlock())) {
+      return Launch<E, kMaxD, kSplit, 8, 2>(q, k_cache, v_cache, seqs, n_seqs, p, out, s);
+    }
   }
-  Launch<E, kMaxD, kSplit, 4>(q, k_cache, v_cache, seqs, n_seqs, p, out, s);
+  Launch<E, kMaxD, kSplit, 4, 1>(q, k_cache, v_cache, seqs, n_seqs, p, out, s);
 }
 
 template <Elem E, bool kSplit>
@@ -245,11 +263,12 @@ bool PromptAttentionEnabled() {
   return EnvSwitch("LLMHOST_CUDA_PROMPT_ATTENTION", true);
 }
 
-bool PromptAttentionFits(const AttentionParams& p) {
+bool PromptAttentionFits(const AttentionParams& p, bool split_q) {
   if (p.kv_dtype != DType::kBF16 && p.kv_dtype != DType::kF16) return false;
   if (p.head_dim <= 0 || p.head_dim % 16 != 0 || p.head_dim > 256) return false;
   if (p.n_kv_heads <= 0 || p.n_heads % p.n_kv_heads != 0) return false;
-  return kMinRows % (p.n_heads / p.n_kv_heads) == 0;
+  if (kMinRows % (p.n_heads / p.n_kv_heads) != 0) return false;
+  return SharedBytes(p.head_dim, split_q, 4, 1) <= static_cast<size_t>(MaxSharedPerBlock());
 }
 
 void LaunchPromptAttention(const float* q, const void* k_cache, const void* v_cache, const AttentionSeq* seqs,

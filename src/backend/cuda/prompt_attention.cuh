@@ -28,8 +28,9 @@ namespace llmhost::cuda {
 bool PromptAttentionEnabled();
 
 // Whether this shape's prompt rows can go to the tensor cores: 16-bit K/V,
-// head_dim a multiple of 16 up to 256, a GQA group that divides 64.
-bool PromptAttentionFits(const AttentionParams& p);
+// head_dim a multiple of 16 up to 256, a GQA group that divides 64, and a
+// block's shared memory (q in one term, or two with split_q) within the GPU's.
+bool PromptAttentionFits(const AttentionParams& p, bool split_q);
 
 // The same rows on Hopper's wgmma (prompt_attention_wgmma.cu), the same
 // bits: bf16 K/V, head_dim 64 or 128, one 16-bit term, an sm_90a device, and

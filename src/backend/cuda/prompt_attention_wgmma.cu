@@ -16,9 +16,6 @@
 // so the two kernels give the same bits; the tests compare them.
 #include "backend/cuda/prompt_attention.cuh"
 
-#include <cstdlib>
-#include <cstring>
-
 #include "backend/cuda/attention_rows.cuh"
 #include "backend/cuda/common.cuh"
 #include "backend/cuda/device_caps.h"
@@ -112,8 +109,9 @@ __device__ __forceinline__ void AttendRowsWg(const float* q, const uint16_t* k_c
   const int64_t wg_first = per_block <= 64 ? r_begin : r_begin + 64 * wg;
   const int64_t wg_last = (per_block <= 64 ? r_begin + per_block : wg_first + 64) - 1;
   const int64_t lo_row = wg_first > a ? wg_first : a, hi_row = wg_last < end - 1 ? wg_last : end - 1;
-  int64_t wg_lo = 1, wg_hi = 0, unused;  // none
-  if (lo_row <= hi_row) {
+  const bool wg_rows = lo_row <= hi_row;
+  int64_t wg_lo = 0, wg_hi = 0, unused;
+  if (wg_rows) {
     KeyRange(seq, lo_row, p.window, &wg_lo, &unused);
     KeyRange(seq, hi_row, p.window, &unused, &wg_hi);
   }
@@ -159,7 +157,7 @@ __device__ __forceinline__ void AttendRowsWg(const float* q, const uint16_t* k_c
     AsyncProxyFence();  // this thread's copies (and q's stores) seen by wgmma
     __syncthreads();    // tile t is in
     const int key0 = first_key + t * kKeys;
-    if (key0 <= wg_hi && key0 + kKeys - 1 >= wg_lo) {
+    if (wg_rows && key0 <= wg_hi && key0 + kKeys - 1 >= wg_lo) {
       const uint32_t ks = stage_base + (t & 1) * 2 * kTileBytes, vs = ks + kTileBytes;
       float s[8][4];
 #pragma unroll
@@ -234,6 +232,8 @@ void Launch(const float* q, const void* k_cache, const void* v_cache, const Atte
 
 }  // namespace
 
+// The caller (LaunchPromptAttention) has checked PromptAttentionFits, that
+// some rows are prompt rows, and that q is one term.
 bool LaunchPromptAttentionWgmma(const float* q, const void* k_cache, const void* v_cache, const AttentionSeq* seqs,
                                 int64_t n_seqs, const AttentionParams& p, float* out, cudaStream_t s) {
   if (p.kv_dtype != DType::kBF16 || (p.head_dim != 64 && p.head_dim != 128)) return false;
