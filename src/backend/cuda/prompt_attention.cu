@@ -59,10 +59,7 @@ __device__ __forceinline__ void AttendRows(const float* q, const uint16_t* k_cac
   const int group = static_cast<int>(p.n_heads / p.n_kv_heads);
   const int per_block = kRows / group;  // positions; row m is head m / per_block at position m % per_block
   const int64_t kv_head = blockIdx.y;
-  const int64_t first_pos = RowPosition(seq, a);
-  if (first_pos >= seq.generated_from) return;  // generated rows: the chunk kernel's
-  const int64_t prompt_rows = seq.generated_from - first_pos;  // generated_from may be INT64_MAX: no a + it
-  const int64_t end = prompt_rows < b - a ? a + prompt_rows : b;  // past the prompt's rows of [a, b)
+  const int64_t end = PromptRunEnd(seq, a, b);
   if (end <= a) return;
   uint16_t* q_hi = smem;
   uint16_t* q_lo = q_hi + kRows * stride;
@@ -73,9 +70,7 @@ __device__ __forceinline__ void AttendRows(const float* q, const uint16_t* k_cac
   __syncthreads();  // the previous rows' q and tiles are read
   for (int i = threadIdx.x; i < kRows * d; i += kThreads) {
     const int m = i / d, c = i % d;
-    const int64_t row = r_begin + m % per_block;
-    const float v =
-        row >= a && row < end ? q[row * p.q_stride + (kv_head * group + m / per_block) * d + c] : 0.0f;
+    const float v = QAt(q, p, r_begin, a, end, per_block, group, kv_head, m, c);
     uint16_t hi, lo;
     Split<E, kSplit>(v, &hi, &lo);
     q_hi[m * stride + c] = hi;
@@ -194,20 +189,9 @@ __global__ void __launch_bounds__(32 * kWarps, kWarps == 8 ? 2 : 1)
                           int64_t n_seqs, AttentionParams p, float scale_log2, float* out) {
   WaitForPriorGrid();
   extern __shared__ __align__(16) uint16_t smem[];
-  const int64_t per_block = 16 * kWarps / (p.n_heads / p.n_kv_heads);
-  const int64_t r_begin = (static_cast<int64_t>(gridDim.x) - 1 - blockIdx.x) * per_block;
-  const int64_t r_end = min(r_begin + per_block, p.n_rows);
-  for (int64_t r = r_begin; r < r_end;) {
-    AttentionSeq seq;
-    if (!FindSeq(seqs, n_seqs, r, &seq)) {
-      ++r;
-      continue;
-    }
-    const int64_t seg_end = min(r_end, seq.q_row + seq.n_new);
-    AttendRows<E, kMaxD, kSplit, kWarps, kStages>(q, k_cache, v_cache, p, scale_log2, seq, r_begin, r, seg_end, smem,
-                                                  out);
-    r = seg_end;
-  }
+  ForEachRun(seqs, n_seqs, p, 16 * kWarps, [&](const AttentionSeq& seq, int64_t r_begin, int64_t a, int64_t b) {
+    AttendRows<E, kMaxD, kSplit, kWarps, kStages>(q, k_cache, v_cache, p, scale_log2, seq, r_begin, a, b, smem, out);
+  });
 }
 
 // q's terms, then the stages of a K and a V tile (16-bit, rows padded by 8).

@@ -204,6 +204,46 @@ __device__ __forceinline__ void StoreRows(const float (&o)[kMaxD / 8][4], float 
   }
 }
 
+// The end of the prompt rows of run [a, b) of `seq` (generated rows are the
+// chunk kernel's): a where there are none.
+__device__ __forceinline__ int64_t PromptRunEnd(const AttentionSeq& seq, int64_t a, int64_t b) {
+  const int64_t first_pos = RowPosition(seq, a);
+  if (first_pos >= seq.generated_from) return a;
+  const int64_t prompt_rows = seq.generated_from - first_pos;  // generated_from may be INT64_MAX: no a + it
+  return prompt_rows < b - a ? a + prompt_rows : b;
+}
+
+// Column c of block row m's q (head m / per_block of the KV head's group, at
+// row r_begin + m % per_block), 0 for a row outside [a, end).
+__device__ __forceinline__ float QAt(const float* q, const AttentionParams& p, int64_t r_begin, int64_t a,
+                                     int64_t end, int per_block, int group, int64_t kv_head, int m, int c) {
+  const int64_t row = r_begin + m % per_block;
+  if (row < a || row >= end) return 0.0f;
+  return q[row * p.q_stride + (kv_head * group + m / per_block) * p.head_dim + c];
+}
+
+// A block's rows: block x of the grid takes rows [x' per_block, +per_block)
+// with x' counted from the end (the last rows first: they see the most
+// keys), per_block = rows / the GQA group; attend(seq, r_begin, a, b) for
+// each sequence's run [a, b) of them, one sequence at a time.
+template <typename Attend>
+__device__ __forceinline__ void ForEachRun(const AttentionSeq* seqs, int64_t n_seqs, const AttentionParams& p,
+                                           int rows, Attend&& attend) {
+  const int64_t per_block = rows / (p.n_heads / p.n_kv_heads);
+  const int64_t r_begin = (static_cast<int64_t>(gridDim.x) - 1 - blockIdx.x) * per_block;
+  const int64_t r_end = min(r_begin + per_block, p.n_rows);
+  for (int64_t r = r_begin; r < r_end;) {
+    AttentionSeq seq;
+    if (!FindSeq(seqs, n_seqs, r, &seq)) {
+      ++r;
+      continue;
+    }
+    const int64_t run_end = min(r_end, seq.q_row + seq.n_new);
+    attend(seq, r_begin, r, run_end);
+    r = run_end;
+  }
+}
+
 // Where key j's K/V row of this KV head starts in the paged cache (elements).
 __device__ __forceinline__ int64_t KeyRowAt(const AttentionSeq& seq, const AttentionParams& p, int j, int64_t kv_head) {
   const int block_size = static_cast<int>(p.block_size);

@@ -85,10 +85,7 @@ __device__ __forceinline__ void AttendRowsWg(const float* q, const uint16_t* k_c
   const int group = static_cast<int>(p.n_heads / p.n_kv_heads);
   const int per_block = kRows / group;
   const int64_t kv_head = blockIdx.y;
-  const int64_t first_pos = RowPosition(seq, a);
-  if (first_pos >= seq.generated_from) return;  // generated rows: the chunk kernel's
-  const int64_t prompt_rows = seq.generated_from - first_pos;
-  const int64_t end = prompt_rows < b - a ? a + prompt_rows : b;
+  const int64_t end = PromptRunEnd(seq, a, b);
   if (end <= a) return;
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, wg = warp >> 2;
   const uint32_t q_base = SharedAddress(smem), stage_base = q_base + kRows * kD * 2;
@@ -96,9 +93,7 @@ __device__ __forceinline__ void AttendRowsWg(const float* q, const uint16_t* k_c
   __syncthreads();  // the previous rows' q and tiles are read
   for (int i = threadIdx.x; i < kRows * kD; i += kThreads) {
     const int m = i / kD, c = i % kD;
-    const int64_t row = r_begin + m % per_block;
-    const float v =
-        row >= a && row < end ? q[row * p.q_stride + (kv_head * group + m / per_block) * kD + c] : 0.0f;
+    const float v = QAt(q, p, r_begin, a, end, per_block, group, kv_head, m, c);
     *reinterpret_cast<uint16_t*>(smem + CoreOffset(m, c, kChunks)) = To16<Elem::kBF16>(v);
   }
 
@@ -202,19 +197,9 @@ __global__ void __launch_bounds__(kThreads, 2)
 #if defined(LLMHOST_WGMMA_DEVICE)
   WaitForPriorGrid();
   extern __shared__ __align__(128) unsigned char smem[];
-  const int64_t per_block = kRows / (p.n_heads / p.n_kv_heads);
-  const int64_t r_begin = (static_cast<int64_t>(gridDim.x) - 1 - blockIdx.x) * per_block;
-  const int64_t r_end = min(r_begin + per_block, p.n_rows);
-  for (int64_t r = r_begin; r < r_end;) {
-    AttentionSeq seq;
-    if (!FindSeq(seqs, n_seqs, r, &seq)) {
-      ++r;
-      continue;
-    }
-    const int64_t seg_end = min(r_end, seq.q_row + seq.n_new);
-    AttendRowsWg<kD>(q, k_cache, v_cache, p, scale_log2, seq, r_begin, r, seg_end, smem, out);
-    r = seg_end;
-  }
+  ForEachRun(seqs, n_seqs, p, kRows, [&](const AttentionSeq& seq, int64_t r_begin, int64_t a, int64_t b) {
+    AttendRowsWg<kD>(q, k_cache, v_cache, p, scale_log2, seq, r_begin, a, b, smem, out);
+  });
 #endif
 }
 
