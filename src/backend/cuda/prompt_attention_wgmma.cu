@@ -16,6 +16,9 @@
 // so the two kernels give the same bits; the tests compare them.
 #include "backend/cuda/prompt_attention.cuh"
 
+#include <cstdlib>
+#include <cstring>
+
 #include "backend/cuda/attention_rows.cuh"
 #include "backend/cuda/common.cuh"
 #include "backend/cuda/device_caps.h"
@@ -188,9 +191,12 @@ __device__ __forceinline__ void AttendRowsWg(const float* q, const uint16_t* k_c
 }
 #endif
 
-// grid (row tiles, KV heads) as the mma.sync kernel's.
-template <int kD>
-__global__ void __launch_bounds__(kThreads, 2)
+// grid (row tiles, KV heads) as the mma.sync kernel's. Two blocks an SM
+// (128 registers a thread, a few spilled) unless
+// LLMHOST_CUDA_PROMPT_ATTENTION_WGMMA_BLOCKS=1: one, with the registers it
+// wants.
+template <int kD, int kMinBlocks>
+__global__ void __launch_bounds__(kThreads, kMinBlocks)
     PromptAttentionWgmmaKernel(const float* q, const uint16_t* k_cache, const uint16_t* v_cache,
                                const AttentionSeq* seqs, int64_t n_seqs, AttentionParams p, float scale_log2,
                                float* out) {
@@ -203,12 +209,12 @@ __global__ void __launch_bounds__(kThreads, 2)
 #endif
 }
 
-template <int kD>
+template <int kD, int kMinBlocks>
 void Launch(const float* q, const void* k_cache, const void* v_cache, const AttentionSeq* seqs, int64_t n_seqs,
             const AttentionParams& p, float* out, cudaStream_t s) {
   const int64_t per_block = kRows / (p.n_heads / p.n_kv_heads);
   constexpr size_t smem = SharedBytes<kD>();
-  auto* kernel = PromptAttentionWgmmaKernel<kD>;
+  auto* kernel = PromptAttentionWgmmaKernel<kD, kMinBlocks>;
   cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem));
   const dim3 grid(static_cast<unsigned>((p.n_rows + per_block - 1) / per_block), static_cast<unsigned>(p.n_kv_heads));
   LaunchPdl(kernel, grid, kThreads, smem, s, q, static_cast<const uint16_t*>(k_cache),
@@ -226,10 +232,13 @@ bool LaunchPromptAttentionWgmma(const float* q, const void* k_cache, const void*
   if (static_cast<size_t>(MaxSharedPerBlock()) < (p.head_dim == 64 ? SharedBytes<64>() : SharedBytes<128>())) {
     return false;
   }
+  const char* v = std::getenv("LLMHOST_CUDA_PROMPT_ATTENTION_WGMMA_BLOCKS");
+  const bool one = v != nullptr && std::strcmp(v, "1") == 0;
   if (p.head_dim == 64) {
-    Launch<64>(q, k_cache, v_cache, seqs, n_seqs, p, out, s);
+    one ? Launch<64, 1>(q, k_cache, v_cache, seqs, n_seqs, p, out, s) : Launch<64, 2>(q, k_cache, v_cache, seqs, n_seqs, p, out, s);
   } else {
-    Launch<128>(q, k_cache, v_cache, seqs, n_seqs, p, out, s);
+    one ? Launch<128, 1>(q, k_cache, v_cache, seqs, n_seqs, p, out, s)
+        : Launch<128, 2>(q, k_cache, v_cache, seqs, n_seqs, p, out, s);
   }
   return true;
 }
