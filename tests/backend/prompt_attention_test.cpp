@@ -82,11 +82,16 @@ TEST_F(PromptAttentionTest, RowsAreBatchInvariantAndClose) {
         EXPECT_EQ(0, std::memcmp(alone.data(), auto_alone.data(), alone.size() * 4));
       }
       {
-        // mma.sync where Hopper's wgmma kernel takes the shape (bf16, head_dim
-        // 64 or 128, one term): the same bits, in blocks of 128 rows or 64.
-        const testing::EnvSwitch mma_sync("LLMHOST_CUDA_PROMPT_ATTENTION_WGMMA", "off");
-        const std::vector<float> wide = Run({{0, n, len}}, 0);
-        EXPECT_EQ(0, std::memcmp(wide.data(), alone.data(), alone.size() * 4)) << "mma.sync, 128-row blocks";
+        // Hopper's wgmma kernel where it takes the shape (bf16, head_dim 64 or
+        // 128, one term; LLMHOST_CUDA_PROMPT_ATTENTION_WGMMA=on), and mma.sync
+        // in blocks of 64 rows: the same bits as mma.sync's 128-row blocks.
+        {
+          const testing::EnvSwitch wgmma("LLMHOST_CUDA_PROMPT_ATTENTION_WGMMA", "on");
+          const std::vector<float> wg = Run({{0, n, len}}, 0);
+          EXPECT_EQ(0, std::memcmp(wg.data(), alone.data(), alone.size() * 4)) << "wgmma";
+          const std::vector<float> wg_mixed = Run({{1, 5, 77}, {0, n, len}, {2, 1, 130, 129}}, 0);
+          EXPECT_EQ(0, std::memcmp(Rows(wg_mixed, 5, n).data(), alone.data(), alone.size() * 4)) << "wgmma, in a batch";
+        }
         const testing::EnvSwitch four("LLMHOST_CUDA_PROMPT_ATTENTION_WARPS", "4");
         const std::vector<float> narrow = Run({{0, n, len}}, 0);
         EXPECT_EQ(0, std::memcmp(narrow.data(), alone.data(), alone.size() * 4)) << "mma.sync, 64-row blocks";

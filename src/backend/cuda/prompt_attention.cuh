@@ -34,8 +34,8 @@ bool PromptAttentionFits(const AttentionParams& p, bool split_q);
 
 // The same rows on Hopper's wgmma (prompt_attention_wgmma.cu), the same
 // bits: bf16 K/V, head_dim 64 or 128, one 16-bit term, an sm_90a device, and
-// not LLMHOST_CUDA_PROMPT_ATTENTION_WGMMA=off. False (nothing launched)
-// elsewhere.
+// LLMHOST_CUDA_PROMPT_ATTENTION_WGMMA=on (opt-in until measured). False
+// (nothing launched) elsewhere.
 bool LaunchPromptAttentionWgmma(const float* q, const void* k_cache, const void* v_cache, const AttentionSeq* seqs,
                                 int64_t n_seqs, const AttentionParams& p, float* out, cudaStream_t s);
 

@@ -228,7 +228,8 @@ void Launch(const float* q, const void* k_cache, const void* v_cache, const Atte
 bool LaunchPromptAttentionWgmma(const float* q, const void* k_cache, const void* v_cache, const AttentionSeq* seqs,
                                 int64_t n_seqs, const AttentionParams& p, float* out, cudaStream_t s) {
   if (p.kv_dtype != DType::kBF16 || (p.head_dim != 64 && p.head_dim != 128)) return false;
-  if (!EnvSwitch("LLMHOST_CUDA_PROMPT_ATTENTION_WGMMA", true) || !Sm90aDevice()) return false;
+  // Opt-in until it has run on a GPU: LLMHOST_CUDA_PROMPT_ATTENTION_WGMMA=on.
+  if (!EnvSwitch("LLMHOST_CUDA_PROMPT_ATTENTION_WGMMA", false) || !Sm90aDevice()) return false;
   if (static_cast<size_t>(MaxSharedPerBlock()) < (p.head_dim == 64 ? SharedBytes<64>() : SharedBytes<128>())) {
     return false;
   }
