@@ -171,7 +171,7 @@ __device__ __forceinline__ void AttendRows(const float* q, const uint16_t* k_cac
     }
     __syncthreads();  // tile t's stage is read: tile t + kStages may go there
   }
-  CopyAsyncWait<0>();  // the last (empty) group
+  CopyAsyncWait<0>();  // the last group (empty with two stages)
 
   StoreRows<kMaxD>(o, l_run, rows, p, d, lane, out);
 }
