@@ -49,7 +49,8 @@ __device__ __forceinline__ void Mma(float c[4], const uint32_t a[4], uint32_t b0
 
 // One block's rows [a, b) of one sequence (the other rows of the block are
 // left out, and so are generated rows): q into shared memory, then the key
-// tiles in order, each tile's K/V copied while the one before it is used.
+// tiles in order (with two stages, each tile's K/V copied while the one
+// before it is used).
 template <Elem E, int kMaxD, bool kSplit, int kWarps, int kStages>
 __device__ __forceinline__ void AttendRows(const float* q, const uint16_t* k_cache, const uint16_t* v_cache,
                                            const AttentionParams& p, float scale_log2, const AttentionSeq& seq,

@@ -1,9 +1,10 @@
 // Causal paged attention of prompt rows on the tensor cores (flash-attention
-// style): a block takes 128 (position, query head) rows of one KV head (64
-// where head_dim is over 128, or with LLMHOST_CUDA_PROMPT_ATTENTION_WARPS=4),
-// keeps their q in shared memory as 16-bit terms, and walks the keys in tiles
-// of 64 absolute positions, each K/V tile copied from the paged cache (in its
-// own 16-bit type) while the tile before it is used, with a running max and
+// style): a block takes 128 (position, query head) rows of one KV head, keeps
+// their q in shared memory as 16-bit terms, and walks the keys in tiles of 64
+// absolute positions, each K/V tile copied from the paged cache (in its own
+// 16-bit type) while the tile before it is used (64 rows and one tile at a
+// time where head_dim is over 128, where the GPU's shared memory per block
+// holds no more, or with LLMHOST_CUDA_PROMPT_ATTENTION_WARPS=4), with a running max and
 // sum per row (online softmax) and the output summed by m16n8k16 MMAs with f32
 // accumulators. q is one 16-bit term (split_q false: the default) or two (hi +
 // the rounding rest, ~16 bits: LLMHOST_CUDA_PROMPT_SPLIT=on at auto), and so
