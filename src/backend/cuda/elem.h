@@ -34,4 +34,7 @@ inline Elem ElemOf(DType t) {
 
 inline unsigned Blocks(int64_t n, int threads) { return static_cast<unsigned>((n + threads - 1) / threads); }
 
+// Whether a pointer may be read or written 16 bytes at a time.
+inline bool Aligned16(const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15) == 0; }
+
 }  // namespace llmhost::cuda

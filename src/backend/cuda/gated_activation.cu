@@ -40,8 +40,6 @@ __global__ void GatedX4Kernel(bool gelu, const float4* gate, int64_t gate_stride
                                          GatedOne(gelu, g.w, u.w));
 }
 
-bool Aligned16(const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15) == 0; }
-
 }  // namespace
 
 void LaunchGatedActivation(Activation act, const float* gate, int64_t gate_stride, const float* up,

@@ -276,7 +276,6 @@ bool WideRows(const DevWeight& w) {
   return true;
 }
 
-bool Aligned16(const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15u) == 0; }
 
 // Instantiates `body.template operator()<XVec>()`.
 template <typename Body>

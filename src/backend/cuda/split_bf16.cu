@@ -38,8 +38,6 @@ __global__ void SplitBf16x8Kernel(const float4* x, int64_t count8, uint4* hi, ui
   if (lo) lo[i] = pack(l);
 }
 
-bool Aligned16(const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15) == 0; }
-
 }  // namespace
 
 void LaunchSplitBf16(const float* x, int64_t count, uint16_t* hi, uint16_t* lo, cudaStream_t s) {
