@@ -276,7 +276,6 @@ bool WideRows(const DevWeight& w) {
   return true;
 }
 
-
 // Instantiates `body.template operator()<XVec>()`.
 template <typename Body>
 void ForXVec(bool vec, Body&& body) {
